@@ -1,0 +1,184 @@
+package actions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Kind says whether an action only reads (read) or may change the model
+// (action, the default).
+type Kind string
+
+// The kinds of action.
+const (
+	KindAction Kind = "action"
+	KindRead   Kind = "read"
+)
+
+// Exposure says whether an action is published as an MCP tool (visible,
+// the default) or callable only by the host and by other actions (hidden).
+type Exposure string
+
+// The exposures.
+const (
+	ExposureVisible Exposure = "visible"
+	ExposureHidden  Exposure = "hidden"
+)
+
+// Definition declares an action without its body: what a manifest lists.
+// Its JSON form is the reference's ActionDefinition.
+type Definition struct {
+	// ID is "namespace/name", both identifiers ([A-Za-z_][A-Za-z0-9_]*).
+	ID          string `json:"id"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Kind is KindRead or KindAction; empty means KindAction.
+	Kind Kind `json:"kind,omitempty"`
+	// Destructive marks an action that may destroy what a person wrote.
+	Destructive bool `json:"destructive,omitempty"`
+	// Exposure is ExposureVisible or ExposureHidden; empty means visible.
+	Exposure Exposure `json:"exposure,omitempty"`
+	// Parameters is a JSON Schema 2020-12 whose root is "type": "object",
+	// given as a decoded Go value (map[string]any), as JSON text
+	// (json.RawMessage, []byte or string), or nil for an action that takes
+	// no parameters. See docs/parameters.md for the keywords accepted.
+	Parameters any `json:"parameters,omitempty"`
+	// Writes lists the model schemas the action may write. The registry
+	// keeps it for hosts and does not read it.
+	Writes []string `json:"writes,omitempty"`
+}
+
+// Action is a definition with its body. C is the context the host builds
+// for each body (see [Host]); the body receives the checked parameters:
+// a copy the body may keep or change, holding only JSON's Go types
+// (map[string]any, []any, string, bool, nil and json.Number).
+//
+// Run's result is recorded in the run entry as canonical JSON: it must be a
+// value [CanonicalJSON] accepts, or nil for none. An error it returns is
+// passed to the caller as it is; see [Registry.Run].
+type Action[C any] struct {
+	Definition
+	Run func(ctx context.Context, params map[string]any, c C) (any, error)
+}
+
+// IsVisible reports whether the definition is published as a tool.
+func (d *Definition) IsVisible() bool { return d.Exposure != ExposureHidden }
+
+// IsRead reports whether the definition only reads.
+func (d *Definition) IsRead() bool { return d.Kind == KindRead }
+
+// UnmarshalJSON decodes a manifest entry. It refuses unknown fields, a kind
+// other than "read" or "action" and an exposure other than "visible" or
+// "hidden". parameters may be a schema object or a string holding the
+// schema's JSON text; both are kept as json.RawMessage. The id and the
+// schema are checked later, by [Registry.Register] or [Definition.Check].
+func (d *Definition) UnmarshalJSON(data []byte) error {
+	type plain Definition
+	var raw struct {
+		plain
+		Parameters json.RawMessage `json:"parameters,omitempty"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return fmt.Errorf("actions: definition: %w", err)
+	}
+	if dec.More() {
+		return fmt.Errorf("actions: definition: data after the object")
+	}
+	*d = Definition(raw.plain)
+	d.Parameters = nil
+	switch p := bytes.TrimSpace(raw.Parameters); {
+	case len(p) == 0 || string(p) == "null":
+	case p[0] == '"':
+		var text string
+		if err := json.Unmarshal(p, &text); err != nil {
+			return fmt.Errorf("actions: definition %q: parameters: %w", d.ID, err)
+		}
+		d.Parameters = json.RawMessage(text)
+	case p[0] == '{':
+		d.Parameters = json.RawMessage(p)
+	default:
+		return fmt.Errorf("actions: definition %q: parameters must be a schema object or its JSON text", d.ID)
+	}
+	switch d.Kind {
+	case "", KindRead, KindAction:
+	default:
+		return fmt.Errorf("actions: definition %q: kind must be %q or %q", d.ID, KindRead, KindAction)
+	}
+	switch d.Exposure {
+	case "", ExposureVisible, ExposureHidden:
+	default:
+		return fmt.Errorf("actions: definition %q: exposure must be %q or %q", d.ID, ExposureVisible, ExposureHidden)
+	}
+	return nil
+}
+
+// DecodeManifest decodes a JSON array of definitions (a manifest). It
+// refuses what [Definition.UnmarshalJSON] refuses; it does not check ids or
+// compile schemas (see [Bind]).
+func DecodeManifest(data []byte) ([]Definition, error) {
+	var defs []Definition
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&defs); err != nil {
+		return nil, fmt.Errorf("actions: manifest: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("actions: manifest: data after the array")
+	}
+	return defs, nil
+}
+
+// checkID returns a constraint_violation refusal when id is not
+// "namespace/name" with both parts identifiers.
+func checkID(id string) error {
+	ns, name, ok := cutSlash(id)
+	switch {
+	case id == "":
+		return idRefusal("the id is empty")
+	case !ok:
+		return idRefusal("the id must be namespace/name with one slash")
+	case !isIdentifier(ns):
+		return idRefusal("the namespace must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+	case !isIdentifier(name):
+		return idRefusal("the name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+	}
+	return nil
+}
+
+func idRefusal(msg string) error {
+	return refusef(CodeConstraintViolation, "invalid action id", Issue{Path: "/id", Keyword: "id", Message: msg})
+}
+
+func cutSlash(id string) (ns, name string, ok bool) {
+	for i := 0; i < len(id); i++ {
+		if id[i] == '/' {
+			ns, name = id[:i], id[i+1:]
+			for j := 0; j < len(name); j++ {
+				if name[j] == '/' {
+					return "", "", false
+				}
+			}
+			return ns, name, true
+		}
+	}
+	return "", "", false
+}
+
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

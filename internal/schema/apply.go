@@ -1,0 +1,214 @@
+package schema
+
+// Fill sets, in place, every absent property that has a default, wherever
+// the object holding it is present: under properties, through $ref and
+// allOf, in the then or else that applies, in a dependentSchemas whose
+// property is present, in the values of additionalProperties and
+// patternProperties, and in the entries of arrays. A property filled with
+// a default object then gets that object's own defaults. A present null is
+// kept. Defaults are deep-copied, so v owns everything it holds.
+//
+// v must hold only JSON's Go types (map[string]any, []any, string, bool,
+// nil, json.Number).
+func (p *Plan) Fill(v any) {
+	if p.hasDefaults {
+		p.fill(v, p.root, 0)
+	}
+}
+
+// fill walks v with n; hops counts the schema edges taken without moving
+// into v, which bounds a $ref cycle that never reaches a value.
+func (p *Plan) fill(v any, n *node, hops int) {
+	if n == nil || !n.fills || hops > p.maxHops {
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for _, d := range n.defaults {
+			if _, ok := v[d.name]; !ok {
+				v[d.name] = Copy(d.value)
+			}
+		}
+		for _, c := range n.props {
+			if pv, ok := v[c.name]; ok {
+				p.fill(pv, c.n, 0)
+			}
+		}
+		if len(n.patterns) > 0 || n.additional != nil {
+			for k, pv := range v {
+				if c := n.additional; c != nil && !n.declares(k) {
+					p.fill(pv, c, 0)
+				}
+				for _, c := range n.patterns {
+					if c.re.MatchString(k) {
+						p.fill(pv, c.n, 0)
+					}
+				}
+			}
+		}
+		for _, c := range n.dependent {
+			if _, ok := v[c.name]; ok {
+				p.fill(v, c.n, hops+1)
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if i < len(n.prefix) {
+				p.fill(e, n.prefix[i], 0)
+			} else if i >= len(n.sch.PrefixItems) {
+				p.fill(e, n.items, 0)
+			}
+		}
+	}
+	p.fill(v, n.target, hops+1)
+	for _, c := range n.allOf {
+		p.fill(v, c, hops+1)
+	}
+	if n.then != nil || n.els != nil {
+		if n.sch.If.Validate(v) == nil {
+			p.fill(v, n.then, hops+1)
+		} else {
+			p.fill(v, n.els, hops+1)
+		}
+	}
+}
+
+// declares reports whether property k is covered by properties or
+// patternProperties, so that additionalProperties does not apply to it.
+func (n *node) declares(k string) bool {
+	if _, ok := n.sch.Properties[k]; ok {
+		return true
+	}
+	for re := range n.sch.PatternProperties {
+		if re.MatchString(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// RefSite is a string value under a ref: the model schema named, and the
+// container holding the value (an object member or an array entry), so
+// that the caller can replace the value by the instance's key.
+type RefSite struct {
+	Schema string
+	Value  string
+	Object map[string]any // the value is Object[Key], or
+	Key    string
+	Array  []any // Array[Index]
+	Index  int
+	Path   []string // tokens of the value's location, from the root
+}
+
+// Set replaces the value at the site.
+func (s *RefSite) Set(v any) {
+	if s.Object != nil {
+		s.Object[s.Key] = v
+	} else {
+		s.Array[s.Index] = v
+	}
+}
+
+// Refs calls fn for every string value of v that sits under a ref whose
+// schema applies to it: a ref in a branch of anyOf or oneOf counts only
+// when that branch holds, in the then or else that applies, in a
+// triggered dependentSchemas. v must be valid against the schema. A value
+// under several applying refs is reported for each. fn may stop the walk
+// by returning false.
+func (p *Plan) Refs(v any, fn func(*RefSite) bool) {
+	if !p.hasRefs {
+		return
+	}
+	w := refWalker{p: p, fn: fn}
+	w.walk(v, p.root, &RefSite{}, 0)
+}
+
+type refWalker struct {
+	p    *Plan
+	fn   func(*RefSite) bool
+	path []string
+	stop bool
+}
+
+func (w *refWalker) walk(v any, n *node, at *RefSite, hops int) {
+	if n == nil || !n.refs || w.stop || hops > w.p.maxHops {
+		return
+	}
+	if s, ok := v.(string); ok && n.ref != "" && len(w.path) > 0 {
+		site := *at
+		site.Schema, site.Value = n.ref, s
+		site.Path = append([]string(nil), w.path...)
+		if !w.fn(&site) {
+			w.stop = true
+			return
+		}
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for _, c := range n.props {
+			if pv, ok := v[c.name]; ok {
+				w.child(pv, c.n, &RefSite{Object: v, Key: c.name})
+			}
+		}
+		if len(n.patterns) > 0 || n.additional != nil {
+			for k, pv := range v {
+				if c := n.additional; c != nil && !n.declares(k) {
+					w.child(pv, c, &RefSite{Object: v, Key: k})
+				}
+				for _, c := range n.patterns {
+					if c.re.MatchString(k) {
+						w.child(pv, c.n, &RefSite{Object: v, Key: k})
+					}
+				}
+			}
+		}
+		for _, c := range n.dependent {
+			if _, ok := v[c.name]; ok {
+				w.walk(v, c.n, at, hops+1)
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if i < len(n.prefix) {
+				w.child(e, n.prefix[i], &RefSite{Array: v, Index: i})
+			} else if i >= len(n.sch.PrefixItems) {
+				w.child(e, n.items, &RefSite{Array: v, Index: i})
+			}
+		}
+	}
+	w.walk(v, n.target, at, hops+1)
+	for _, c := range n.allOf {
+		w.walk(v, c, at, hops+1)
+	}
+	for i, c := range n.anyOf {
+		if c != nil && n.sch.AnyOf[i].Validate(v) == nil {
+			w.walk(v, c, at, hops+1)
+		}
+	}
+	for i, c := range n.oneOf {
+		if c != nil && n.sch.OneOf[i].Validate(v) == nil {
+			w.walk(v, c, at, hops+1)
+		}
+	}
+	if n.then != nil || n.els != nil {
+		if n.sch.If.Validate(v) == nil {
+			w.walk(v, n.then, at, hops+1)
+		} else {
+			w.walk(v, n.els, at, hops+1)
+		}
+	}
+}
+
+// child walks into a member or an entry of the current value.
+func (w *refWalker) child(v any, n *node, at *RefSite) {
+	if n == nil || !n.refs {
+		return
+	}
+	tok := at.Key
+	if at.Object == nil {
+		tok = itoa(at.Index)
+	}
+	w.path = append(w.path, tok)
+	w.walk(v, n, at, 0)
+	w.path = w.path[:len(w.path)-1]
+}

@@ -1,0 +1,274 @@
+package schema
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Plan is the part of a compiled schema that acts on an instance rather
+// than judging it: the defaults to fill and the refs to resolve. It is
+// built once from the engine's compiled schema and read by many calls at
+// once; it holds only the nodes that lead to a default or a ref.
+type Plan struct {
+	root        *node
+	hasDefaults bool
+	hasRefs     bool
+	maxHops     int
+}
+
+type member struct {
+	name  string
+	value any
+}
+
+type named struct {
+	name string
+	n    *node
+}
+
+type patterned struct {
+	re jsonschema.Regexp
+	n  *node
+}
+
+// node mirrors one compiled schema object. Children that lead to neither a
+// default nor a ref are left out once the plan is built.
+type node struct {
+	sch        *jsonschema.Schema
+	defaults   []member // properties whose schema has a default, by name
+	ref        string   // the model schema named by ref, if any
+	props      []named
+	patterns   []patterned
+	additional *node
+	prefix     []*node
+	items      *node
+	target     *node // $ref
+	allOf      []*node
+	anyOf      []*node // resolved for refs only, when the branch holds
+	oneOf      []*node
+	then, els  *node // chosen by sch.If
+	dependent  []named
+
+	fills, refs bool // leads to a default / a ref
+}
+
+// Build makes the plan of a compiled schema. refs maps schema locations to
+// ref names (see [Report]). It refuses a default that, once its own
+// nested defaults are filled, breaks the subschema that declares it.
+func Build(root *jsonschema.Schema, refs map[string]string) (*Plan, error) {
+	b := &builder{nodes: map[*jsonschema.Schema]*node{}, refs: refs}
+	p := &Plan{root: b.node(root), maxHops: 2*len(b.nodes) + 1}
+	// A node leads somewhere when one of its children does; $ref cycles
+	// make this a fixpoint.
+	for changed := true; changed; {
+		changed = false
+		for _, n := range b.order {
+			f, r := n.leads()
+			if f != n.fills || r != n.refs {
+				n.fills, n.refs, changed = f, r, true
+			}
+		}
+	}
+	p.hasDefaults, p.hasRefs = p.root != nil && p.root.fills, p.root != nil && p.root.refs
+	for _, n := range b.order {
+		for _, d := range n.defaults {
+			ps := n.sch.Properties[d.name]
+			v := Copy(d.value)
+			p.fill(v, b.nodes[ps], 0)
+			if ps.Validate(v) != nil {
+				return nil, &Error{Pointer: fragment(ps.Location) + "/default", Reason: "the default breaks its own schema"}
+			}
+		}
+	}
+	for _, n := range b.order {
+		n.prune()
+	}
+	return p, nil
+}
+
+// fragment returns the JSON Pointer of a schema location.
+func fragment(loc string) string {
+	_, frag, _ := strings.Cut(loc, "#")
+	if p, err := url.PathUnescape(frag); err == nil {
+		return p
+	}
+	return frag
+}
+
+type builder struct {
+	nodes map[*jsonschema.Schema]*node
+	order []*node
+	refs  map[string]string
+}
+
+func (b *builder) node(s *jsonschema.Schema) *node {
+	if s == nil || s.Bool != nil {
+		return nil
+	}
+	if n, ok := b.nodes[s]; ok {
+		return n
+	}
+	n := &node{sch: s, ref: b.refs[s.Location]}
+	b.nodes[s] = n
+	b.order = append(b.order, n)
+	names := make([]string, 0, len(s.Properties))
+	for name := range s.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ps := s.Properties[name]
+		if ps.Default != nil {
+			n.defaults = append(n.defaults, member{name, *ps.Default})
+		}
+		if c := b.node(ps); c != nil {
+			n.props = append(n.props, named{name, c})
+		}
+	}
+	for re, ps := range s.PatternProperties {
+		if c := b.node(ps); c != nil {
+			n.patterns = append(n.patterns, patterned{re, c})
+		}
+	}
+	sort.Slice(n.patterns, func(i, j int) bool { return n.patterns[i].re.String() < n.patterns[j].re.String() })
+	if ap, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+		n.additional = b.node(ap)
+	}
+	for _, ps := range s.PrefixItems {
+		n.prefix = append(n.prefix, b.node(ps))
+	}
+	n.items = b.node(s.Items2020)
+	n.target = b.node(s.Ref)
+	for _, ps := range s.AllOf {
+		n.allOf = append(n.allOf, b.node(ps))
+	}
+	for _, ps := range s.AnyOf {
+		n.anyOf = append(n.anyOf, b.node(ps))
+	}
+	for _, ps := range s.OneOf {
+		n.oneOf = append(n.oneOf, b.node(ps))
+	}
+	if s.If != nil {
+		n.then, n.els = b.node(s.Then), b.node(s.Else)
+	}
+	deps := make([]string, 0, len(s.DependentSchemas))
+	for name := range s.DependentSchemas {
+		deps = append(deps, name)
+	}
+	sort.Strings(deps)
+	for _, name := range deps {
+		if c := b.node(s.DependentSchemas[name]); c != nil {
+			n.dependent = append(n.dependent, named{name, c})
+		}
+	}
+	return n
+}
+
+// leads reports whether n fills a default or resolves a ref, itself or
+// through a child. anyOf and oneOf branches never fill (Check refuses
+// defaults there) but may resolve.
+func (n *node) leads() (fills, refs bool) {
+	fills, refs = len(n.defaults) > 0, n.ref != ""
+	see := func(c *node, mayFill bool) {
+		if c != nil {
+			fills = fills || (mayFill && c.fills)
+			refs = refs || c.refs
+		}
+	}
+	for _, c := range n.props {
+		see(c.n, true)
+	}
+	for _, c := range n.patterns {
+		see(c.n, true)
+	}
+	see(n.additional, true)
+	for _, c := range n.prefix {
+		see(c, true)
+	}
+	see(n.items, true)
+	see(n.target, true)
+	for _, c := range n.allOf {
+		see(c, true)
+	}
+	for _, c := range n.anyOf {
+		see(c, false)
+	}
+	for _, c := range n.oneOf {
+		see(c, false)
+	}
+	see(n.then, true)
+	see(n.els, true)
+	for _, c := range n.dependent {
+		see(c.n, true)
+	}
+	return fills, refs
+}
+
+// prune drops children that lead nowhere, so that a call walks only what
+// matters.
+func (n *node) prune() {
+	keep := func(c *node) *node {
+		if c == nil || (!c.fills && !c.refs) {
+			return nil
+		}
+		return c
+	}
+	n.props = keepNamed(n.props, keep)
+	n.dependent = keepNamed(n.dependent, keep)
+	ps := n.patterns[:0]
+	for _, c := range n.patterns {
+		if keep(c.n) != nil {
+			ps = append(ps, c)
+		}
+	}
+	n.patterns = ps
+	n.additional, n.items, n.target = keep(n.additional), keep(n.items), keep(n.target)
+	n.then, n.els = keep(n.then), keep(n.els)
+	for i := range n.prefix {
+		n.prefix[i] = keep(n.prefix[i])
+	}
+	n.allOf = keepNodes(n.allOf, keep)
+	anyRefs := false
+	for _, c := range n.anyOf {
+		anyRefs = anyRefs || (c != nil && c.refs)
+	}
+	if !anyRefs {
+		n.anyOf = nil
+	}
+	oneRefs := false
+	for _, c := range n.oneOf {
+		oneRefs = oneRefs || (c != nil && c.refs)
+	}
+	if !oneRefs {
+		n.oneOf = nil
+	}
+}
+
+func keepNamed(cs []named, keep func(*node) *node) []named {
+	out := cs[:0]
+	for _, c := range cs {
+		if keep(c.n) != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func keepNodes(cs []*node, keep func(*node) *node) []*node {
+	out := cs[:0]
+	for _, c := range cs {
+		if keep(c) != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// HasDefaults reports whether any default can be filled.
+func (p *Plan) HasDefaults() bool { return p.hasDefaults }
+
+// HasRefs reports whether any ref can be resolved.
+func (p *Plan) HasRefs() bool { return p.hasRefs }

@@ -1,0 +1,234 @@
+package actions
+
+import (
+	"errors"
+	"strings"
+)
+
+// Code names why a call or a registration was refused. The codes are the
+// reference's ActionError codes, plus internal for a recovered panic. A body
+// may raise a refusal with a code of its own (a domain refusal).
+type Code string
+
+// The refusal codes the registry itself raises.
+const (
+	// CodeInvalidParameters: the parameters break the action's schema, are
+	// not I-JSON text, or name a model instance that a ref cannot resolve.
+	CodeInvalidParameters Code = "invalid_parameters"
+	// CodeUnknownAction: no action is registered under the id.
+	CodeUnknownAction Code = "unknown_action"
+	// CodeDuplicateName: an action with the same id is already registered.
+	CodeDuplicateName Code = "duplicate_name"
+	// CodeConstraintViolation: a definition breaks a rule of registration
+	// (the id, the parameters schema) or a limit was passed.
+	CodeConstraintViolation Code = "constraint_violation"
+	// CodeInvalidScriptStep: a batch holds a step this package does not run.
+	CodeInvalidScriptStep Code = "invalid_script_step"
+	// CodeUnknownReference: a batch placeholder names a result not set yet.
+	CodeUnknownReference Code = "unknown_reference"
+	// CodeInternal: a body, a resolver or a host hook panicked.
+	CodeInternal Code = "internal"
+)
+
+// Sentinels for [errors.Is]: a *Refusal matches the sentinel of its code.
+//
+//	if errors.Is(err, actions.ErrInvalidParameters) { ... }
+var (
+	ErrInvalidParameters   = errors.New(string(CodeInvalidParameters))
+	ErrUnknownAction       = errors.New(string(CodeUnknownAction))
+	ErrDuplicateName       = errors.New(string(CodeDuplicateName))
+	ErrConstraintViolation = errors.New(string(CodeConstraintViolation))
+	ErrInvalidScriptStep   = errors.New(string(CodeInvalidScriptStep))
+	ErrUnknownReference    = errors.New(string(CodeUnknownReference))
+	ErrInternal            = errors.New(string(CodeInternal))
+)
+
+func sentinelOf(c Code) error {
+	switch c {
+	case CodeInvalidParameters:
+		return ErrInvalidParameters
+	case CodeUnknownAction:
+		return ErrUnknownAction
+	case CodeDuplicateName:
+		return ErrDuplicateName
+	case CodeConstraintViolation:
+		return ErrConstraintViolation
+	case CodeInvalidScriptStep:
+		return ErrInvalidScriptStep
+	case CodeUnknownReference:
+		return ErrUnknownReference
+	case CodeInternal:
+		return ErrInternal
+	}
+	return nil
+}
+
+// Retry says whether trying the same call again could ever work.
+type Retry string
+
+// The retry verdicts.
+const (
+	RetryNever        Retry = "never"         // the same call will be refused again
+	RetryAfterEdit    Retry = "after-edit"    // change the call, then try again
+	RetryAfterBackoff Retry = "after-backoff" // the same call may work later
+)
+
+// Transport says how a connector reports a refusal to its caller.
+// A protocol error means the call never happened; a tool result means it
+// happened and was refused, which a model should read and act on.
+type Transport string
+
+// The transports.
+const (
+	TransportProtocol   Transport = "protocol"    // a JSON-RPC error
+	TransportToolResult Transport = "tool-result" // an MCP result with isError set
+)
+
+// Policy is how a connector renders a refusal of one code.
+type Policy struct {
+	Transport Transport `json:"transport"`
+	Retry     Retry     `json:"retry"`
+}
+
+// PolicyOf returns the policy for a code. A code the registry does not
+// raise itself is a body's domain refusal: a tool result, never retried
+// (a body that knows better sets Retry on its [Refusal]).
+func PolicyOf(c Code) Policy {
+	switch c {
+	case CodeUnknownAction, CodeDuplicateName, CodeConstraintViolation:
+		return Policy{TransportProtocol, RetryNever}
+	case CodeInvalidParameters, CodeUnknownReference, CodeInvalidScriptStep:
+		return Policy{TransportToolResult, RetryAfterEdit}
+	case CodeInternal:
+		return Policy{TransportProtocol, RetryAfterBackoff}
+	}
+	return Policy{TransportToolResult, RetryNever}
+}
+
+// Policies returns the published code → policy table as a fresh map, for a
+// connector that serves it (the key "domain" stands for every body's own
+// code).
+func Policies() map[string]Policy {
+	m := map[string]Policy{"domain": PolicyOf("")}
+	for _, c := range []Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
+		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal} {
+		m[string(c)] = PolicyOf(c)
+	}
+	return m
+}
+
+// Issue is one breach found in a call, such as one schema keyword that
+// failed. Message never contains a submitted value.
+type Issue struct {
+	// Path is the RFC 6901 JSON Pointer of the value at fault: into the
+	// parameters for invalid_parameters ("" is the whole object), into
+	// the schema for constraint_violation, into the batch for script steps.
+	Path string `json:"path"`
+	// Keyword is the JSON Schema keyword that failed ("required", "type",
+	// "ref", ...), "json" for parameters that are not I-JSON text, or the
+	// batch key at fault.
+	Keyword string `json:"keyword"`
+	// Message says what was expected, in lower case, with limits and
+	// keywords but no submitted value.
+	Message string `json:"message"`
+}
+
+// Refusal is the error of a refused call or registration. It carries what a
+// caller (often a model) needs to act: the code, whether to retry, how a
+// connector should deliver it, and the next thing to do.
+//
+// Use errors.Is with the sentinels (ErrInvalidParameters, ...) to test the
+// code, and errors.As to read the fields:
+//
+//	var r *actions.Refusal
+//	if errors.As(err, &r) { log.Print(r.Code, r.Issues) }
+type Refusal struct {
+	Code       Code      `json:"code"`
+	Message    string    `json:"message"`          // lower case, no submitted value
+	Issues     []Issue   `json:"issues,omitempty"` // sorted by path, then keyword
+	Retry      Retry     `json:"retry"`
+	Transport  Transport `json:"transport"`
+	NextAction string    `json:"nextAction,omitempty"` // one sentence for a model
+
+	// cause is kept for the host (a recovered panic's value and stack, a
+	// wrapped error) and never rendered into Message.
+	cause error
+}
+
+// NewRefusal returns a refusal with the code's policy and the given
+// message. A body returns one to refuse a call on its own terms (a domain
+// refusal); set Retry and NextAction on the result to say more.
+func NewRefusal(code Code, message string) *Refusal {
+	p := PolicyOf(code)
+	return &Refusal{Code: code, Message: message, Retry: p.Retry, Transport: p.Transport, NextAction: nextActionOf(code)}
+}
+
+func (r *Refusal) Error() string {
+	var b strings.Builder
+	b.WriteString(string(r.Code))
+	if r.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(r.Message)
+	}
+	for i, is := range r.Issues {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		if is.Path != "" {
+			b.WriteString(is.Path)
+			b.WriteString(" ")
+		}
+		b.WriteString(is.Message)
+	}
+	return b.String()
+}
+
+// Is reports whether target is the sentinel of the refusal's code.
+func (r *Refusal) Is(target error) bool {
+	s := sentinelOf(r.Code)
+	return s != nil && s == target
+}
+
+// Unwrap returns what caused the refusal, if the host should see it: the
+// error a panic carried, with its stack. It is nil for most refusals.
+func (r *Refusal) Unwrap() error { return r.cause }
+
+func nextActionOf(c Code) string {
+	switch c {
+	case CodeInvalidParameters:
+		return "Fix the parameters named in the issues and call again."
+	case CodeUnknownAction:
+		return "List the available tools and call one of them."
+	case CodeInvalidScriptStep:
+		return "Keep only call steps with call, with and as, then run the batch again."
+	case CodeUnknownReference:
+		return "Name only results set by an earlier step, then run the batch again."
+	case CodeInternal:
+		return "Try again later; if it keeps failing, report it."
+	case CodeDuplicateName, CodeConstraintViolation:
+		return "Fix the definition; calling again will not help."
+	}
+	return ""
+}
+
+// codeOf returns the code an error carries: a *Refusal's, that of any
+// error with a Code() string method, or internal for a plain error.
+func codeOf(err error) Code {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r.Code
+	}
+	var c interface{ Code() string }
+	if errors.As(err, &c) {
+		return Code(c.Code())
+	}
+	return CodeInternal
+}
+
+func refusef(code Code, message string, issues ...Issue) *Refusal {
+	r := NewRefusal(code, message)
+	r.Issues = issues
+	return r
+}

@@ -81,12 +81,17 @@ func CompileParameters(s any) (*ParameterSchema, error) {
 //   - anything the 2020-12 metaschema refuses, and a pattern that is not
 //     RE2 syntax (Go's regexp, not ECMA-262).
 func CompileParametersLimits(s any, limits Limits) (*ParameterSchema, error) {
-	limits = limits.withDefaults()
+	return compileParameters(s, limits.withDefaults(), true)
+}
+
+// compileParameters compiles with the given limits; objectRoot false lifts
+// the rule on the root, for the JSON Schema Test Suite only.
+func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema, error) {
 	doc, err := schemaDocument(s, limits)
 	if err != nil {
 		return nil, err
 	}
-	report, err := schema.Check(doc, schemaBase, limits.MaxSchemaDepth)
+	report, err := schema.Check(doc, schemaBase, limits.MaxSchemaDepth, objectRoot)
 	if err != nil {
 		var se *schema.Error
 		errors.As(err, &se)
@@ -254,6 +259,15 @@ func ValidateParameters(ctx context.Context, def Definition, params any, resolve
 // error is returned wrapped, and a resolver's panic as a *Refusal with
 // code internal.
 func (ps *ParameterSchema) Check(ctx context.Context, params any, resolve RefResolver) (map[string]any, error) {
+	v, err := ps.check(ctx, params, resolve)
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil // the root schema is "type": "object"
+}
+
+// check is Check for a schema whose root may judge any value.
+func (ps *ParameterSchema) check(ctx context.Context, params any, resolve RefResolver) (any, error) {
 	v, err := ps.copyParams(params)
 	if err != nil {
 		return nil, err
@@ -266,13 +280,12 @@ func (ps *ParameterSchema) Check(ctx context.Context, params any, resolve RefRes
 		}
 		return nil, refusef(CodeInvalidParameters, "the parameters break the schema")
 	}
-	m := v.(map[string]any) // the root schema is "type": "object"
-	if resolve != nil {
-		if err := ps.resolveRefs(ctx, m, resolve); err != nil {
+	if resolve != nil && ps.plan.HasRefs() {
+		if err := ps.resolveRefs(ctx, v, resolve); err != nil {
 			return nil, err
 		}
 	}
-	return m, nil
+	return v, nil
 }
 
 // copyParams returns a fresh copy of params in JSON's Go types.
@@ -403,7 +416,7 @@ func floatNumber(f float64, bits int, ptr string) (any, error) {
 }
 
 // resolveRefs replaces each ref value of m by the key its resolver gives.
-func (ps *ParameterSchema) resolveRefs(ctx context.Context, m map[string]any, resolve RefResolver) (err error) {
+func (ps *ParameterSchema) resolveRefs(ctx context.Context, m any, resolve RefResolver) (err error) {
 	type site struct {
 		ptr string
 		s   *schema.RefSite

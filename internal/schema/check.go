@@ -46,15 +46,20 @@ type Report struct {
 //     of the parameters can reach it;
 //   - a default at the root or where it can never be filled;
 //   - nesting deeper than maxDepth schema objects.
-func Check(doc any, base string, maxDepth int) (*Report, error) {
+//
+// objectRoot false lifts the first rule (for test suites whose schemas
+// judge any value).
+func Check(doc any, base string, maxDepth int, objectRoot bool) (*Report, error) {
 	root, ok := doc.(map[string]any)
 	if !ok {
 		return nil, &Error{"", "the parameters schema must be an object"}
 	}
-	if t, ok := root["type"]; !ok {
-		return nil, &Error{"", `the root must declare "type": "object"`}
-	} else if s, ok := t.(string); !ok || s != "object" {
-		return nil, &Error{"/type", `the root must be "type": "object"`}
+	if objectRoot {
+		if t, ok := root["type"]; !ok {
+			return nil, &Error{"", `the root must declare "type": "object"`}
+		} else if s, ok := t.(string); !ok || s != "object" {
+			return nil, &Error{"/type", `the root must be "type": "object"`}
+		}
 	}
 	if _, ok := root["default"]; ok {
 		return nil, &Error{"/default", "a default at the root can never be filled"}

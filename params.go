@@ -343,9 +343,17 @@ func jsonRefusal(ptr, msg string) *Refusal {
 // json.Number. Types other than the plain ones go through encoding/json.
 func copyValue(v any, depth int, ptr string) (any, error) {
 	switch v := v.(type) {
-	case nil, string, bool, json.Number:
-		if s, ok := v.(string); ok && !utf8.ValidString(s) {
+	case nil, bool:
+		return v, nil
+	case string:
+		if !utf8.ValidString(v) {
 			return nil, jsonRefusal(ptr, "invalid UTF-8 (RFC 7493 §2.1)")
+		}
+		return v, nil
+	case json.Number:
+		// The text must be a JSON number within a double's range.
+		if d, err := ijson.Decode([]byte(v), 1); err != nil || d != any(v) {
+			return nil, jsonRefusal(ptr, "not a JSON number within the range of a double (RFC 7493 §2.2)")
 		}
 		return v, nil
 	case map[string]any:

@@ -1,0 +1,206 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+)
+
+// Outcome is how a call ended.
+type Outcome string
+
+// The outcomes of a call.
+const (
+	OutcomeDone    Outcome = "done"
+	OutcomeRefused Outcome = "refused"
+)
+
+// RunEntry records one call: the reference's run_entry, field for field.
+// Replaying a body against its entry compares these texts.
+type RunEntry struct {
+	// Action is the id called.
+	Action string `json:"action"`
+	// Parameters is the canonical JSON (RFC 8785) of the checked
+	// parameters, defaults filled and refs resolved; for a call refused
+	// before its check passed, of the parameters as given ("null" when
+	// they were not JSON text).
+	Parameters string `json:"parameters"`
+	// Steps are what the body did, in order: commands it emitted and
+	// actions it called. Never nil.
+	Steps []RunStep `json:"steps"`
+	// Outcome is done or refused.
+	Outcome Outcome `json:"outcome"`
+	// Error is the code of a refused call (a refusal's code, the code of
+	// an error with a Code() string method, or internal); empty when done.
+	Error string `json:"error,omitempty"`
+	// Result is the canonical JSON of the body's result; empty when the
+	// body returned nil or the call was refused.
+	Result string `json:"result,omitempty"`
+}
+
+// RunStep is one step of a body: a command with its result, or a nested
+// call. Exactly one of Command and Call is set.
+type RunStep struct {
+	// Command is the command as the body emitted it, in canonical JSON:
+	// placeholders such as ${now()} stay as they are.
+	Command JSONText `json:"command,omitempty"`
+	// Result is the canonical JSON of the command's result; empty for
+	// none.
+	Result string `json:"result,omitempty"`
+	// Call is the entry of a nested call, done or refused.
+	Call *RunEntry `json:"call,omitempty"`
+}
+
+// JSONText is canonical JSON text that marshals as the value it holds (an
+// empty JSONText is left out of a step).
+type JSONText []byte
+
+// MarshalJSON returns the text itself.
+func (t JSONText) MarshalJSON() ([]byte, error) {
+	if len(t) == 0 {
+		return []byte("null"), nil
+	}
+	return t, nil
+}
+
+// UnmarshalJSON keeps a copy of the text.
+func (t *JSONText) UnmarshalJSON(b []byte) error {
+	*t = append((*t)[:0], b...)
+	return nil
+}
+
+// refused marks e as refused by err, with the parameters text params.
+func (e RunEntry) refused(err error, params string) RunEntry {
+	e.Parameters = params
+	e.Outcome = OutcomeRefused
+	e.Error = string(codeOf(err))
+	e.Result = ""
+	return e
+}
+
+// Trace is a body's view of its own run: the action it runs, the commands
+// it records, and the nested calls it makes. Its methods are safe for
+// concurrent use; after the body returns they record nothing more.
+type Trace struct {
+	action string
+	call   func(ctx context.Context, id string, params any) (any, RunEntry, error)
+
+	mu     sync.Mutex
+	entry  *RunEntry
+	closed bool
+}
+
+// errTraceClosed is returned by a Trace used after its body returned.
+var errTraceClosed = errors.New("actions: the trace's call is over")
+
+// Action returns the id of the action the trace records.
+func (t *Trace) Action() string { return t.action }
+
+// Command records a command the body emitted, as emitted, with its result
+// (nil for none). Both must have a canonical JSON form; otherwise the step
+// is not recorded and a *CanonicalError is returned. After the body has
+// returned, the step is not recorded either.
+func (t *Trace) Command(cmd, result any) error {
+	c, err := CanonicalJSON(cmd)
+	if err != nil {
+		return err
+	}
+	step := RunStep{Command: c}
+	if result != nil {
+		r, err := CanonicalJSON(result)
+		if err != nil {
+			return err
+		}
+		step.Result = string(r)
+	}
+	return t.add(step)
+}
+
+// Call runs another action through the same registry and host, refs
+// resolved, and records its entry as a step of this one, whether it was
+// done or refused. It returns the nested body's result, or its error or
+// refusal (see [Registry.Run]). Calls nested deeper than Limits.MaxCallDepth
+// are refused with constraint_violation.
+func (t *Trace) Call(ctx context.Context, id string, params any) (any, error) {
+	result, entry, err := t.call(ctx, id, params)
+	if aerr := t.add(RunStep{Call: &entry}); aerr != nil && err == nil {
+		err = aerr
+	}
+	return result, err
+}
+
+func (t *Trace) add(s RunStep) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return errTraceClosed
+	}
+	t.entry.Steps = append(t.entry.Steps, s)
+	return nil
+}
+
+func (t *Trace) close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+}
+
+// RunLog keeps run entries in memory, in the order they were recorded. It
+// is safe for concurrent use. Pass its Record method as [Host].OnEntry.
+type RunLog struct {
+	mu      sync.Mutex
+	entries []RunEntry
+}
+
+// NewRunLog returns an empty log.
+func NewRunLog() *RunLog { return &RunLog{} }
+
+// Record appends an entry.
+func (l *RunLog) Record(e RunEntry) {
+	l.mu.Lock()
+	l.entries = append(l.entries, e)
+	l.mu.Unlock()
+}
+
+// Entries returns a copy of the entries recorded so far.
+func (l *RunLog) Entries() []RunEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]RunEntry(nil), l.entries...)
+}
+
+// EntryWriter writes each entry it records as one line of canonical JSON
+// (JSON Lines), so that a host can persist its run log. It is safe for
+// concurrent use; lines are never interleaved.
+type EntryWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+}
+
+// NewEntryWriter returns a writer of entries to w.
+func NewEntryWriter(w io.Writer) *EntryWriter { return &EntryWriter{w: w} }
+
+// Record writes one entry and a newline. After a write error it writes
+// nothing more; Err returns that error.
+func (w *EntryWriter) Record(e RunEntry) {
+	line, err := CanonicalJSON(e)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	if err != nil {
+		w.err = err
+		return
+	}
+	_, w.err = w.w.Write(append(line, '\n'))
+}
+
+// Err returns the first error met while writing, if any.
+func (w *EntryWriter) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}

@@ -1,0 +1,255 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	googleschema "github.com/google/jsonschema-go/jsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// typicalSchema is the typical action of the benchmarks: eight properties,
+// two defaults, one ref and an array of objects.
+const typicalSchema = `{
+  "type": "object",
+  "required": ["name", "owner", "lines"],
+  "additionalProperties": false,
+  "properties": {
+    "name":     {"type": "string", "minLength": 1, "maxLength": 200},
+    "owner":    {"type": "string", "ref": "actor"},
+    "kind":     {"type": "string", "enum": ["plant", "depot", "store"], "default": "plant"},
+    "priority": {"type": "integer", "minimum": 0, "maximum": 9, "default": 3},
+    "email":    {"type": "string", "format": "email"},
+    "active":   {"type": "boolean"},
+    "tags":     {"type": "array", "items": {"type": "string"}, "maxItems": 10},
+    "lines":    {"type": "array", "minItems": 1, "items": {
+      "type": "object", "required": ["sku", "qty"], "additionalProperties": false,
+      "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"}, "qty": {"type": "number", "exclusiveMinimum": 0}}
+    }}
+  }
+}`
+
+const typicalParams = `{"name":"North plant","owner":"Usine Nord","email":"ops@example.org","active":true,
+ "tags":["north","eu"],"lines":[{"sku":"ABC-0001","qty":12},{"sku":"XYZ-0420","qty":0.5},{"sku":"QQQ-9999","qty":3}]}`
+
+// typicalResolver is an in-memory model lookup, as a host would give.
+func typicalResolver(_ context.Context, _, value string) (RefMatches, error) {
+	if value == "Usine Nord" {
+		return RefMatches{Names: []string{"actor:17"}}, nil
+	}
+	return RefMatches{}, nil
+}
+
+func typicalMap(b *testing.B) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(typicalParams), &m); err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+// BenchmarkValidateParameters compares the registry's check of one call
+// (copy, defaults, validation, one ref) with the bare jsonschema v6
+// Validate of the same compiled schema, and with google/jsonschema-go's
+// ApplyDefaults+Validate (the MCP Go SDK's per-call input check).
+func BenchmarkValidateParameters(b *testing.B) {
+	ctx := context.Background()
+	ps, err := CompileParameters(typicalSchema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	params := typicalMap(b)
+	b.Run("actions/map", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ps.Check(ctx, params, typicalResolver); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("actions/text", func(b *testing.B) {
+		text := json.RawMessage(typicalParams)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ps.Check(ctx, text, typicalResolver); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("jsonschema-v6/validate", func(b *testing.B) {
+		// The same compiled schema, on params that already hold their
+		// defaults and JSON's number type: validation alone.
+		v, err := ps.copyParams(params)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps.plan.Fill(v)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := ps.sch.Validate(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("google-jsonschema-go/map", func(b *testing.B) {
+		rs := googleResolved(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			m := copyMap(params) // ApplyDefaults writes into its argument
+			if err := rs.ApplyDefaults(&m); err != nil {
+				b.Fatal(err)
+			}
+			if err := rs.Validate(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("google-jsonschema-go/text", func(b *testing.B) {
+		rs := googleResolved(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(typicalParams), &m); err != nil {
+				b.Fatal(err)
+			}
+			if err := rs.ApplyDefaults(&m); err != nil {
+				b.Fatal(err)
+			}
+			if err := rs.Validate(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func googleResolved(b *testing.B) *googleschema.Resolved {
+	var s googleschema.Schema
+	if err := json.Unmarshal([]byte(typicalSchema), &s); err != nil {
+		b.Fatal(err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rs
+}
+
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = copyAny(v)
+	}
+	return out
+}
+
+func copyAny(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return copyMap(v)
+	case []any:
+		a := make([]any, len(v))
+		for i, e := range v {
+			a[i] = copyAny(e)
+		}
+		return a
+	}
+	return v
+}
+
+func typicalRegistry(b *testing.B) (*Registry[*Trace], *Host[*Trace]) {
+	reg := NewRegistry[*Trace]()
+	err := reg.Register(Action[*Trace]{
+		Definition: Definition{ID: "supply/create_site", Parameters: typicalSchema},
+		Run: func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
+			return map[string]any{"id": "site:1", "owner": p["owner"], "lines": len(p["lines"].([]any))}, nil
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := NewRunLog()
+	return reg, &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(e RunEntry) { log.Record(e) }}
+}
+
+// BenchmarkRun measures one call end to end: check, body, entry in
+// canonical JSON, in-memory log. Compare with
+// BenchmarkValidateParameters/jsonschema-v6/validate.
+func BenchmarkRun(b *testing.B) {
+	reg, _ := typicalRegistry(b)
+	ctx := context.Background()
+	params := typicalMap(b)
+	// A log that keeps nothing, so that memory stays flat over b.N calls;
+	// RunLog's append is measured by BenchmarkRunLog.
+	host := &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(RunEntry) {}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := reg.Run(ctx, "supply/create_site", params, host); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRunParallel runs the same call from every P; run it with
+// -cpu 1,2 to see how calls scale.
+func BenchmarkRunParallel(b *testing.B) {
+	reg, _ := typicalRegistry(b)
+	params := typicalMap(b)
+	host := &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(RunEntry) {}}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			if _, _, err := reg.Run(ctx, "supply/create_site", params, host); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkRegister compares registering 1,000 actions with compiling
+// their schemas with bare jsonschema v6.
+func BenchmarkRegister(b *testing.B) {
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = "bench/action_" + itoa3(i)
+	}
+	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
+	b.Run("actions", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			reg := NewRegistry[*Trace]()
+			for _, id := range ids {
+				if err := reg.Register(Action[*Trace]{Definition: Definition{ID: id, Parameters: typicalSchema}, Run: body}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("jsonschema-v6/compile", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for range ids {
+				doc, err := jsonschema.UnmarshalJSON(stringsReader(typicalSchema))
+				if err != nil {
+					b.Fatal(err)
+				}
+				c := jsonschema.NewCompiler()
+				if err := c.AddResource("https://x.invalid/s.json", doc); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.Compile("https://x.invalid/s.json"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+func itoa3(i int) string {
+	return string([]byte{byte('0' + i/100%10), byte('0' + i/10%10), byte('0' + i%10)})
+}
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }

@@ -1,0 +1,26 @@
+// Package actions is an action registry for host services: each action is
+// declared once, with a JSON Schema 2020-12 for its parameters, and every
+// call is checked before its body runs and recorded as a replayable run
+// entry in RFC 8785 canonical JSON. Visible actions are published as MCP
+// tools (see [ToAITools] and the mcpserver package).
+//
+// The life of one call, [Registry.Run]:
+//
+//  1. look the action up by id ("namespace/name"), or refuse unknown_action;
+//  2. copy the parameters into JSON's Go types (the caller's value is never
+//     changed) and fill the schema's defaults;
+//  3. validate, listing every breach in one invalid_parameters refusal;
+//  4. resolve each ref value through the host's [RefResolver];
+//  5. run the body, then record a [RunEntry] and hand it to [Host].OnEntry.
+//
+// Declare actions with [Action] or bind a JSON manifest with
+// [Registry.Bind]; check parameters alone with [ValidateParameters]; run
+// call-only scripts with [RunBatch]; serialise with [CanonicalJSON]. Every
+// refusal is a *[Refusal] with a code that errors.Is matches against the
+// sentinels (ErrInvalidParameters, ...), and a published transport and
+// retry policy ([PolicyOf]).
+//
+// The registry opens no transaction: a host wraps a call or a batch in its
+// own and rolls it back when an error comes back. Limits on sizes and
+// depths are in [Limits]; docs/ in the repository has a page per concept.
+package actions

@@ -1,0 +1,253 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func requireRefusal(t *testing.T, err error, code Code) *Refusal {
+	t.Helper()
+	require.Error(t, err)
+	var r *Refusal
+	require.True(t, errors.As(err, &r), "want a *Refusal, got %T: %v", err, err)
+	require.Equal(t, code, r.Code, r.Error())
+	return r
+}
+
+// TestSchemasNeverLoad points $ref and $schema at files, URLs and
+// relative documents; each is refused at registration and the content of
+// a local file never shows up anywhere.
+func TestSchemasNeverLoad(t *testing.T) {
+	const marker = "FILE-MARKER-4242"
+	dir := t.TempDir()
+	local := filepath.Join(dir, "schema.json")
+	require.NoError(t, os.WriteFile(local, []byte(`{"type":"string","description":"`+marker+`"}`), 0o600))
+	cases := map[string]string{
+		"passwd":          `{"type":"object","properties":{"a":{"$ref":"file:///etc/passwd"}}}`,
+		"local file":      `{"type":"object","properties":{"a":{"$ref":"file://` + local + `"}}}`,
+		"https":           `{"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}`,
+		"relative":        `{"type":"object","properties":{"a":{"$ref":"schema.json"}}}`,
+		"dynamic":         `{"type":"object","properties":{"a":{"$dynamicRef":"file://` + local + `#x"}}}`,
+		"metaschema ref":  `{"type":"object","properties":{"a":{"$ref":"https://json-schema.org/draft/2020-12/schema"}}}`,
+		"schema file":     `{"$schema":"file://` + local + `","type":"object"}`,
+		"schema passwd":   `{"$schema":"file:///etc/passwd","type":"object"}`,
+		"schema draft7":   `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}`,
+		"shadow meta":     `{"type":"object","$defs":{"x":{"$id":"https://json-schema.org/draft/2020-12/schema"}}}`,
+		"duplicate id":    `{"type":"object","$defs":{"x":{"$id":"https://a.invalid/x"},"y":{"$id":"https://a.invalid/x"}}}`,
+		"id then ref out": `{"$id":"file://` + dir + `/","type":"object","properties":{"a":{"$ref":"schema.json"}}}`,
+	}
+	for name, s := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := CompileParameters(s)
+			r := requireRefusal(t, err, CodeConstraintViolation)
+			require.Len(t, r.Issues, 1)
+			assert.NotContains(t, r.Error(), marker)
+			assert.NotContains(t, fmt.Sprintf("%+v", err), marker)
+			assert.NotContains(t, r.Error(), "root:") // nothing of /etc/passwd
+		})
+	}
+}
+
+// TestSchemaIDCannotShadowAcrossActions registers two actions whose
+// schemas claim the same $id; each keeps its own meaning.
+func TestSchemaIDCannotShadowAcrossActions(t *testing.T) {
+	reg := NewRegistry[*Trace]()
+	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/one",
+		Parameters: `{"$id":"https://shared.invalid/s","type":"object","properties":{"x":{"type":"string"}}}`}, Run: body}))
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/two",
+		Parameters: `{"$id":"https://shared.invalid/s","type":"object","properties":{"x":{"type":"integer"}}}`}, Run: body}))
+	_, _, err := reg.Run(context.Background(), "a/one", map[string]any{"x": "s"}, nil)
+	require.NoError(t, err)
+	_, _, err = reg.Run(context.Background(), "a/two", map[string]any{"x": "s"}, nil)
+	requireRefusal(t, err, CodeInvalidParameters)
+}
+
+func TestPatternsAreRE2(t *testing.T) {
+	// Lookahead is ECMA-262 only: refused at registration, not ignored.
+	_, err := CompileParameters(`{"type":"object","properties":{"a":{"type":"string","pattern":"^(?=a)"}}}`)
+	r := requireRefusal(t, err, CodeConstraintViolation)
+	assert.Equal(t, "/properties/a/pattern", r.Issues[0].Path)
+}
+
+func nested(depth int, leaf string) string {
+	return strings.Repeat(`{"a":`, depth) + leaf + strings.Repeat("}", depth)
+}
+
+func TestParamDepthLimit(t *testing.T) {
+	ps, err := CompileParametersLimits(`{"type":"object"}`, Limits{MaxParamDepth: 10})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = ps.Check(ctx, json.RawMessage(nested(10, "1")), nil) // 10 objects: at the limit
+	require.NoError(t, err)
+	_, err = ps.Check(ctx, json.RawMessage(nested(11, "1")), nil) // one past
+	r := requireRefusal(t, err, CodeInvalidParameters)
+	assert.Equal(t, "json", r.Issues[0].Keyword)
+
+	var v any = 1
+	for range 10 {
+		v = map[string]any{"a": v}
+	}
+	_, err = ps.Check(ctx, v, nil)
+	require.NoError(t, err)
+	_, err = ps.Check(ctx, map[string]any{"a": v}, nil)
+	requireRefusal(t, err, CodeInvalidParameters)
+
+	// Far past the limit: a typed refusal, not a stack overflow.
+	_, err = ps.Check(ctx, json.RawMessage(strings.Repeat("[", 1_000_000)), nil)
+	requireRefusal(t, err, CodeInvalidParameters)
+}
+
+func TestParamSizeLimit(t *testing.T) {
+	ps, err := CompileParametersLimits(`{"type":"object"}`, Limits{MaxParamBytes: 100})
+	require.NoError(t, err)
+	at := `{"s":"` + strings.Repeat("x", 100-8) + `"}`
+	require.Len(t, at, 100)
+	_, err = ps.Check(context.Background(), json.RawMessage(at), nil)
+	require.NoError(t, err)
+	_, err = ps.Check(context.Background(), json.RawMessage(at+" "), nil)
+	requireRefusal(t, err, CodeInvalidParameters)
+}
+
+func schemaOfDepth(depth int) string {
+	// depth schema objects: the root and depth-1 nested properties.
+	return strings.Repeat(`{"type":"object","properties":{"a":`, depth-1) + `{"type":"string"}` + strings.Repeat("}}", depth-1)
+}
+
+func TestSchemaDepthLimit(t *testing.T) {
+	l := Limits{MaxSchemaDepth: 8}
+	_, err := CompileParametersLimits(schemaOfDepth(9), l) // 8 levels below the root
+	require.NoError(t, err)
+	_, err = CompileParametersLimits(schemaOfDepth(10), l)
+	requireRefusal(t, err, CodeConstraintViolation)
+	// Far past the default limit: refused quickly, never compiled.
+	_, err = CompileParameters(schemaOfDepth(5000))
+	requireRefusal(t, err, CodeConstraintViolation)
+}
+
+func TestSchemaSizeLimit(t *testing.T) {
+	s := `{"type":"object","description":"` + strings.Repeat("d", 200) + `"}`
+	_, err := CompileParametersLimits(s, Limits{MaxSchemaBytes: len(s)})
+	require.NoError(t, err)
+	_, err = CompileParametersLimits(s, Limits{MaxSchemaBytes: len(s) - 1})
+	requireRefusal(t, err, CodeConstraintViolation)
+}
+
+func TestRefFanOutLimit(t *testing.T) {
+	ps, err := CompileParametersLimits(`{"type":"object","properties":{"ids":{"type":"array","items":{"type":"string","ref":"actor"}}}}`,
+		Limits{MaxRefs: 5})
+	require.NoError(t, err)
+	calls := 0
+	resolve := func(_ context.Context, _, v string) (RefMatches, error) {
+		calls++
+		return RefMatches{ID: &v}, nil
+	}
+	ids := func(n int) map[string]any {
+		a := make([]any, n)
+		for i := range a {
+			a[i] = fmt.Sprint("id", i)
+		}
+		return map[string]any{"ids": a}
+	}
+	_, err = ps.Check(context.Background(), ids(5), resolve)
+	require.NoError(t, err)
+	assert.Equal(t, 5, calls)
+	calls = 0
+	_, err = ps.Check(context.Background(), ids(6), resolve)
+	requireRefusal(t, err, CodeInvalidParameters)
+	assert.Zero(t, calls, "the resolver must not be called once the limit is passed")
+}
+
+func TestResolverFailures(t *testing.T) {
+	ps, err := CompileParameters(`{"type":"object","properties":{"who":{"type":"string","ref":"actor"}}}`)
+	require.NoError(t, err)
+	boom := errors.New("model store down")
+	_, err = ps.Check(context.Background(), map[string]any{"who": "x"}, func(context.Context, string, string) (RefMatches, error) {
+		return RefMatches{}, boom
+	})
+	require.ErrorIs(t, err, boom)
+	var r *Refusal
+	assert.False(t, errors.As(err, &r), "a resolver's error is the host's failure, not a refusal")
+
+	_, err = ps.Check(context.Background(), map[string]any{"who": "x"}, func(context.Context, string, string) (RefMatches, error) {
+		panic("resolver bug")
+	})
+	requireRefusal(t, err, CodeInternal)
+}
+
+// TestPanicsLeaveRegistryServing panics in a body, a resolver, a host
+// context builder and OnEntry; each call is refused with internal and the
+// next call is served.
+func TestPanicsLeaveRegistryServing(t *testing.T) {
+	reg := NewRegistry[*Trace]()
+	ok := func(context.Context, map[string]any, *Trace) (any, error) { return "ok", nil }
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/ok",
+		Parameters: `{"type":"object","properties":{"who":{"type":"string","ref":"actor"}}}`}, Run: ok}))
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/boom"},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) { panic("body bug") }}))
+	ctx := context.Background()
+	serving := func() {
+		t.Helper()
+		res, _, err := reg.Run(ctx, "t/ok", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, "ok", res)
+	}
+	_, entry, err := reg.Run(ctx, "t/boom", nil, nil)
+	r := requireRefusal(t, err, CodeInternal)
+	assert.NotContains(t, r.Message, "body bug")
+	assert.Contains(t, fmt.Sprint(errors.Unwrap(err)), "body bug", "the host gets the panic value")
+	assert.Equal(t, "internal", entry.Error)
+	serving()
+
+	_, _, err = reg.Run(ctx, "t/ok", map[string]any{"who": "x"}, &Host[*Trace]{
+		Resolve: func(context.Context, string, string) (RefMatches, error) { panic("resolver bug") }})
+	requireRefusal(t, err, CodeInternal)
+	serving()
+
+	_, _, err = reg.Run(ctx, "t/ok", nil, &Host[*Trace]{Context: func(*Trace) *Trace { panic("context bug") }})
+	requireRefusal(t, err, CodeInternal)
+	serving()
+
+	res, _, err := reg.Run(ctx, "t/ok", nil, &Host[*Trace]{OnEntry: func(RunEntry) { panic("log bug") }})
+	requireRefusal(t, err, CodeInternal)
+	assert.Equal(t, "ok", res, "the body ran; the host learns its log failed")
+	serving()
+}
+
+func TestCallDepthLimit(t *testing.T) {
+	reg := NewRegistry[*Trace](WithLimits(Limits{MaxCallDepth: 3}))
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/down",
+		Parameters: `{"type":"object","properties":{"n":{"type":"integer"}}}`},
+		Run: func(ctx context.Context, p map[string]any, tr *Trace) (any, error) {
+			n, _ := p["n"].(json.Number).Int64()
+			if n == 0 {
+				return "bottom", nil
+			}
+			return tr.Call(ctx, "t/down", map[string]any{"n": n - 1})
+		}}))
+	ctx := context.Background()
+	res, _, err := reg.Run(ctx, "t/down", map[string]any{"n": 3}, nil) // three nested calls
+	require.NoError(t, err)
+	assert.Equal(t, "bottom", res)
+	_, entry, err := reg.Run(ctx, "t/down", map[string]any{"n": 4}, nil)
+	requireRefusal(t, err, CodeConstraintViolation)
+	assert.Equal(t, "constraint_violation", entry.Error)
+
+	// Unbounded recursion is refused at the limit, never a stack overflow.
+	reg2 := NewRegistry[*Trace]()
+	require.NoError(t, reg2.Register(Action[*Trace]{Definition: Definition{ID: "t/loop"},
+		Run: func(ctx context.Context, _ map[string]any, tr *Trace) (any, error) {
+			return tr.Call(ctx, "t/loop", nil)
+		}}))
+	_, _, err = reg2.Run(ctx, "t/loop", nil, nil)
+	requireRefusal(t, err, CodeConstraintViolation)
+}

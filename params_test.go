@@ -185,7 +185,9 @@ func TestCheckDoesNotChangeCallerValue(t *testing.T) {
 		"who":{"type":"string","ref":"actor"}}}`)
 	require.NoError(t, err)
 	in := map[string]any{"list": []any{map[string]any{}}, "who": "Plant"}
-	resolve := func(context.Context, string, string) (RefMatches, error) { return RefMatches{Names: []string{"actor:1"}}, nil }
+	resolve := func(context.Context, string, string) (RefMatches, error) {
+		return RefMatches{Names: []string{"actor:1"}}, nil
+	}
 	got, err := ps.Check(context.Background(), in, resolve)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"list": []any{map[string]any{}}, "who": "Plant"}, in, "the caller's value changed")

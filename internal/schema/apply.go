@@ -22,6 +22,20 @@ func (p *Plan) fill(v any, n *node, hops int) {
 	if n == nil || !n.fills || hops > p.maxHops {
 		return
 	}
+	// Ajv's order: the in-place applicators first, so their defaults win
+	// and if sees the value before this node's own defaults; then this
+	// node's defaults, its members and entries, then dependentSchemas.
+	p.fill(v, n.target, hops+1)
+	for _, c := range n.allOf {
+		p.fill(v, c, hops+1)
+	}
+	if n.then != nil || n.els != nil {
+		if n.sch.If.Validate(v) == nil {
+			p.fill(v, n.then, hops+1)
+		} else {
+			p.fill(v, n.els, hops+1)
+		}
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		for _, d := range n.defaults {
@@ -58,17 +72,6 @@ func (p *Plan) fill(v any, n *node, hops int) {
 			} else if i >= len(n.sch.PrefixItems) {
 				p.fill(e, n.items, 0)
 			}
-		}
-	}
-	p.fill(v, n.target, hops+1)
-	for _, c := range n.allOf {
-		p.fill(v, c, hops+1)
-	}
-	if n.then != nil || n.els != nil {
-		if n.sch.If.Validate(v) == nil {
-			p.fill(v, n.then, hops+1)
-		} else {
-			p.fill(v, n.els, hops+1)
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package schema
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/actionreg/actions/internal/ijson"
@@ -64,7 +66,7 @@ func Check(doc any, base string, maxDepth int, objectRoot bool) (*Report, error)
 	if _, ok := root["default"]; ok {
 		return nil, &Error{"/default", "a default at the root can never be filled"}
 	}
-	c := &checker{maxDepth: maxDepth, ids: map[string]string{}, report: Report{Refs: map[string]string{}}}
+	c := &checker{doc: root, maxDepth: maxDepth, ids: map[string]string{}, report: Report{Refs: map[string]string{}}}
 	baseURL, err := url.Parse(base)
 	if err != nil {
 		return nil, &Error{"", "invalid base URI"}
@@ -82,6 +84,7 @@ func Check(doc any, base string, maxDepth int, objectRoot bool) (*Report, error)
 }
 
 type checker struct {
+	doc      map[string]any
 	maxDepth int
 	ids      map[string]string // resource URL (no fragment) -> pointer of its $id
 	report   Report
@@ -244,6 +247,9 @@ func (c *checker) walk(v any, ptr string, base *url.URL, resPtr string, depth in
 			c.report.Defaults++
 		}
 	}
+	if err := strict(obj, ptr); err != nil {
+		return err
+	}
 	return eachSub(obj, ptr, func(sub any, subPtr, kw string) error {
 		next := place{opaque: at.opaque, branch: at.branch, property: kw == "properties"}
 		if o, ok := opaque[kw]; ok && next.opaque == "" {
@@ -283,8 +289,68 @@ func (c *checker) checkRef(v any, ptr string, base *url.URL) error {
 		return &Error{ptr, "not a URI reference"}
 	}
 	target := base.ResolveReference(u)
-	if _, inside := c.ids[stripFragment(target)]; !inside {
+	res, inside := c.ids[stripFragment(target)]
+	if !inside {
 		return &Error{ptr, "a reference must stay inside the schema (no file, URL or relative document)"}
+	}
+	if frag := target.Fragment; strings.HasPrefix(frag, "/") && !c.exists(res+frag) {
+		return &Error{ptr, "the reference points at nothing in the schema"}
+	}
+	return nil
+}
+
+// exists reports whether the JSON Pointer ptr names a value of the
+// document.
+func (c *checker) exists(ptr string) bool {
+	var v any = c.doc
+	for _, tok := range strings.Split(ptr, "/")[1:] {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		switch t := v.(type) {
+		case map[string]any:
+			next, ok := t[tok]
+			if !ok {
+				return false
+			}
+			v = next
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(t) {
+				return false
+			}
+			v = t[i]
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// strict refuses keyword combinations that do nothing, as Ajv's strict
+// mode does: they are almost always a mistake in the schema.
+func strict(obj map[string]any, ptr string) error {
+	_, hasIf := obj["if"]
+	_, hasThen := obj["then"]
+	_, hasElse := obj["else"]
+	_, hasContains := obj["contains"]
+	_, hasMax := obj["maxContains"]
+	switch {
+	case hasThen && !hasIf:
+		return &Error{ptr + "/then", "then without if does nothing"}
+	case hasElse && !hasIf:
+		return &Error{ptr + "/else", "else without if does nothing"}
+	case hasIf && !hasThen && !hasElse:
+		return &Error{ptr + "/if", "if without then or else does nothing"}
+	}
+	for _, kw := range []string{"minContains", "maxContains"} {
+		if _, ok := obj[kw]; ok && !hasContains {
+			return &Error{ptr + "/" + kw, kw + " without contains does nothing"}
+		}
+	}
+	if n, ok := obj["minContains"].(json.Number); ok && string(n) == "0" && !hasMax {
+		return &Error{ptr + "/minContains", "minContains 0 without maxContains makes contains void"}
+	}
+	if e, ok := obj["enum"].([]any); ok && len(e) == 0 {
+		return &Error{ptr + "/enum", "an empty enum accepts nothing"}
 	}
 	return nil
 }

@@ -59,6 +59,9 @@ type node struct {
 // ref names (see [Report]). It refuses a default that, once its own
 // nested defaults are filled, breaks the subschema that declares it.
 func Build(root *jsonschema.Schema, refs map[string]string) (*Plan, error) {
+	if err := tried(root, false, map[triedKey]bool{}); err != nil {
+		return nil, err
+	}
 	b := &builder{nodes: map[*jsonschema.Schema]*node{}, refs: refs}
 	p := &Plan{root: b.node(root), maxHops: 2*len(b.nodes) + 1}
 	// A node leads somewhere when one of its children does; $ref cycles
@@ -272,3 +275,68 @@ func (p *Plan) HasDefaults() bool { return p.hasDefaults }
 
 // HasRefs reports whether any ref can be resolved.
 func (p *Plan) HasRefs() bool { return p.hasRefs }
+
+type triedKey struct {
+	s     *jsonschema.Schema
+	tried bool
+}
+
+// tried refuses a property default that a subschema whose values are only
+// tried (a branch of anyOf or oneOf, not, if, contains, propertyNames,
+// unevaluated*) reaches, also through $ref: Check finds those written in
+// place, this finds those a $ref brings in. Ajv's strict mode refuses the
+// same.
+func tried(s *jsonschema.Schema, inTried bool, seen map[triedKey]bool) error {
+	if s == nil || seen[triedKey{s, inTried}] {
+		return nil
+	}
+	seen[triedKey{s, inTried}] = true
+	if inTried {
+		for _, ps := range s.Properties {
+			if ps.Default != nil {
+				return &Error{fragment(ps.Location) + "/default", "a default reached from a subschema that is only tried (anyOf, oneOf, not, if, contains, propertyNames) can never be filled"}
+			}
+		}
+	}
+	var err error
+	visit := func(c *jsonschema.Schema, t bool) {
+		if err == nil {
+			err = tried(c, inTried || t, seen)
+		}
+	}
+	for _, c := range s.Properties {
+		visit(c, false)
+	}
+	for _, c := range s.PatternProperties {
+		visit(c, false)
+	}
+	if c, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+		visit(c, false)
+	}
+	for _, c := range s.PrefixItems {
+		visit(c, false)
+	}
+	for _, c := range s.AllOf {
+		visit(c, false)
+	}
+	for _, c := range s.DependentSchemas {
+		visit(c, false)
+	}
+	visit(s.Items2020, false)
+	visit(s.Ref, false)
+	visit(s.Then, false)
+	visit(s.Else, false)
+	for _, c := range s.AnyOf {
+		visit(c, true)
+	}
+	for _, c := range s.OneOf {
+		visit(c, true)
+	}
+	visit(s.Not, true)
+	visit(s.If, true)
+	visit(s.Contains, true)
+	visit(s.PropertyNames, true)
+	visit(s.UnevaluatedProperties, true)
+	visit(s.UnevaluatedItems, true)
+	return err
+}

@@ -1,0 +1,113 @@
+package actions_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/actionreg/actions"
+)
+
+func ExampleToAITools() {
+	defs := []actions.Definition{
+		{
+			ID:          "shop/set_label",
+			Title:       "Set a label",
+			Description: "Changes the label or the colour of an item.",
+			Parameters: `{
+				"type": "object",
+				"properties": {
+					"item": {"type": "string", "ref": "Item"},
+					"label": {"anyOf": [
+						{"type": "string"},
+						{"type": "object", "additionalProperties": {"type": "string"}}
+					]},
+					"color": {"type": "string"}
+				},
+				"required": ["item"],
+				"anyOf": [{"required": ["label"]}, {"required": ["color"]}]
+			}`,
+		},
+		{ID: "shop/list_items", Title: "List items", Kind: actions.KindRead},
+		{ID: "shop/rebuild_index", Exposure: actions.ExposureHidden},
+	}
+	tools, err := actions.ToAITools(defs, actions.WithLanguages("en", "fr"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(tools); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// [
+	//   {
+	//     "name": "shop-list_items",
+	//     "title": "List items",
+	//     "inputSchema": {
+	//       "additionalProperties": false,
+	//       "properties": {},
+	//       "type": "object"
+	//     },
+	//     "annotations": {
+	//       "readOnlyHint": true,
+	//       "destructiveHint": false
+	//     }
+	//   },
+	//   {
+	//     "name": "shop-set_label",
+	//     "title": "Set a label",
+	//     "description": "Changes the label or the colour of an item. Give at least one of: label, color.",
+	//     "inputSchema": {
+	//       "properties": {
+	//         "color": {
+	//           "type": "string"
+	//         },
+	//         "item": {
+	//           "ref": "Item",
+	//           "type": "string"
+	//         },
+	//         "label": {
+	//           "anyOf": [
+	//             {
+	//               "type": "string"
+	//             },
+	//             {
+	//               "additionalProperties": {
+	//                 "type": "string"
+	//               },
+	//               "type": "object"
+	//             }
+	//           ],
+	//           "description": "Localized text in en, fr: a string, or an object from language to string; the source language is en."
+	//         }
+	//       },
+	//       "required": [
+	//         "item"
+	//       ],
+	//       "type": "object"
+	//     },
+	//     "annotations": {
+	//       "readOnlyHint": false,
+	//       "destructiveHint": false
+	//     }
+	//   }
+	// ]
+}
+
+func ExampleToolName() {
+	name := actions.ToolName("scflow/create_actor")
+	fmt.Println(name)
+
+	id, err := actions.ActionIDOfTool(name)
+	fmt.Println(id, err)
+
+	_, err = actions.ActionIDOfTool("scflow-create-actor")
+	fmt.Println(err)
+	// Output:
+	// scflow-create_actor
+	// scflow/create_actor <nil>
+	// unknown_action: the tool name does not come from an action id: a tool name is namespace-name with both parts identifiers
+}

@@ -1,0 +1,435 @@
+package actions
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/actionreg/actions/internal/schema"
+)
+
+// Tool is an MCP tool definition (MCP schema $defs/Tool, versions
+// 2025-11-25 and 2026-07-28). Its JSON form is what a tools/list result
+// holds; mcpserver hands it to the official SDK.
+type Tool struct {
+	// Name is the action id with its slash replaced by a hyphen (see
+	// [ToolName]): 1 to 128 characters of [A-Za-z0-9_.-].
+	Name string `json:"name"`
+	// Title is the action's title, as it is.
+	Title string `json:"title,omitempty"`
+	// Description is the action's description, followed by the sentence
+	// that states a top-level "at least one of" rule, if any.
+	Description string `json:"description,omitempty"`
+	// InputSchema is the action's parameters schema in JSON's Go types
+	// (map[string]any, []any, string, bool, nil, json.Number), root
+	// "type": "object", without anyOf, oneOf or allOf at its root. It is
+	// the caller's own copy.
+	InputSchema map[string]any `json:"inputSchema"`
+	// Annotations are the hints MCP clients read; both are always written.
+	Annotations ToolAnnotations `json:"annotations"`
+}
+
+// ToolAnnotations are the behaviour hints of a tool (MCP schema
+// $defs/ToolAnnotations). Both fields are always written: MCP reads a
+// missing destructiveHint as true, which would mark every tool that does
+// not say otherwise as destructive.
+type ToolAnnotations struct {
+	// ReadOnlyHint is true when the action's kind is read.
+	ReadOnlyHint bool `json:"readOnlyHint"`
+	// DestructiveHint is the action's destructive flag.
+	DestructiveHint bool `json:"destructiveHint"`
+}
+
+// MaxToolNameLength is the longest tool name MCP accepts. Most AI
+// providers accept at most 64 characters: keep ids shorter than that when
+// the tools are meant for them.
+const MaxToolNameLength = 128
+
+// ToolOption configures an export to tools.
+type ToolOption func(*toolOptions)
+
+type toolOptions struct {
+	languages []string
+}
+
+// WithLanguages gives the ordered languages of the dataset, the source
+// language first (BCP 47 tags such as "en", "fr"; written as given).
+// Each localized text parameter of the exported schemas then has a
+// description naming them (see [ParametersWithLanguages]). Empty strings
+// and repeats are left out; with no language left, the export is as
+// without the option. A later WithLanguages replaces an earlier one.
+func WithLanguages(languages ...string) ToolOption {
+	var ls []string
+	seen := map[string]bool{}
+	for _, l := range languages {
+		if l != "" && !seen[l] {
+			seen[l] = true
+			ls = append(ls, l)
+		}
+	}
+	return func(o *toolOptions) { o.languages = ls }
+}
+
+func toolOptionsOf(opts []ToolOption) toolOptions {
+	var o toolOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// ToolName returns the tool name of an action id: "ns/name" gives
+// "ns-name". It does not check id; [ToAITool] does, and refuses a name MCP
+// would not accept.
+func ToolName(id string) string {
+	return strings.Replace(id, "/", "-", 1)
+}
+
+// ActionIDOfTool returns the action id a tool name comes from: "ns-name"
+// gives "ns/name". An identifier never holds a hyphen, so the mapping is
+// one to one. A name that no valid id gives (no hyphen, several, or a side
+// that is not an identifier [A-Za-z_][A-Za-z0-9_]*) is a *Refusal with
+// code unknown_action, which a connector reports as an unknown tool. The
+// name's length is not checked: a name is looked up, never exported, here.
+func ActionIDOfTool(name string) (string, error) {
+	ns, rest, ok := strings.Cut(name, "-")
+	if !ok || strings.Contains(rest, "-") || !isIdentifier(ns) || !isIdentifier(rest) {
+		return "", refusef(CodeUnknownAction, "the tool name does not come from an action id",
+			Issue{Path: "", Keyword: "name", Message: "a tool name is namespace-name with both parts identifiers"})
+	}
+	return ns + "/" + rest, nil
+}
+
+// checkToolName refuses a name outside MCP's rule for tool names: 1 to 128
+// characters of [A-Za-z0-9_.-].
+func checkToolName(id, name string) error {
+	if name == "" {
+		return refusef(CodeConstraintViolation, "the tool name is empty", Issue{Path: "/id", Keyword: "id", Message: "the id is empty"})
+	}
+	if len(name) > MaxToolNameLength {
+		return refusef(CodeConstraintViolation, "the tool name is too long",
+			Issue{Path: "/id", Keyword: "id", Message: fmt.Sprintf("the tool name of %s has %d characters, more than the %d MCP accepts", id, len(name), MaxToolNameLength)})
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '_', c == '.', c == '-', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		default:
+			return refusef(CodeConstraintViolation, "the tool name has a character MCP refuses",
+				Issue{Path: "/id", Keyword: "id", Message: "a tool name holds only A-Z, a-z, 0-9, _, . and -"})
+		}
+	}
+	return nil
+}
+
+// ToAITool maps one action to an MCP tool, whatever its exposure (see
+// docs/tools.md):
+//   - Name: [ToolName] of the id; Title and Description as they are;
+//   - InputSchema: the parameters schema (ref and every nested keyword
+//     kept) without anyOf, oneOf and allOf at its root, or
+//     {"type":"object","properties":{},"additionalProperties":false} for
+//     an action without parameters;
+//   - a root anyOf whose branches each hold only a required of one
+//     property becomes a sentence at the end of Description ("Give at
+//     least one of: a, b."); any other root combinator is dropped without
+//     a word. AI providers refuse these keywords at the root of a tool's
+//     schema; the action still checks its full schema when it runs, so a
+//     call the exported schema lets through may still be refused with
+//     invalid_parameters;
+//   - a boolean schema directly under the root properties is written as
+//     the object schema of the same meaning (true as {}, false as
+//     {"not": {}}), which MCP 2025-11-25 requires;
+//   - Annotations: ReadOnlyHint for kind read, DestructiveHint for
+//     destructive.
+//
+// ToAITool compiles the parameters (see [CompileParameters], default
+// limits), so that a schema the registry would refuse is never exported as
+// a tool that no call could pass. A registered action's tool is cheaper
+// from [Registry.Tools], which reuses the compiled schema.
+//
+// The returned Tool shares no map or slice with def: the caller may change
+// it.
+//
+// Errors (*Refusal, constraint_violation): an id that is not namespace/name
+// with both parts identifiers, a tool name longer than
+// [MaxToolNameLength], a schema [CompileParameters] refuses.
+func ToAITool(def Definition, opts ...ToolOption) (Tool, error) {
+	if err := checkID(def.ID); err != nil {
+		return Tool{}, err
+	}
+	if err := checkToolName(def.ID, ToolName(def.ID)); err != nil {
+		return Tool{}, err
+	}
+	ps, err := CompileParameters(def.Parameters)
+	if err != nil {
+		return Tool{}, err
+	}
+	return toolOf(&def, ps.doc, toolOptionsOf(opts)), nil
+}
+
+// ToAITools maps each visible action to an MCP tool (see [ToAITool]),
+// leaving hidden ones out, sorted by name (which is the order of the ids).
+// It returns an empty, non-nil slice when no action is visible.
+//
+// Errors: the first action, in id order, that [ToAITool] refuses, wrapped
+// with its id (errors.As finds the *Refusal); duplicate_name when two
+// visible actions share an id, since MCP tool names are unique.
+func ToAITools(defs []Definition, opts ...ToolOption) ([]Tool, error) {
+	visible := make([]Definition, 0, len(defs))
+	for _, d := range defs {
+		if d.IsVisible() {
+			visible = append(visible, d)
+		}
+	}
+	sort.SliceStable(visible, func(i, j int) bool { return visible[i].ID < visible[j].ID })
+	tools := make([]Tool, 0, len(visible))
+	for i, d := range visible {
+		if i > 0 && visible[i-1].ID == d.ID {
+			return nil, fmt.Errorf("actions: exporting %s: %w", d.ID, duplicateRefusal(d.ID))
+		}
+		t, err := ToAITool(d, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("actions: exporting %s: %w", d.ID, err)
+		}
+		tools = append(tools, t)
+	}
+	sortTools(tools)
+	return tools, nil
+}
+
+// ParametersWithLanguages returns the inputSchema [ToAITool] gives for def
+// with [WithLanguages](languages...): the parameters schema without root
+// combinators, where each localized text parameter, at any depth, has a
+// description naming the languages and the source language (the first).
+//
+// A localized text parameter is a schema whose anyOf holds exactly two
+// branches: one of "type": "string", and one of "type": "object" whose
+// additionalProperties is a schema of "type": "string" (a map from
+// language to text). Other keywords may sit beside them; a branch reached
+// only through $ref is not recognised. The sentence is added after an
+// existing description. Subschemas under not, if and propertyNames are
+// left as they are: they never hold a parameter's value. The schema
+// forbids nothing more than before: the languages are a hint.
+//
+// With no language, the schema is returned unchanged. Errors: as
+// [ToAITool].
+func ParametersWithLanguages(def Definition, languages []string) (map[string]any, error) {
+	t, err := ToAITool(def, WithLanguages(languages...))
+	if err != nil {
+		return nil, err
+	}
+	return t.InputSchema, nil
+}
+
+// Tools returns the visible registered actions as MCP tools, sorted by
+// name, from the schemas compiled at Register: nothing is decoded or
+// compiled again. Each Tool is the caller's own copy; changing it changes
+// nothing in the registry. It returns an empty, non-nil slice when no
+// action is visible.
+//
+// Errors: a *Refusal constraint_violation, wrapped with the action's id,
+// when an id gives a tool name longer than [MaxToolNameLength] (Register
+// does not bound the length of ids).
+func (r *Registry[C]) Tools(opts ...ToolOption) ([]Tool, error) {
+	o := toolOptionsOf(opts)
+	var regs []*registered[C]
+	r.actions.Range(func(_, v any) bool {
+		if reg := v.(*registered[C]); reg.action.IsVisible() {
+			regs = append(regs, reg)
+		}
+		return true
+	})
+	sort.Slice(regs, func(i, j int) bool { return regs[i].action.ID < regs[j].action.ID })
+	tools := make([]Tool, 0, len(regs))
+	for _, reg := range regs {
+		def := reg.action.Definition
+		if err := checkToolName(def.ID, ToolName(def.ID)); err != nil {
+			return nil, fmt.Errorf("actions: exporting %s: %w", def.ID, err)
+		}
+		tools = append(tools, toolOf(&def, reg.params.doc, o))
+	}
+	sortTools(tools)
+	return tools, nil
+}
+
+// Definitions returns the definition of every registered action, hidden
+// ones included, sorted by id. Each Parameters holds a fresh copy of the
+// compiled schema document (map[string]any in JSON's Go types), or nil for
+// an action registered without parameters; Writes is a fresh slice. So
+// [ToAITools](r.Definitions()) gives what [Registry.Tools] gives.
+func (r *Registry[C]) Definitions() []Definition {
+	var out []Definition
+	r.actions.Range(func(_, v any) bool {
+		reg := v.(*registered[C])
+		d := reg.action.Definition
+		if d.Parameters != nil {
+			d.Parameters = reg.params.Schema()
+		}
+		if d.Writes != nil {
+			d.Writes = append([]string{}, d.Writes...)
+		}
+		out = append(out, d)
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func sortTools(tools []Tool) {
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+}
+
+// toolOf builds the tool of def from its decoded, compiled schema doc,
+// which it never changes: the tool gets a deep copy.
+func toolOf(def *Definition, doc map[string]any, o toolOptions) Tool {
+	in := schema.Copy(doc).(map[string]any)
+	rule := atLeastOneOf(in["anyOf"])
+	delete(in, "anyOf")
+	delete(in, "oneOf")
+	delete(in, "allOf")
+	objectProperties(in)
+	if len(o.languages) > 0 {
+		describeLocalized(in, o.languages)
+	}
+	desc := def.Description
+	if len(rule) > 0 {
+		desc = appendSentence(desc, "Give at least one of: "+strings.Join(rule, ", ")+".")
+	}
+	return Tool{
+		Name:        ToolName(def.ID),
+		Title:       def.Title,
+		Description: desc,
+		InputSchema: in,
+		Annotations: ToolAnnotations{ReadOnlyHint: def.IsRead(), DestructiveHint: def.Destructive},
+	}
+}
+
+// objectProperties writes each boolean schema of the root properties as
+// the object schema that means the same (true as {}, false as
+// {"not": {}}): MCP 2025-11-25 wants an object for each root property.
+func objectProperties(in map[string]any) {
+	props, ok := in["properties"].(map[string]any)
+	if !ok {
+		return
+	}
+	for k, v := range props {
+		switch v {
+		case true:
+			props[k] = map[string]any{}
+		case false:
+			props[k] = map[string]any{"not": map[string]any{}}
+		}
+	}
+}
+
+// atLeastOneOf returns the property names of an anyOf whose every branch
+// is {"required": [one name]}, in the order of the branches, or nil when
+// the anyOf says anything else.
+func atLeastOneOf(anyOf any) []string {
+	branches, ok := anyOf.([]any)
+	if !ok || len(branches) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(branches))
+	for _, b := range branches {
+		m, ok := b.(map[string]any)
+		if !ok || len(m) != 1 {
+			return nil
+		}
+		req, ok := m["required"].([]any)
+		if !ok || len(req) != 1 {
+			return nil
+		}
+		name, ok := req[0].(string)
+		if !ok {
+			return nil
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// appendSentence adds the sentence s after text and a space, ending text
+// with a full stop first when it ends with no '.', '!' or '?'.
+func appendSentence(text, s string) string {
+	text = strings.TrimRight(text, " \t\r\n")
+	switch {
+	case text == "":
+		return s
+	case strings.HasSuffix(text, "."), strings.HasSuffix(text, "!"), strings.HasSuffix(text, "?"):
+		return text + " " + s
+	}
+	return text + ". " + s
+}
+
+// Keywords whose value is one subschema, an object of subschemas or an
+// array of subschemas (JSON Schema 2020-12). not, if and propertyNames are
+// missing on purpose: what they hold is never a parameter's value.
+var (
+	oneSubschema = []string{"then", "else", "items", "contains", "additionalProperties",
+		"unevaluatedItems", "unevaluatedProperties", "contentSchema"}
+	subschemaMaps   = []string{"$defs", "properties", "patternProperties", "dependentSchemas"}
+	subschemaArrays = []string{"allOf", "anyOf", "oneOf", "prefixItems"}
+)
+
+// describeLocalized adds the languages sentence to each localized text
+// schema under s, s included. s is the export's own copy. Depth is bounded
+// by the schema limits checked at compile time.
+func describeLocalized(s map[string]any, languages []string) {
+	if isLocalizedText(s) {
+		d, _ := s["description"].(string)
+		s["description"] = appendSentence(d, languagesSentence(languages))
+	}
+	visit := func(v any) {
+		if m, ok := v.(map[string]any); ok {
+			describeLocalized(m, languages)
+		}
+	}
+	for _, k := range oneSubschema {
+		visit(s[k])
+	}
+	for _, k := range subschemaMaps {
+		if m, ok := s[k].(map[string]any); ok {
+			for _, sub := range m {
+				visit(sub)
+			}
+		}
+	}
+	for _, k := range subschemaArrays {
+		if a, ok := s[k].([]any); ok {
+			for _, sub := range a {
+				visit(sub)
+			}
+		}
+	}
+}
+
+func languagesSentence(languages []string) string {
+	return "Localized text in " + strings.Join(languages, ", ") +
+		": a string, or an object from language to string; the source language is " + languages[0] + "."
+}
+
+// isLocalizedText reports whether s is an anyOf of a string and a map of
+// language to string.
+func isLocalizedText(s map[string]any) bool {
+	branches, ok := s["anyOf"].([]any)
+	if !ok || len(branches) != 2 {
+		return false
+	}
+	a, _ := branches[0].(map[string]any)
+	b, _ := branches[1].(map[string]any)
+	return isStringSchema(a) && isStringMap(b) || isStringSchema(b) && isStringMap(a)
+}
+
+func isStringSchema(s map[string]any) bool {
+	return s != nil && s["type"] == "string"
+}
+
+func isStringMap(s map[string]any) bool {
+	if s == nil || s["type"] != "object" {
+		return false
+	}
+	ap, _ := s["additionalProperties"].(map[string]any)
+	return isStringSchema(ap)
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -295,13 +296,13 @@ func (ps *ParameterSchema) copyParams(params any) (any, error) {
 	case nil:
 		return map[string]any{}, nil
 	case map[string]any:
-		return copyValue(p, ps.limits.MaxParamDepth, "")
+		return copyParamsValue(p, ps.limits.MaxParamDepth)
 	case json.RawMessage:
 		text = p
 	case []byte:
 		text = p
 	default:
-		return copyValue(p, ps.limits.MaxParamDepth, "")
+		return copyParamsValue(p, ps.limits.MaxParamDepth)
 	}
 	if len(text) > ps.limits.MaxParamBytes {
 		return nil, jsonRefusal("", fmt.Sprintf("the parameters are larger than %d bytes", ps.limits.MaxParamBytes))
@@ -339,34 +340,61 @@ func jsonRefusal(ptr, msg string) *Refusal {
 	return refusef(CodeInvalidParameters, "the parameters are not I-JSON text", Issue{Path: ptr, Keyword: "json", Message: msg})
 }
 
+// copyError is a fault found while copying parameters; tokens gathers the
+// value's location on the way out, innermost first, so that the happy path
+// builds no pointer.
+type copyError struct {
+	tokens []string
+	msg    string
+}
+
+func (e *copyError) Error() string { return e.msg }
+
+func (e *copyError) refusal() *Refusal {
+	toks := make([]string, len(e.tokens))
+	for i, t := range e.tokens {
+		toks[len(toks)-1-i] = t
+	}
+	return jsonRefusal(ijson.Pointer(toks), e.msg)
+}
+
+// copyParamsValue copies a Go value given as parameters.
+func copyParamsValue(v any, depth int) (any, error) {
+	c, err := copyValue(v, depth)
+	if err != nil {
+		return nil, err.refusal()
+	}
+	return c, nil
+}
+
 // copyValue copies a Go value into JSON's Go types, numbers as
 // json.Number. Types other than the plain ones go through encoding/json.
-func copyValue(v any, depth int, ptr string) (any, error) {
+func copyValue(v any, depth int) (any, *copyError) {
 	switch v := v.(type) {
 	case nil, bool:
 		return v, nil
 	case string:
 		if !utf8.ValidString(v) {
-			return nil, jsonRefusal(ptr, "invalid UTF-8 (RFC 7493 §2.1)")
+			return nil, &copyError{msg: "invalid UTF-8 (RFC 7493 §2.1)"}
 		}
 		return v, nil
 	case json.Number:
-		// The text must be a JSON number within a double's range.
-		if d, err := ijson.Decode([]byte(v), 1); err != nil || d != any(v) {
-			return nil, jsonRefusal(ptr, "not a JSON number within the range of a double (RFC 7493 §2.2)")
+		if !isNumber(string(v)) {
+			return nil, &copyError{msg: "not a JSON number within the range of a double (RFC 7493 §2.2)"}
 		}
 		return v, nil
 	case map[string]any:
 		if depth <= 0 {
-			return nil, jsonRefusal(ptr, "nested deeper than the limit")
+			return nil, &copyError{msg: "nested deeper than the limit"}
 		}
 		m := make(map[string]any, len(v))
 		for k, e := range v {
 			if !utf8.ValidString(k) {
-				return nil, jsonRefusal(ptr, "invalid UTF-8 in a member name (RFC 7493 §2.1)")
+				return nil, &copyError{msg: "invalid UTF-8 in a member name (RFC 7493 §2.1)"}
 			}
-			c, err := copyValue(e, depth-1, ijson.AppendToken(ptr, k))
+			c, err := copyValue(e, depth-1)
 			if err != nil {
+				err.tokens = append(err.tokens, k)
 				return nil, err
 			}
 			m[k] = c
@@ -374,21 +402,22 @@ func copyValue(v any, depth int, ptr string) (any, error) {
 		return m, nil
 	case []any:
 		if depth <= 0 {
-			return nil, jsonRefusal(ptr, "nested deeper than the limit")
+			return nil, &copyError{msg: "nested deeper than the limit"}
 		}
 		a := make([]any, len(v))
 		for i, e := range v {
-			c, err := copyValue(e, depth-1, ijson.AppendIndex(ptr, i))
+			c, err := copyValue(e, depth-1)
 			if err != nil {
+				err.tokens = append(err.tokens, strconv.Itoa(i))
 				return nil, err
 			}
 			a[i] = c
 		}
 		return a, nil
 	case float64:
-		return floatNumber(v, 64, ptr)
+		return floatNumber(v, 64)
 	case float32:
-		return floatNumber(float64(v), 32, ptr)
+		return floatNumber(float64(v), 32)
 	case int:
 		return json.Number(strconv.FormatInt(int64(v), 10)), nil
 	case int64:
@@ -407,42 +436,91 @@ func copyValue(v any, depth int, ptr string) (any, error) {
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, jsonRefusal(ptr, "the value cannot be written as JSON")
+		return nil, &copyError{msg: "the value cannot be written as JSON"}
 	}
 	d, err := ijson.Decode(b, depth)
 	if err != nil {
-		return nil, jsonRefusal(ptr, "the value is not I-JSON or nests too deep")
+		return nil, &copyError{msg: "the value is not I-JSON or nests too deep"}
 	}
 	return d, nil
 }
 
-func floatNumber(f float64, bits int, ptr string) (any, error) {
+func floatNumber(f float64, bits int) (any, *copyError) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return nil, jsonRefusal(ptr, "a number must be finite")
+		return nil, &copyError{msg: "a number must be finite"}
 	}
 	return json.Number(strconv.FormatFloat(f, 'g', -1, bits)), nil
 }
 
+// isNumber reports whether s is JSON number text (RFC 8259 §6) within the
+// range of a double.
+func isNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && '1' <= s[i] && s[i] <= '9':
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		start := i
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		start := i
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i != len(s) {
+		return false
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil || !errors.Is(err, strconv.ErrRange) || isUnderflow(s)
+}
+
+// isUnderflow reports whether a number text out of strconv's range is tiny
+// rather than huge: underflow to zero loses precision only (RFC 7493 §2.2).
+func isUnderflow(s string) bool {
+	f, _ := strconv.ParseFloat(s, 64)
+	return f == 0
+}
+
 // resolveRefs replaces each ref value of m by the key its resolver gives.
 func (ps *ParameterSchema) resolveRefs(ctx context.Context, m any, resolve RefResolver) (err error) {
-	type site struct {
-		ptr string
-		s   *schema.RefSite
-	}
-	var sites []site
-	seen := map[string]bool{}
+	var sites []*schema.RefSite
 	tooMany := false
 	ps.plan.Refs(m, func(s *schema.RefSite) bool {
-		p := ijson.Pointer(s.Path)
-		if seen[p] {
-			return true
+		for _, prev := range sites {
+			if slices.Equal(prev.Path, s.Path) {
+				return true // several applying schemas name a ref here
+			}
 		}
-		seen[p] = true
 		if len(sites) == ps.limits.MaxRefs {
 			tooMany = true
 			return false
 		}
-		sites = append(sites, site{p, s})
+		sites = append(sites, s)
 		return true
 	})
 	if tooMany {
@@ -459,20 +537,20 @@ func (ps *ParameterSchema) resolveRefs(ctx context.Context, m any, resolve RefRe
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		found, err := resolve(ctx, st.s.Schema, st.s.Value)
+		found, err := resolve(ctx, st.Schema, st.Value)
 		if err != nil {
-			return fmt.Errorf("actions: resolving the ref at %q: %w", st.ptr, err)
+			return fmt.Errorf("actions: resolving the ref at %q: %w", ijson.Pointer(st.Path), err)
 		}
 		switch {
 		case found.ID != nil:
-			st.s.Set(*found.ID)
+			st.Set(*found.ID)
 		case len(found.Names) == 1:
-			st.s.Set(found.Names[0])
+			st.Set(found.Names[0])
 		case len(found.Names) == 0:
-			issues = append(issues, Issue{Path: st.ptr, Keyword: "ref", Message: "no instance of " + st.s.Schema + " has this id or display name"})
+			issues = append(issues, Issue{Path: ijson.Pointer(st.Path), Keyword: "ref", Message: "no instance of " + st.Schema + " has this id or display name"})
 		default:
-			issues = append(issues, Issue{Path: st.ptr, Keyword: "ref",
-				Message: fmt.Sprintf("%d instances of %s share this display name; give the id", len(found.Names), st.s.Schema)})
+			issues = append(issues, Issue{Path: ijson.Pointer(st.Path), Keyword: "ref",
+				Message: fmt.Sprintf("%d instances of %s share this display name; give the id", len(found.Names), st.Schema)})
 		}
 	}
 	if len(issues) > 0 {

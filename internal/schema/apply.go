@@ -123,7 +123,7 @@ func (p *Plan) Refs(v any, fn func(*RefSite) bool) {
 		return
 	}
 	w := refWalker{p: p, fn: fn}
-	w.walk(v, p.root, &RefSite{}, 0)
+	w.walk(v, p.root, RefSite{}, 0)
 }
 
 type refWalker struct {
@@ -133,12 +133,12 @@ type refWalker struct {
 	stop bool
 }
 
-func (w *refWalker) walk(v any, n *node, at *RefSite, hops int) {
+func (w *refWalker) walk(v any, n *node, at RefSite, hops int) {
 	if n == nil || !n.refs || w.stop || hops > w.p.maxHops {
 		return
 	}
 	if s, ok := v.(string); ok && n.ref != "" && len(w.path) > 0 {
-		site := *at
+		site := at
 		site.Schema, site.Value = n.ref, s
 		site.Path = append([]string(nil), w.path...)
 		if !w.fn(&site) {
@@ -150,17 +150,17 @@ func (w *refWalker) walk(v any, n *node, at *RefSite, hops int) {
 	case map[string]any:
 		for _, c := range n.props {
 			if pv, ok := v[c.name]; ok {
-				w.child(pv, c.n, &RefSite{Object: v, Key: c.name})
+				w.child(pv, c.n, RefSite{Object: v, Key: c.name})
 			}
 		}
 		if len(n.patterns) > 0 || n.additional != nil {
 			for k, pv := range v {
 				if c := n.additional; c != nil && !n.declares(k) {
-					w.child(pv, c, &RefSite{Object: v, Key: k})
+					w.child(pv, c, RefSite{Object: v, Key: k})
 				}
 				for _, c := range n.patterns {
 					if c.re.MatchString(k) {
-						w.child(pv, c.n, &RefSite{Object: v, Key: k})
+						w.child(pv, c.n, RefSite{Object: v, Key: k})
 					}
 				}
 			}
@@ -173,9 +173,9 @@ func (w *refWalker) walk(v any, n *node, at *RefSite, hops int) {
 	case []any:
 		for i, e := range v {
 			if i < len(n.prefix) {
-				w.child(e, n.prefix[i], &RefSite{Array: v, Index: i})
+				w.child(e, n.prefix[i], RefSite{Array: v, Index: i})
 			} else if i >= len(n.sch.PrefixItems) {
-				w.child(e, n.items, &RefSite{Array: v, Index: i})
+				w.child(e, n.items, RefSite{Array: v, Index: i})
 			}
 		}
 	}
@@ -203,7 +203,7 @@ func (w *refWalker) walk(v any, n *node, at *RefSite, hops int) {
 }
 
 // child walks into a member or an entry of the current value.
-func (w *refWalker) child(v any, n *node, at *RefSite) {
+func (w *refWalker) child(v any, n *node, at RefSite) {
 	if n == nil || !n.refs {
 		return
 	}

@@ -628,25 +628,25 @@ func describe(k jsonschema.ErrorKind) (kw, msg string) {
 	case *kind.Format:
 		return "format", "must be a valid " + k.Want
 	case *kind.MinProperties:
-		return kw, fmt.Sprintf("must have at least %d properties", k.Want)
+		return kw, fmt.Sprintf("must have at least %d propert%s", k.Want, pluralY(k.Want))
 	case *kind.MaxProperties:
-		return kw, fmt.Sprintf("must have at most %d properties", k.Want)
+		return kw, fmt.Sprintf("must have at most %d propert%s", k.Want, pluralY(k.Want))
 	case *kind.MinItems:
-		return kw, fmt.Sprintf("must have at least %d items", k.Want)
+		return kw, fmt.Sprintf("must have at least %d item%s", k.Want, plural(k.Want))
 	case *kind.MaxItems:
-		return kw, fmt.Sprintf("must have at most %d items", k.Want)
+		return kw, fmt.Sprintf("must have at most %d item%s", k.Want, plural(k.Want))
 	case *kind.UniqueItems:
 		return kw, fmt.Sprintf("items %d and %d must not be equal", k.Duplicates[0], k.Duplicates[1])
 	case *kind.Contains:
 		return kw, "must contain a matching item"
 	case *kind.MinContains:
-		return kw, fmt.Sprintf("must contain at least %d matching items", k.Want)
+		return kw, fmt.Sprintf("must contain at least %d matching item%s", k.Want, plural(k.Want))
 	case *kind.MaxContains:
-		return kw, fmt.Sprintf("must contain at most %d matching items", k.Want)
+		return kw, fmt.Sprintf("must contain at most %d matching item%s", k.Want, plural(k.Want))
 	case *kind.MinLength:
-		return kw, fmt.Sprintf("must be at least %d characters long", k.Want)
+		return kw, fmt.Sprintf("must be at least %d character%s long", k.Want, plural(k.Want))
 	case *kind.MaxLength:
-		return kw, fmt.Sprintf("must be at most %d characters long", k.Want)
+		return kw, fmt.Sprintf("must be at most %d character%s long", k.Want, plural(k.Want))
 	case *kind.Pattern:
 		return kw, "must match the pattern " + k.Want
 	case *kind.Minimum:
@@ -677,6 +677,20 @@ func describe(k jsonschema.ErrorKind) (kw, msg string) {
 		kw = "schema"
 	}
 	return kw, "breaks " + kw
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func pluralY(n int) string {
+	if n == 1 {
+		return "y"
+	}
+	return "ies"
 }
 
 func ratString(r interface{ FloatString(int) string }) string {

@@ -82,6 +82,10 @@ func (r *Registry[C]) Register(a Action[C]) error {
 	if err != nil {
 		return err
 	}
+	// Bind checks then stores under mu; holding it here keeps a Bind
+	// from overwriting an id registered between its check and its store.
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if _, loaded := r.actions.LoadOrStore(a.ID, reg); loaded {
 		return duplicateRefusal(a.ID)
 	}
@@ -119,6 +123,7 @@ func (r *Registry[C]) Bind(defs []Definition, bodies map[string]Body[C]) error {
 	var issues []Issue
 	code := CodeConstraintViolation
 	regs := make([]*registered[C], 0, len(defs))
+	ptrs := make([]string, 0, len(defs)) // the pointer of each reg's definition
 	seen := map[string]bool{}
 	for i, d := range defs {
 		at := fmt.Sprintf("/%d", i)
@@ -139,6 +144,7 @@ func (r *Registry[C]) Bind(defs []Definition, bodies map[string]Body[C]) error {
 			continue
 		}
 		regs = append(regs, reg)
+		ptrs = append(ptrs, at)
 	}
 	for id := range bodies {
 		if !seen[id] && !hasDefinition(defs, id) {
@@ -147,10 +153,10 @@ func (r *Registry[C]) Bind(defs []Definition, bodies map[string]Body[C]) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, reg := range regs {
+	for i, reg := range regs {
 		if _, taken := r.actions.Load(reg.action.ID); taken {
 			code = CodeDuplicateName
-			issues = append(issues, Issue{Path: "/id", Keyword: "id", Message: "the id " + reg.action.ID + " is taken"})
+			issues = append(issues, Issue{Path: ptrs[i], Keyword: "id", Message: "the id " + reg.action.ID + " is taken"})
 		}
 	}
 	if len(issues) > 0 {
@@ -280,11 +286,11 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	}
 	t.close()
 	if err != nil {
-		return result, entry.refused(err, entry.Parameters), err
+		return nil, entry.refused(err, entry.Parameters), err
 	}
 	if result != nil {
 		if entry.Result, err = canonicalString(result); err != nil {
-			return result, entry.refused(err, entry.Parameters), err
+			return nil, entry.refused(err, entry.Parameters), err
 		}
 	}
 	entry.Outcome = OutcomeDone

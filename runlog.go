@@ -163,11 +163,36 @@ func (l *RunLog) Record(e RunEntry) {
 	l.mu.Unlock()
 }
 
-// Entries returns a copy of the entries recorded so far.
+// Entries returns a deep copy of the entries recorded so far: changing
+// it, steps included, leaves the log as it was.
 func (l *RunLog) Entries() []RunEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]RunEntry(nil), l.entries...)
+	out := make([]RunEntry, len(l.entries))
+	for i, e := range l.entries {
+		out[i] = e.clone()
+	}
+	return out
+}
+
+// clone copies e with its steps, commands and nested entries.
+func (e RunEntry) clone() RunEntry {
+	if e.Steps == nil {
+		return e
+	}
+	steps := make([]RunStep, len(e.Steps))
+	for i, s := range e.Steps {
+		if s.Command != nil {
+			s.Command = append(JSONText(nil), s.Command...)
+		}
+		if s.Call != nil {
+			c := s.Call.clone()
+			s.Call = &c
+		}
+		steps[i] = s
+	}
+	e.Steps = steps
+	return e
 }
 
 // EntryWriter writes each entry it records as one line of canonical JSON

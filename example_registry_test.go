@@ -1,0 +1,237 @@
+package actions_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/actionreg/actions"
+)
+
+// plantSchema is the parameters schema the examples share: a required
+// species and a count that defaults to 1.
+const plantSchema = `{
+	"type": "object",
+	"properties": {
+		"species": {"type": "string", "minLength": 1},
+		"count": {"type": "integer", "minimum": 1, "default": 1}
+	},
+	"required": ["species"],
+	"additionalProperties": false
+}`
+
+// plantAction records the command it would send to its engine and returns
+// the new plant's key.
+func plantAction() actions.Action[*actions.Trace] {
+	return actions.Action[*actions.Trace]{
+		Definition: actions.Definition{ID: "garden/plant", Title: "Plant", Parameters: plantSchema},
+		Run: func(ctx context.Context, p map[string]any, t *actions.Trace) (any, error) {
+			cmd := map[string]any{"op": "create", "schema": "plant", "values": p, "at": "${now()}"}
+			if err := t.Command(cmd, map[string]any{"key": "plant:1"}); err != nil {
+				return nil, err
+			}
+			return map[string]any{"key": "plant:1", "count": p["count"]}, nil
+		},
+	}
+}
+
+func ExampleRegistry_Run() {
+	reg := actions.NewRegistry[*actions.Trace]()
+	if err := reg.Register(plantAction()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+
+	// A done call: count takes its default, the body's command and
+	// result are in the entry.
+	result, entry, err := reg.Run(ctx, "garden/plant", map[string]any{"species": "rose"}, nil)
+	fmt.Println(result, err)
+	line, _ := actions.CanonicalJSON(entry)
+	fmt.Println(string(line))
+
+	// A refused call: the body does not run, the entry keeps the
+	// parameters as they were given.
+	_, entry, err = reg.Run(ctx, "garden/plant", []byte(`{"count": 0}`), nil)
+	fmt.Println(err)
+	fmt.Println(entry.Outcome, entry.Error, entry.Parameters)
+	// Output:
+	// map[count:1 key:plant:1] <nil>
+	// {"action":"garden/plant","outcome":"done","parameters":"{\"count\":1,\"species\":\"rose\"}","result":"{\"count\":1,\"key\":\"plant:1\"}","steps":[{"command":{"at":"${now()}","op":"create","schema":"plant","values":{"count":1,"species":"rose"}},"result":"{\"key\":\"plant:1\"}"}]}
+	// invalid_parameters: the parameters break the schema: /count must be >= 1; /species is required
+	// refused invalid_parameters {"count":0}
+}
+
+func ExampleTrace_Call() {
+	reg := actions.NewRegistry[*actions.Trace]()
+	_ = reg.Register(plantAction())
+	_ = reg.Register(actions.Action[*actions.Trace]{
+		Definition: actions.Definition{ID: "garden/hedge"},
+		Run: func(ctx context.Context, _ map[string]any, t *actions.Trace) (any, error) {
+			// Each call goes through the same registry and host and
+			// becomes a step of this entry, done or refused.
+			first, err := t.Call(ctx, "garden/plant", map[string]any{"species": "box", "count": 12})
+			if err != nil {
+				return nil, err
+			}
+			if _, err := t.Call(ctx, "garden/plant", map[string]any{"species": ""}); err != nil {
+				fmt.Println("nested:", err)
+			}
+			return first, nil
+		},
+	})
+
+	_, entry, err := reg.Run(context.Background(), "garden/hedge", nil, nil)
+	fmt.Println(entry.Action, entry.Outcome, err)
+	for _, step := range entry.Steps {
+		fmt.Println("  step:", step.Call.Action, step.Call.Outcome, step.Call.Error, step.Call.Parameters)
+	}
+	// Output:
+	// nested: invalid_parameters: the parameters break the schema: /species must be at least 1 character long
+	// garden/hedge done <nil>
+	//   step: garden/plant done  {"count":12,"species":"box"}
+	//   step: garden/plant refused invalid_parameters {"species":""}
+}
+
+func ExampleNewRunLog() {
+	reg := actions.NewRegistry[*actions.Trace]()
+	_ = reg.Register(plantAction())
+	log := actions.NewRunLog()
+	host := &actions.Host[*actions.Trace]{OnEntry: log.Record}
+
+	ctx := context.Background()
+	_, _, _ = reg.Run(ctx, "garden/plant", map[string]any{"species": "fern"}, host)
+	_, _, _ = reg.Run(ctx, "garden/prune", nil, host)
+
+	// One entry per top-level call, refused calls included.
+	for _, e := range log.Entries() {
+		fmt.Println(e.Action, e.Outcome, e.Error, len(e.Steps))
+	}
+	// Output:
+	// garden/plant done  1
+	// garden/prune refused unknown_action 0
+}
+
+func ExampleRefusal() {
+	reg := actions.NewRegistry[*actions.Trace]()
+	_ = reg.Register(plantAction())
+	_, _, err := reg.Run(context.Background(), "garden/plant", map[string]any{"count": "two", "colour": "red"}, nil)
+
+	// The sentinel tells the code; errors.As gives the fields.
+	fmt.Println(errors.Is(err, actions.ErrInvalidParameters))
+	var r *actions.Refusal
+	if errors.As(err, &r) {
+		fmt.Println(r.Code, r.Retry, r.Transport)
+		for _, is := range r.Issues {
+			fmt.Printf("%s %s: %s\n", is.Path, is.Keyword, is.Message)
+		}
+		fmt.Println(r.NextAction)
+	}
+	// Output:
+	// true
+	// invalid_parameters after-edit tool-result
+	// /colour additionalProperties: is not allowed
+	// /count type: must be integer
+	// /species required: is required
+	// Fix the parameters named in the issues and call again.
+}
+
+func ExampleValidateParameters() {
+	def := actions.Definition{
+		ID: "garden/water",
+		Parameters: `{
+			"type": "object",
+			"properties": {
+				"plant": {"type": "string", "ref": "plant"},
+				"litres": {"type": "number", "default": 0.5}
+			},
+			"required": ["plant"]
+		}`,
+	}
+	// The host's resolver: one plant, key k7, id rose-7, named "Rose" in
+	// English and French.
+	resolve := func(_ context.Context, schema, value string) (actions.RefMatches, error) {
+		var m actions.RefMatches
+		if schema != "plant" {
+			return m, nil
+		}
+		if value == "rose-7" {
+			key := "k7"
+			m.ID = &key
+		}
+		if value == "Rose" {
+			m.Names = []string{"k7"}
+		}
+		return m, nil
+	}
+	ctx := context.Background()
+
+	checked, err := actions.ValidateParameters(ctx, def, map[string]any{"plant": "Rose"}, resolve)
+	fmt.Println(checked, err)
+
+	_, err = actions.ValidateParameters(ctx, def, map[string]any{"plant": "Tulip"}, resolve)
+	fmt.Println(err)
+	// Output:
+	// map[litres:0.5 plant:k7] <nil>
+	// invalid_parameters: some refs name no single instance: /plant no instance of plant has this id or display name
+}
+
+func ExampleRegistry_Bind() {
+	defs, err := actions.DecodeManifest([]byte(`[
+		{"id": "garden/plant", "parameters": {"type": "object", "properties": {"species": {"type": "string"}}}},
+		{"id": "garden/list", "kind": "read"}
+	]`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	list := func(context.Context, map[string]any, *actions.Trace) (any, error) { return []any{}, nil }
+	weed := func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }
+
+	// Every fault is reported at once, and nothing is registered.
+	reg := actions.NewRegistry[*actions.Trace]()
+	err = reg.Bind(defs, map[string]actions.Body[*actions.Trace]{"garden/list": list, "garden/weed": weed})
+	var r *actions.Refusal
+	if errors.As(err, &r) {
+		fmt.Println(r.Code)
+		for _, is := range r.Issues {
+			fmt.Println(is.Path, is.Message)
+		}
+	}
+	fmt.Println(len(reg.List()))
+
+	plant := func(context.Context, map[string]any, *actions.Trace) (any, error) { return "planted", nil }
+	err = reg.Bind(defs, map[string]actions.Body[*actions.Trace]{"garden/list": list, "garden/plant": plant})
+	fmt.Println(err)
+	for _, a := range reg.List() {
+		fmt.Println(a.ID, a.IsRead())
+	}
+	// Output:
+	// constraint_violation
+	// /0 the definition garden/plant has no body
+	// /bodies/garden/weed the body garden/weed has no definition
+	// 0
+	// <nil>
+	// garden/list true
+	// garden/plant false
+}
+
+func ExampleNewEntryWriter() {
+	reg := actions.NewRegistry[*actions.Trace]()
+	_ = reg.Register(plantAction())
+	// A host would write to a file; each entry is one line of canonical
+	// JSON (JSON Lines).
+	w := actions.NewEntryWriter(os.Stdout)
+	host := &actions.Host[*actions.Trace]{OnEntry: w.Record}
+
+	ctx := context.Background()
+	_, _, _ = reg.Run(ctx, "garden/plant", map[string]any{"species": "ivy", "count": 3}, host)
+	_, _, _ = reg.Run(ctx, "garden/plant", nil, host)
+	if err := w.Err(); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// {"action":"garden/plant","outcome":"done","parameters":"{\"count\":3,\"species\":\"ivy\"}","result":"{\"count\":3,\"key\":\"plant:1\"}","steps":[{"command":{"at":"${now()}","op":"create","schema":"plant","values":{"count":3,"species":"ivy"}},"result":"{\"key\":\"plant:1\"}"}]}
+	// {"action":"garden/plant","error":"invalid_parameters","outcome":"refused","parameters":"{}","steps":[]}
+}

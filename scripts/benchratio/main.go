@@ -1,0 +1,114 @@
+// Command benchratio reads `go test -bench` output on stdin and checks the
+// performance targets of docs/performance.md: one line per target,
+// "target NAME: RATIO (limit L) ok|over", and exit status 1 when a target
+// is over. Each figure is the median of the runs (-count).
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// runs maps "name@procs" to unit to the values seen.
+type runs map[string]map[string][]float64
+
+func parse(sc *bufio.Scanner) runs {
+	r := runs{}
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name, procs := f[0], "1"
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name, procs = name[:i], name[i+1:]
+			}
+		}
+		key := name + "@" + procs
+		if r[key] == nil {
+			r[key] = map[string][]float64{}
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err == nil {
+				r[key][f[i+1]] = append(r[key][f[i+1]], v)
+			}
+		}
+	}
+	return r
+}
+
+// median returns the median of name's unit at the given procs ("" for any).
+func (r runs) median(name, procs, unit string) (float64, bool) {
+	var vs []float64
+	for key, units := range r {
+		n, p, _ := strings.Cut(key, "@")
+		if n == name && (procs == "" || p == procs) {
+			vs = append(vs, units[unit]...)
+		}
+	}
+	if len(vs) == 0 {
+		return 0, false
+	}
+	sort.Float64s(vs)
+	return vs[len(vs)/2], true
+}
+
+type target struct {
+	name       string
+	num, den   string // benchmark names
+	numP, denP string // procs, "" for the one present
+	unit       string
+	limit      float64
+	atLeast    bool // the ratio must be at least limit
+}
+
+func main() {
+	r := parse(bufio.NewScanner(os.Stdin))
+	targets := []target{
+		{name: "run/validate", num: "BenchmarkRun", den: "BenchmarkValidateParameters/jsonschema-v6/validate", unit: "ns/op", limit: 1.5},
+		{name: "run/google-defaults+validate", num: "BenchmarkRun", den: "BenchmarkValidateParameters/google-jsonschema-go/map", unit: "ns/op", limit: 1.0},
+		{name: "check/validate", num: "BenchmarkValidateParameters/actions/map", den: "BenchmarkValidateParameters/jsonschema-v6/validate", unit: "ns/op", limit: 1.5},
+		{name: "canonical/marshal small", num: "BenchmarkCanonicalJSON/small", den: "BenchmarkMarshal/small", unit: "ns/op", limit: 1.0},
+		{name: "canonical/marshal 1k", num: "BenchmarkCanonicalJSON/1k", den: "BenchmarkMarshal/1k", unit: "ns/op", limit: 1.0},
+		{name: "canonical/marshal 100k", num: "BenchmarkCanonicalJSON/100k", den: "BenchmarkMarshal/100k", unit: "ns/op", limit: 1.0},
+		{name: "canonical/marshal allocs small", num: "BenchmarkCanonicalJSON/small", den: "BenchmarkMarshal/small", unit: "allocs/op", limit: 1.0},
+		{name: "canonical/marshal allocs 1k", num: "BenchmarkCanonicalJSON/1k", den: "BenchmarkMarshal/1k", unit: "allocs/op", limit: 1.0},
+		{name: "canonical/marshal allocs 100k", num: "BenchmarkCanonicalJSON/100k", den: "BenchmarkMarshal/100k", unit: "allocs/op", limit: 1.0},
+		{name: "batch per call 10000/10", num: "BenchmarkRunBatch/10000", den: "BenchmarkRunBatch/10", unit: "ns/call", limit: 1.2},
+		{name: "parallel throughput cpu2/cpu1", num: "BenchmarkRunParallel", numP: "1", den: "BenchmarkRunParallel", denP: "2", unit: "ns/op", limit: 1.8, atLeast: true},
+		{name: "register/compile 1000", num: "BenchmarkRegister/actions", den: "BenchmarkRegister/jsonschema-v6/compile", unit: "ns/op", limit: 1.2},
+		{name: "tools allocs/output 1000", num: "BenchmarkTools/actions", den: "BenchmarkTools/output", unit: "B/op", limit: 1.05},
+	}
+	over := 0
+	for _, t := range targets {
+		n, ok1 := r.median(t.num, t.numP, t.unit)
+		d, ok2 := r.median(t.den, t.denP, t.unit)
+		if !ok1 || !ok2 || d == 0 {
+			fmt.Printf("target %s: missing (%s, %s)\n", t.name, t.num, t.den)
+			over++
+			continue
+		}
+		ratio := n / d
+		ok := ratio <= t.limit
+		rel := "limit"
+		if t.atLeast {
+			ok = ratio >= t.limit
+			rel = "at least"
+		}
+		verdict := "ok"
+		if !ok {
+			verdict = "over"
+			over++
+		}
+		fmt.Printf("target %s: %.2f (%s %.2f) %s\n", t.name, ratio, rel, t.limit, verdict)
+	}
+	if over > 0 {
+		os.Exit(1)
+	}
+}

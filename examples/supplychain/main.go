@@ -1,0 +1,230 @@
+// Command supplychain is an example host of the actions registry: a small
+// supply chain model (actors named in English and French, and their CO2
+// emissions) held in memory, with seven actions on it.
+//
+// Usage:
+//
+//	supplychain [-batch FILE]      run a batch and print what it did
+//	supplychain serve              serve the actions as MCP tools on stdio
+//	supplychain serve -http ADDR   serve them over streamable HTTP at http://ADDR/mcp
+//
+// Without arguments it runs the sample batch (batch.json, embedded) on the
+// embedded model (model.json), then prints the batch's result, each run
+// entry as one line of canonical JSON (RFC 8785), and the tool list as
+// JSON, exported with the model's languages. A refused call stops the
+// batch: the entries so far are printed and the command exits with
+// status 1.
+//
+// While serving, standard output carries MCP messages only (stdio); the
+// run entries of the calls and the server's logs go to standard error.
+package main
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/mcpserver"
+)
+
+//go:embed model.json
+var modelJSON []byte
+
+//go:embed batch.json
+var batchJSON []byte
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "supplychain:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// run runs the command line args (without the program name).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "serve" {
+		return serve(ctx, args[1:], stderr)
+	}
+	fs := flag.NewFlagSet("supplychain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	batchFile := fs.String("batch", "", "run this batch file instead of the embedded batch.json")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (try serve)", fs.Arg(0))
+	}
+	text := batchJSON
+	if *batchFile != "" {
+		b, err := os.ReadFile(*batchFile)
+		if err != nil {
+			return err
+		}
+		text = b
+	}
+	return runJob(ctx, text, stdout)
+}
+
+// runJob runs a batch on a fresh model and prints the result, the run
+// entries and the tools.
+func runJob(ctx context.Context, batchText []byte, w io.Writer) error {
+	model, reg, err := setup()
+	if err != nil {
+		return err
+	}
+	b, err := actions.DecodeBatchLimits(batchText, reg.Limits())
+	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	result, entries, runErr := actions.RunBatch(ctx, reg, b, NewHost(model, "batch", nil))
+
+	if runErr == nil {
+		text, err := actions.CanonicalJSON(result)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "result:\n%s\n", text)
+	}
+	fmt.Fprintln(w, "run entries:")
+	for _, e := range entries {
+		line, err := actions.CanonicalJSON(e)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s\n", line)
+	}
+	if runErr != nil {
+		return fmt.Errorf("batch: %w", runErr)
+	}
+	tools, err := reg.Tools(actions.WithLanguages(model.Languages()...))
+	if err != nil {
+		return err
+	}
+	text, err := json.MarshalIndent(tools, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "tools:\n%s\n", text)
+	return nil
+}
+
+// setup loads the embedded model and registers the actions.
+func setup() (*Model, *actions.Registry[*Env], error) {
+	model, err := LoadModel(modelJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := NewRegistry()
+	if err != nil {
+		return nil, nil, err
+	}
+	return model, reg, nil
+}
+
+// newServer returns an MCP server whose tools are the visible actions on
+// model. Each call's host knows the client's name; its run entry is
+// written to entries as a line of canonical JSON, and what the client is
+// not told (a body's error, a panic) goes to logger.
+func newServer(model *Model, reg *actions.Registry[*Env], logger *slog.Logger, entries io.Writer) (*mcp.Server, error) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "supplychain", Title: "Supply chain (actions example)", Version: "v0.1.0"},
+		&mcp.ServerOptions{Logger: logger})
+	log := actions.NewEntryWriter(entries)
+	err := mcpserver.AddTools(server, reg, mcpserver.Options[*Env]{
+		Host: func(_ context.Context, req *mcp.CallToolRequest) *actions.Host[*Env] {
+			return NewHost(model, clientName(req), log.Record)
+		},
+		OnError: func(_ context.Context, tool string, err error) {
+			logger.Error("tool call failed", "tool", tool, "error", err)
+		},
+		Languages: model.Languages(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return server, nil
+}
+
+// clientName is the name the MCP client gave when it connected.
+func clientName(req *mcp.CallToolRequest) string {
+	if req != nil && req.Session != nil {
+		if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
+			return p.ClientInfo.Name
+		}
+	}
+	return "mcp-client"
+}
+
+// serve runs "serve [-http ADDR]" until the client leaves or ctx ends.
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("supplychain serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("http", "", "serve streamable HTTP on this address (host:port) instead of stdio")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	model, reg, err := setup()
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	server, err := newServer(model, reg, logger, stderr)
+	if err != nil {
+		return err
+	}
+	if *addr == "" {
+		err := mcpserver.ServeStdio(ctx, server)
+		if errors.Is(err, context.Canceled) {
+			return nil // interrupted
+		}
+		return err
+	}
+	return serveHTTP(ctx, *addr, server, stderr)
+}
+
+// serveHTTP serves server at http://addr/mcp until ctx ends.
+func serveHTTP(ctx context.Context, addr string, server *mcp.Server, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpserver.HTTPHandler(server, nil))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "supplychain: serving MCP at http://%s/mcp\n", ln.Addr())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	err = srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		<-done
+		return nil
+	}
+	return err
+}

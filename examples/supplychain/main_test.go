@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/mcpserver"
+)
+
+// visibleTools are the tool names the example publishes.
+var visibleTools = []string{
+	"carbon-record_emissions", "carbon-total_emissions", "supply-create_actor",
+	"supply-delete_actor", "supply-get_actor", "supply-list_actors",
+}
+
+// sections splits the default job's output into its three parts.
+func sections(t *testing.T, out string) (result string, entries []string, tools string) {
+	t.Helper()
+	rest, ok := strings.CutPrefix(out, "result:\n")
+	require.True(t, ok, "output starts with the result:\n%s", out)
+	result, rest, ok = strings.Cut(rest, "\nrun entries:\n")
+	require.True(t, ok, "run entries section")
+	lines, tools, ok := strings.Cut(rest, "tools:\n")
+	require.True(t, ok, "tools section")
+	return result, strings.Split(strings.TrimSuffix(lines, "\n"), "\n"), tools
+}
+
+func TestDefaultJob(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(context.Background(), nil, &out, &errOut), errOut.String())
+	result, lines, toolsText := sections(t, out.String())
+
+	assert.Equal(t, `{"actors":5,"period":"2024","total_co2_t":2248.5}`, result)
+
+	b, err := actions.DecodeBatch(batchJSON)
+	require.NoError(t, err)
+	require.Len(t, lines, len(b.Commands), "one entry per call")
+	for i, line := range lines {
+		var e actions.RunEntry
+		require.NoError(t, json.Unmarshal([]byte(line), &e), "entry %d", i)
+		canon, err := actions.CanonicalJSON(json.RawMessage(line))
+		require.NoError(t, err)
+		assert.Equal(t, string(canon), line, "entry %d is canonical JSON", i)
+		assert.Equal(t, b.Commands[i].Call, e.Action)
+		assert.Equal(t, actions.OutcomeDone, e.Outcome, "entry %d", i)
+	}
+
+	// The French display name resolved to the actor's key; the placeholder
+	// to the new actor's id, then to its key.
+	assert.Contains(t, lines[1], `"parameters":"{\"actor\":\"act_6\",\"co2_t\":310.25,\"period\":\"2024\"}"`)
+	assert.Contains(t, lines[2], `\"actor\":\"act_2\"`)
+	// delete_actor's nested call to the hidden action is a step of its entry.
+	var del actions.RunEntry
+	require.NoError(t, json.Unmarshal([]byte(lines[3]), &del))
+	require.Len(t, del.Steps, 2)
+	require.NotNil(t, del.Steps[0].Call)
+	assert.Equal(t, "carbon/clear_emissions", del.Steps[0].Call.Action)
+	assert.JSONEq(t, `{"op":"delete","schema":"actor","key":"act_3","by":"batch"}`, string(del.Steps[1].Command))
+
+	var tools []actions.Tool
+	require.NoError(t, json.Unmarshal([]byte(toolsText), &tools))
+	names := make([]string, len(tools))
+	for i, tl := range tools {
+		names[i] = tl.Name
+	}
+	assert.Equal(t, visibleTools, names, "the hidden action is not a tool")
+	assert.Contains(t, toolsText, "Localized text in en, fr")
+}
+
+func TestBatchFlagAndRefusal(t *testing.T) {
+	// A duplicate display name is refused; the batch stops there.
+	path := filepath.Join(t.TempDir(), "batch.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"commands":[
+		{"call":"supply/get_actor","with":{"actor":"Lyon Plant"}},
+		{"call":"supply/get_actor","with":{"actor":"Harbour Depot"}},
+		{"call":"supply/list_actors"}]}`), 0o600))
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-batch", path}, &out, io.Discard)
+	require.ErrorIs(t, err, actions.ErrInvalidParameters)
+	lines := strings.Split(strings.TrimSpace(strings.TrimPrefix(out.String(), "run entries:\n")), "\n")
+	require.Len(t, lines, 2, out.String())
+	assert.Contains(t, lines[1], `"error":"invalid_parameters"`)
+
+	assert.Error(t, run(context.Background(), []string{"nonsense"}, io.Discard, io.Discard))
+	assert.Error(t, run(context.Background(), []string{"serve", "-nope"}, io.Discard, io.Discard))
+}
+
+// connectInMemory serves a fresh example over in-memory transports.
+func connectInMemory(t *testing.T, entries io.Writer) *mcp.ClientSession {
+	t.Helper()
+	model, reg, err := setup()
+	require.NoError(t, err)
+	server, err := newServer(model, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), entries)
+	require.NoError(t, err)
+	serverT, clientT := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(context.Background(), serverT, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "example-test", Version: "v0"}, nil).Connect(context.Background(), clientT, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func exerciseServer(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	assert.Equal(t, visibleTools, names)
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "supply-get_actor", Arguments: map[string]any{"actor": "Dépôt du port"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, `"id":"marseille_depot"`)
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "supply-get_actor", Arguments: map[string]any{"actor": "Harbour Depot"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError, "a name two actors share is refused")
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, "/actor [ref]")
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "supply-create_actor", Arguments: map[string]any{"id": "lyon_plant", "display_name": "Lyon"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, "id_taken")
+
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "carbon-clear_emissions", Arguments: map[string]any{"actor": "act_1"}})
+	var werr *jsonrpc.Error
+	require.ErrorAs(t, err, &werr, "the hidden action is not callable")
+	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), werr.Code)
+}
+
+func TestServeInMemory(t *testing.T) {
+	var entries bytes.Buffer
+	cs := connectInMemory(t, &entries)
+	exerciseServer(t, cs)
+	// The host built per call knows the client's name and logs the entries.
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "supply-create_actor",
+		Arguments: map[string]any{"id": "lille_depot", "type": "depot", "display_name": "Lille Depot"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	lines := strings.Split(strings.TrimSpace(entries.String()), "\n")
+	assert.Len(t, lines, 4, "one entry per call that reached the registry")
+	assert.Contains(t, lines[3], `"by":"example-test"`)
+}
+
+func TestServeHTTP(t *testing.T) {
+	model, reg, err := setup()
+	require.NoError(t, err)
+	server, err := newServer(model, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+	require.NoError(t, err)
+	httpServer := httptest.NewServer(mcpserver.HTTPHandler(server, nil))
+	defer httpServer.Close()
+
+	for _, version := range []string{"", "2025-11-25"} {
+		t.Run("protocol "+version, func(t *testing.T) {
+			var opts *mcp.ClientSessionOptions
+			if version != "" {
+				opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "v0"}, nil).
+				Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: httpServer.URL}, opts)
+			require.NoError(t, err)
+			defer cs.Close()
+			exerciseServer(t, cs)
+		})
+	}
+}

@@ -1,0 +1,83 @@
+package mcpserver_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/mcpserver"
+)
+
+// A registry served as MCP tools, called by the SDK's own client over
+// in-memory transports. A real server would call mcpserver.ServeStdio or
+// mount mcpserver.HTTPHandler instead of connecting in process.
+func ExampleAddTools() {
+	reg := actions.NewRegistry[*actions.Trace]()
+	err := reg.Register(actions.Action[*actions.Trace]{
+		Definition: actions.Definition{
+			ID:          "stock/count",
+			Title:       "Count stock",
+			Description: "Counts the items of a warehouse.",
+			Kind:        actions.KindRead,
+			Parameters: `{"type": "object",
+				"properties": {"warehouse": {"type": "string"}, "min": {"type": "integer", "default": 0}},
+				"required": ["warehouse"]}`,
+		},
+		Run: func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+			return map[string]any{"warehouse": p["warehouse"], "items": 42}, nil
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	server := mcp.NewServer(&mcp.Implementation{Name: "stock", Version: "v1.0.0"}, nil)
+	if err := mcpserver.AddTools(server, reg, mcpserver.Options[*actions.Trace]{}); err != nil {
+		log.Fatal(err)
+	}
+
+	ctx := context.Background()
+	serverT, clientT := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, serverT, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1.0.0"}, nil).Connect(ctx, clientT, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cs.Close()
+
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, t := range list.Tools {
+		fmt.Printf("%s (read only: %t, destructive: %t)\n", t.Name, t.Annotations.ReadOnlyHint, *t.Annotations.DestructiveHint)
+	}
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "stock-count", Arguments: map[string]any{"warehouse": "north"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "stock-count", Arguments: map[string]any{"min": -1}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.IsError)
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	// Output:
+	// stock-count (read only: true, destructive: false)
+	// {"items":42,"warehouse":"north"}
+	// true
+	// refused: invalid_parameters: the parameters break the schema
+	// - /warehouse [required] is required
+	// retry: after-edit
+	// next action: Fix the parameters named in the issues and call again.
+}

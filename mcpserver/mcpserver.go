@@ -1,0 +1,346 @@
+// Package mcpserver serves the visible actions of an actions.Registry as
+// MCP tools, on the official Go SDK (github.com/modelcontextprotocol/go-sdk,
+// v1.8.0). It is the only package of the module that imports the SDK: the
+// registry itself knows nothing of MCP beyond the tool definitions
+// ([actions.Registry.Tools]).
+//
+// [AddTools] adds one tool per visible action to an *mcp.Server. Each
+// tools/call then goes through [actions.Registry.Run], so the parameters
+// are checked by the action's full schema, refs are resolved by the host,
+// and the run entry reaches the host's OnEntry. What the client gets back:
+//
+//   - a result: isError false, one text content item holding the result's
+//     canonical JSON (RFC 8785), and structuredContent holding the same
+//     value when it is a JSON object;
+//   - a refusal the model can act on (invalid_parameters, a body's own
+//     domain refusal, every code whose transport is tool-result): isError
+//     true, a text listing the code, each issue's path, keyword and
+//     message, and the next action (MCP SEP-1303), with the refusal as
+//     structuredContent;
+//   - a body's plain error: isError true with a generic text; the error
+//     itself goes to [Options].OnError only, since its text may hold
+//     anything (a value, a path on the server);
+//   - an unknown or hidden tool: JSON-RPC error -32602 (invalid params),
+//     from the SDK itself, which answers so for a name it does not list;
+//   - a recovered panic (refusal code internal) and every other refusal
+//     whose transport is protocol: JSON-RPC error -32603 (internal error)
+//     with a generic message, the cause going to OnError.
+//
+// [ServeStdio] and [HTTPHandler] run a server on the SDK's own stdio and
+// streamable HTTP transports. docs/mcp.md in the repository has the full
+// mapping table and the commands to try a server with the MCP Inspector.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actionreg/actions"
+)
+
+// Options configures [AddTools]. Every field may be nil or empty.
+type Options[C any] struct {
+	// Host builds the host of one call from its request, so that a body
+	// can know who calls (req.Session.InitializeParams().ClientInfo, or
+	// req.Extra.Header and req.Extra.TokenInfo over HTTP). It runs once
+	// per tools/call, before the parameters are checked. Nil, or a nil
+	// result, runs the call without a host: no context builder, no ref
+	// resolver, no OnEntry (see [actions.Registry.Run]).
+	Host func(ctx context.Context, req *mcp.CallToolRequest) *actions.Host[C]
+	// OnError receives, for the host's logs only, what the client is not
+	// told: a body's plain error, the cause of an internal refusal (a
+	// recovered panic with its stack, in errors.Unwrap), a protocol
+	// refusal other than unknown_action, and a panic in Host itself. tool
+	// is the tool name called. Nil drops them.
+	OnError func(ctx context.Context, tool string, err error)
+	// Languages are the dataset's ordered languages, the source language
+	// first, passed to the export ([actions.WithLanguages]): each
+	// localized text parameter's description then names them.
+	Languages []string
+}
+
+// AddTools adds each visible action of reg to s as a tool, named and
+// described by [actions.Registry.Tools] (hidden actions are neither listed
+// nor callable). Each call of a tool runs [actions.Registry.Run] with the
+// request's arguments as JSON text, so the registry's I-JSON decoding
+// (RFC 7493: no duplicate member names, valid UTF-8) and its full schema
+// apply; absent or null arguments stand for {}. See the package
+// documentation for what the client gets back.
+//
+// The tool list is what reg holds when AddTools runs: an action
+// registered later is not added. A tool already on s under the same name
+// is replaced (Server.AddTool).
+//
+// Errors, before any tool is added: a tool name that reg cannot export
+// (longer than [actions.MaxToolNameLength]; the *actions.Refusal is
+// wrapped), or a tool whose name does not map back to an action id.
+func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) error {
+	if s == nil || reg == nil {
+		return errors.New("mcpserver: AddTools needs a server and a registry")
+	}
+	var topts []actions.ToolOption
+	if len(opts.Languages) > 0 {
+		topts = append(topts, actions.WithLanguages(opts.Languages...))
+	}
+	tools, err := reg.Tools(topts...)
+	if err != nil {
+		return fmt.Errorf("mcpserver: %w", err)
+	}
+	type pending struct {
+		tool    *mcp.Tool
+		handler *toolHandler[C]
+	}
+	all := make([]pending, 0, len(tools))
+	for _, t := range tools {
+		id, err := actions.ActionIDOfTool(t.Name)
+		if err != nil {
+			return fmt.Errorf("mcpserver: tool %s: %w", t.Name, err)
+		}
+		mt, err := sdkTool(t)
+		if err != nil {
+			return err
+		}
+		all = append(all, pending{mt, &toolHandler[C]{reg: reg, id: id, name: t.Name, opts: opts}})
+	}
+	for _, p := range all {
+		s.AddTool(p.tool, p.handler.call)
+	}
+	return nil
+}
+
+// sdkTool converts an exported tool to the SDK's type. The input schema
+// goes as its canonical JSON text, so the SDK sends exactly what the
+// export gave (numbers included). Both hints are set: the SDK leaves out a
+// nil destructiveHint, which MCP reads as true.
+func sdkTool(t actions.Tool) (*mcp.Tool, error) {
+	// The SDK panics on a root other than "type": "object"; the registry
+	// never exports one, but a panic at startup is a poor way to learn it.
+	if t.InputSchema["type"] != "object" {
+		return nil, fmt.Errorf("mcpserver: tool %s: the input schema's root is not \"type\": \"object\"", t.Name)
+	}
+	schema, err := actions.CanonicalJSON(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: tool %s: input schema: %w", t.Name, err)
+	}
+	destructive := t.Annotations.DestructiveHint
+	return &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: json.RawMessage(schema),
+		Annotations: &mcp.ToolAnnotations{
+			ReadOnlyHint:    t.Annotations.ReadOnlyHint,
+			DestructiveHint: &destructive,
+		},
+	}, nil
+}
+
+// toolHandler runs the calls of one tool.
+type toolHandler[C any] struct {
+	reg  *actions.Registry[C]
+	id   string // the action id
+	name string // the tool name
+	opts Options[C]
+}
+
+// call is the SDK's raw ToolHandler: it never returns a plain error (the
+// SDK would send it as JSON-RPC code 0), only a *jsonrpc.Error or a result.
+func (h *toolHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		// Registry.Run recovers the body's panics; this one catches the
+		// host builder's, so that the server keeps serving.
+		if p := recover(); p != nil {
+			h.report(ctx, fmt.Errorf("mcpserver: panic while serving tool %s: %v\n%s", h.name, p, debug.Stack()))
+			res, err = nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
+		}
+	}()
+	var host *actions.Host[C]
+	if h.opts.Host != nil {
+		host = h.opts.Host(ctx, req)
+	}
+	_, entry, runErr := h.reg.Run(ctx, h.id, arguments(req), host)
+	if runErr != nil {
+		return h.refused(ctx, runErr)
+	}
+	return resultOf(entry), nil
+}
+
+// arguments returns the call's arguments for Registry.Run: the raw JSON
+// text as it came, or nil (= {}) when absent or null.
+func arguments(req *mcp.CallToolRequest) any {
+	if req == nil || req.Params == nil {
+		return nil
+	}
+	args := req.Params.Arguments
+	if t := strings.TrimSpace(string(args)); t == "" || t == "null" {
+		return nil
+	}
+	return json.RawMessage(args)
+}
+
+// resultOf renders a done call: its canonical result text as the one
+// content item, and as structuredContent when it is an object.
+func resultOf(entry actions.RunEntry) *mcp.CallToolResult {
+	text := entry.Result
+	if text == "" {
+		text = "null" // the body returned no result
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	if text[0] == '{' {
+		res.StructuredContent = json.RawMessage(text)
+	}
+	return res
+}
+
+// internalMessage is all a client learns of an internal failure.
+const internalMessage = "internal error: the server could not run the tool"
+
+// refused maps an error of Registry.Run to what the client gets.
+func (h *toolHandler[C]) refused(ctx context.Context, err error) (*mcp.CallToolResult, error) {
+	var r *actions.Refusal
+	if !errors.As(err, &r) {
+		// A body's plain error, a resolver's failure, a cancelled
+		// context: the text stays on the server.
+		h.report(ctx, err)
+		return toolError(plainRefusal(err)), nil
+	}
+	transport := r.Transport
+	if transport == "" {
+		transport = actions.PolicyOf(r.Code).Transport
+	}
+	switch {
+	case r.Code == actions.CodeUnknownAction:
+		return nil, protocolError(jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", h.name), r)
+	case transport == actions.TransportProtocol:
+		h.report(ctx, err)
+		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, r)
+	}
+	return toolError(r), nil
+}
+
+// plainRefusal stands for an error that is not a refusal: its code (that
+// of a Code() string method, or internal) and a generic message.
+func plainRefusal(err error) *actions.Refusal {
+	code := actions.CodeInternal
+	var c interface{ Code() string }
+	if errors.As(err, &c) && c.Code() != "" {
+		code = actions.Code(c.Code())
+	}
+	r := actions.NewRefusal(code, "the action failed; the server logged the cause")
+	r.Transport = actions.TransportToolResult
+	if r.NextAction == "" {
+		r.NextAction = "Do not retry the same call; tell the user the action failed."
+	}
+	return r
+}
+
+// toolError renders a refusal as a tool result with isError set (MCP
+// SEP-1303): a text a model reads, and the refusal's fields as
+// structuredContent for a program.
+func toolError(r *actions.Refusal) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: refusalText(r)}},
+	}
+	if data, err := json.Marshal(refusalData(r)); err == nil {
+		res.StructuredContent = json.RawMessage(data)
+	}
+	return res
+}
+
+// refusalText writes the refusal for a model: code and message, one line
+// per issue (path, keyword, message: never a submitted value), the retry
+// verdict and the next action.
+func refusalText(r *actions.Refusal) string {
+	var b strings.Builder
+	b.WriteString("refused: ")
+	b.WriteString(string(r.Code))
+	if r.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(r.Message)
+	}
+	for _, is := range r.Issues {
+		b.WriteString("\n- ")
+		if is.Path == "" {
+			b.WriteString("(parameters)")
+		} else {
+			b.WriteString(is.Path)
+		}
+		if is.Keyword != "" {
+			b.WriteString(" [")
+			b.WriteString(is.Keyword)
+			b.WriteString("]")
+		}
+		if is.Message != "" {
+			b.WriteString(" ")
+			b.WriteString(is.Message)
+		}
+	}
+	if r.Retry != "" {
+		b.WriteString("\nretry: ")
+		b.WriteString(string(r.Retry))
+	}
+	if r.NextAction != "" {
+		b.WriteString("\nnext action: ")
+		b.WriteString(r.NextAction)
+	}
+	return b.String()
+}
+
+// refusalJSON is the structured form of a refusal sent to clients. It
+// leaves out the transport, which the response itself shows.
+type refusalJSON struct {
+	Code       actions.Code    `json:"code"`
+	Message    string          `json:"message,omitempty"`
+	Issues     []actions.Issue `json:"issues,omitempty"`
+	Retry      actions.Retry   `json:"retry,omitempty"`
+	NextAction string          `json:"nextAction,omitempty"`
+}
+
+func refusalData(r *actions.Refusal) refusalJSON {
+	return refusalJSON{Code: r.Code, Message: r.Message, Issues: r.Issues, Retry: r.Retry, NextAction: r.NextAction}
+}
+
+// protocolError is a JSON-RPC error whose data holds the refusal's code,
+// retry verdict and next action (never its cause).
+func protocolError(code int64, message string, r *actions.Refusal) *jsonrpc.Error {
+	e := &jsonrpc.Error{Code: code, Message: message}
+	d := refusalData(r)
+	d.Message, d.Issues = "", nil
+	if data, err := json.Marshal(d); err == nil {
+		e.Data = data
+	}
+	return e
+}
+
+func (h *toolHandler[C]) report(ctx context.Context, err error) {
+	if h.opts.OnError != nil {
+		h.opts.OnError(ctx, h.name, err)
+	}
+}
+
+// ServeStdio serves s on standard input and output (the SDK's
+// StdioTransport: one JSON-RPC message per line) until the client closes
+// the stream or ctx is done. Nothing else may write to standard output
+// meanwhile; log to standard error. It returns nil when the client closed
+// the stream, ctx.Err() when ctx ended the session, or the session's error.
+func ServeStdio(ctx context.Context, s *mcp.Server) error {
+	return s.Run(ctx, &mcp.StdioTransport{})
+}
+
+// HTTPHandler serves s over MCP's streamable HTTP transport (the SDK's
+// StreamableHTTPHandler; every session shares s). opts may be nil for the
+// SDK's defaults, which among others refuse a request that reaches a
+// localhost address with a non-localhost Host header (DNS rebinding).
+// Mount it on the path clients use, conventionally /mcp.
+func HTTPHandler(s *mcp.Server, opts *mcp.StreamableHTTPOptions) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, opts)
+}

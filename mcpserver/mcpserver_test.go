@@ -1,0 +1,466 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/mcpserver"
+)
+
+// marker is a value no response may ever hold: tests submit it as a
+// parameter or put it in a body's error.
+const marker = "MARKER-7f3c-secret"
+
+// caller is the context each test body receives: who is calling.
+type caller struct{ Client string }
+
+func testRegistry(t *testing.T) *actions.Registry[caller] {
+	t.Helper()
+	reg := actions.NewRegistry[caller]()
+	add := func(a actions.Action[caller]) {
+		t.Helper()
+		require.NoError(t, reg.Register(a))
+	}
+	add(actions.Action[caller]{
+		Definition: actions.Definition{
+			ID: "shop/greet", Title: "Greet", Description: "Greets a customer.", Kind: actions.KindRead,
+			Parameters: `{"type":"object","properties":{
+				"name":{"type":"string","pattern":"^[A-Z][a-z]+$"},
+				"times":{"type":"integer","minimum":1,"default":1},
+				"note":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}
+			},"required":["name"],"additionalProperties":false}`,
+		},
+		Run: func(_ context.Context, p map[string]any, c caller) (any, error) {
+			return map[string]any{"hello": p["name"], "times": p["times"], "client": c.Client}, nil
+		},
+	})
+	add(actions.Action[caller]{
+		Definition: actions.Definition{ID: "shop/list_sizes", Kind: actions.KindRead},
+		Run: func(context.Context, map[string]any, caller) (any, error) {
+			return []any{"S", "M", "L"}, nil
+		},
+	})
+	add(actions.Action[caller]{
+		Definition: actions.Definition{ID: "shop/purge", Destructive: true, Description: "Deletes every order."},
+		Run: func(context.Context, map[string]any, caller) (any, error) {
+			return nil, nil
+		},
+	})
+	add(actions.Action[caller]{
+		Definition: actions.Definition{ID: "shop/audit", Exposure: actions.ExposureHidden},
+		Run: func(context.Context, map[string]any, caller) (any, error) {
+			return "audited", nil
+		},
+	})
+	add(actions.Action[caller]{
+		Definition: actions.Definition{ID: "shop/order", Parameters: `{"type":"object","properties":{"qty":{"type":"integer"}}}`},
+		Run: func(context.Context, map[string]any, caller) (any, error) {
+			r := actions.NewRefusal("out_of_stock", "the item is out of stock")
+			r.NextAction = "Offer the customer another size."
+			return nil, r
+		},
+	})
+	add(actions.Action[caller]{
+		Definition: actions.Definition{ID: "shop/crash"},
+		Run: func(context.Context, map[string]any, caller) (any, error) {
+			panic("crash " + marker)
+		},
+	})
+	add(actions.Action[caller]{
+		Definition: actions.Definition{ID: "shop/fail"},
+		Run: func(context.Context, map[string]any, caller) (any, error) {
+			return nil, errors.New("database unreachable: password=" + marker)
+		},
+	})
+	return reg
+}
+
+// lockedBuffer collects the messages the client reads, for the leak
+// checks. It logs on the client's side: a message is logged before the
+// client handles it, so a response is in the log when its call returns.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// written returns the messages the server sent, one per line.
+func (l *lockedBuffer) written() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if line, ok := strings.CutPrefix(sc.Text(), "read: "); ok {
+			out.WriteString(line)
+			out.WriteByte('\n')
+		}
+	}
+	return out.String()
+}
+
+// fixture is a server on the test registry and a connected client.
+type fixture struct {
+	reg     *actions.Registry[caller]
+	session *mcp.ClientSession
+	wire    *lockedBuffer
+
+	mu      sync.Mutex
+	entries []actions.RunEntry
+	errs    []error
+	hosts   int
+}
+
+func (f *fixture) loggedErrors() []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]error(nil), f.errs...)
+}
+
+func (f *fixture) runEntries() []actions.RunEntry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]actions.RunEntry(nil), f.entries...)
+}
+
+// connect serves the test registry over in-memory transports and connects
+// a client asking for protocolVersion ("" for the SDK's default).
+func connect(t *testing.T, protocolVersion string) *fixture {
+	t.Helper()
+	f := &fixture{reg: testRegistry(t), wire: &lockedBuffer{}}
+	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
+	err := mcpserver.AddTools(server, f.reg, mcpserver.Options[caller]{
+		Host: func(_ context.Context, req *mcp.CallToolRequest) *actions.Host[caller] {
+			name := ""
+			if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
+				name = p.ClientInfo.Name
+			}
+			f.mu.Lock()
+			f.hosts++
+			f.mu.Unlock()
+			return &actions.Host[caller]{
+				Context: func(*actions.Trace) caller { return caller{Client: name} },
+				OnEntry: func(e actions.RunEntry) {
+					f.mu.Lock()
+					f.entries = append(f.entries, e)
+					f.mu.Unlock()
+				},
+			}
+		},
+		OnError: func(_ context.Context, tool string, err error) {
+			f.mu.Lock()
+			f.errs = append(f.errs, err)
+			f.mu.Unlock()
+		},
+	})
+	require.NoError(t, err)
+
+	ctx := context.Background()
+	serverT, clientT := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, serverT, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v0.0.1"}, nil)
+	var opts *mcp.ClientSessionOptions
+	if protocolVersion != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion}
+	}
+	cs, err := client.Connect(ctx, &mcp.LoggingTransport{Transport: clientT, Writer: f.wire}, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	f.session = cs
+	return f
+}
+
+// versions are the protocol versions every test runs under: the client's
+// default (the latest the SDK knows, 2026-07-28 in v1.8.0, negotiated
+// through server/discover) and 2025-11-25 (the initialize handshake).
+var versions = []struct{ name, ask, want string }{
+	{"default", "", "2026-07-28"},
+	{"2025-11-25", "2025-11-25", "2025-11-25"},
+}
+
+func forEachVersion(t *testing.T, test func(t *testing.T, f *fixture)) {
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) {
+			f := connect(t, v.ask)
+			require.Equal(t, v.want, f.session.InitializeResult().ProtocolVersion, "negotiated protocol version")
+			test(t, f)
+		})
+	}
+}
+
+func call(t *testing.T, f *fixture, name string, args any) (*mcp.CallToolResult, error) {
+	t.Helper()
+	return f.session.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+func textOf(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	require.Len(t, res.Content, 1)
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	require.True(t, ok, "content is %T, want text", res.Content[0])
+	return tc.Text
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestToolList(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, f *fixture) {
+		want, err := f.reg.Tools()
+		require.NoError(t, err)
+		res, err := f.session.ListTools(context.Background(), nil)
+		require.NoError(t, err)
+		require.Len(t, res.Tools, len(want))
+		for i, got := range res.Tools {
+			w := want[i]
+			assert.Equal(t, w.Name, got.Name)
+			assert.Equal(t, w.Title, got.Title, w.Name)
+			assert.Equal(t, w.Description, got.Description, w.Name)
+			assert.JSONEq(t, jsonText(t, w.InputSchema), jsonText(t, got.InputSchema), w.Name)
+			require.NotNil(t, got.Annotations, w.Name)
+			require.NotNil(t, got.Annotations.DestructiveHint, "%s: destructiveHint must be sent", w.Name)
+			assert.Equal(t, w.Annotations.ReadOnlyHint, got.Annotations.ReadOnlyHint, w.Name)
+			assert.Equal(t, w.Annotations.DestructiveHint, *got.Annotations.DestructiveHint, w.Name)
+			assert.NotEqual(t, "shop-audit", got.Name, "a hidden action is listed")
+		}
+		// On the wire, both hints are written even when false.
+		assert.Contains(t, f.wire.written(), `"destructiveHint":false`)
+		assert.Contains(t, f.wire.written(), `"readOnlyHint":false`)
+	})
+}
+
+func TestValidCall(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, f *fixture) {
+		res, err := call(t, f, "shop-greet", map[string]any{"name": "Ada"})
+		require.NoError(t, err)
+		assert.False(t, res.IsError)
+		want := `{"client":"test-client","hello":"Ada","times":1}`
+		assert.Equal(t, want, textOf(t, res), "canonical JSON text")
+		assert.JSONEq(t, want, jsonText(t, res.StructuredContent))
+	})
+}
+
+func TestNonObjectResult(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, f *fixture) {
+		res, err := call(t, f, "shop-list_sizes", nil)
+		require.NoError(t, err)
+		assert.Equal(t, `["S","M","L"]`, textOf(t, res))
+		assert.Nil(t, res.StructuredContent, "structuredContent only holds objects")
+
+		res, err = call(t, f, "shop-purge", nil)
+		require.NoError(t, err)
+		assert.Equal(t, "null", textOf(t, res), "a body without result")
+	})
+}
+
+func TestInvalidParameters(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, f *fixture) {
+		res, err := call(t, f, "shop-greet", map[string]any{"name": marker, "times": 0, "extra": marker})
+		require.NoError(t, err, "invalid parameters are a tool result, not a protocol error")
+		assert.True(t, res.IsError)
+		text := textOf(t, res)
+		for _, s := range []string{"invalid_parameters", "/name [pattern]", "/times [minimum]", "/extra [additionalProperties]", "next action: Fix the parameters"} {
+			assert.Contains(t, text, s)
+		}
+		var sc struct {
+			Code   string          `json:"code"`
+			Issues []actions.Issue `json:"issues"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(jsonText(t, res.StructuredContent)), &sc))
+		assert.Equal(t, "invalid_parameters", sc.Code)
+		assert.Len(t, sc.Issues, 3)
+		// The submitted value is in no message the server wrote (the
+		// name "extra" is a path, not a value).
+		wire := f.wire.written()
+		assert.Contains(t, wire, `"isError":true`, "the response is in the log")
+		assert.NotContains(t, wire, marker)
+	})
+}
+
+func TestInvalidJSONText(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, f *fixture) {
+		// Arguments reach the registry as JSON text, so I-JSON applies:
+		// a duplicate member name is refused, not silently merged.
+		res, err := call(t, f, "shop-greet", json.RawMessage(`{"name":"Ada","name":"Bob"}`))
+		require.NoError(t, err)
+		assert.True(t, res.IsError)
+		assert.Contains(t, textOf(t, res), "[json] duplicate member name")
+	})
+}
+
+func TestUnknownAndHiddenTool(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, f *fixture) {
+		for _, name := range []string{"shop-nothing", "shop-audit", "not a tool"} {
+			t.Run(name, func(t *testing.T) {
+				res, err := call(t, f, name, nil)
+				assert.Nil(t, res)
+				var werr *jsonrpc.Error
+				require.ErrorAs(t, err, &werr)
+				assert.Equal(t, int64(jsonrpc.CodeInvalidParams), werr.Code)
+			})
+		}
+		for _, e := range f.runEntries() {
+			assert.NotEqual(t, "shop/audit", e.Action, "the hidden action ran")
+		}
+	})
+}
+
+func TestDomainRefusal(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, f *fixture) {
+		res, err := call(t, f, "shop-order", map[string]any{"qty": 3})
+		require.NoError(t, err)
+		assert.True(t, res.IsError)
+		text := textOf(t, res)
+		assert.Contains(t, text, "out_of_stock")
+		assert.Contains(t, text, "the item is out of stock")
+		assert.Contains(t, text, "next action: Offer the customer another size.")
+		assert.Contains(t, text, "retry: never")
+	})
+}
+
+func TestPanickingBody(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, f *fixture) {
+		res, err := call(t, f, "shop-crash", nil)
+		assert.Nil(t, res)
+		var werr *jsonrpc.Error
+		require.ErrorAs(t, err, &werr)
+		assert.Equal(t, int64(jsonrpc.CodeInternalError), werr.Code)
+		assert.NotContains(t, werr.Message, marker)
+		wire := f.wire.written()
+		assert.Contains(t, wire, `"code":-32603`, "the response is in the log")
+		assert.NotContains(t, wire, marker)
+
+		logged := f.loggedErrors()
+		require.Len(t, logged, 1)
+		assert.ErrorIs(t, logged[0], actions.ErrInternal)
+		assert.Contains(t, errors.Unwrap(logged[0]).Error(), marker, "OnError gets the panic value")
+
+		// The server keeps serving.
+		res, err = call(t, f, "shop-greet", map[string]any{"name": "Ada"})
+		require.NoError(t, err)
+		assert.False(t, res.IsError)
+	})
+}
+
+func TestBodyError(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, f *fixture) {
+		res, err := call(t, f, "shop-fail", nil)
+		require.NoError(t, err)
+		assert.True(t, res.IsError)
+		assert.Contains(t, textOf(t, res), "internal")
+		assert.NotContains(t, jsonText(t, res), marker)
+		wire := f.wire.written()
+		assert.Contains(t, wire, `"isError":true`, "the response is in the log")
+		assert.NotContains(t, wire, marker, "the body's error text reached the client")
+
+		logged := f.loggedErrors()
+		require.Len(t, logged, 1)
+		assert.Contains(t, logged[0].Error(), marker, "OnError gets the real error")
+	})
+}
+
+func TestOnEntrySeesEachCall(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, f *fixture) {
+		_, err := call(t, f, "shop-greet", map[string]any{"name": "Ada"})
+		require.NoError(t, err)
+		_, err = call(t, f, "shop-greet", map[string]any{"name": "ada"})
+		require.NoError(t, err)
+		_, err = call(t, f, "shop-order", nil)
+		require.NoError(t, err)
+		_, _ = call(t, f, "shop-crash", nil)
+
+		entries := f.runEntries()
+		require.Len(t, entries, 4)
+		assert.Equal(t, 4, f.hosts, "the host is built once per call")
+		got := make([]string, len(entries))
+		for i, e := range entries {
+			got[i] = e.Action + " " + string(e.Outcome) + " " + e.Error
+		}
+		assert.Equal(t, []string{
+			"shop/greet done ",
+			"shop/greet refused invalid_parameters",
+			"shop/order refused out_of_stock",
+			"shop/crash refused internal",
+		}, got)
+		assert.Equal(t, `{"name":"Ada","times":1}`, entries[0].Parameters, "defaults filled")
+	})
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	f := connect(t, "")
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := f.session.CallTool(context.Background(), &mcp.CallToolParams{Name: "shop-greet", Arguments: map[string]any{"name": "Ada"}})
+			if assert.NoError(t, err) {
+				assert.False(t, res.IsError)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Len(t, f.runEntries(), 16)
+}
+
+func TestLanguages(t *testing.T) {
+	reg := testRegistry(t)
+	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
+	require.NoError(t, mcpserver.AddTools(server, reg, mcpserver.Options[caller]{Languages: []string{"en", "fr"}}))
+	serverT, clientT := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(context.Background(), serverT, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v0"}, nil).Connect(context.Background(), clientT, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+
+	want, err := reg.Tools(actions.WithLanguages("en", "fr"))
+	require.NoError(t, err)
+	res, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	require.Len(t, res.Tools, len(want))
+	for i := range want {
+		assert.JSONEq(t, jsonText(t, want[i].InputSchema), jsonText(t, res.Tools[i].InputSchema))
+	}
+	assert.Contains(t, jsonText(t, res.Tools), "the source language is en")
+}
+
+func TestAddToolsErrors(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "v0"}, nil)
+	assert.Error(t, mcpserver.AddTools[caller](server, nil, mcpserver.Options[caller]{}))
+
+	reg := actions.NewRegistry[caller]()
+	long := "n" + strings.Repeat("x", actions.MaxToolNameLength)
+	require.NoError(t, reg.Register(actions.Action[caller]{
+		Definition: actions.Definition{ID: long + "/a"},
+		Run:        func(context.Context, map[string]any, caller) (any, error) { return nil, nil },
+	}))
+	err := mcpserver.AddTools(server, reg, mcpserver.Options[caller]{})
+	assert.ErrorIs(t, err, actions.ErrConstraintViolation, "a name MCP refuses is an error, not a broken tool")
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Checks the supplychain example with a real MCP client that this project
+# did not write: the MCP Inspector CLI, @modelcontextprotocol/inspector-cli
+# 1.0.3, pinned in scripts/inspector/package.json and package-lock.json.
+#
+# It builds the example, starts it over stdio through the Inspector, and
+# checks that:
+#   1. tools/list gives exactly the example's visible tools;
+#   2. a valid tools/call comes back with a result (isError not set);
+#   3. an invalid tools/call comes back as a result with isError: true that
+#      names the parameter at fault (MCP SEP-1303);
+#   4. a call of the hidden action fails with JSON-RPC -32602.
+# It ends with "mcp-inspector: N passed, M failed" and exits 1 on a failure.
+#
+# Needs Go, Node.js >= 20 and npm. The Inspector is installed with `npm ci`
+# into scripts/inspector/node_modules when it is not there yet.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+pkg_dir="$root/scripts/inspector"
+cli_dir="$pkg_dir/node_modules/@modelcontextprotocol/inspector-cli"
+
+if [ ! -f "$cli_dir/build/cli.js" ]; then
+	npm ci --prefix "$pkg_dir" --no-audit --no-fund >&2
+fi
+version=$(node -p "require('$cli_dir/package.json').version")
+if [ "$version" != "1.0.3" ]; then
+	echo "mcp-inspector: found inspector-cli $version, want 1.0.3 (run npm ci --prefix scripts/inspector)" >&2
+	exit 1
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+bin="$work/supplychain"
+(cd "$root" && go build -o "$bin" ./examples/supplychain)
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "ok   $1"; }
+fail() {
+	failed=$((failed + 1))
+	echo "FAIL $1"
+	sed 's/^/     | /' "$2"
+}
+
+# inspect NAME ARGS... runs the Inspector CLI against the example over
+# stdio; stdout goes to $work/NAME.json, stderr (the Inspector's notices,
+# the server's run entries) to $work/NAME.err. It returns the CLI's status.
+#
+# The 1.0.3 CLI reads its own version from "../package.json" when that
+# path exists relative to the working directory, else from
+# "../../package.json" relative to its module, which does not exist in an
+# npm install. So it must start in a folder whose parent holds a
+# package.json: its own build folder is one.
+inspect() {
+	local name=$1
+	shift
+	(cd "$cli_dir/build" && node cli.js --cli "$bin" serve "$@") >"$work/$name.json" 2>"$work/$name.err"
+}
+
+# check FILE JS: runs JS with `r` bound to FILE's JSON; JS throws to fail.
+check() {
+	node -e '
+		try {
+			const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+			'"$2"'
+		} catch (e) {
+			console.error("check: " + e.message);
+			process.exit(1);
+		}
+	' "$1"
+}
+
+export WANT='["carbon-record_emissions","carbon-total_emissions","supply-create_actor","supply-delete_actor","supply-get_actor","supply-list_actors"]'
+
+# 1. The tool list.
+if inspect list --method tools/list &&
+	check "$work/list.json" '
+		const got = JSON.stringify(r.tools.map(t => t.name).sort());
+		if (got !== process.env.WANT) throw new Error("tools " + got);
+		for (const t of r.tools) {
+			const a = t.annotations || {};
+			if (typeof a.readOnlyHint !== "boolean" || typeof a.destructiveHint !== "boolean")
+				throw new Error(t.name + ": both hints must be written");
+		}
+		const del = r.tools.find(t => t.name === "supply-delete_actor");
+		if (del.annotations.destructiveHint !== true) throw new Error("delete_actor is destructive");
+	' 2>"$work/list.check"; then
+	pass "tools/list gives the 6 visible tools with both hints"
+else
+	cat "$work/list.check" >>"$work/list.err" 2>/dev/null || true
+	fail "tools/list" "$work/list.err"
+fi
+
+# 2. A valid call: an actor named in French, resolved by the ref.
+if inspect valid --method tools/call --tool-name supply-get_actor --tool-arg 'actor=Usine de Lyon' &&
+	check "$work/valid.json" '
+		if (r.isError) throw new Error("isError is set: " + JSON.stringify(r.content));
+		const v = JSON.parse(r.content[0].text);
+		if (v.id !== "lyon_plant" || r.structuredContent.id !== "lyon_plant") throw new Error("result " + r.content[0].text);
+	' 2>"$work/valid.check"; then
+	pass "tools/call supply-get_actor gives the actor"
+else
+	cat "$work/valid.check" >>"$work/valid.err" 2>/dev/null || true
+	fail "tools/call supply-get_actor" "$work/valid.err"
+fi
+
+# 3. An invalid call: a negative figure breaks the schema's minimum.
+if inspect invalid --method tools/call --tool-name carbon-record_emissions --tool-arg actor=lyon_plant co2_t=-5 &&
+	check "$work/invalid.json" '
+		if (r.isError !== true) throw new Error("isError is not true");
+		const text = r.content[0].text;
+		if (!text.includes("invalid_parameters") || !text.includes("/co2_t")) throw new Error("text " + text);
+	' 2>"$work/invalid.check"; then
+	pass "tools/call carbon-record_emissions with co2_t=-5 gives isError: true"
+else
+	cat "$work/invalid.check" >>"$work/invalid.err" 2>/dev/null || true
+	fail "tools/call carbon-record_emissions (invalid)" "$work/invalid.err"
+fi
+
+# 4. The hidden action is no tool: the call is a JSON-RPC error.
+if ! inspect hidden --method tools/call --tool-name carbon-clear_emissions --tool-arg actor=act_1 &&
+	grep -q -- "-32602" "$work/hidden.err"; then
+	pass "tools/call of the hidden action gives -32602"
+else
+	fail "tools/call carbon-clear_emissions (hidden)" "$work/hidden.err"
+fi
+
+echo "mcp-inspector: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

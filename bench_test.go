@@ -414,3 +414,26 @@ func BenchmarkTools(b *testing.B) {
 func schemaCopy(m map[string]any) map[string]any {
 	return copyAny(m).(map[string]any)
 }
+
+// BenchmarkValidateParallel is the bare jsonschema v6 Validate under
+// RunParallel: the scaling floor BenchmarkRunParallel is measured against.
+func BenchmarkValidateParallel(b *testing.B) {
+	ps, err := CompileParameters(typicalSchema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := ps.copyParams(typicalMap(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ps.plan.Fill(v)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := ps.sch.Validate(v); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,169 @@
+package schema
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/internal/ijson"
+)
+
+const base = "https://actions.invalid/parameters.json"
+
+func decode(t *testing.T, s string) any {
+	t.Helper()
+	v, err := ijson.Decode([]byte(s), 0)
+	require.NoError(t, err)
+	return v
+}
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name, schema, pointer string // pointer "" and ok: accepted
+		ok                    bool
+	}{
+		{"plain", `{"type":"object","properties":{"a":{"type":"string","default":"x"}}}`, "", true},
+		{"root not object", `{"type":"array"}`, "/type", false},
+		{"root without type", `{"properties":{}}`, "", false},
+		{"unknown keyword deep", `{"type":"object","properties":{"a":{"items":{"maxlength":1}}}}`, "/properties/a/items/maxlength", false},
+		{"draft 7 keyword", `{"type":"object","definitions":{}}`, "/definitions", false},
+		{"schema draft", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}`, "/$schema", false},
+		{"schema 2020 with hash", `{"$schema":"https://json-schema.org/draft/2020-12/schema#","type":"object"}`, "", true},
+		{"ref outside", `{"type":"object","properties":{"a":{"$ref":"https://x.invalid/s"}}}`, "/properties/a/$ref", false},
+		{"ref to missing pointer", `{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}}}`, "/properties/a/$ref", false},
+		{"ref to defs", `{"type":"object","$defs":{"x":{}},"properties":{"a":{"$ref":"#/$defs/x"}}}`, "", true},
+		{"ref to embedded id", `{"type":"object","$defs":{"x":{"$id":"https://e.invalid/x","type":"string"}},"properties":{"a":{"$ref":"https://e.invalid/x"}}}`, "", true},
+		{"id shadows metaschema", `{"type":"object","$defs":{"x":{"$id":"https://json-schema.org/draft/2020-12/schema"}}}`, "/$defs/x/$id", false},
+		{"ref keyword not a string", `{"type":"object","properties":{"a":{"ref":1}}}`, "/properties/a/ref", false},
+		{"ref keyword empty", `{"type":"object","properties":{"a":{"ref":""}}}`, "/properties/a/ref", false},
+		{"ref under not", `{"type":"object","properties":{"a":{"not":{"ref":"x"}}}}`, "/properties/a/not/ref", false},
+		{"ref in anyOf branch", `{"type":"object","properties":{"a":{"anyOf":[{"type":"string","ref":"x"},{"type":"integer"}]}}}`, "", true},
+		{"default at root", `{"type":"object","default":{}}`, "/default", false},
+		{"default in anyOf", `{"type":"object","anyOf":[{"properties":{"a":{"default":1}}}]}`, "/anyOf/0/properties/a/default", false},
+		{"default under if", `{"type":"object","if":{"properties":{"a":{"default":1}}},"then":{}}`, "/if/properties/a/default", false},
+		{"default on items", `{"type":"object","properties":{"l":{"items":{"default":1}}}}`, "/properties/l/items/default", false},
+		{"default in then", `{"type":"object","if":{},"then":{"properties":{"a":{"default":1}}}}`, "", true},
+		{"then without if", `{"type":"object","then":{}}`, "/then", false},
+		{"if alone", `{"type":"object","if":{}}`, "/if", false},
+		{"minContains alone", `{"type":"object","properties":{"l":{"minContains":1}}}`, "/properties/l/minContains", false},
+		{"empty enum", `{"type":"object","properties":{"e":{"enum":[]}}}`, "/properties/e/enum", false},
+		{"too deep", `{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"object","properties":{"c":{"type":"object","properties":{"d":{"type":"object","properties":{"e":{"type":"object","properties":{"f":{"type":"object"}}}}}}}}}}}}}`, "/properties/a/properties/b/properties/c/properties/d/properties/e/properties/f", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Check(decode(t, c.schema), base, 5, true)
+			if c.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			e, ok := err.(*Error)
+			require.True(t, ok)
+			assert.Equal(t, c.pointer, e.Pointer, e.Reason)
+		})
+	}
+}
+
+func TestCheckReportsRefLocations(t *testing.T) {
+	r, err := Check(decode(t, `{"type":"object","$defs":{"who":{"type":"string","ref":"actor"}},
+		"properties":{"a~b":{"ref":"site"},"e":{"$id":"https://e.invalid/x","properties":{"z":{"ref":"zone"}}}}}`), base, 10, true)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{
+		base + "#/$defs/who":                "actor",
+		base + "#/properties/a~0b":          "site",
+		"https://e.invalid/x#/properties/z": "zone",
+	}, r.Refs)
+	assert.Equal(t, 0, r.Defaults)
+}
+
+func compile(t *testing.T, s string) (*Plan, *jsonschema.Schema, error) {
+	t.Helper()
+	doc := decode(t, s)
+	r, err := Check(doc, base, 32, true)
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource(base, doc))
+	sch, err := c.Compile(base)
+	require.NoError(t, err)
+	p, err := Build(sch, r.Refs)
+	return p, sch, err
+}
+
+func TestBuildRefusesBrokenAndTriedDefaults(t *testing.T) {
+	_, _, err := compile(t, `{"type":"object","properties":{"a":{"type":"integer","default":"x"}}}`)
+	require.Error(t, err)
+	assert.Equal(t, "/properties/a/default", err.(*Error).Pointer)
+
+	// An object default that meets required once its own defaults fill.
+	_, _, err = compile(t, `{"type":"object","properties":{"a":{"type":"object","required":["b"],"default":{},"properties":{"b":{"default":1}}}}}`)
+	require.NoError(t, err)
+
+	// A default brought into anyOf by $ref.
+	_, _, err = compile(t, `{"type":"object","$defs":{"d":{"properties":{"x":{"default":1}}}},
+		"properties":{"a":{"$ref":"#/$defs/d"},"b":{"anyOf":[{"$ref":"#/$defs/d"}]}}}`)
+	require.Error(t, err)
+	assert.Equal(t, "/$defs/d/properties/x/default", err.(*Error).Pointer)
+}
+
+func TestFill(t *testing.T) {
+	cases := []struct{ name, schema, in, want string }{
+		{"properties", `{"type":"object","properties":{"a":{"default":1},"b":{"default":[]}}}`, `{"b":null}`, `{"a":1,"b":null}`},
+		{"nested in default", `{"type":"object","properties":{"a":{"type":"object","default":{},"properties":{"b":{"default":2}}}}}`, `{}`, `{"a":{"b":2}}`},
+		{"items", `{"type":"object","properties":{"l":{"items":{"properties":{"n":{"default":0}}}}}}`, `{"l":[{},{"n":5}]}`, `{"l":[{"n":0},{"n":5}]}`},
+		{"prefixItems then items", `{"type":"object","properties":{"l":{"prefixItems":[{"properties":{"p":{"default":"p"}}}],"items":{"properties":{"i":{"default":"i"}}}}}}`, `{"l":[{},{}]}`, `{"l":[{"p":"p"},{"i":"i"}]}`},
+		{"ref and allOf win", `{"type":"object","$defs":{"d":{"properties":{"m":{"default":"ref"}}}},"$ref":"#/$defs/d","properties":{"m":{"default":"own"}}}`, `{}`, `{"m":"ref"}`},
+		{"else before own defaults", `{"type":"object","properties":{"mode":{"default":"fast"}},"if":{"required":["mode"]},"then":{"properties":{"w":{"default":4}}},"else":{"properties":{"r":{"default":3}}}}`, `{}`, `{"mode":"fast","r":3}`},
+		{"then applies", `{"type":"object","properties":{"mode":{}},"if":{"required":["mode"]},"then":{"properties":{"w":{"default":4}}},"else":{"properties":{"r":{"default":3}}}}`, `{"mode":1}`, `{"mode":1,"w":4}`},
+		{"dependentSchemas after own defaults", `{"type":"object","properties":{"a":{"default":1}},"dependentSchemas":{"a":{"properties":{"b":{"default":2}}}}}`, `{}`, `{"a":1,"b":2}`},
+		{"additional and pattern", `{"type":"object","properties":{"k":{}},"patternProperties":{"^p":{"properties":{"x":{"default":"p"}}}},"additionalProperties":{"properties":{"y":{"default":"a"}}}}`, `{"k":{},"p1":{},"o":{}}`, `{"k":{},"p1":{"x":"p"},"o":{"y":"a"}}`},
+		{"ref cycle without a value", `{"type":"object","$defs":{"a":{"allOf":[{"$ref":"#/$defs/a"}],"properties":{"z":{"default":1}}}},"$ref":"#/$defs/a"}`, `{}`, `{"z":1}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, _, err := compile(t, c.schema)
+			require.NoError(t, err)
+			v := decode(t, c.in)
+			p.Fill(v)
+			assert.Equal(t, decode(t, c.want), v)
+		})
+	}
+}
+
+func TestFillCopiesDefaults(t *testing.T) {
+	p, _, err := compile(t, `{"type":"object","properties":{"a":{"default":{"l":[1]}}}}`)
+	require.NoError(t, err)
+	v1, v2 := map[string]any{}, map[string]any{}
+	p.Fill(v1)
+	v1["a"].(map[string]any)["l"].([]any)[0] = "changed"
+	p.Fill(v2)
+	assert.Equal(t, json.Number("1"), v2["a"].(map[string]any)["l"].([]any)[0])
+}
+
+func TestRefs(t *testing.T) {
+	p, _, err := compile(t, `{"type":"object","properties":{
+		"one":{"type":"string","ref":"actor"},
+		"list":{"type":"array","items":{"type":"string","ref":"site"}},
+		"either":{"anyOf":[{"type":"string","ref":"actor"},{"type":"integer"}]},
+		"obj":{"type":"object","properties":{"deep":{"ref":"zone"}}}}}`)
+	require.NoError(t, err)
+	v := decode(t, `{"one":"a","list":["s1","s2"],"either":5,"obj":{"deep":"z"}}`)
+	var got []string
+	p.Refs(v, func(s *RefSite) bool {
+		got = append(got, ijson.Pointer(s.Path)+"="+s.Schema+":"+s.Value)
+		s.Set("key:" + s.Value)
+		return true
+	})
+	assert.ElementsMatch(t, []string{"/one=actor:a", "/list/0=site:s1", "/list/1=site:s2", "/obj/deep=zone:z"}, got)
+	assert.Equal(t, decode(t, `{"one":"key:a","list":["key:s1","key:s2"],"either":5,"obj":{"deep":"key:z"}}`), v)
+
+	// A branch that holds is resolved; the walk stops when asked.
+	v = decode(t, `{"either":"x","one":"y"}`)
+	n := 0
+	p.Refs(v, func(*RefSite) bool { n++; return false })
+	assert.Equal(t, 1, n)
+	assert.False(t, strings.HasPrefix(v.(map[string]any)["either"].(string), "key:"))
+}

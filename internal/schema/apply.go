@@ -1,5 +1,7 @@
 package schema
 
+import "strconv"
+
 // Fill sets, in place, every absent property that has a default, wherever
 // the object holding it is present: under properties, through $ref and
 // allOf, in the then or else that applies, in a dependentSchemas whose
@@ -209,7 +211,7 @@ func (w *refWalker) child(v any, n *node, at RefSite) {
 	}
 	tok := at.Key
 	if at.Object == nil {
-		tok = itoa(at.Index)
+		tok = strconv.Itoa(at.Index)
 	}
 	w.path = append(w.path, tok)
 	w.walk(v, n, at, 0)

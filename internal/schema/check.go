@@ -71,23 +71,46 @@ func Check(doc any, base string, maxDepth int, objectRoot bool) (*Report, error)
 	if err != nil {
 		return nil, &Error{"", "invalid base URI"}
 	}
-	// First pass: every resource of the document, so that a $ref can be
-	// checked against them whatever their order.
 	c.ids[stripFragment(baseURL)] = ""
-	if err := c.collectIDs(root, "", baseURL, 0); err != nil {
+	if err := c.walk(root, baseURL, 0, 0, place{}); err != nil {
 		return nil, err
 	}
-	if err := c.walk(root, "", baseURL, "", 0, place{}); err != nil {
-		return nil, err
+	// References are checked once every resource of the document is
+	// known, whatever their order.
+	for _, r := range c.refs {
+		if err := c.checkRef(r); err != nil {
+			return nil, err
+		}
 	}
 	return &c.report, nil
 }
 
+// pendingRef is a $ref or $dynamicRef met by the walk.
+type pendingRef struct {
+	value any
+	base  *url.URL
+	ptr   string
+}
+
+// checker walks a document keeping the reference tokens of the current
+// schema object on a stack, so that a pointer is written only when an
+// error or a ref needs one.
 type checker struct {
 	doc      map[string]any
 	maxDepth int
 	ids      map[string]string // resource URL (no fragment) -> pointer of its $id
 	report   Report
+	toks     []string
+	refs     []pendingRef
+}
+
+// at returns the pointer of the current schema object, extended by more.
+func (c *checker) at(more ...string) string {
+	return ijson.Pointer(append(c.toks[:len(c.toks):len(c.toks)], more...))
+}
+
+func (c *checker) fail(reason string, more ...string) error {
+	return &Error{c.at(more...), reason}
 }
 
 // place says what encloses a schema object.
@@ -116,31 +139,24 @@ func rebase(obj map[string]any, base *url.URL) (*url.URL, bool, error) {
 	return base.ResolveReference(u), true, nil
 }
 
-func (c *checker) collectIDs(v any, ptr string, base *url.URL, depth int) error {
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil
-	}
-	if depth > c.maxDepth {
-		return &Error{ptr, fmt.Sprintf("schema nesting deeper than %d levels", c.maxDepth)}
-	}
+// resource records the $id of obj, if any, and returns obj's base URI.
+func (c *checker) resource(obj map[string]any, base *url.URL) (*url.URL, bool, error) {
 	b, has, err := rebase(obj, base)
 	if err != nil {
-		return &Error{ptr + "/$id", "$id is not a URI reference"}
+		return nil, false, c.fail("$id is not a URI reference", "$id")
 	}
-	if has {
-		key := stripFragment(b)
-		if strings.HasPrefix(key, "https://json-schema.org/") || strings.HasPrefix(key, "http://json-schema.org/") {
-			return &Error{ptr + "/$id", "$id must not claim a json-schema.org address"}
-		}
-		if prev, dup := c.ids[key]; dup && ptr != "" {
-			return &Error{ptr + "/$id", "$id repeats the resource at " + orRoot(prev)}
-		}
-		c.ids[key] = ptr
+	if !has {
+		return base, false, nil
 	}
-	return eachSub(obj, ptr, func(sub any, subPtr, _ string) error {
-		return c.collectIDs(sub, subPtr, b, depth+1)
-	})
+	key := stripFragment(b)
+	if strings.HasPrefix(key, "https://json-schema.org/") || strings.HasPrefix(key, "http://json-schema.org/") {
+		return nil, false, c.fail("$id must not claim a json-schema.org address", "$id")
+	}
+	if prev, dup := c.ids[key]; dup && len(c.toks) > 0 {
+		return nil, false, c.fail("$id repeats the resource at "+orRoot(prev), "$id")
+	}
+	c.ids[key] = c.at()
+	return b, true, nil
 }
 
 func orRoot(p string) string {
@@ -150,107 +166,104 @@ func orRoot(p string) string {
 	return p
 }
 
-// eachSub calls fn for every subschema of obj with its pointer and the
-// keyword holding it, in a stable order.
-func eachSub(obj map[string]any, ptr string, fn func(sub any, subPtr, kw string) error) error {
-	names := make([]string, 0, len(obj))
-	for k := range obj {
-		if sh := keywords[k]; sh != leaf {
-			names = append(names, k)
+// subKeywords lists the keywords holding subschemas, sorted, so that a
+// walk visits them in a stable order without sorting each object.
+var subKeywords = func() []string {
+	var out []string
+	for k, sh := range keywords {
+		if sh != leaf {
+			out = append(out, k)
 		}
 	}
-	sort.Strings(names)
-	for _, kw := range names {
-		kwPtr := ijson.AppendToken(ptr, kw)
+	sort.Strings(out)
+	return out
+}()
+
+// eachSub calls fn for every subschema of obj, in a stable order, with
+// the tokens of its location pushed on the stack and the keyword holding
+// it.
+func (c *checker) eachSub(obj map[string]any, fn func(sub any, kw string) error) error {
+	for _, kw := range subKeywords {
+		v, ok := obj[kw]
+		if !ok {
+			continue
+		}
+		c.toks = append(c.toks, kw)
+		var err error
 		switch keywords[kw] {
 		case single:
-			if err := fn(obj[kw], kwPtr, kw); err != nil {
-				return err
-			}
+			err = fn(v, kw)
 		case schemaMap:
-			m, _ := obj[kw].(map[string]any)
+			m, _ := v.(map[string]any)
 			keys := make([]string, 0, len(m))
 			for k := range m {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				if err := fn(m[k], ijson.AppendToken(kwPtr, k), kw); err != nil {
-					return err
+				c.toks = append(c.toks, k)
+				err = fn(m[k], kw)
+				c.toks = c.toks[:len(c.toks)-1]
+				if err != nil {
+					break
 				}
 			}
 		case schemaArr:
-			a, _ := obj[kw].([]any)
+			a, _ := v.([]any)
 			for i, s := range a {
-				if err := fn(s, kwPtr+"/"+itoa(i), kw); err != nil {
-					return err
+				c.toks = append(c.toks, strconv.Itoa(i))
+				err = fn(s, kw)
+				c.toks = c.toks[:len(c.toks)-1]
+				if err != nil {
+					break
 				}
 			}
+		}
+		c.toks = c.toks[:len(c.toks)-1]
+		if err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func itoa(i int) string { return fmt.Sprint(i) }
-
-// walk checks the schema object v at ptr; resPtr is the pointer of the
-// resource (the root or the nearest $id) that v belongs to.
-func (c *checker) walk(v any, ptr string, base *url.URL, resPtr string, depth int, at place) error {
+// walk checks the schema object v at nesting depth depth; resDepth is the
+// number of tokens of the resource (the root or the nearest $id) that v
+// belongs to.
+func (c *checker) walk(v any, base *url.URL, depth, resDepth int, at place) error {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil // true/false, or a malformed value the engine's metaschema refuses
 	}
 	if depth > c.maxDepth {
-		return &Error{ptr, fmt.Sprintf("schema nesting deeper than %d levels", c.maxDepth)}
+		return c.fail(fmt.Sprintf("schema nesting deeper than %d levels", c.maxDepth))
 	}
-	base, moved, _ := rebase(obj, base)
-	if moved {
-		resPtr = ptr
-	}
-	names := make([]string, 0, len(obj))
-	for k := range obj {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		kwPtr := ijson.AppendToken(ptr, k)
-		if _, known := keywords[k]; !known {
-			return &Error{kwPtr, "unknown keyword (JSON Schema 2020-12 keywords and ref only)"}
-		}
-		switch k {
-		case "$schema":
-			if s, _ := obj[k].(string); strings.TrimSuffix(s, "#") != Draft {
-				return &Error{kwPtr, "$schema must be " + Draft}
-			}
-		case "$ref", "$dynamicRef":
-			if err := c.checkRef(obj[k], kwPtr, base); err != nil {
-				return err
-			}
-		case "ref":
-			s, ok := obj[k].(string)
-			if !ok || s == "" {
-				return &Error{kwPtr, "ref must be a non-empty string naming a model schema"}
-			}
-			if at.opaque != "" {
-				return &Error{kwPtr, "a ref inside " + at.opaque + " can never be resolved"}
-			}
-			c.report.Refs[location(base, ptr[len(resPtr):])] = s
-		case "default":
-			switch {
-			case at.opaque != "":
-				return &Error{kwPtr, "a default inside " + at.opaque + " can never be filled"}
-			case at.branch != "":
-				return &Error{kwPtr, "a default inside " + at.branch + " can never be filled"}
-			case !at.property:
-				return &Error{kwPtr, "a default is filled only in a schema under properties"}
-			}
-			c.report.Defaults++
-		}
-	}
-	if err := strict(obj, ptr); err != nil {
+	base, moved, err := c.resource(obj, base)
+	if err != nil {
 		return err
 	}
-	return eachSub(obj, ptr, func(sub any, subPtr, kw string) error {
+	if moved {
+		resDepth = len(c.toks)
+	}
+	// Of several faults, report the one of the first keyword in byte
+	// order, whatever the map's order.
+	var first error
+	firstKw := ""
+	for k, kv := range obj {
+		if first != nil && k > firstKw {
+			continue
+		}
+		if err := c.keyword(k, kv, base, resDepth, at); err != nil {
+			first, firstKw = err, k
+		}
+	}
+	if first != nil {
+		return first
+	}
+	if err := strict(obj, c.at()); err != nil {
+		return err
+	}
+	return c.eachSub(obj, func(sub any, kw string) error {
 		next := place{opaque: at.opaque, branch: at.branch, property: kw == "properties"}
 		if o, ok := opaque[kw]; ok && next.opaque == "" {
 			next.opaque = o
@@ -258,43 +271,77 @@ func (c *checker) walk(v any, ptr string, base *url.URL, resPtr string, depth in
 		if (kw == "anyOf" || kw == "oneOf") && next.branch == "" {
 			next.branch = opaqueName(kw)
 		}
-		return c.walk(sub, subPtr, base, resPtr, depth+1, next)
+		return c.walk(sub, base, depth+1, resDepth, next)
 	})
+}
+
+// keyword checks one keyword of the current schema object.
+func (c *checker) keyword(k string, v any, base *url.URL, resDepth int, at place) error {
+	if _, known := keywords[k]; !known {
+		return c.fail("unknown keyword (JSON Schema 2020-12 keywords and ref only)", k)
+	}
+	switch k {
+	case "$schema":
+		if s, _ := v.(string); strings.TrimSuffix(s, "#") != Draft {
+			return c.fail("$schema must be "+Draft, k)
+		}
+	case "$ref", "$dynamicRef":
+		c.refs = append(c.refs, pendingRef{v, base, c.at(k)})
+	case "ref":
+		s, ok := v.(string)
+		if !ok || s == "" {
+			return c.fail("ref must be a non-empty string naming a model schema", k)
+		}
+		if at.opaque != "" {
+			return c.fail("a ref inside "+at.opaque+" can never be resolved", k)
+		}
+		c.report.Refs[location(base, c.toks[resDepth:])] = s
+	case "default":
+		switch {
+		case at.opaque != "":
+			return c.fail("a default inside "+at.opaque+" can never be filled", k)
+		case at.branch != "":
+			return c.fail("a default inside "+at.branch+" can never be filled", k)
+		case !at.property:
+			return c.fail("a default is filled only in a schema under properties", k)
+		}
+		c.report.Defaults++
+	}
+	return nil
 }
 
 func opaqueName(kw string) string { return "a branch of " + kw }
 
 // location writes a schema location the way the engine does: the resource
-// URL, "#", and the pointer with each token path-escaped.
-func location(base *url.URL, ptr string) string {
+// URL, "#", and the pointer with each token escaped (RFC 6901) then
+// path-escaped.
+func location(base *url.URL, toks []string) string {
 	var b strings.Builder
 	b.WriteString(stripFragment(base))
 	b.WriteByte('#')
-	for i, tok := range strings.Split(ptr, "/") {
-		if i > 0 {
-			b.WriteByte('/')
-		}
-		b.WriteString(url.PathEscape(tok))
+	for _, tok := range toks {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(escapeToken(tok)))
 	}
 	return b.String()
 }
 
-func (c *checker) checkRef(v any, ptr string, base *url.URL) error {
-	s, ok := v.(string)
+func (c *checker) checkRef(r pendingRef) error {
+	s, ok := r.value.(string)
 	if !ok {
-		return &Error{ptr, "must be a string"}
+		return &Error{r.ptr, "must be a string"}
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return &Error{ptr, "not a URI reference"}
+		return &Error{r.ptr, "not a URI reference"}
 	}
-	target := base.ResolveReference(u)
+	target := r.base.ResolveReference(u)
 	res, inside := c.ids[stripFragment(target)]
 	if !inside {
-		return &Error{ptr, "a reference must stay inside the schema (no file, URL or relative document)"}
+		return &Error{r.ptr, "a reference must stay inside the schema (no file, URL or relative document)"}
 	}
 	if frag := target.Fragment; strings.HasPrefix(frag, "/") && !c.exists(res+frag) {
-		return &Error{ptr, "the reference points at nothing in the schema"}
+		return &Error{r.ptr, "the reference points at nothing in the schema"}
 	}
 	return nil
 }
@@ -304,7 +351,7 @@ func (c *checker) checkRef(v any, ptr string, base *url.URL) error {
 func (c *checker) exists(ptr string) bool {
 	var v any = c.doc
 	for _, tok := range strings.Split(ptr, "/")[1:] {
-		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		tok = unescapeToken(tok)
 		switch t := v.(type) {
 		case map[string]any:
 			next, ok := t[tok]
@@ -353,4 +400,20 @@ func strict(obj map[string]any, ptr string) error {
 		return &Error{ptr + "/enum", "an empty enum accepts nothing"}
 	}
 	return nil
+}
+
+// escapeToken escapes a reference token (RFC 6901 §3).
+func escapeToken(t string) string {
+	if !strings.ContainsAny(t, "~/") {
+		return t
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
+}
+
+// unescapeToken undoes escapeToken (RFC 6901 §4: ~1 first, then ~0).
+func unescapeToken(t string) string {
+	if !strings.Contains(t, "~") {
+		return t
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
 }

@@ -218,7 +218,8 @@ func (r *Registry[C]) List() []Action[C] {
 // runs the body with the context host builds, and records the call as a
 // run entry, which host.OnEntry also receives. host may be nil.
 //
-// It returns the body's result, the entry, and an error:
+// It returns the body's result (nil whenever the error is not nil), the
+// entry, and an error:
 //   - *Refusal unknown_action: no action has this id;
 //   - *Refusal invalid_parameters: see [ParameterSchema.Check]; the body
 //     does not run, and the entry records the parameters as given;

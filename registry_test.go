@@ -46,15 +46,7 @@ type runAction struct {
 }
 
 type runHost struct {
-	Instances map[string][]runInstance `json:"instances"`
-}
-
-// runInstance is a model instance a fixture's resolver knows, in the shape
-// testdata/refs uses.
-type runInstance struct {
-	Key         string            `json:"key"`
-	ID          string            `json:"id"`
-	DisplayName map[string]string `json:"display_name"`
+	Instances map[string][]refFixture `json:"instances"`
 }
 
 type runCall struct {
@@ -138,25 +130,6 @@ func runCanonical(t testing.TB, raw []byte) string {
 	text, err := CanonicalJSON(runExact(t, raw))
 	require.NoError(t, err)
 	return string(text)
-}
-
-func runResolver(instances map[string][]runInstance) RefResolver {
-	return func(_ context.Context, schema, value string) (RefMatches, error) {
-		var m RefMatches
-		for _, in := range instances[schema] {
-			if in.ID == value {
-				k := in.Key
-				m.ID = &k
-			}
-			for _, name := range in.DisplayName {
-				if name == value {
-					m.Names = append(m.Names, in.Key)
-					break
-				}
-			}
-		}
-		return m, nil
-	}
 }
 
 // runScripts interprets the scripts of one fixture and keeps what the
@@ -340,7 +313,7 @@ func TestRunFixtures(t *testing.T) {
 					entriesMu.Unlock()
 				}}
 				if f.Host != nil && f.Host.Instances != nil {
-					host.Resolve = runResolver(f.Host.Instances)
+					host.Resolve = fixtureResolver(f.Host.Instances)
 				}
 			} else {
 				require.Nil(t, f.Host, "no_host excludes host")
@@ -700,7 +673,7 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 	log := NewRunLog()
 	host := &Host[*Trace]{
 		OnEntry: log.Record,
-		Resolve: runResolver(map[string][]runInstance{"plant": {{Key: "k1", ID: "p1", DisplayName: map[string]string{"en": "Rose"}}}}),
+		Resolve: fixtureResolver(map[string][]refFixture{"plant": {{Key: "k1", ID: "p1", DisplayName: map[string]string{"en": "Rose"}}}}),
 	}
 	echo := func(_ context.Context, p map[string]any, tr *Trace) (any, error) {
 		if err := tr.Command(map[string]any{"op": "echo", "at": "${now()}"}, p); err != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/actionreg/actions/internal/ijson"
 )
 
 // Kind says whether an action only reads (read) or may change the model
@@ -30,7 +32,9 @@ const (
 // Definition declares an action without its body: what a manifest lists.
 // Its JSON form is the reference's ActionDefinition.
 type Definition struct {
-	// ID is "namespace/name", both identifiers ([A-Za-z_][A-Za-z0-9_]*).
+	// ID is "namespace/name", both identifiers ([A-Za-z_][A-Za-z0-9_]*),
+	// at most 128 bytes in all (MaxToolNameLength: the id becomes the MCP
+	// tool name).
 	ID          string `json:"id"`
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
@@ -53,7 +57,10 @@ type Definition struct {
 // Action is a definition with its body. C is the context the host builds
 // for each body (see [Host]); the body receives the checked parameters:
 // a copy the body may keep or change, holding only JSON's Go types
-// (map[string]any, []any, string, bool, nil and json.Number).
+// (map[string]any, []any, string, bool, nil and json.Number). A number
+// keeps the text it was given in: JSON Schema counts 1.0 and 1e2 as
+// integers, so json.Number.Int64 may fail on a value "type": "integer"
+// accepted.
 //
 // Run's result is recorded in the run entry as canonical JSON: it must be a
 // value [CanonicalJSON] accepts, or nil for none. An error it returns is
@@ -83,10 +90,10 @@ func (d *Definition) UnmarshalJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
-		return fmt.Errorf("actions: definition: %w", err)
+		return fmt.Errorf("definition: %w", err)
 	}
 	if dec.More() {
-		return fmt.Errorf("actions: definition: data after the object")
+		return fmt.Errorf("definition: data after the object")
 	}
 	*d = Definition(raw.plain)
 	d.Parameters = nil
@@ -95,31 +102,37 @@ func (d *Definition) UnmarshalJSON(data []byte) error {
 	case p[0] == '"':
 		var text string
 		if err := json.Unmarshal(p, &text); err != nil {
-			return fmt.Errorf("actions: definition %q: parameters: %w", d.ID, err)
+			return fmt.Errorf("definition %q: parameters: %w", d.ID, err)
 		}
 		d.Parameters = json.RawMessage(text)
 	case p[0] == '{':
 		d.Parameters = json.RawMessage(p)
 	default:
-		return fmt.Errorf("actions: definition %q: parameters must be a schema object or its JSON text", d.ID)
+		return fmt.Errorf("definition %q: parameters must be a schema object or its JSON text", d.ID)
 	}
 	switch d.Kind {
 	case "", KindRead, KindAction:
 	default:
-		return fmt.Errorf("actions: definition %q: kind must be %q or %q", d.ID, KindRead, KindAction)
+		return fmt.Errorf("definition %q: kind must be %q or %q", d.ID, KindRead, KindAction)
 	}
 	switch d.Exposure {
 	case "", ExposureVisible, ExposureHidden:
 	default:
-		return fmt.Errorf("actions: definition %q: exposure must be %q or %q", d.ID, ExposureVisible, ExposureHidden)
+		return fmt.Errorf("definition %q: exposure must be %q or %q", d.ID, ExposureVisible, ExposureHidden)
 	}
 	return nil
 }
 
 // DecodeManifest decodes a JSON array of definitions (a manifest). It
-// refuses what [Definition.UnmarshalJSON] refuses; it does not check ids or
-// compile schemas (see [Bind]).
+// refuses text that is not I-JSON (duplicate member names, invalid UTF-8,
+// lone surrogates) and what [Definition.UnmarshalJSON] refuses; it does
+// not check ids or compile schemas (see [Registry.Bind]).
 func DecodeManifest(data []byte) ([]Definition, error) {
+	// encoding/json keeps the last of two equal names; a manifest is read
+	// as I-JSON (RFC 7493) first so that none is silently dropped.
+	if _, err := ijson.Decode(data, 0); err != nil {
+		return nil, fmt.Errorf("actions: manifest: %w", err)
+	}
 	var defs []Definition
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&defs); err != nil {
@@ -144,6 +157,8 @@ func checkID(id string) error {
 		return idRefusal("the namespace must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
 	case !isIdentifier(name):
 		return idRefusal("the name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+	case len(id) > MaxToolNameLength:
+		return idRefusal(fmt.Sprintf("the id is longer than %d bytes, the longest MCP tool name", MaxToolNameLength))
 	}
 	return nil
 }

@@ -569,10 +569,10 @@ func unknownRefs(refs []stepRef, names map[string]int) *Refusal {
 //
 // It returns the batch's result, the entries of the calls made (in order,
 // the entry of a refused call included) and an error:
-//   - result: when b.Result is set, a copy, in JSON's Go types
-//     (map[string]any, []any, string, bool, nil, json.Number), of the value
-//     its placeholder reaches, or nil when it reaches nothing; otherwise
-//     the last call's result as its body returned it (nil for no calls);
+//   - result: in JSON's Go types (map[string]any, []any, string, bool,
+//     nil, json.Number) as the run log records it: when b.Result is set,
+//     the value its placeholder reaches, or nil when it reaches nothing;
+//     otherwise the last call's result (nil for no calls);
 //   - *Refusal invalid_script_step or unknown_reference: the check refused
 //     the batch (see [DecodeBatchLimits]); no call was made and entries is
 //     empty. invalid_script_step is also returned, before the call, when a
@@ -581,7 +581,10 @@ func unknownRefs(refs []stepRef, names map[string]int) *Refusal {
 //   - the error of a refused call, as [Registry.Run] returns it
 //     (unknown_action, invalid_parameters, a body's own refusal or error,
 //     internal...): the batch stops there, and the refused call's entry is
-//     the last of entries;
+//     the last of entries. An unknown_action or invalid_parameters refusal
+//     comes back as a copy whose issues point into the batch
+//     ("/commands/2/with/name", "/commands/2/call"), so that the author
+//     of the batch can fix it;
 //   - ctx.Err(): ctx was done before a call; that call and the rest are
 //     not made. A call already running sees ctx itself.
 //
@@ -635,19 +638,19 @@ func RunBatch[C any](ctx context.Context, reg *Registry[C], b Batch, host *Host[
 		for _, j := range st.drop {
 			results[j] = nil
 		}
-		res, entry, err := reg.Run(ctx, st.call, params, host)
+		_, entry, err := reg.Run(ctx, st.call, params, host)
 		entries = append(entries, entry)
 		if err != nil {
-			return nil, entries, err
+			return nil, entries, inStep(i, err)
 		}
-		if st.keep {
+		if st.keep || i == len(plan.steps)-1 {
 			v, err := scopeValue(entry)
 			if err != nil {
 				return nil, entries, err
 			}
 			results[i] = v
+			result = v
 		}
-		result = res
 	}
 	current = len(plan.steps)
 	if plan.result != "" {
@@ -665,6 +668,35 @@ func RunBatch[C any](ctx context.Context, reg *Registry[C], b Batch, host *Host[
 		result = v
 	}
 	return result, entries, nil
+}
+
+// inStep returns the refusal of step i's call with its issues located in
+// the batch; other errors are returned as they are.
+func inStep(i int, err error) error {
+	var r *Refusal
+	if !errors.As(err, &r) || r == nil {
+		return err
+	}
+	var prefix string
+	switch r.Code {
+	case CodeInvalidParameters:
+		prefix = stepPointer(i) + "/with"
+	case CodeUnknownAction:
+		prefix = stepPointer(i) + "/call"
+	default:
+		return err
+	}
+	c := *r
+	c.Message = fmt.Sprintf("step %d: %s", i, r.Message)
+	c.Issues = make([]Issue, len(r.Issues))
+	for j, is := range r.Issues {
+		is.Path = prefix + is.Path
+		if r.Code == CodeUnknownAction {
+			is.Keyword = "call"
+		}
+		c.Issues[j] = is
+	}
+	return &c
 }
 
 // scopeValue is the value a named result stands for in later placeholders:

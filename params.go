@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -151,7 +152,9 @@ func schemaDocument(s any, limits Limits) (map[string]any, error) {
 	if err != nil {
 		var je *ijson.Error
 		if errors.As(err, &je) {
-			return nil, schemaRefusal(je.Pointer, "the schema is not I-JSON: "+string(je.Reason), nil)
+			r := schemaRefusal(je.Pointer, "the schema is not I-JSON text: "+decodeMessage(je.Reason, 2*limits.MaxSchemaDepth+8), nil)
+			r.Issues[0].Keyword = "json"
+			return nil, r
 		}
 		return nil, schemaRefusal("", "the schema is not JSON", nil)
 	}
@@ -184,7 +187,10 @@ func compileRefusal(err error) *Refusal {
 	var breach *jsonschema.ValidationError
 	if errors.As(err, &sve) && errors.As(sve.Err, &breach) {
 		ptr, kw := firstBreach(breach)
-		return schemaRefusal(ptr, "the 2020-12 metaschema refuses "+orValue(kw), err)
+		if kw == "format" && (strings.HasSuffix(ptr, "/pattern") || strings.Contains(ptr, "/patternProperties/")) {
+			return schemaRefusal(ptr, "the pattern is not RE2 syntax (Go regexp: no lookaround, no back-references)", err)
+		}
+		return schemaRefusal(ptr, "the value breaks the JSON Schema 2020-12 metaschema (its "+orValue(kw)+" rule)", err)
 	}
 	var ire *jsonschema.InvalidRegexError
 	if errors.As(err, &ire) {
@@ -246,9 +252,10 @@ func ValidateParameters(ctx context.Context, def Definition, params any, resolve
 // In order: it copies params into JSON's Go types, fills the defaults,
 // validates against the schema (reporting every breach) and resolves each
 // ref through resolve (without a resolver, ref values pass as they are).
-// params may be nil (= {}), a map[string]any, JSON text as json.RawMessage
-// or []byte, or any value encoding/json marshals to an object. The
-// caller's value is never changed.
+// params may be nil (= {}), a map[string]any (nil = {}), JSON text as
+// json.RawMessage, []byte or string (the text null = {}), or any value
+// encoding/json marshals to an object. The caller's value is never
+// changed.
 //
 // Errors: a *Refusal with code invalid_parameters whose Issues list every
 // breach, sorted by path and keyword, with messages that never contain a
@@ -260,6 +267,9 @@ func ValidateParameters(ctx context.Context, def Definition, params any, resolve
 // error is returned wrapped, and a resolver's panic as a *Refusal with
 // code internal.
 func (ps *ParameterSchema) Check(ctx context.Context, params any, resolve RefResolver) (map[string]any, error) {
+	if nullText(params) {
+		params = nil
+	}
 	v, err := ps.check(ctx, params, resolve)
 	if err != nil {
 		return nil, err
@@ -301,9 +311,12 @@ func (ps *ParameterSchema) copyParams(params any) (any, error) {
 		text = p
 	case []byte:
 		text = p
+	case string:
+		text = []byte(p)
 	default:
 		return copyParamsValue(p, ps.limits.MaxParamDepth)
 	}
+
 	if len(text) > ps.limits.MaxParamBytes {
 		return nil, jsonRefusal("", fmt.Sprintf("the parameters are larger than %d bytes", ps.limits.MaxParamBytes))
 	}
@@ -316,6 +329,23 @@ func (ps *ParameterSchema) copyParams(params any) (any, error) {
 		return nil, jsonRefusal("", "the parameters are not JSON")
 	}
 	return v, nil
+}
+
+// nullText reports whether params is JSON text holding only null, which
+// stands for no parameters as nil does.
+func nullText(params any) bool {
+	var text []byte
+	switch p := params.(type) {
+	case json.RawMessage:
+		text = p
+	case []byte:
+		text = p
+	case string:
+		text = []byte(p)
+	default:
+		return false
+	}
+	return string(bytes.TrimSpace(text)) == "null"
 }
 
 func decodeMessage(r ijson.Reason, depth int) string {

@@ -164,6 +164,9 @@ func NewRefusal(code Code, message string) *Refusal {
 }
 
 func (r *Refusal) Error() string {
+	if r == nil {
+		return "actions: nil refusal"
+	}
 	var b strings.Builder
 	b.WriteString(string(r.Code))
 	if r.Message != "" {
@@ -187,13 +190,21 @@ func (r *Refusal) Error() string {
 
 // Is reports whether target is the sentinel of the refusal's code.
 func (r *Refusal) Is(target error) bool {
+	if r == nil {
+		return false
+	}
 	s := sentinelOf(r.Code)
 	return s != nil && s == target
 }
 
 // Unwrap returns what caused the refusal, if the host should see it: the
 // error a panic carried, with its stack. It is nil for most refusals.
-func (r *Refusal) Unwrap() error { return r.cause }
+func (r *Refusal) Unwrap() error {
+	if r == nil {
+		return nil
+	}
+	return r.cause
+}
 
 func nextActionOf(c Code) string {
 	switch c {
@@ -214,15 +225,26 @@ func nextActionOf(c Code) string {
 }
 
 // codeOf returns the code an error carries: a *Refusal's, that of any
-// error with a Code() string method, or internal for a plain error.
-func codeOf(err error) Code {
+// error with a Code() string method, or internal for a plain error, a
+// typed nil, an empty code or a Code method that panics.
+func codeOf(err error) (code Code) {
+	defer func() {
+		if recover() != nil {
+			code = CodeInternal
+		}
+	}()
 	var r *Refusal
 	if errors.As(err, &r) {
+		if r == nil || r.Code == "" {
+			return CodeInternal
+		}
 		return r.Code
 	}
 	var c interface{ Code() string }
 	if errors.As(err, &c) {
-		return Code(c.Code())
+		if s := c.Code(); s != "" {
+			return Code(s)
+		}
 	}
 	return CodeInternal
 }

@@ -240,7 +240,7 @@ func (r *Registry[C]) Run(ctx context.Context, id string, params any, host *Host
 	result, entry, err := r.run(ctx, id, params, host, 0)
 	if host.OnEntry != nil {
 		if perr := safeCall("host's OnEntry", func() { host.OnEntry(entry) }); perr != nil && err == nil {
-			err = perr
+			result, err = nil, perr
 		}
 	}
 	return result, entry, err
@@ -253,7 +253,7 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	reg, ok := r.lookup(id)
 	if !ok {
 		err = refusef(CodeUnknownAction, "no action is registered under this id",
-			Issue{Path: "", Keyword: "action", Message: "unknown action " + id})
+			Issue{Path: "", Keyword: "action", Message: "no action is registered under the id given"})
 		return nil, entry.refused(err, r.givenParameters(params)), err
 	}
 	if depth > r.limits.MaxCallDepth {
@@ -302,10 +302,19 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 // the entry of a call refused before its check passed: "null" when they
 // are not JSON at all.
 func (r *Registry[C]) givenParameters(params any) string {
+	if nullText(params) {
+		return "{}"
+	}
 	switch p := params.(type) {
 	case nil:
 		return "{}"
+	case map[string]any:
+		if p == nil {
+			return "{}"
+		}
 	case []byte:
+		params = json.RawMessage(p)
+	case string:
 		params = json.RawMessage(p)
 	}
 	text, err := CanonicalJSON(params)

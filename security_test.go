@@ -219,7 +219,7 @@ func TestPanicsLeaveRegistryServing(t *testing.T) {
 
 	res, _, err := reg.Run(ctx, "t/ok", nil, &Host[*Trace]{OnEntry: func(RunEntry) { panic("log bug") }})
 	requireRefusal(t, err, CodeInternal)
-	assert.Equal(t, "ok", res, "the body ran; the host learns its log failed")
+	assert.Nil(t, res, "the body ran, but the host's log failed: no result beside the error")
 	serving()
 }
 
@@ -250,4 +250,83 @@ func TestCallDepthLimit(t *testing.T) {
 		}}))
 	_, _, err = reg2.Run(ctx, "t/loop", nil, nil)
 	requireRefusal(t, err, CodeConstraintViolation)
+}
+
+// codedNil is an error type with a Code method, returned as a typed nil.
+type codedNil struct{}
+
+func (*codedNil) Error() string { return "coded" }
+func (*codedNil) Code() string  { panic("nil receiver") }
+
+func TestTypedNilErrorsFromBodies(t *testing.T) {
+	reg := NewRegistry[*Trace]()
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/nil_refusal"},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) {
+			var r *Refusal
+			return nil, r
+		}}))
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/nil_coded"},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) {
+			var c *codedNil
+			return nil, c
+		}}))
+	var seen []RunEntry
+	host := &Host[*Trace]{OnEntry: func(e RunEntry) { seen = append(seen, e) }}
+	for _, id := range []string{"t/nil_refusal", "t/nil_coded"} {
+		_, entry, err := reg.Run(context.Background(), id, nil, host)
+		require.Error(t, err)
+		assert.Equal(t, "internal", entry.Error, id)
+	}
+	assert.Len(t, seen, 2, "OnEntry saw both calls")
+	assert.NotPanics(t, func() { _ = (*Refusal)(nil).Error() })
+}
+
+func TestUnknownActionDoesNotEchoTheID(t *testing.T) {
+	reg := NewRegistry[*Trace]()
+	_, entry, err := reg.Run(context.Background(), "ns/SECRET_MARKER", nil, nil)
+	r := requireRefusal(t, err, CodeUnknownAction)
+	assert.NotContains(t, r.Error(), "SECRET_MARKER")
+	assert.Equal(t, "ns/SECRET_MARKER", entry.Action, "the host's own log keeps the id")
+}
+
+func TestManifestRefusesDuplicateNames(t *testing.T) {
+	_, err := DecodeManifest([]byte(`[{"id":"a/b","parameters":{"type":"object"},"id":"c/d"}]`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "duplicate")
+	_, err = DecodeManifest([]byte(`[{"id":"a/b","kind":"write"}]`))
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(err.Error(), "actions:"), err.Error())
+}
+
+func TestParamsForms(t *testing.T) {
+	ps, err := CompileParameters(`{"type":"object","properties":{"n":{"type":"integer","default":1}}}`)
+	require.NoError(t, err)
+	want := map[string]any{"n": json.Number("2")}
+	for _, in := range []any{`{"n":2}`, []byte(`{"n":2}`), json.RawMessage(`{"n":2}`), map[string]any{"n": 2}, struct {
+		N int `json:"n"`
+	}{2}} {
+		got, err := ps.Check(context.Background(), in, nil)
+		require.NoError(t, err, "%T", in)
+		assert.Equal(t, want, got, "%T", in)
+	}
+	for _, in := range []any{nil, "null", json.RawMessage(" null "), map[string]any(nil)} {
+		got, err := ps.Check(context.Background(), in, nil)
+		require.NoError(t, err, "%T", in)
+		assert.Equal(t, map[string]any{"n": json.Number("1")}, got, "%#v stands for {}", in)
+	}
+	_, err = ps.Check(context.Background(), `[1]`, nil)
+	requireRefusal(t, err, CodeInvalidParameters)
+}
+
+func TestSchemaRefusalsSpeakPlainly(t *testing.T) {
+	_, err := CompileParameters(`{"type":"object","properties":{"a":{"type":"string","pattern":"["}}}`)
+	r := requireRefusal(t, err, CodeConstraintViolation)
+	assert.Contains(t, r.Issues[0].Message, "RE2")
+	_, err = CompileParameters(`{"type":"object","properties":{"a":{"minLength":-1}}}`)
+	r = requireRefusal(t, err, CodeConstraintViolation)
+	assert.Equal(t, "/properties/a/minLength", r.Issues[0].Path)
+	_, err = CompileParameters(`{"type":"object","type":"object"}`)
+	r = requireRefusal(t, err, CodeConstraintViolation)
+	assert.Equal(t, "json", r.Issues[0].Keyword)
+	assert.Contains(t, r.Issues[0].Message, "duplicate member name")
 }

@@ -206,7 +206,7 @@ const internalMessage = "internal error: the server could not run the tool"
 // refused maps an error of Registry.Run to what the client gets.
 func (h *toolHandler[C]) refused(ctx context.Context, err error) (*mcp.CallToolResult, error) {
 	var r *actions.Refusal
-	if !errors.As(err, &r) {
+	if !errors.As(err, &r) || r == nil {
 		// A body's plain error, a resolver's failure, a cancelled
 		// context: the text stays on the server.
 		h.report(ctx, err)

@@ -407,6 +407,7 @@ func BenchmarkTools(b *testing.B) {
 			for i, d := range docs {
 				out = append(out, Tool{Name: "bench-action_" + itoa3(i), Title: "Action", InputSchema: schemaCopy(d)})
 			}
+			benchTools = out
 		}
 	})
 }
@@ -437,3 +438,6 @@ func BenchmarkValidateParallel(b *testing.B) {
 		}
 	})
 }
+
+// benchTools keeps the floor's output alive, as Tools' caller would.
+var benchTools []Tool

@@ -380,7 +380,7 @@ func (secretMarshaler) MarshalJSON() ([]byte, error) { return nil, errors.New("h
 func TestCanonicalJSONIdempotent(t *testing.T) {
 	values := []any{
 		benchSmall(), benchNested(), benchLarge(20),
-		map[string]any{"n": []any{1e21, 1e-7, -0.0, 123e-20, json.Number("1.000"), uint64(1 << 63)}},
+		map[string]any{"n": []any{1e21, 1e-7, math.Copysign(0, -1), 123e-20, json.Number("1.000"), uint64(1 << 63)}},
 		map[string]any{"\U0001F600": "\u2028", "\uE000": "\x01", "x": json.RawMessage(`{"b":[],"a":{}}`)},
 	}
 	for i, v := range values {

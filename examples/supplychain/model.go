@@ -43,9 +43,6 @@ type Model struct {
 	nextKey   int
 }
 
-// actorTypes are the types an actor may have.
-var actorTypes = []any{"plant", "warehouse", "depot", "supplier"}
-
 // errIDTaken is returned by CreateActor for an id already used.
 var errIDTaken = errors.New("the id is taken")
 

@@ -715,11 +715,6 @@ func scopeValue(e RunEntry) (any, error) {
 	return v, nil
 }
 
-func canonicalText(v any) (string, error) {
-	b, err := CanonicalJSON(v)
-	return string(b), err
-}
-
 // substituteRefusal reports a fault met while substituting, which the
 // check leaves to run time: a copied value nesting too deep. The other
 // kinds cannot happen after the check; they are mapped for safety.

@@ -125,6 +125,21 @@ func CanonicalJSON(v any) ([]byte, error) {
 	return out, nil
 }
 
+// canonicalText is CanonicalJSON as a string, with one allocation.
+func canonicalText(v any) (string, error) {
+	w := canonicalPool.Get().(*canonicalWriter)
+	err := w.value(v, 0)
+	var out string
+	if err == nil {
+		out = string(w.buf)
+	}
+	w.release()
+	if err != nil {
+		return "", finishCanonicalError(err)
+	}
+	return out, nil
+}
+
 // finishCanonicalError turns the tokens gathered while unwinding into the
 // error's pointer, in front of any pointer the strict decoder gave.
 func finishCanonicalError(err error) error {
@@ -151,17 +166,23 @@ func within(err error, token string) error {
 // canonicalWriter appends canonical text to buf. keys is a stack shared by
 // the objects being written, so sorting names allocates nothing once warm.
 type canonicalWriter struct {
-	buf  []byte
-	keys []string
+	buf     []byte
+	members []member // a stack: each open object's members, sorted
+}
+
+// member is one member of an object being written.
+type member struct {
+	name  string
+	value any
 }
 
 var canonicalPool = sync.Pool{New: func() any { return new(canonicalWriter) }}
 
 func (w *canonicalWriter) release() {
-	clear(w.keys)
-	w.keys = w.keys[:0]
+	clear(w.members)
+	w.members = w.members[:0]
 	w.buf = w.buf[:0]
-	if cap(w.buf) > 1<<20 || cap(w.keys) > 1<<12 {
+	if cap(w.buf) > 1<<20 || cap(w.members) > 1<<12 {
 		return
 	}
 	canonicalPool.Put(w)
@@ -242,30 +263,30 @@ func (w *canonicalWriter) object(m map[string]any, depth int) error {
 	if depth >= canonicalMaxDepth {
 		return &CanonicalError{Reason: reasonTooDeep}
 	}
-	start := len(w.keys)
-	for k := range m {
-		w.keys = append(w.keys, k)
+	start := len(w.members)
+	for k, v := range m {
+		w.members = append(w.members, member{k, v})
 	}
-	sortUTF16(w.keys[start:])
+	sortUTF16(w.members[start:])
 	w.buf = append(w.buf, '{')
 	n := len(m)
 	for i := 0; i < n; i++ {
-		// Nested objects push onto w.keys and may move it: index afresh.
-		k := w.keys[start+i]
+		// Nested objects push onto w.members and may move it: index afresh.
+		mb := w.members[start+i]
 		if i > 0 {
 			w.buf = append(w.buf, ',')
 		}
-		if err := w.string(k); err != nil {
+		if err := w.string(mb.name); err != nil {
 			return err // a fault in a name belongs to the object
 		}
 		w.buf = append(w.buf, ':')
-		if err := w.value(m[k], depth+1); err != nil {
-			return within(err, k)
+		if err := w.value(mb.value, depth+1); err != nil {
+			return within(err, mb.name)
 		}
 	}
 	w.buf = append(w.buf, '}')
-	clear(w.keys[start:])
-	w.keys = w.keys[:start]
+	clear(w.members[start:])
+	w.members = w.members[:start]
 	return nil
 }
 
@@ -367,10 +388,28 @@ func hasReplacementEscape(text []byte) bool {
 
 // string writes s with the escapes of RFC 8785 §3.2.2.2 and refuses invalid
 // UTF-8.
+// plain marks the bytes a string holds as they are: printable ASCII other
+// than '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 func (w *canonicalWriter) string(s string) error {
 	buf := append(w.buf, '"')
+	i := 0
+	for i < len(s) && plain[s[i]] {
+		i++
+	}
+	if i == len(s) { // the common case: nothing to escape or decode
+		buf = append(buf, s...)
+		w.buf = append(buf, '"')
+		return nil
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -602,18 +641,18 @@ func compareUTF16(a, b string) int {
 
 // sortUTF16 sorts member names for RFC 8785 §3.2.3. Objects are mostly
 // small, where an insertion sort beats the general one.
-func sortUTF16(keys []string) {
-	if len(keys) > 12 {
-		slices.SortFunc(keys, compareUTF16)
+func sortUTF16(ms []member) {
+	if len(ms) > 12 {
+		slices.SortFunc(ms, func(a, b member) int { return compareUTF16(a.name, b.name) })
 		return
 	}
-	for i := 1; i < len(keys); i++ {
-		k := keys[i]
+	for i := 1; i < len(ms); i++ {
+		m := ms[i]
 		j := i
-		for j > 0 && compareUTF16(keys[j-1], k) > 0 {
-			keys[j] = keys[j-1]
+		for j > 0 && compareUTF16(ms[j-1].name, m.name) > 0 {
+			ms[j] = ms[j-1]
 			j--
 		}
-		keys[j] = k
+		ms[j] = m
 	}
 }

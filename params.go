@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/url"
 	"reflect"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -399,20 +398,22 @@ func copyParamsValue(v any, depth int) (any, error) {
 
 // copyValue copies a Go value into JSON's Go types, numbers as
 // json.Number. Types other than the plain ones go through encoding/json.
-func copyValue(v any, depth int) (any, *copyError) {
-	switch v := v.(type) {
+func copyValue(in any, depth int) (any, *copyError) {
+	// Scalars are immutable: the caller's interface value is shared as it
+	// is, which saves boxing each one again.
+	switch v := in.(type) {
 	case nil, bool:
-		return v, nil
+		return in, nil
 	case string:
 		if !utf8.ValidString(v) {
 			return nil, &copyError{msg: "invalid UTF-8 (RFC 7493 §2.1)"}
 		}
-		return v, nil
+		return in, nil
 	case json.Number:
 		if !isNumber(string(v)) {
 			return nil, &copyError{msg: "not a JSON number within the range of a double (RFC 7493 §2.2)"}
 		}
-		return v, nil
+		return in, nil
 	case map[string]any:
 		if depth <= 0 {
 			return nil, &copyError{msg: "nested deeper than the limit"}
@@ -457,14 +458,14 @@ func copyValue(v any, depth int) (any, *copyError) {
 	case uint64:
 		return json.Number(strconv.FormatUint(v, 10)), nil
 	}
-	rv := reflect.ValueOf(v)
+	rv := reflect.ValueOf(in)
 	switch rv.Kind() {
 	case reflect.Int8, reflect.Int16:
 		return json.Number(strconv.FormatInt(rv.Int(), 10)), nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uintptr:
 		return json.Number(strconv.FormatUint(rv.Uint(), 10)), nil
 	}
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(in)
 	if err != nil {
 		return nil, &copyError{msg: "the value cannot be written as JSON"}
 	}
@@ -538,22 +539,8 @@ func isUnderflow(s string) bool {
 
 // resolveRefs replaces each ref value of m by the key its resolver gives.
 func (ps *ParameterSchema) resolveRefs(ctx context.Context, m any, resolve RefResolver) (err error) {
-	var sites []*schema.RefSite
-	tooMany := false
-	ps.plan.Refs(m, func(s *schema.RefSite) bool {
-		for _, prev := range sites {
-			if slices.Equal(prev.Path, s.Path) {
-				return true // several applying schemas name a ref here
-			}
-		}
-		if len(sites) == ps.limits.MaxRefs {
-			tooMany = true
-			return false
-		}
-		sites = append(sites, s)
-		return true
-	})
-	if tooMany {
+	sites := ps.plan.Refs(m, nil, ps.limits.MaxRefs)
+	if len(sites) > ps.limits.MaxRefs {
 		return refusef(CodeInvalidParameters, "too many ref values",
 			Issue{Path: "", Keyword: "ref", Message: fmt.Sprintf("more than %d ref values in one call", ps.limits.MaxRefs)})
 	}
@@ -563,7 +550,8 @@ func (ps *ParameterSchema) resolveRefs(ctx context.Context, m any, resolve RefRe
 		}
 	}()
 	var issues []Issue
-	for _, st := range sites {
+	for i := range sites {
+		st := &sites[i]
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -271,9 +271,11 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	if err := ctx.Err(); err != nil {
 		return nil, entry.refused(err, entry.Parameters), err
 	}
-	t := &Trace{action: id, entry: &entry, call: func(ctx context.Context, id string, params any) (any, RunEntry, error) {
-		return r.run(ctx, id, params, host, depth+1)
-	}}
+	// One allocation holds the trace, the entry it builds and what nested
+	// calls need.
+	f := &frame[C]{r: r, host: host, depth: depth}
+	t := &f.Trace
+	t.action, t.entry, t.runner = id, entry, f
 	var c C
 	if host.Context != nil {
 		if perr := safeCall("host's Context", func() { c = host.Context(t) }); perr != nil {
@@ -282,10 +284,11 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	} else if tc, ok := any(t).(C); ok {
 		c = tc
 	}
-	if perr := safeCall("body of "+id, func() { result, err = reg.action.Run(ctx, checked, c) }); perr != nil {
+	if perr := safeCall("body", func() { result, err = reg.action.Run(ctx, checked, c) }); perr != nil {
 		err = perr
 	}
 	t.close()
+	entry = t.entry
 	if err != nil {
 		return nil, entry.refused(err, entry.Parameters), err
 	}
@@ -296,6 +299,19 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	}
 	entry.Outcome = OutcomeDone
 	return result, entry, nil
+}
+
+// frame is the state of one running call: its trace, and the registry,
+// host and depth its nested calls use.
+type frame[C any] struct {
+	Trace
+	r     *Registry[C]
+	host  *Host[C]
+	depth int
+}
+
+func (f *frame[C]) nested(ctx context.Context, id string, params any) (any, RunEntry, error) {
+	return f.r.run(ctx, id, params, f.host, f.depth+1)
 }
 
 // givenParameters is the canonical JSON of the parameters as given, for
@@ -327,13 +343,13 @@ func (r *Registry[C]) givenParameters(params any) string {
 // canonicalString writes a value for an entry; a value without canonical
 // form gives an internal refusal carrying the cause.
 func canonicalString(v any) (string, error) {
-	text, err := CanonicalJSON(v)
+	text, err := canonicalText(v)
 	if err != nil {
 		r := refusef(CodeInternal, "a value has no canonical JSON form")
 		r.cause = err
 		return "", r
 	}
-	return string(text), nil
+	return text, nil
 }
 
 // safeCall runs fn and turns a panic into an internal refusal.

@@ -84,10 +84,10 @@ func (e RunEntry) refused(err error, params string) RunEntry {
 // concurrent use; after the body returns they record nothing more.
 type Trace struct {
 	action string
-	call   func(ctx context.Context, id string, params any) (any, RunEntry, error)
+	runner nestedRunner // runs the body's nested calls
 
 	mu     sync.Mutex
-	entry  *RunEntry
+	entry  RunEntry
 	closed bool
 }
 
@@ -123,11 +123,17 @@ func (t *Trace) Command(cmd, result any) error {
 // refusal (see [Registry.Run]). Calls nested deeper than Limits.MaxCallDepth
 // are refused with constraint_violation.
 func (t *Trace) Call(ctx context.Context, id string, params any) (any, error) {
-	result, entry, err := t.call(ctx, id, params)
+	result, entry, err := t.runner.nested(ctx, id, params)
 	if aerr := t.add(RunStep{Call: &entry}); aerr != nil && err == nil {
 		err = aerr
 	}
 	return result, err
+}
+
+// nestedRunner runs a call nested in the one a Trace records, through the
+// same registry and host, one level deeper.
+type nestedRunner interface {
+	nested(ctx context.Context, id string, params any) (any, RunEntry, error)
 }
 
 func (t *Trace) add(s RunStep) error {

@@ -1,6 +1,9 @@
 package schema
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // Fill sets, in place, every absent property that has a default, wherever
 // the object holding it is present: under properties, through $ref and
@@ -114,39 +117,48 @@ func (s *RefSite) Set(v any) {
 	}
 }
 
-// Refs calls fn for every string value of v that sits under a ref whose
-// schema applies to it: a ref in a branch of anyOf or oneOf counts only
-// when that branch holds, in the then or else that applies, in a
+// Refs appends to sites every string value of v that sits under a ref
+// whose schema applies to it: a ref in a branch of anyOf or oneOf counts
+// only when that branch holds, in the then or else that applies, in a
 // triggered dependentSchemas. v must be valid against the schema. A value
-// under several applying refs is reported for each. fn may stop the walk
-// by returning false.
-func (p *Plan) Refs(v any, fn func(*RefSite) bool) {
+// under several applying refs is listed once, for the first. The walk
+// stops once sites holds more than max values, so that a caller can tell
+// the limit was passed without walking the rest.
+func (p *Plan) Refs(v any, sites []RefSite, max int) []RefSite {
 	if !p.hasRefs {
-		return
+		return sites
 	}
-	w := refWalker{p: p, fn: fn}
+	w := refWalker{p: p, sites: sites, max: max}
 	w.walk(v, p.root, RefSite{}, 0)
+	return w.sites
 }
 
 type refWalker struct {
-	p    *Plan
-	fn   func(*RefSite) bool
-	path []string
-	stop bool
+	p     *Plan
+	sites []RefSite
+	max   int
+	path  []string
+}
+
+// seen reports whether the current path is listed already.
+func (w *refWalker) seen() bool {
+	for i := range w.sites {
+		if slices.Equal(w.sites[i].Path, w.path) {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *refWalker) walk(v any, n *node, at RefSite, hops int) {
-	if n == nil || !n.refs || w.stop || hops > w.p.maxHops {
+	if n == nil || !n.refs || len(w.sites) > w.max || hops > w.p.maxHops {
 		return
 	}
-	if s, ok := v.(string); ok && n.ref != "" && len(w.path) > 0 {
+	if s, ok := v.(string); ok && n.ref != "" && len(w.path) > 0 && !w.seen() {
 		site := at
 		site.Schema, site.Value = n.ref, s
-		site.Path = append([]string(nil), w.path...)
-		if !w.fn(&site) {
-			w.stop = true
-			return
-		}
+		site.Path = slices.Clone(w.path)
+		w.sites = append(w.sites, site)
 	}
 	switch v := v.(type) {
 	case map[string]any:

@@ -152,18 +152,18 @@ func TestRefs(t *testing.T) {
 	require.NoError(t, err)
 	v := decode(t, `{"one":"a","list":["s1","s2"],"either":5,"obj":{"deep":"z"}}`)
 	var got []string
-	p.Refs(v, func(s *RefSite) bool {
+	sites := p.Refs(v, nil, 10)
+	for i := range sites {
+		s := &sites[i]
 		got = append(got, ijson.Pointer(s.Path)+"="+s.Schema+":"+s.Value)
 		s.Set("key:" + s.Value)
-		return true
-	})
+	}
 	assert.ElementsMatch(t, []string{"/one=actor:a", "/list/0=site:s1", "/list/1=site:s2", "/obj/deep=zone:z"}, got)
 	assert.Equal(t, decode(t, `{"one":"key:a","list":["key:s1","key:s2"],"either":5,"obj":{"deep":"key:z"}}`), v)
 
-	// A branch that holds is resolved; the walk stops when asked.
-	v = decode(t, `{"either":"x","one":"y"}`)
-	n := 0
-	p.Refs(v, func(*RefSite) bool { n++; return false })
-	assert.Equal(t, 1, n)
+	// A branch that holds is resolved; the walk stops past the limit.
+	v = decode(t, `{"either":"x","one":"y","list":["a","b","c"]}`)
+	assert.Len(t, p.Refs(v, nil, 10), 5)
+	assert.Len(t, p.Refs(v, nil, 1), 2, "one past the limit, then the walk stops")
 	assert.False(t, strings.HasPrefix(v.(map[string]any)["either"].(string), "key:"))
 }

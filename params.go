@@ -108,7 +108,7 @@ func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema,
 	if err != nil {
 		return nil, compileRefusal(err)
 	}
-	plan, err := schema.Build(sch, report.Refs)
+	plan, err := schema.Build(sch, report)
 	if err != nil {
 		var se *schema.Error
 		errors.As(err, &se)

@@ -55,13 +55,20 @@ type node struct {
 	fills, refs bool // leads to a default / a ref
 }
 
-// Build makes the plan of a compiled schema. refs maps schema locations to
-// ref names (see [Report]). It refuses a default that, once its own
-// nested defaults are filled, breaks the subschema that declares it.
-func Build(root *jsonschema.Schema, refs map[string]string) (*Plan, error) {
-	if err := tried(root, false, map[triedKey]bool{}); err != nil {
-		return nil, err
+// Build makes the plan of a compiled schema from what Check reported. It
+// refuses a default that, once its own nested defaults are filled, breaks
+// the subschema that declares it. A schema with neither defaults nor refs
+// gets an empty plan at no cost.
+func Build(root *jsonschema.Schema, r *Report) (*Plan, error) {
+	if r.Defaults == 0 && len(r.Refs) == 0 {
+		return &Plan{}, nil
 	}
+	if r.Defaults > 0 {
+		if err := tried(root, false, map[triedKey]bool{}); err != nil {
+			return nil, err
+		}
+	}
+	refs := r.Refs
 	b := &builder{nodes: map[*jsonschema.Schema]*node{}, refs: refs}
 	p := &Plan{root: b.node(root), maxHops: 2*len(b.nodes) + 1}
 	// A node leads somewhere when one of its children does; $ref cycles

@@ -89,7 +89,7 @@ func compile(t *testing.T, s string) (*Plan, *jsonschema.Schema, error) {
 	require.NoError(t, c.AddResource(base, doc))
 	sch, err := c.Compile(base)
 	require.NoError(t, err)
-	p, err := Build(sch, r.Refs)
+	p, err := Build(sch, r)
 	return p, sch, err
 }
 

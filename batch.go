@@ -457,7 +457,7 @@ func plainJSON(v any, depth int) bool {
 	case string:
 		return utf8.ValidString(v)
 	case json.Number:
-		return isNumber(string(v))
+		return ijson.ValidNumber(string(v))
 	case map[string]any:
 		if depth <= 0 {
 			return false

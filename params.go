@@ -104,7 +104,7 @@ func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema,
 	if err := c.AddResource(schemaBase, doc); err != nil {
 		return nil, schemaRefusal("", "the schema cannot be added", err)
 	}
-	sch, err := c.Compile(schemaBase)
+	sch, err := compile(c)
 	if err != nil {
 		return nil, compileRefusal(err)
 	}
@@ -115,6 +115,16 @@ func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema,
 		return nil, schemaRefusal(se.Pointer, se.Reason, nil)
 	}
 	return &ParameterSchema{doc: doc, sch: sch, plan: plan, limits: limits}, nil
+}
+
+// compile runs the engine's compiler, turning a panic into an error.
+func compile(c *jsonschema.Compiler) (sch *jsonschema.Schema, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicRefusal("JSON Schema compiler", p)
+		}
+	}()
+	return c.Compile(schemaBase)
 }
 
 type refuseLoader struct{}
@@ -283,7 +293,7 @@ func (ps *ParameterSchema) check(ctx context.Context, params any, resolve RefRes
 		return nil, err
 	}
 	ps.plan.Fill(v)
-	if err := ps.sch.Validate(v); err != nil {
+	if err := ps.validate(v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			return nil, refusef(CodeInvalidParameters, "the parameters break the schema", issuesOf(ve)...)
@@ -296,6 +306,18 @@ func (ps *ParameterSchema) check(ctx context.Context, params any, resolve RefRes
 		}
 	}
 	return v, nil
+}
+
+// validate runs the engine. Its panics (none is known once numbers are
+// bounded, but the engine is not ours) become internal refusals, so that
+// the host keeps serving.
+func (ps *ParameterSchema) validate(v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicRefusal("JSON Schema engine", p)
+		}
+	}()
+	return ps.sch.Validate(v)
 }
 
 // copyParams returns a fresh copy of params in JSON's Go types.
@@ -410,8 +432,8 @@ func copyValue(in any, depth int) (any, *copyError) {
 		}
 		return in, nil
 	case json.Number:
-		if !isNumber(string(v)) {
-			return nil, &copyError{msg: "not a JSON number within the range of a double (RFC 7493 §2.2)"}
+		if !ijson.ValidNumber(string(v)) {
+			return nil, &copyError{msg: "not a JSON number within the range of a double, or longer than 128 bytes (RFC 7493 §2.2)"}
 		}
 		return in, nil
 	case map[string]any:
@@ -481,60 +503,6 @@ func floatNumber(f float64, bits int) (any, *copyError) {
 		return nil, &copyError{msg: "a number must be finite"}
 	}
 	return json.Number(strconv.FormatFloat(f, 'g', -1, bits)), nil
-}
-
-// isNumber reports whether s is JSON number text (RFC 8259 §6) within the
-// range of a double.
-func isNumber(s string) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && '1' <= s[i] && s[i] <= '9':
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-	default:
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		start := i
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-		if i == start {
-			return false
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		start := i
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-		if i == start {
-			return false
-		}
-	}
-	if i != len(s) {
-		return false
-	}
-	_, err := strconv.ParseFloat(s, 64)
-	return err == nil || !errors.Is(err, strconv.ErrRange) || isUnderflow(s)
-}
-
-// isUnderflow reports whether a number text out of strconv's range is tiny
-// rather than huge: underflow to zero loses precision only (RFC 7493 §2.2).
-func isUnderflow(s string) bool {
-	f, _ := strconv.ParseFloat(s, 64)
-	return f == 0
 }
 
 // resolveRefs replaces each ref value of m by the key its resolver gives.

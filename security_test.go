@@ -330,3 +330,26 @@ func TestSchemaRefusalsSpeakPlainly(t *testing.T) {
 	assert.Equal(t, "json", r.Issues[0].Keyword)
 	assert.Contains(t, r.Issues[0].Message, "duplicate member name")
 }
+
+// TestNumbersThatWouldStallTheEngine sends numbers whose exact value would
+// make math/big (which the engine uses) work hard or fail: each is refused
+// at once as not I-JSON.
+func TestNumbersThatWouldStallTheEngine(t *testing.T) {
+	ps, err := CompileParameters(`{"type":"object","properties":{"n":{"type":"number","minimum":0,"multipleOf":0.5}}}`)
+	require.NoError(t, err)
+	for _, text := range []string{
+		`{"n":1e-10000000}`, `{"n":1e-1000}`, `{"n":0.` + strings.Repeat("0", 500) + `1}`, `{"n":` + strings.Repeat("9", 200) + `e-190}`,
+	} {
+		_, err := ps.Check(context.Background(), json.RawMessage(text), nil)
+		r := requireRefusal(t, err, CodeInvalidParameters)
+		assert.Equal(t, "json", r.Issues[0].Keyword)
+		_, err = ps.Check(context.Background(), map[string]any{"n": json.Number(text[5 : len(text)-1])}, nil)
+		requireRefusal(t, err, CodeInvalidParameters)
+	}
+	// Within the bounds: checked, and a tiny number is not a multiple.
+	_, err = ps.Check(context.Background(), json.RawMessage(`{"n":1e-300}`), nil)
+	r := requireRefusal(t, err, CodeInvalidParameters)
+	assert.Equal(t, "multipleOf", r.Issues[0].Keyword)
+	_, err = CompileParameters(`{"type":"object","properties":{"n":{"minimum":1e-10000000}}}`)
+	requireRefusal(t, err, CodeConstraintViolation)
+}

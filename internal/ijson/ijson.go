@@ -13,6 +13,14 @@ import (
 	"unicode/utf8"
 )
 
+// MaxNumberLength bounds the text of one number, in bytes: a double needs
+// 17 significant digits, and 128 bytes leave room for any exact decimal
+// text a person writes.
+const MaxNumberLength = 128
+
+// minExponent is the smallest decimal exponent a nonzero number may reach.
+const minExponent = -400
+
 // DefaultMaxDepth is the nesting limit that [Decode] applies when it is given
 // a limit of zero or less.
 const DefaultMaxDepth = 10000
@@ -34,8 +42,12 @@ const (
 	// LoneSurrogate: a \u escape names a UTF-16 surrogate that is not half of
 	// a high-low pair (RFC 7493 §2.1).
 	LoneSurrogate Reason = "lone_surrogate"
-	// NumberRange: a number's magnitude is too large for a double
-	// (RFC 7493 §2.2). Loss of precision and underflow to zero are accepted.
+	// NumberRange: a number's magnitude is too large for a double, or so
+	// small that it is below 1e-400 (far under the smallest double,
+	// 4.9e-324), or its text is longer than MaxNumberLength (RFC 7493
+	// §2.2: I-JSON numbers are doubles). Loss of precision, and underflow
+	// of a number written within those bounds, are accepted. The bounds keep
+	// exact arithmetic on the text (math/big, as validators use) cheap.
 	NumberRange Reason = "number_range"
 	// TooDeep: objects and arrays are nested deeper than the limit.
 	TooDeep Reason = "too_deep"
@@ -451,15 +463,64 @@ func (d *decoder) readNumber() (any, error) {
 		}
 	}
 	text := data[start:i]
+	if !inRange(text, intDigits, exp) {
+		return nil, d.fail(start, NumberRange, "", true)
+	}
+	d.pos = i
+	return json.Number(text), nil
+}
+
+// inRange applies the bounds of NumberRange to well-formed number text with
+// intDigits digits before the point and decimal exponent exp.
+func inRange(text []byte, intDigits, exp int) bool {
+	if len(text) > MaxNumberLength {
+		return false
+	}
 	// The magnitude is below 10^(intDigits+exp); at or under 10^308 it is
 	// surely finite, so only larger bounds need the exact check.
 	if intDigits+exp > 308 {
 		if _, err := strconv.ParseFloat(string(text), 64); err != nil {
-			return nil, d.fail(start, NumberRange, "", true)
+			return false
 		}
 	}
-	d.pos = i
-	return json.Number(text), nil
+	if lead, nonzero := leadingExponent(text, intDigits); nonzero && lead+exp < minExponent {
+		return false
+	}
+	return true
+}
+
+// leadingExponent returns the decimal exponent of the first nonzero digit
+// of the mantissa (0 for "1", -3 for "0.001"), and whether there is one.
+func leadingExponent(text []byte, intDigits int) (int, bool) {
+	pos := intDigits // digits left before the point, counting down
+	for _, c := range text {
+		switch {
+		case c == 'e' || c == 'E':
+			return 0, false
+		case c == '.':
+			pos = 0
+		case c >= '0' && c <= '9':
+			if c != '0' {
+				return pos - 1, true
+			}
+			pos--
+		}
+	}
+	return 0, false
+}
+
+// ValidNumber reports whether s is JSON number text (RFC 8259 §6) within
+// the bounds of NumberRange, as Decode would accept it.
+func ValidNumber(s string) bool {
+	if s == "" || len(s) > MaxNumberLength {
+		return false
+	}
+	v, err := Decode([]byte(s), 1)
+	if err != nil {
+		return false
+	}
+	n, ok := v.(json.Number)
+	return ok && string(n) == s
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

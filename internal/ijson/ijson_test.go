@@ -24,7 +24,9 @@ func TestDecodeValues(t *testing.T) {
 		{"negative zero", `-0`, json.Number("-0")},
 		{"exact text kept", `1.50E+02`, json.Number("1.50E+02")},
 		{"precision loss accepted", `3.141592653589793238462643383279`, json.Number("3.141592653589793238462643383279")},
-		{"underflow accepted", `1e-400`, json.Number("1e-400")},
+		{"underflow accepted", `1e-330`, json.Number("1e-330")},
+		{"tiny bound accepted", `0.001e-397`, json.Number("0.001e-397")},
+		{"zero with a tiny exponent", `0e-99999`, json.Number("0e-99999")},
 		{"largest double", `1.7976931348623157e308`, json.Number("1.7976931348623157e308")},
 		{"long integer", `123456789012345678901234567890`, json.Number("123456789012345678901234567890")},
 		{"string", `"abc"`, "abc"},
@@ -114,6 +116,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"number too large", `[1e400]`, NumberRange, "/0", 1},
 		{"negative number too large", `{"n":-1.8e308}`, NumberRange, "/n", 5},
 		{"long integer too large", "1" + strings.Repeat("0", 309), NumberRange, "", 0},
+		{"below 1e-400", `[1e-401]`, NumberRange, "/0", 1},
+		{"below 1e-400 by its fraction", `[0.01e-399]`, NumberRange, "/0", 1},
+		{"huge negative exponent", `{"n":1e-10000000}`, NumberRange, "/n", 5},
+		{"text too long", "0." + strings.Repeat("1", MaxNumberLength), NumberRange, "", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

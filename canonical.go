@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -109,8 +110,8 @@ const (
 //   - "nesting too deep": more than 10,000 levels of objects and arrays,
 //     which also catches a map or slice that contains itself
 //   - "unsupported value": anything encoding/json refuses (channels,
-//     functions, complex numbers, cyclic pointers, a Marshaler's error);
-//     Err holds encoding/json's error
+//     functions, complex numbers, cyclic pointers, a Marshaler's error or
+//     panic); Err holds encoding/json's error
 func CanonicalJSON(v any) ([]byte, error) {
 	w := canonicalPool.Get().(*canonicalWriter)
 	err := w.value(v, 0)
@@ -348,7 +349,7 @@ func fromDecodeError(err error) error {
 // marshal hands a value of any other type to encoding/json and canonicalises
 // what it wrote.
 func (w *canonicalWriter) marshal(v any, depth int) error {
-	text, err := json.Marshal(v)
+	text, err := marshalSafely(v)
 	if err != nil {
 		reason := reasonUnsupported
 		var uve *json.UnsupportedValueError
@@ -361,6 +362,18 @@ func (w *canonicalWriter) marshal(v any, depth int) error {
 		return &CanonicalError{Reason: reasonUTF8}
 	}
 	return w.raw(text, depth)
+}
+
+// marshalSafely is json.Marshal with a panicking Marshaler (a bug in the
+// value's type, not a fault of the caller) turned into an error, so that
+// writing a body's result can never bring the host down.
+func marshalSafely(v any) (text []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("json.Marshal panicked: %v", p)
+		}
+	}()
+	return json.Marshal(v)
 }
 
 // hasReplacementEscape reports whether text holds the escape \ufffd, which

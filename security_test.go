@@ -353,3 +353,23 @@ func TestNumbersThatWouldStallTheEngine(t *testing.T) {
 	_, err = CompileParameters(`{"type":"object","properties":{"n":{"minimum":1e-10000000}}}`)
 	requireRefusal(t, err, CodeConstraintViolation)
 }
+
+type panickyMarshaler struct{}
+
+func (panickyMarshaler) MarshalJSON() ([]byte, error) { panic("marshal bug") }
+
+func TestPanickingMarshalerInAResult(t *testing.T) {
+	reg := NewRegistry[*Trace]()
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/p"},
+		Run: func(_ context.Context, _ map[string]any, tr *Trace) (any, error) {
+			assert.Error(t, tr.Command(panickyMarshaler{}, nil))
+			return panickyMarshaler{}, nil
+		}}))
+	_, entry, err := reg.Run(context.Background(), "t/p", nil, nil)
+	requireRefusal(t, err, CodeInternal)
+	assert.Equal(t, "internal", entry.Error)
+	_, err = CanonicalJSON(map[string]any{"x": panickyMarshaler{}})
+	var ce *CanonicalError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "/x", ce.Pointer)
+}

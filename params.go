@@ -146,7 +146,7 @@ func schemaDocument(s any, limits Limits) (map[string]any, error) {
 	case string:
 		text = []byte(s)
 	default:
-		b, err := json.Marshal(s)
+		b, err := marshalSafely(s)
 		if err != nil {
 			return nil, schemaRefusal("", "the schema cannot be written as JSON", err)
 		}
@@ -487,7 +487,7 @@ func copyValue(in any, depth int) (any, *copyError) {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uintptr:
 		return json.Number(strconv.FormatUint(rv.Uint(), 10)), nil
 	}
-	b, err := json.Marshal(in)
+	b, err := marshalSafely(in)
 	if err != nil {
 		return nil, &copyError{msg: "the value cannot be written as JSON"}
 	}

@@ -373,3 +373,12 @@ func TestPanickingMarshalerInAResult(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "/x", ce.Pointer)
 }
+
+func TestPanickingMarshalerInParamsAndSchema(t *testing.T) {
+	ps, err := CompileParameters(`{"type":"object"}`)
+	require.NoError(t, err)
+	_, err = ps.Check(context.Background(), map[string]any{"x": panickyMarshaler{}}, nil)
+	requireRefusal(t, err, CodeInvalidParameters)
+	_, err = CompileParameters(panickyMarshaler{})
+	requireRefusal(t, err, CodeConstraintViolation)
+}

@@ -673,8 +673,8 @@ func RunBatch[C any](ctx context.Context, reg *Registry[C], b Batch, host *Host[
 // inStep returns the refusal of step i's call with its issues located in
 // the batch; other errors are returned as they are.
 func inStep(i int, err error) error {
-	var r *Refusal
-	if !errors.As(err, &r) || r == nil {
+	r := asRefusal(err)
+	if r == nil {
 		return err
 	}
 	var prefix string

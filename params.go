@@ -296,7 +296,8 @@ func (ps *ParameterSchema) check(ctx context.Context, params any, resolve RefRes
 	if err := ps.validate(v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return nil, refusef(CodeInvalidParameters, "the parameters break the schema", issuesOf(ve)...)
+			msg, issues := capIssues("the parameters break the schema", issuesOf(ve))
+			return nil, refusef(CodeInvalidParameters, msg, issues...)
 		}
 		return nil, refusef(CodeInvalidParameters, "the parameters break the schema")
 	}

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -253,4 +254,31 @@ func refusef(code Code, message string, issues ...Issue) *Refusal {
 	r := NewRefusal(code, message)
 	r.Issues = issues
 	return r
+}
+
+// asRefusal finds the *Refusal in err's chain, if any. A chain whose
+// Unwrap panics (a typed nil with an Unwrap method) holds none.
+func asRefusal(err error) (r *Refusal) {
+	defer func() {
+		if recover() != nil {
+			r = nil
+		}
+	}()
+	if errors.As(err, &r) {
+		return r
+	}
+	return nil
+}
+
+// maxIssues bounds the issues of one refusal: past it, the message says
+// how many there were and the first ones are listed.
+const maxIssues = 100
+
+// capIssues keeps the first maxIssues issues of a sorted list and says so
+// in the message.
+func capIssues(msg string, issues []Issue) (string, []Issue) {
+	if len(issues) <= maxIssues {
+		return msg, issues
+	}
+	return fmt.Sprintf("%s: %d breaches, the first %d listed", msg, len(issues), maxIssues), issues[:maxIssues:maxIssues]
 }

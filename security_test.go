@@ -382,3 +382,31 @@ func TestPanickingMarshalerInParamsAndSchema(t *testing.T) {
 	_, err = CompileParameters(panickyMarshaler{})
 	requireRefusal(t, err, CodeConstraintViolation)
 }
+
+func TestIssuesAreCapped(t *testing.T) {
+	ps, err := CompileParameters(`{"type":"object","properties":{"a":{"items":{"type":"string"}}}}`)
+	require.NoError(t, err)
+	text := `{"a":[` + strings.Repeat("1,", 999) + `1]}`
+	_, err = ps.Check(context.Background(), json.RawMessage(text), nil)
+	r := requireRefusal(t, err, CodeInvalidParameters)
+	assert.Len(t, r.Issues, 100)
+	assert.Contains(t, r.Message, "1000 breaches")
+}
+
+type panickyWrap struct{ inner error }
+
+func (w *panickyWrap) Error() string { return "wrapped" }
+func (w *panickyWrap) Unwrap() error { return w.inner }
+
+func TestBatchSurvivesAPanickingErrorChain(t *testing.T) {
+	reg := NewRegistry[*Trace]()
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/b"},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) {
+			var w *panickyWrap
+			return nil, w
+		}}))
+	_, entries, err := RunBatch(context.Background(), reg, Batch{Commands: []Step{{Call: "a/b"}}}, nil)
+	require.Error(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, "internal", entries[0].Error)
+}

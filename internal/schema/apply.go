@@ -1,8 +1,10 @@
 package schema
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
+	"unsafe"
 )
 
 // Fill sets, in place, every absent property that has a default, wherever
@@ -17,28 +19,69 @@ import (
 // nil, json.Number).
 func (p *Plan) Fill(v any) {
 	if p.hasDefaults {
-		p.fill(v, p.root, 0)
+		f := filler{p: p}
+		if p.memo {
+			f.seen = map[visit]bool{}
+		}
+		f.fill(v, p.root, 0)
 	}
 }
 
+// visit is a node applied to a value: an object or array by identity, or
+// a member or entry of one (key, index).
+type visit struct {
+	n     *node
+	at    unsafe.Pointer
+	key   string
+	index int
+}
+
+// identity returns what tells one object or array from another.
+func identity(v any) unsafe.Pointer {
+	switch x := v.(type) {
+	case map[string]any:
+		return reflect.ValueOf(x).UnsafePointer()
+	case []any:
+		return unsafe.Pointer(unsafe.SliceData(x))
+	}
+	return nil
+}
+
+type filler struct {
+	p    *Plan
+	seen map[visit]bool // nil when the plan needs no memo
+}
+
 // fill walks v with n; hops counts the schema edges taken without moving
-// into v, which bounds a $ref cycle that never reaches a value.
-func (p *Plan) fill(v any, n *node, hops int) {
+// into v, a backstop for a $ref cycle that never reaches a value.
+func (f *filler) fill(v any, n *node, hops int) {
+	p := f.p
 	if n == nil || !n.fills || hops > p.maxHops {
 		return
+	}
+	id := identity(v)
+	if id == nil {
+		return // defaults fill objects, and scalars hold none
+	}
+	if f.seen != nil {
+		k := visit{n: n, at: id}
+		if f.seen[k] {
+			return
+		}
+		f.seen[k] = true
 	}
 	// Ajv's order: the in-place applicators first, so their defaults win
 	// and if sees the value before this node's own defaults; then this
 	// node's defaults, its members and entries, then dependentSchemas.
-	p.fill(v, n.target, hops+1)
+	f.fill(v, n.target, hops+1)
 	for _, c := range n.allOf {
-		p.fill(v, c, hops+1)
+		f.fill(v, c, hops+1)
 	}
 	if n.then != nil || n.els != nil {
 		if n.sch.If.Validate(v) == nil {
-			p.fill(v, n.then, hops+1)
+			f.fill(v, n.then, hops+1)
 		} else {
-			p.fill(v, n.els, hops+1)
+			f.fill(v, n.els, hops+1)
 		}
 	}
 	switch v := v.(type) {
@@ -50,32 +93,32 @@ func (p *Plan) fill(v any, n *node, hops int) {
 		}
 		for _, c := range n.props {
 			if pv, ok := v[c.name]; ok {
-				p.fill(pv, c.n, 0)
+				f.fill(pv, c.n, 0)
 			}
 		}
 		if len(n.patterns) > 0 || n.additional != nil {
 			for k, pv := range v {
 				if c := n.additional; c != nil && !n.declares(k) {
-					p.fill(pv, c, 0)
+					f.fill(pv, c, 0)
 				}
 				for _, c := range n.patterns {
 					if c.re.MatchString(k) {
-						p.fill(pv, c.n, 0)
+						f.fill(pv, c.n, 0)
 					}
 				}
 			}
 		}
 		for _, c := range n.dependent {
 			if _, ok := v[c.name]; ok {
-				p.fill(v, c.n, hops+1)
+				f.fill(v, c.n, hops+1)
 			}
 		}
 	case []any:
 		for i, e := range v {
 			if i < len(n.prefix) {
-				p.fill(e, n.prefix[i], 0)
+				f.fill(e, n.prefix[i], 0)
 			} else if i >= len(n.sch.PrefixItems) {
-				p.fill(e, n.items, 0)
+				f.fill(e, n.items, 0)
 			}
 		}
 	}
@@ -129,15 +172,19 @@ func (p *Plan) Refs(v any, sites []RefSite, max int) []RefSite {
 		return sites
 	}
 	w := refWalker{p: p, sites: sites, max: max}
+	if p.memo {
+		w.visited = map[visit]bool{}
+	}
 	w.walk(v, p.root, RefSite{}, 0)
 	return w.sites
 }
 
 type refWalker struct {
-	p     *Plan
-	sites []RefSite
-	max   int
-	path  []string
+	p       *Plan
+	sites   []RefSite
+	max     int
+	path    []string
+	visited map[visit]bool // nil when the plan needs no memo
 }
 
 // seen reports whether the current path is listed already.
@@ -153,6 +200,19 @@ func (w *refWalker) seen() bool {
 func (w *refWalker) walk(v any, n *node, at RefSite, hops int) {
 	if n == nil || !n.refs || len(w.sites) > w.max || hops > w.p.maxHops {
 		return
+	}
+	if w.visited != nil {
+		k := visit{n: n, at: identity(v)}
+		if k.at == nil { // a scalar: known by its place
+			k.at, k.key, k.index = identity(any(at.Object)), at.Key, at.Index
+			if at.Object == nil {
+				k.at = identity(any(at.Array))
+			}
+		}
+		if w.visited[k] {
+			return
+		}
+		w.visited[k] = true
 	}
 	if s, ok := v.(string); ok && n.ref != "" && len(w.path) > 0 && !w.seen() {
 		site := at

@@ -17,6 +17,11 @@ type Plan struct {
 	hasDefaults bool
 	hasRefs     bool
 	maxHops     int
+	// memo is set when one value may be reached by a node more than once
+	// (a $ref, or two subschemas applying in place): the walks then
+	// remember what they visited, which keeps diamonds and cycles of
+	// subschemas from multiplying the work.
+	memo bool
 }
 
 type member struct {
@@ -70,7 +75,7 @@ func Build(root *jsonschema.Schema, r *Report) (*Plan, error) {
 	}
 	refs := r.Refs
 	b := &builder{nodes: map[*jsonschema.Schema]*node{}, refs: refs}
-	p := &Plan{root: b.node(root), maxHops: 2*len(b.nodes) + 1}
+	p := &Plan{root: b.node(root), maxHops: len(b.nodes) + 1}
 	// A node leads somewhere when one of its children does; $ref cycles
 	// make this a fixpoint.
 	for changed := true; changed; {
@@ -87,7 +92,7 @@ func Build(root *jsonschema.Schema, r *Report) (*Plan, error) {
 		for _, d := range n.defaults {
 			ps := n.sch.Properties[d.name]
 			v := Copy(d.value)
-			p.fill(v, b.nodes[ps], 0)
+			(&filler{p: p, seen: map[visit]bool{}}).fill(v, b.nodes[ps], 0)
 			if ps.Validate(v) != nil {
 				return nil, &Error{Pointer: fragment(ps.Location) + "/default", Reason: "the default breaks its own schema"}
 			}
@@ -95,6 +100,9 @@ func Build(root *jsonschema.Schema, r *Report) (*Plan, error) {
 	}
 	for _, n := range b.order {
 		n.prune()
+		if n.target != nil || n.inPlace() > 1 {
+			p.memo = true
+		}
 	}
 	return p, nil
 }
@@ -175,6 +183,18 @@ func (b *builder) node(s *jsonschema.Schema) *node {
 		}
 	}
 	return n
+}
+
+// inPlace counts the subschemas that apply to the same value as n.
+func (n *node) inPlace() int {
+	c := len(n.allOf) + len(n.anyOf) + len(n.oneOf) + len(n.dependent)
+	if n.target != nil {
+		c++
+	}
+	if n.then != nil || n.els != nil {
+		c++
+	}
+	return c
 }
 
 // leads reports whether n fills a default or resolves a ref, itself or

@@ -313,6 +313,7 @@ func placeholderLimits(l Limits) placeholder.Limits {
 		MaxLength:       l.MaxPlaceholderLength,
 		MaxPlaceholders: l.MaxPlaceholders,
 		MaxDepth:        l.MaxParamDepth,
+		MaxBytes:        l.MaxParamBytes,
 	}
 }
 
@@ -730,6 +731,8 @@ func substituteRefusal(at, keyword string, err error) error {
 		return refusef(CodeUnknownReference, "a placeholder names a result that no earlier step sets", is)
 	case placeholder.TooDeep:
 		is.Message = fmt.Sprintf("a placeholder's value would nest the parameters deeper than %d levels", pe.Limit)
+	case placeholder.TooLarge:
+		is.Message = fmt.Sprintf("the placeholders' values would make the parameters larger than %d bytes", pe.Limit)
 	case placeholder.TooLong:
 		is.Message = fmt.Sprintf("a placeholder is longer than %d bytes", pe.Limit)
 	case placeholder.TooMany:

@@ -451,3 +451,26 @@ func TestWalksDoNotMultiply(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "w", got["who"])
 }
+
+// TestBatchPlaceholdersCannotMultiplyMemory repeats a placeholder over a
+// large result: past Limits.MaxParamBytes of substituted values the step
+// is refused before its call.
+func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
+	reg := NewRegistry[*Trace](WithLimits(Limits{MaxParamBytes: 64 << 10}))
+	big := make([]any, 100)
+	for i := range big {
+		big[i] = strings.Repeat("x", 100)
+	}
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/list"},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) { return big, nil }}))
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/echo", Parameters: `{"type":"object"}`},
+		Run: func(_ context.Context, p map[string]any, _ *Trace) (any, error) { return len(p), nil }}))
+	with := map[string]any{}
+	for i := range 1000 {
+		with[fmt.Sprint("k", i)] = "${l}"
+	}
+	_, entries, err := RunBatch(context.Background(), reg, Batch{Commands: []Step{{Call: "a/list", As: "l"}, {Call: "a/echo", With: with}}}, nil)
+	r := requireRefusal(t, err, CodeInvalidScriptStep)
+	assert.Contains(t, r.Issues[0].Message, "larger than 65536 bytes")
+	assert.Len(t, entries, 1, "the second call is not made")
+}

@@ -30,6 +30,7 @@ const (
 	DefaultMaxLength       = 256
 	DefaultMaxPlaceholders = 1000
 	DefaultMaxDepth        = 64
+	DefaultMaxBytes        = 1 << 20
 )
 
 // Limits bounds the work of [Substitute] and [Paths]. The zero value gives
@@ -49,6 +50,12 @@ type Limits struct {
 	// value or in a value a whole-string placeholder copies into it, is an
 	// error of kind TooDeep. Default 64.
 	MaxDepth int
+	// MaxBytes bounds what one Substitute copies in from the scope and
+	// writes as text: a string counts its length, a member its name's
+	// length, any other value 8. Past it, an error of kind TooLarge: a
+	// placeholder repeated many times over a large result would otherwise
+	// multiply memory. Default 1 MiB.
+	MaxBytes int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -60,6 +67,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
 	}
 	return l
 }
@@ -374,6 +384,7 @@ type walker struct {
 	lookup func(string) (any, bool)
 	text   func(any) (string, error)
 	n      int // placeholders seen
+	bytes  int // what was copied in and written, counted as MaxBytes says
 	depth  int // containers around the current position
 	ptr    []token
 }
@@ -423,8 +434,19 @@ func (w *walker) fail(kind Kind) *Error {
 		e.Limit = w.limits.MaxPlaceholders
 	case TooDeep:
 		e.Limit = w.limits.MaxDepth
+	case TooLarge:
+		e.Limit = w.limits.MaxBytes
 	}
 	return e
+}
+
+// spend counts n more bytes copied in or written.
+func (w *walker) spend(n int) error {
+	w.bytes += n
+	if w.bytes > w.limits.MaxBytes {
+		return w.fail(TooLarge)
+	}
+	return nil
 }
 
 // enter counts one more level of containers; the caller decrements depth
@@ -594,6 +616,9 @@ func (w *walker) resolve(name string, segs []Segment) (any, bool, error) {
 
 func (w *walker) writeText(b *strings.Builder, v any) error {
 	if s, ok := v.(string); ok {
+		if err := w.spend(len(s)); err != nil {
+			return err
+		}
 		b.WriteString(s)
 		return nil
 	}
@@ -602,6 +627,9 @@ func (w *walker) writeText(b *strings.Builder, v any) error {
 		e := w.fail(Text)
 		e.Err = err
 		return e
+	}
+	if err := w.spend(len(t)); err != nil {
+		return err
 	}
 	b.WriteString(t)
 	return nil
@@ -621,6 +649,9 @@ func (w *walker) copyValue(v any, depth int) (any, error) {
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
+			if err := w.spend(len(k)); err != nil {
+				return nil, err
+			}
 			c, err := w.copyValue(e, depth+1)
 			if err != nil {
 				return nil, err
@@ -644,7 +675,15 @@ func (w *walker) copyValue(v any, depth int) (any, error) {
 			out[i] = c
 		}
 		return out, nil
+	case string:
+		if err := w.spend(len(x)); err != nil {
+			return nil, err
+		}
+		return v, nil
 	default:
+		if err := w.spend(8); err != nil {
+			return nil, err
+		}
 		return v, nil
 	}
 }
@@ -674,6 +713,9 @@ const (
 	TooDeep
 	// Text: the text function failed. Error.Err holds its error.
 	Text
+	// TooLarge: the values copied in and the text written pass
+	// Limits.MaxBytes.
+	TooLarge
 )
 
 // String gives the kind in snake case, as refusal codes are written.
@@ -689,6 +731,8 @@ func (k Kind) String() string {
 		return "too_deep"
 	case Text:
 		return "text"
+	case TooLarge:
+		return "too_large"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -724,6 +768,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("value at %q: nested deeper than %d levels", e.Pointer, e.Limit)
 	case Text:
 		return fmt.Sprintf("placeholder at %q: value has no text", e.Pointer)
+	case TooLarge:
+		return fmt.Sprintf("value at %q: substituted values pass %d bytes", e.Pointer, e.Limit)
 	}
 	return fmt.Sprintf("placeholder at %q: %s", e.Pointer, e.Kind)
 }

@@ -3,6 +3,7 @@ package placeholder
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -516,4 +517,30 @@ func deepCopy(v any) any {
 		return out
 	}
 	return v
+}
+
+func TestSubstituteByteBudget(t *testing.T) {
+	big := make([]any, 100)
+	for i := range big {
+		big[i] = strings.Repeat("x", 100) // about 10 KB in all
+	}
+	lookup := func(string) (any, bool) { return big, true }
+	with := map[string]any{}
+	for i := range 9 {
+		with[fmt.Sprint("k", i)] = "${l}"
+	}
+	_, _, err := Substitute(with, lookup, nil, Limits{MaxBytes: 100_000})
+	require.NoError(t, err, "nine copies of 10 KB fit in 100 KB")
+	with["k9"] = "${l}"
+	with["k10"] = "${l}"
+	_, _, err = Substitute(with, lookup, nil, Limits{MaxBytes: 100_000})
+	var pe *Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, TooLarge, pe.Kind)
+	assert.Equal(t, 100_000, pe.Limit)
+
+	// Text interpolation counts too.
+	_, _, err = Substitute(map[string]any{"s": strings.Repeat("${l}", 20)}, lookup, nil, Limits{MaxBytes: 100_000})
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, TooLarge, pe.Kind)
 }

@@ -86,7 +86,7 @@ func BenchmarkValidateParameters(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ps.plan.Fill(v)
+		ps.plan.Fill(v, 0)
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := ps.sch.Validate(v); err != nil {
@@ -427,7 +427,7 @@ func BenchmarkValidateParallel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ps.plan.Fill(v)
+	ps.plan.Fill(v, 0)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

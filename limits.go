@@ -8,7 +8,10 @@ type Limits struct {
 	// parameters (default 64). Passing it: invalid_parameters.
 	MaxParamDepth int
 	// MaxParamBytes bounds parameters given as JSON text, in bytes
-	// (default 1 MiB). Passing it: invalid_parameters.
+	// (default 1 MiB); it also bounds what the defaults of one call fill
+	// in, and what one batch step's placeholders copy in and write
+	// (strings by length, member names by length, other values 8 each).
+	// Passing it: invalid_parameters (invalid_script_step in a batch).
 	MaxParamBytes int
 	// MaxSchemaDepth bounds the nesting of schema objects in a parameters
 	// schema (default 32). Passing it: constraint_violation at Register.

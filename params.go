@@ -292,7 +292,10 @@ func (ps *ParameterSchema) check(ctx context.Context, params any, resolve RefRes
 	if err != nil {
 		return nil, err
 	}
-	ps.plan.Fill(v)
+	if !ps.plan.Fill(v, ps.limits.MaxParamBytes) {
+		return nil, refusef(CodeInvalidParameters, "the defaults would make the parameters too large",
+			Issue{Path: "", Keyword: "default", Message: fmt.Sprintf("the defaults to fill pass %d bytes", ps.limits.MaxParamBytes)})
+	}
 	if err := ps.validate(v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {

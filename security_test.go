@@ -474,3 +474,15 @@ func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
 	assert.Contains(t, r.Issues[0].Message, "larger than 65536 bytes")
 	assert.Len(t, entries, 1, "the second call is not made")
 }
+
+func TestDefaultsCannotMultiplyACall(t *testing.T) {
+	ps, err := CompileParametersLimits(`{"type":"object","properties":{"lines":{"type":"array","items":{"type":"object",
+		"properties":{"options":{"type":"object","default":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6}}}}}}}`, Limits{MaxParamBytes: 64 << 10})
+	require.NoError(t, err)
+	text := `{"lines":[` + strings.Repeat(`{},`, 20000) + `{}]}` // 60 KB: fits
+	_, err = ps.Check(context.Background(), json.RawMessage(text), nil)
+	r := requireRefusal(t, err, CodeInvalidParameters)
+	assert.Equal(t, "default", r.Issues[0].Keyword)
+	_, err = ps.Check(context.Background(), json.RawMessage(`{"lines":[{},{}]}`), nil)
+	require.NoError(t, err)
+}

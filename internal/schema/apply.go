@@ -16,15 +16,21 @@ import (
 // kept. Defaults are deep-copied, so v owns everything it holds.
 //
 // v must hold only JSON's Go types (map[string]any, []any, string, bool,
-// nil, json.Number).
-func (p *Plan) Fill(v any) {
-	if p.hasDefaults {
-		f := filler{p: p}
-		if p.memo {
-			f.seen = map[visit]bool{}
-		}
-		f.fill(v, p.root, 0)
+// nil, json.Number). budget bounds the weight of what is filled (a
+// string counts its length, a member its name's length, any other value
+// 8): past it, Fill stops and returns false, so that a default repeated in
+// every entry of a large array cannot multiply a call's memory. A budget
+// of 0 or less means no bound.
+func (p *Plan) Fill(v any, budget int) bool {
+	if !p.hasDefaults {
+		return true
 	}
+	f := filler{p: p, budget: budget}
+	if p.memo {
+		f.seen = map[visit]bool{}
+	}
+	f.fill(v, p.root, 0)
+	return !f.over
 }
 
 // visit is a node applied to a value: an object or array by identity, or
@@ -48,15 +54,18 @@ func identity(v any) unsafe.Pointer {
 }
 
 type filler struct {
-	p    *Plan
-	seen map[visit]bool // nil when the plan needs no memo
+	p      *Plan
+	seen   map[visit]bool // nil when the plan needs no memo
+	budget int            // what may still be filled, if positive
+	spent  int
+	over   bool
 }
 
 // fill walks v with n; hops counts the schema edges taken without moving
 // into v, a backstop for a $ref cycle that never reaches a value.
 func (f *filler) fill(v any, n *node, hops int) {
 	p := f.p
-	if n == nil || !n.fills || hops > p.maxHops {
+	if n == nil || !n.fills || hops > p.maxHops || f.over {
 		return
 	}
 	id := identity(v)
@@ -88,6 +97,10 @@ func (f *filler) fill(v any, n *node, hops int) {
 	case map[string]any:
 		for _, d := range n.defaults {
 			if _, ok := v[d.name]; !ok {
+				if f.spent += d.size; f.budget > 0 && f.spent > f.budget {
+					f.over = true
+					return
+				}
 				v[d.name] = Copy(d.value)
 			}
 		}

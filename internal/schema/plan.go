@@ -27,6 +27,7 @@ type Plan struct {
 type member struct {
 	name  string
 	value any
+	size  int // the value's weight, as Fill counts it
 }
 
 type named struct {
@@ -140,7 +141,7 @@ func (b *builder) node(s *jsonschema.Schema) *node {
 	for _, name := range names {
 		ps := s.Properties[name]
 		if ps.Default != nil {
-			n.defaults = append(n.defaults, member{name, *ps.Default})
+			n.defaults = append(n.defaults, member{name, *ps.Default, len(name) + weight(*ps.Default)})
 		}
 		if c := b.node(ps); c != nil {
 			n.props = append(n.props, named{name, c})
@@ -366,4 +367,26 @@ func tried(s *jsonschema.Schema, inTried bool, seen map[triedKey]bool) error {
 	visit(s.UnevaluatedProperties, true)
 	visit(s.UnevaluatedItems, true)
 	return err
+}
+
+// weight is what a value counts against Fill's budget: a string its
+// length, a member its name's length, any other value 8.
+func weight(v any) int {
+	switch x := v.(type) {
+	case map[string]any:
+		n := 8
+		for k, e := range x {
+			n += len(k) + weight(e)
+		}
+		return n
+	case []any:
+		n := 8
+		for _, e := range x {
+			n += weight(e)
+		}
+		return n
+	case string:
+		return len(x)
+	}
+	return 8
 }

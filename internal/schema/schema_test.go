@@ -127,7 +127,7 @@ func TestFill(t *testing.T) {
 			p, _, err := compile(t, c.schema)
 			require.NoError(t, err)
 			v := decode(t, c.in)
-			p.Fill(v)
+			assert.True(t, p.Fill(v, 0))
 			assert.Equal(t, decode(t, c.want), v)
 		})
 	}
@@ -137,9 +137,9 @@ func TestFillCopiesDefaults(t *testing.T) {
 	p, _, err := compile(t, `{"type":"object","properties":{"a":{"default":{"l":[1]}}}}`)
 	require.NoError(t, err)
 	v1, v2 := map[string]any{}, map[string]any{}
-	p.Fill(v1)
+	p.Fill(v1, 0)
 	v1["a"].(map[string]any)["l"].([]any)[0] = "changed"
-	p.Fill(v2)
+	p.Fill(v2, 0)
 	assert.Equal(t, json.Number("1"), v2["a"].(map[string]any)["l"].([]any)[0])
 }
 
@@ -166,4 +166,13 @@ func TestRefs(t *testing.T) {
 	assert.Len(t, p.Refs(v, nil, 10), 5)
 	assert.Len(t, p.Refs(v, nil, 1), 2, "one past the limit, then the walk stops")
 	assert.False(t, strings.HasPrefix(v.(map[string]any)["either"].(string), "key:"))
+}
+
+func TestFillBudget(t *testing.T) {
+	p, _, err := compile(t, `{"type":"object","properties":{"l":{"items":{"properties":{"o":{"default":"0123456789"}}}}}}`)
+	require.NoError(t, err)
+	v := decode(t, `{"l":[{},{},{},{}]}`)
+	assert.True(t, p.Fill(v, 44), "four fills of 11 fit in 44")
+	v = decode(t, `{"l":[{},{},{},{},{}]}`)
+	assert.False(t, p.Fill(v, 44), "a fifth passes the budget")
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -61,6 +63,7 @@ const (
 	reasonSyntax      = "invalid json text"
 	reasonTooDeep     = "nesting too deep"
 	reasonUnsupported = "unsupported value"
+	reasonCycle       = "cycle"
 )
 
 // CanonicalJSON returns the RFC 8785 (JSON Canonicalization Scheme) text of
@@ -107,8 +110,8 @@ const (
 //   - "duplicate member name": in JSON text (§3.1, RFC 7493 §2.3)
 //   - "invalid json text": a json.RawMessage or a Marshaler's output that
 //     is not one JSON value
-//   - "nesting too deep": more than 10,000 levels of objects and arrays,
-//     which also catches a map or slice that contains itself
+//   - "nesting too deep": more than 10,000 levels of objects and arrays
+//   - "cycle": a map[string]any or []any that contains itself
 //   - "unsupported value": anything encoding/json refuses (channels,
 //     functions, complex numbers, cyclic pointers, a Marshaler's error or
 //     panic); Err holds encoding/json's error
@@ -168,7 +171,8 @@ func within(err error, token string) error {
 // the objects being written, so sorting names allocates nothing once warm.
 type canonicalWriter struct {
 	buf     []byte
-	members []member // a stack: each open object's members, sorted
+	members []member         // a stack: each open object's members, sorted
+	open    []unsafe.Pointer // the objects and arrays being written, to catch a cycle
 }
 
 // member is one member of an object being written.
@@ -182,6 +186,8 @@ var canonicalPool = sync.Pool{New: func() any { return new(canonicalWriter) }}
 func (w *canonicalWriter) release() {
 	clear(w.members)
 	w.members = w.members[:0]
+	clear(w.open)
+	w.open = w.open[:0]
 	w.buf = w.buf[:0]
 	if cap(w.buf) > 1<<20 || cap(w.members) > 1<<12 {
 		return
@@ -190,6 +196,18 @@ func (w *canonicalWriter) release() {
 }
 
 // value writes v; depth is the number of objects and arrays around it.
+// enter pushes an object or array being written, refusing one that is
+// already open: a value that contains itself has no JSON form.
+func (w *canonicalWriter) enter(p unsafe.Pointer) error {
+	for _, q := range w.open {
+		if q == p {
+			return &CanonicalError{Reason: reasonCycle}
+		}
+	}
+	w.open = append(w.open, p)
+	return nil
+}
+
 func (w *canonicalWriter) value(v any, depth int) error {
 	switch x := v.(type) {
 	case nil:
@@ -207,11 +225,22 @@ func (w *canonicalWriter) value(v any, depth int) error {
 			w.buf = append(w.buf, "null"...)
 			return nil
 		}
-		return w.object(x, depth)
+		if err := w.enter(reflect.ValueOf(x).UnsafePointer()); err != nil {
+			return err
+		}
+		err := w.object(x, depth)
+		w.open = w.open[:len(w.open)-1]
+		return err
 	case []any:
 		if x == nil {
 			w.buf = append(w.buf, "null"...)
 			return nil
+		}
+		if len(x) > 0 { // empty slices may share their address
+			if err := w.enter(unsafe.Pointer(unsafe.SliceData(x))); err != nil {
+				return err
+			}
+			defer func() { w.open = w.open[:len(w.open)-1] }()
 		}
 		return w.array(x, depth)
 	case json.Number:

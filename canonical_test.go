@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -307,8 +308,10 @@ func TestCanonicalJSONErrors(t *testing.T) {
 		{"raw trailing data", json.RawMessage(`1 2`), "invalid json text", ""},
 		{"raw empty", json.RawMessage(``), "invalid json text", ""},
 		{"raw too deep", json.RawMessage(strings.Repeat("[", 10001) + strings.Repeat("]", 10001)), "nesting too deep", strings.Repeat("/0", 10000)},
-		{"cyclic map", cyclic, "nesting too deep", strings.Repeat("/self", 10000)},
-		{"cyclic slice", cyclicSlice, "nesting too deep", strings.Repeat("/0", 10000)},
+		{"cyclic map", cyclic, "cycle", "/self"},
+		{"cyclic slice", cyclicSlice, "cycle", "/0"},
+		{"map holding itself by many keys", wideCycle(), "cycle", "/k000"},
+		{"nesting too deep", deepNest(10001), "nesting too deep", strings.Repeat("/a", 10000)},
 		{"channel", map[string]any{"c": make(chan int)}, "unsupported value", "/c"},
 		{"func", []any{func() {}}, "unsupported value", "/0"},
 		{"complex", complex(1, 2), "unsupported value", ""},
@@ -464,6 +467,24 @@ func normalizeNumbers(t *testing.T, v any) any {
 			f = 0 // -0 and 0 are one number in canonical form
 		}
 		return f
+	}
+	return v
+}
+
+// wideCycle is a map whose thousand members all hold the map itself.
+func wideCycle() map[string]any {
+	m := map[string]any{}
+	for i := range 1000 {
+		m[fmt.Sprintf("k%03d", i)] = m
+	}
+	return m
+}
+
+// deepNest is n levels of {"a": ...}, acyclic.
+func deepNest(n int) any {
+	var v any = 1
+	for range n {
+		v = map[string]any{"a": v}
 	}
 	return v
 }

@@ -236,13 +236,15 @@ func (w *canonicalWriter) value(v any, depth int) error {
 			w.buf = append(w.buf, "null"...)
 			return nil
 		}
-		if len(x) > 0 { // empty slices may share their address
-			if err := w.enter(unsafe.Pointer(unsafe.SliceData(x))); err != nil {
-				return err
-			}
-			defer func() { w.open = w.open[:len(w.open)-1] }()
+		if len(x) == 0 { // empty slices may share their address
+			return w.array(x, depth)
 		}
-		return w.array(x, depth)
+		if err := w.enter(unsafe.Pointer(unsafe.SliceData(x))); err != nil {
+			return err
+		}
+		err := w.array(x, depth)
+		w.open = w.open[:len(w.open)-1]
+		return err
 	case json.Number:
 		return w.number(string(x))
 	case float64:

@@ -113,7 +113,27 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 	for _, p := range all {
 		s.AddTool(p.tool, p.handler.call)
 	}
+	s.AddReceivingMiddleware(hideUnknownToolName)
 	return nil
+}
+
+// unknownToolMessage is what a client learns of a tool name the server
+// does not know.
+const unknownToolMessage = "unknown tool: list the tools and call one of them"
+
+// hideUnknownToolName rewrites the SDK's answer to an unknown tool, which
+// quotes the name the client sent, into one that quotes nothing: a name is
+// submitted text, and a refusal never echoes submitted text. The code
+// stays JSON-RPC -32602.
+func hideUnknownToolName(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		var je *jsonrpc.Error
+		if method == "tools/call" && errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams && strings.HasPrefix(je.Message, "unknown tool") {
+			return res, &jsonrpc.Error{Code: je.Code, Message: unknownToolMessage, Data: je.Data}
+		}
+		return res, err
+	}
 }
 
 // sdkTool converts an exported tool to the SDK's type. The input schema

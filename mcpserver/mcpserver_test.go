@@ -315,13 +315,14 @@ func TestInvalidJSONText(t *testing.T) {
 
 func TestUnknownAndHiddenTool(t *testing.T) {
 	forEachVersion(t, func(t *testing.T, f *fixture) {
-		for _, name := range []string{"shop-nothing", "shop-audit", "not a tool"} {
+		for _, name := range []string{"shop-nothing", "shop-audit", "not a tool", "shop-" + marker} {
 			t.Run(name, func(t *testing.T) {
 				res, err := call(t, f, name, nil)
 				assert.Nil(t, res)
 				var werr *jsonrpc.Error
 				require.ErrorAs(t, err, &werr)
 				assert.Equal(t, int64(jsonrpc.CodeInvalidParams), werr.Code)
+				assert.NotContains(t, werr.Message, name, "the submitted name is not echoed")
 			})
 		}
 		for _, e := range f.runEntries() {

@@ -77,7 +77,9 @@ type Options[C any] struct {
 //
 // The tool list is what reg holds when AddTools runs: an action
 // registered later is not added. A tool already on s under the same name
-// is replaced (Server.AddTool).
+// is replaced (Server.AddTool). AddTools also installs a receiving
+// middleware on s that answers a call of an unknown tool with -32602 and a
+// message that does not quote the name sent (the SDK's own quotes it).
 //
 // Errors, before any tool is added: a tool name that reg cannot export
 // (longer than [actions.MaxToolNameLength]; the *actions.Refusal is

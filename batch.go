@@ -483,6 +483,22 @@ func plainJSON(v any, depth int) bool {
 	return false
 }
 
+// placeholderMessage says what limit a placeholder passed, without the
+// placeholder itself.
+func placeholderMessage(pe *placeholder.Error) string {
+	switch pe.Kind {
+	case placeholder.TooLong:
+		return fmt.Sprintf("a placeholder is longer than %d bytes", pe.Limit)
+	case placeholder.TooMany:
+		return fmt.Sprintf("more than %d placeholders in one step", pe.Limit)
+	case placeholder.TooDeep:
+		return fmt.Sprintf("a value would nest the parameters deeper than %d levels", pe.Limit)
+	case placeholder.TooLarge:
+		return fmt.Sprintf("the placeholders' values would make the parameters larger than %d bytes", pe.Limit)
+	}
+	return "the placeholders cannot be read"
+}
+
 // withIssue turns a fault found in a step's with (by copyParamsValue or the
 // placeholder package) into an issue at its pointer in the batch.
 func withIssue(at string, err error) Issue {
@@ -492,16 +508,7 @@ func withIssue(at string, err error) Issue {
 	switch {
 	case errors.As(err, &pe):
 		is.Path += pe.Pointer
-		switch pe.Kind {
-		case placeholder.TooLong:
-			is.Message = fmt.Sprintf("a placeholder is longer than %d bytes", pe.Limit)
-		case placeholder.TooMany:
-			is.Message = fmt.Sprintf("more than %d placeholders in one step", pe.Limit)
-		case placeholder.TooDeep:
-			is.Message = fmt.Sprintf("nested deeper than %d levels", pe.Limit)
-		default:
-			is.Message = "the placeholders cannot be read"
-		}
+		is.Message = placeholderMessage(pe)
 	case errors.As(err, &r) && len(r.Issues) > 0:
 		is.Path += r.Issues[0].Path
 		is.Message = r.Issues[0].Message
@@ -729,18 +736,11 @@ func substituteRefusal(at, keyword string, err error) error {
 	case placeholder.UnknownReference:
 		is.Message = "no earlier step is named " + pe.Name
 		return refusef(CodeUnknownReference, "a placeholder names a result that no earlier step sets", is)
-	case placeholder.TooDeep:
-		is.Message = fmt.Sprintf("a placeholder's value would nest the parameters deeper than %d levels", pe.Limit)
-	case placeholder.TooLarge:
-		is.Message = fmt.Sprintf("the placeholders' values would make the parameters larger than %d bytes", pe.Limit)
-	case placeholder.TooLong:
-		is.Message = fmt.Sprintf("a placeholder is longer than %d bytes", pe.Limit)
-	case placeholder.TooMany:
-		is.Message = fmt.Sprintf("more than %d placeholders in one step", pe.Limit)
-	default:
+	case placeholder.Text:
 		r := refusef(CodeInternal, "a placeholder's value has no text")
 		r.cause = err
 		return r
 	}
+	is.Message = placeholderMessage(pe)
 	return refusef(CodeInvalidScriptStep, "a step cannot be prepared", is)
 }

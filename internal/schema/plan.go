@@ -78,10 +78,12 @@ func Build(root *jsonschema.Schema, r *Report) (*Plan, error) {
 	b := &builder{nodes: map[*jsonschema.Schema]*node{}, refs: refs}
 	p := &Plan{root: b.node(root), maxHops: len(b.nodes) + 1}
 	// A node leads somewhere when one of its children does; $ref cycles
-	// make this a fixpoint.
+	// make this a fixpoint. b.order lists parents before their children,
+	// so walking it backwards settles all but cycles in one pass.
 	for changed := true; changed; {
 		changed = false
-		for _, n := range b.order {
+		for i := len(b.order) - 1; i >= 0; i-- {
+			n := b.order[i]
 			f, r := n.leads()
 			if f != n.fills || r != n.refs {
 				n.fills, n.refs, changed = f, r, true

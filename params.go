@@ -135,17 +135,11 @@ func (refuseLoader) Load(string) (any, error) {
 
 // schemaDocument turns the accepted forms of a schema into JSON's Go types.
 func schemaDocument(s any, limits Limits) (map[string]any, error) {
-	var text []byte
-	switch s := s.(type) {
-	case nil:
+	if s == nil {
 		return noParameters(), nil
-	case json.RawMessage:
-		text = s
-	case []byte:
-		text = s
-	case string:
-		text = []byte(s)
-	default:
+	}
+	text, ok := textOf(s)
+	if !ok {
 		b, err := marshalSafely(s)
 		if err != nil {
 			return nil, schemaRefusal("", "the schema cannot be written as JSON", err)
@@ -326,22 +320,13 @@ func (ps *ParameterSchema) validate(v any) (err error) {
 
 // copyParams returns a fresh copy of params in JSON's Go types.
 func (ps *ParameterSchema) copyParams(params any) (any, error) {
-	var text []byte
-	switch p := params.(type) {
-	case nil:
+	if params == nil {
 		return map[string]any{}, nil
-	case map[string]any:
-		return copyParamsValue(p, ps.limits.MaxParamDepth)
-	case json.RawMessage:
-		text = p
-	case []byte:
-		text = p
-	case string:
-		text = []byte(p)
-	default:
-		return copyParamsValue(p, ps.limits.MaxParamDepth)
 	}
-
+	text, ok := textOf(params)
+	if !ok {
+		return copyParamsValue(params, ps.limits.MaxParamDepth)
+	}
 	if len(text) > ps.limits.MaxParamBytes {
 		return nil, jsonRefusal("", fmt.Sprintf("the parameters are larger than %d bytes", ps.limits.MaxParamBytes))
 	}
@@ -356,21 +341,25 @@ func (ps *ParameterSchema) copyParams(params any) (any, error) {
 	return v, nil
 }
 
+// textOf returns v's JSON text when v is given as text: json.RawMessage,
+// []byte or string, the forms a schema and parameters may take.
+func textOf(v any) ([]byte, bool) {
+	switch t := v.(type) {
+	case json.RawMessage:
+		return t, true
+	case []byte:
+		return t, true
+	case string:
+		return []byte(t), true
+	}
+	return nil, false
+}
+
 // nullText reports whether params is JSON text holding only null, which
 // stands for no parameters as nil does.
 func nullText(params any) bool {
-	var text []byte
-	switch p := params.(type) {
-	case json.RawMessage:
-		text = p
-	case []byte:
-		text = p
-	case string:
-		text = []byte(p)
-	default:
-		return false
-	}
-	return string(bytes.TrimSpace(text)) == "null"
+	text, ok := textOf(params)
+	return ok && string(bytes.TrimSpace(text)) == "null"
 }
 
 func decodeMessage(r ijson.Reason, depth int) string {

@@ -318,20 +318,11 @@ func (f *frame[C]) nested(ctx context.Context, id string, params any) (any, RunE
 // the entry of a call refused before its check passed: "null" when they
 // are not JSON at all.
 func (r *Registry[C]) givenParameters(params any) string {
-	if nullText(params) {
+	if m, isMap := params.(map[string]any); params == nil || (isMap && m == nil) || nullText(params) {
 		return "{}"
 	}
-	switch p := params.(type) {
-	case nil:
-		return "{}"
-	case map[string]any:
-		if p == nil {
-			return "{}"
-		}
-	case []byte:
-		params = json.RawMessage(p)
-	case string:
-		params = json.RawMessage(p)
+	if text, ok := textOf(params); ok {
+		params = json.RawMessage(text)
 	}
 	text, err := CanonicalJSON(params)
 	if err != nil {

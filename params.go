@@ -108,6 +108,13 @@ func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema,
 	if err != nil {
 		return nil, compileRefusal(err)
 	}
+	if report.References > 0 {
+		if err := schema.Multiplies(sch); err != nil {
+			var se *schema.Error
+			errors.As(err, &se)
+			return nil, schemaRefusal(se.Pointer, se.Reason, nil)
+		}
+	}
 	plan, err := schema.Build(sch, report)
 	if err != nil {
 		var se *schema.Error

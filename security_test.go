@@ -411,45 +411,42 @@ func TestBatchSurvivesAPanickingErrorChain(t *testing.T) {
 	assert.Equal(t, "internal", entries[0].Error)
 }
 
-// TestWalksDoNotMultiply: schemas whose subschemas reach one value by
-// several paths (a recursive anyOf tree, a $ref cycle applying in place,
-// a diamond of $defs) cost the defaults and refs walks work linear in
-// the paths, not exponential. The cases come from an adversarial review;
-// before the walks remembered their visits, each took seconds or hung.
-func TestWalksDoNotMultiply(t *testing.T) {
-	resolve := func(_ context.Context, _, v string) (RefMatches, error) { return RefMatches{ID: &v}, nil }
-	tree, err := CompileParameters(`{"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},"$defs":{"node":{"anyOf":[
-		{"type":"object","properties":{"owner":{"type":"string","ref":"actor"},"child":{"$ref":"#/$defs/node"}}},
-		{"type":"object","properties":{"site":{"type":"string","ref":"site"},"child":{"$ref":"#/$defs/node"}}}]}}}`)
-	require.NoError(t, err)
-	deep := `{"root":` + strings.Repeat(`{"child":`, 40) + `{"owner":"o"}` + strings.Repeat(`}`, 40) + `}`
-	got, err := tree.Check(context.Background(), json.RawMessage(deep), resolve)
-	require.NoError(t, err)
-	assert.NotNil(t, got)
-
-	props := make([]string, 30)
-	for i := range props {
-		props[i] = fmt.Sprintf(`"p%d":{"type":"string"}`, i)
-	}
-	cycle, err := CompileParameters(`{"type":"object","properties":{` + strings.Join(props, ",") + `},
-		"$ref":"#/$defs/d","$defs":{"d":{"allOf":[{"$ref":"#/$defs/d"},{"$ref":"#/$defs/d"}],"properties":{"z":{"default":1}}}}}`)
-	if err == nil {
-		// The engine refuses the in-place cycle when validating; filling
-		// the defaults before that must end at once.
-		_, err = cycle.Check(context.Background(), nil, nil)
-		require.Error(t, err)
-	}
-
+// TestMultiplyingSchemasAreRefused: schemas on which the engine's work
+// for one value doubles with each level of the parameters, or with each
+// link of a chain of $defs, are refused at registration (an adversarial
+// review measured seconds per call for 211-byte parameters).
+func TestMultiplyingSchemasAreRefused(t *testing.T) {
 	var defs []string
 	for i := range 24 {
-		defs = append(defs, fmt.Sprintf(`"d%d":{"anyOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i+1, i+1))
+		defs = append(defs, fmt.Sprintf(`"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i+1, i+1))
 	}
-	defs = append(defs, `"d24":{"type":"object","properties":{"who":{"type":"string","ref":"actor"}}}`)
-	diamond, err := CompileParameters(`{"type":"object","$ref":"#/$defs/d0","$defs":{` + strings.Join(defs, ",") + `}}`)
-	require.NoError(t, err)
-	got, err = diamond.Check(context.Background(), map[string]any{"who": "w"}, resolve)
-	require.NoError(t, err)
-	assert.Equal(t, "w", got["who"])
+	defs = append(defs, `"d24":{"type":"object"}`)
+	for name, s := range map[string]string{
+		"recursive anyOf, both branches recurse on child": `{"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},"$defs":{"node":{"anyOf":[
+			{"type":"object","properties":{"owner":{"type":"string","ref":"actor"},"child":{"$ref":"#/$defs/node"}}},
+			{"type":"object","properties":{"site":{"type":"string","ref":"site"},"child":{"$ref":"#/$defs/node"}}}]}}}`,
+		"allOf of two parts recursing on child": `{"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},"$defs":{
+			"node":{"allOf":[{"$ref":"#/$defs/base"},{"$ref":"#/$defs/ext"}]},
+			"base":{"properties":{"child":{"$ref":"#/$defs/node"}}},
+			"ext":{"properties":{"child":{"$ref":"#/$defs/node"},"x":{"type":"string"}}}}}`,
+		"diamond chain of $defs": `{"type":"object","$ref":"#/$defs/d0","$defs":{` + strings.Join(defs, ",") + `}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := CompileParameters(s)
+			requireRefusal(t, err, CodeConstraintViolation)
+		})
+	}
+	// Ordinary recursion passes: a tree, and an expression whose left and
+	// right members each recurse once.
+	for _, s := range []string{
+		`{"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},"$defs":{"node":{"type":"object",
+			"properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#/$defs/node"}}}}}}`,
+		`{"type":"object","properties":{"e":{"$ref":"#/$defs/expr"}},"$defs":{"expr":{"anyOf":[{"type":"number"},
+			{"type":"object","properties":{"op":{"enum":["+","-"]},"left":{"$ref":"#/$defs/expr"},"right":{"$ref":"#/$defs/expr"}}}]}}}`,
+	} {
+		_, err := CompileParameters(s)
+		require.NoError(t, err)
+	}
 }
 
 // TestBatchPlaceholdersCannotMultiplyMemory repeats a placeholder over a

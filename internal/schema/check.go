@@ -34,6 +34,9 @@ type Report struct {
 	Refs map[string]string
 	// Defaults counts the defaults of the document.
 	Defaults int
+	// References counts its $ref and $dynamicRef keywords: without one, no
+	// subschema is shared, and none can apply twice or recurse.
+	References int
 }
 
 // Check walks a schema document (as decoded by ijson: map[string]any,
@@ -82,6 +85,7 @@ func Check(doc any, base string, maxDepth int, objectRoot bool) (*Report, error)
 			return nil, err
 		}
 	}
+	c.report.References = len(c.refs)
 	return &c.report, nil
 }
 

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -175,4 +176,50 @@ func TestFillBudget(t *testing.T) {
 	assert.True(t, p.Fill(v, 44), "four fills of 11 fit in 44")
 	v = decode(t, `{"l":[{},{},{},{},{}]}`)
 	assert.False(t, p.Fill(v, 44), "a fifth passes the budget")
+}
+
+// TestWalksRememberTheirVisits: the defaults and refs walks stay linear
+// where subschemas reach one value by several paths (Multiplies refuses
+// such schemas at registration; the walks must not depend on it).
+func TestWalksRememberTheirVisits(t *testing.T) {
+	p, _, err := compile(t, `{"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},"$defs":{"node":{"anyOf":[
+		{"type":"object","properties":{"owner":{"type":"string","ref":"actor"},"child":{"$ref":"#/$defs/node"}}},
+		{"type":"object","properties":{"site":{"type":"string","ref":"site"},"child":{"$ref":"#/$defs/node"}}}]}}}`)
+	require.NoError(t, err)
+	v := decode(t, `{"root":`+strings.Repeat(`{"child":`, 40)+`{"owner":"o"}`+strings.Repeat(`}`, 40)+`}`)
+	assert.Len(t, p.Refs(v, nil, 10), 1)
+
+	var defs []string
+	for i := range 24 {
+		defs = append(defs, fmt.Sprintf(`"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i+1, i+1))
+	}
+	defs = append(defs, `"d24":{"type":"object","properties":{"who":{"default":"w"}}}`)
+	p, _, err = compile(t, `{"type":"object","$ref":"#/$defs/d0","$defs":{`+strings.Join(defs, ",")+`}}`)
+	require.NoError(t, err)
+	v = map[string]any{}
+	assert.True(t, p.Fill(v, 0))
+	assert.Equal(t, "w", v.(map[string]any)["who"])
+}
+
+func TestMultiplies(t *testing.T) {
+	for name, c := range map[string]struct {
+		schema string
+		bad    bool
+	}{
+		"flat":               {`{"type":"object","properties":{"a":{"type":"string"}}}`, false},
+		"tree":               {`{"type":"object","properties":{"kids":{"items":{"$ref":"#"}}}}`, false},
+		"self twice":         {`{"type":"object","properties":{"a":{"$ref":"#"}},"allOf":[{"properties":{"a":{"$ref":"#"}}}]}`, true},
+		"two members":        {`{"type":"object","properties":{"a":{"$ref":"#"},"b":{"$ref":"#"}}}`, false},
+		"pattern and member": {`{"type":"object","properties":{"a":{"$ref":"#"}},"patternProperties":{"^z":{"$ref":"#"}}}`, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, sch, err := compile(t, c.schema)
+			require.NoError(t, err)
+			if c.bad {
+				assert.Error(t, Multiplies(sch))
+			} else {
+				assert.NoError(t, Multiplies(sch))
+			}
+		})
+	}
 }

@@ -1,0 +1,228 @@
+package schema
+
+import (
+	"strconv"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Multiplies refuses a schema on which the engine's work for one value
+// grows faster than the schema and the value: a value reached by many
+// in-place paths (a chain of $defs that each apply the next one twice),
+// or a recursion that applies more subschemas to a child than to its
+// parent (node = allOf[base, ext] where base and ext both recurse on the
+// same member), which costs 2^depth. jsonschema v6 evaluates each path
+// separately and cannot be interrupted, so this is refused at
+// registration.
+//
+// The analysis is over the compiled schema graph. A member is a label:
+// a property name, "*" for names no property declares
+// (additionalProperties, unevaluatedProperties), one label per
+// patternProperties pattern, "#i" for prefixItems entry i and "[]" for the
+// other items (items, contains, unevaluatedItems). Within a recursion
+// (a strongly connected set of schemas reached by members), each schema
+// may lead to at most one schema of the recursion per label.
+func Multiplies(root *jsonschema.Schema) error {
+	m := &multiplier{
+		count: map[*jsonschema.Schema]int{},
+		desc:  map[*jsonschema.Schema]map[edge]int{},
+		on:    map[*jsonschema.Schema]bool{},
+	}
+	entries := []*jsonschema.Schema{root}
+	seen := map[*jsonschema.Schema]bool{root: true}
+	adj := map[*jsonschema.Schema]map[edge]int{}
+	for i := 0; i < len(entries); i++ {
+		e := entries[i]
+		if c := m.inPlace(e); c > maxInPlace {
+			return &Error{fragment(e.Location), "subschemas apply to one value by too many paths (more than " + strconv.Itoa(maxInPlace) + ")"}
+		}
+		adj[e] = m.descents(e)
+		for k := range adj[e] {
+			if !seen[k.to] {
+				seen[k.to] = true
+				entries = append(entries, k.to)
+			}
+		}
+	}
+	for _, scc := range components(entries, adj) {
+		in := map[*jsonschema.Schema]bool{}
+		for _, s := range scc {
+			in[s] = true
+		}
+		for _, s := range scc {
+			per := map[string]int{}
+			for k, n := range adj[s] {
+				if in[k.to] {
+					per[k.label] += n
+				}
+			}
+			for label, n := range per {
+				if n > 1 {
+					return &Error{fragment(s.Location), "a recursion applies " + strconv.Itoa(n) + " subschemas to the member " + strconv.Quote(label) + " at each level, so its cost doubles with every level of the parameters"}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// maxInPlace bounds the subschemas applying to one value through in-place
+// keywords, counted by path.
+const maxInPlace = 10000
+
+// edge is a member step: the label of the member and the schema applied to
+// its value.
+type edge struct {
+	label string
+	to    *jsonschema.Schema
+}
+
+type multiplier struct {
+	count map[*jsonschema.Schema]int          // in-place evaluations, by path, saturated
+	desc  map[*jsonschema.Schema]map[edge]int // member steps of the in-place closure, counted by path (at most 2)
+	on    map[*jsonschema.Schema]bool         // on the current in-place path: a cycle the engine refuses itself
+}
+
+// inPlaceChildren lists the subschemas applied to the same value as s.
+func inPlaceChildren(s *jsonschema.Schema) []*jsonschema.Schema {
+	var out []*jsonschema.Schema
+	add := func(c *jsonschema.Schema) {
+		if c != nil {
+			out = append(out, c)
+		}
+	}
+	add(s.Ref)
+	for _, c := range s.AllOf {
+		add(c)
+	}
+	for _, c := range s.AnyOf {
+		add(c)
+	}
+	for _, c := range s.OneOf {
+		add(c)
+	}
+	add(s.Not)
+	add(s.If)
+	add(s.Then)
+	add(s.Else)
+	for _, c := range s.DependentSchemas {
+		add(c)
+	}
+	return out
+}
+
+// inPlace counts, by path, the schemas evaluated for one value when s is.
+func (m *multiplier) inPlace(s *jsonschema.Schema) int {
+	if c, ok := m.count[s]; ok {
+		return c
+	}
+	if m.on[s] {
+		return 0
+	}
+	m.on[s] = true
+	c := 1
+	for _, k := range inPlaceChildren(s) {
+		c += m.inPlace(k)
+		if c > maxInPlace {
+			c = maxInPlace + 1
+			break
+		}
+	}
+	m.on[s] = false
+	m.count[s] = c
+	return c
+}
+
+// descents counts the member steps reachable from s through in-place
+// keywords, by path, saturated at 2.
+func (m *multiplier) descents(s *jsonschema.Schema) map[edge]int {
+	if d, ok := m.desc[s]; ok {
+		return d
+	}
+	if m.on[s] {
+		return nil
+	}
+	m.on[s] = true
+	d := map[edge]int{}
+	add := func(label string, to *jsonschema.Schema, n int) {
+		if to != nil && to.Bool == nil {
+			d[edge{label, to}] = min(d[edge{label, to}]+n, 2)
+		}
+	}
+	for name, c := range s.Properties {
+		add(name, c, 1)
+	}
+	for re, c := range s.PatternProperties {
+		add("~"+re.String(), c, 1)
+	}
+	if c, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+		add("*", c, 1)
+	}
+	add("*", s.UnevaluatedProperties, 1)
+	for i, c := range s.PrefixItems {
+		add("#"+strconv.Itoa(i), c, 1)
+	}
+	add("[]", s.Items2020, 1)
+	add("[]", s.Contains, 1)
+	add("[]", s.UnevaluatedItems, 1)
+	for _, k := range inPlaceChildren(s) {
+		for e, n := range m.descents(k) {
+			add(e.label, e.to, n)
+		}
+	}
+	m.on[s] = false
+	m.desc[s] = d
+	return d
+}
+
+// components returns the strongly connected components of the member
+// graph that hold a cycle (Tarjan's algorithm).
+func components(nodes []*jsonschema.Schema, adj map[*jsonschema.Schema]map[edge]int) [][]*jsonschema.Schema {
+	index := map[*jsonschema.Schema]int{}
+	low := map[*jsonschema.Schema]int{}
+	onStack := map[*jsonschema.Schema]bool{}
+	var stack []*jsonschema.Schema
+	var out [][]*jsonschema.Schema
+	next := 0
+	var visit func(v *jsonschema.Schema)
+	visit = func(v *jsonschema.Schema) {
+		index[v], low[v] = next, next
+		next++
+		stack = append(stack, v)
+		onStack[v] = true
+		self := false
+		for e := range adj[v] {
+			w := e.to
+			if w == v {
+				self = true
+			}
+			if _, seen := index[w]; !seen {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			var scc []*jsonschema.Schema
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				scc = append(scc, w)
+				if w == v {
+					break
+				}
+			}
+			if len(scc) > 1 || self {
+				out = append(out, scc)
+			}
+		}
+	}
+	for _, v := range nodes {
+		if _, seen := index[v]; !seen {
+			visit(v)
+		}
+	}
+	return out
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http"
+	"net/http/httptest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -80,4 +82,51 @@ func ExampleAddTools() {
 	// - /warehouse [required] is required
 	// retry: after-edit
 	// next action: Fix the parameters named in the issues and call again.
+}
+
+// Serving over streamable HTTP: mount the handler, and any MCP client can
+// reach the tools at its URL. Here the SDK's client calls it on loopback.
+func ExampleHTTPHandler() {
+	reg := actions.NewRegistry[*actions.Trace]()
+	_ = reg.Register(actions.Action[*actions.Trace]{
+		Definition: actions.Definition{ID: "clock/ping", Kind: actions.KindRead},
+		Run:        func(context.Context, map[string]any, *actions.Trace) (any, error) { return "pong", nil },
+	})
+	server := mcp.NewServer(&mcp.Implementation{Name: "clock", Version: "v1.0.0"}, nil)
+	if err := mcpserver.AddTools(server, reg, mcpserver.Options[*actions.Trace]{}); err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpserver.HTTPHandler(server, nil))
+	httpServer := httptest.NewServer(mux)
+	defer httpServer.Close()
+
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1.0.0"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: httpServer.URL + "/mcp"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "clock-ping"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	// Output:
+	// "pong"
+}
+
+// Serving over standard input and output, as an MCP client that starts
+// the host as a subprocess expects (see examples/supplychain). Not run:
+// it would read this process's standard input.
+func ExampleServeStdio() {
+	reg := actions.NewRegistry[*actions.Trace]()
+	server := mcp.NewServer(&mcp.Implementation{Name: "host", Version: "v1.0.0"}, nil)
+	if err := mcpserver.AddTools(server, reg, mcpserver.Options[*actions.Trace]{}); err != nil {
+		log.Fatal(err)
+	}
+	if err := mcpserver.ServeStdio(context.Background(), server); err != nil {
+		log.Print(err)
+	}
 }

@@ -1,0 +1,166 @@
+package actions_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/actionreg/actions"
+)
+
+func ExampleCompileParameters() {
+	ps, err := actions.CompileParameters(plantSchema)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	checked, err := ps.Check(context.Background(), `{"species":"rose"}`, nil)
+	fmt.Println(checked, err)
+	_, err = ps.Check(context.Background(), `{"species":"","extra":1}`, nil)
+	fmt.Println(err)
+	_, err = actions.CompileParameters(`{"type":"object","properties":{"a":{"maxlength":3}}}`)
+	fmt.Println(err)
+	// Output:
+	// map[count:1 species:rose] <nil>
+	// invalid_parameters: the parameters break the schema: /extra is not allowed; /species must be at least 1 character long
+	// constraint_violation: invalid parameters schema: /properties/a/maxlength unknown keyword (JSON Schema 2020-12 keywords and ref only)
+}
+
+func ExampleDecodeManifest() {
+	defs, err := actions.DecodeManifest([]byte(`[
+		{"id": "garden/plant", "title": "Plant", "parameters": {"type": "object"}},
+		{"id": "garden/water", "kind": "action", "parameters": "{\"type\":\"object\"}"}
+	]`))
+	fmt.Println(len(defs), defs[0].ID, defs[1].ID, err)
+	_, err = actions.DecodeManifest([]byte(`[{"id": "garden/plant", "kind": "write"}]`))
+	fmt.Println(err)
+	// Output:
+	// 2 garden/plant garden/water <nil>
+	// actions: manifest: definition "garden/plant": kind must be "read" or "action"
+}
+
+func ExampleDecodeBatch() {
+	b, err := actions.DecodeBatch([]byte(`{"commands": [
+		{"call": "garden/plant", "with": {"species": "rose"}, "as": "p"},
+		{"call": "garden/water", "with": {"plant": "${p.key}"}}
+	]}`))
+	fmt.Println(len(b.Commands), err)
+	_, err = actions.DecodeBatch([]byte(`{"commands": [{"call": "garden/plant", "when": "${x}"}]}`))
+	fmt.Println(errors.Is(err, actions.ErrInvalidScriptStep), err)
+	_, err = actions.DecodeBatch([]byte(`{"commands": [{"call": "garden/water", "with": {"plant": "${p.key}"}}]}`))
+	fmt.Println(errors.Is(err, actions.ErrUnknownReference), err)
+	// Output:
+	// 2 <nil>
+	// true invalid_script_step: the batch cannot run as it is: /commands/0/when a condition (when) is run by the engine's script runner; a batch step holds only call, with and as
+	// true unknown_reference: a placeholder names a result that no earlier step sets: /commands/0/with/plant no step of the batch is named p
+}
+
+func ExamplePolicyOf() {
+	for _, c := range []actions.Code{actions.CodeInvalidParameters, actions.CodeUnknownAction, actions.CodeInternal, "out_of_stock"} {
+		p := actions.PolicyOf(c)
+		fmt.Println(c, p.Transport, p.Retry)
+	}
+	// Output:
+	// invalid_parameters tool-result after-edit
+	// unknown_action protocol never
+	// internal protocol after-backoff
+	// out_of_stock tool-result never
+}
+
+func ExampleNewRefusal() {
+	reg := actions.NewRegistry[*actions.Trace]()
+	_ = reg.Register(actions.Action[*actions.Trace]{
+		Definition: actions.Definition{ID: "shop/order"},
+		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
+			r := actions.NewRefusal("out_of_stock", "the item is out of stock")
+			r.Retry = actions.RetryAfterBackoff
+			r.NextAction = "Offer another size."
+			return nil, r
+		},
+	})
+	_, entry, err := reg.Run(context.Background(), "shop/order", nil, nil)
+	var r *actions.Refusal
+	if errors.As(err, &r) {
+		fmt.Println(r.Code, r.Transport, r.Retry, r.NextAction)
+	}
+	fmt.Println(entry.Outcome, entry.Error)
+	// Output:
+	// out_of_stock tool-result after-backoff Offer another size.
+	// refused out_of_stock
+}
+
+func ExampleActionIDOfTool() {
+	id, err := actions.ActionIDOfTool(actions.ToolName("garden/plant"))
+	fmt.Println(id, err)
+	_, err = actions.ActionIDOfTool("plant")
+	fmt.Println(errors.Is(err, actions.ErrUnknownAction))
+	// Output:
+	// garden/plant <nil>
+	// true
+}
+
+func ExampleToAITool() {
+	tool, err := actions.ToAITool(actions.Definition{ID: "garden/purge", Destructive: true, Exposure: actions.ExposureHidden})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := json.Marshal(tool)
+	fmt.Println(string(out))
+	// Output:
+	// {"name":"garden-purge","inputSchema":{"additionalProperties":false,"properties":{},"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":true}}
+}
+
+func ExampleParametersWithLanguages() {
+	in, err := actions.ParametersWithLanguages(actions.Definition{ID: "shop/rename", Parameters: `{"type":"object","properties":{
+		"name":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}}}`}, []string{"en", "fr"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(in["properties"].(map[string]any)["name"].(map[string]any)["description"])
+	// Output:
+	// Localized text in en, fr: a string, or an object from language to string; the source language is en.
+}
+
+func ExampleRegistry_Tools() {
+	reg := actions.NewRegistry[*actions.Trace]()
+	_ = reg.Register(plantAction())
+	tools, err := reg.Tools()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, t := range tools {
+		fmt.Println(t.Name, t.Annotations.ReadOnlyHint, t.Annotations.DestructiveHint, t.InputSchema["required"])
+	}
+	// Output:
+	// garden-plant false false [species]
+}
+
+func ExampleWithLimits() {
+	reg := actions.NewRegistry[*actions.Trace](actions.WithLimits(actions.Limits{MaxParamBytes: 64}))
+	_ = reg.Register(plantAction())
+	_, _, err := reg.Run(context.Background(), "garden/plant", `{"species":"`+string(make([]byte, 100))+`"}`, nil)
+	fmt.Println(err)
+	fmt.Println(reg.Limits().MaxParamBytes, reg.Limits().MaxParamDepth)
+	// Output:
+	// invalid_parameters: the parameters are not I-JSON text: the parameters are larger than 64 bytes
+	// 64 64
+}
+
+func ExampleTrace_Command() {
+	reg := actions.NewRegistry[*actions.Trace]()
+	_ = reg.Register(actions.Action[*actions.Trace]{
+		Definition: actions.Definition{ID: "garden/water"},
+		Run: func(_ context.Context, _ map[string]any, t *actions.Trace) (any, error) {
+			err := t.Command(map[string]any{"op": "update", "at": "${now()}"}, map[string]any{"updated": 1})
+			return nil, err
+		},
+	})
+	_, entry, _ := reg.Run(context.Background(), "garden/water", nil, nil)
+	fmt.Println(string(entry.Steps[0].Command), entry.Steps[0].Result)
+	// Output:
+	// {"at":"${now()}","op":"update"} {"updated":1}
+}

@@ -83,34 +83,6 @@ type multiplier struct {
 	on    map[*jsonschema.Schema]bool         // on the current in-place path: a cycle the engine refuses itself
 }
 
-// inPlaceChildren lists the subschemas applied to the same value as s.
-func inPlaceChildren(s *jsonschema.Schema) []*jsonschema.Schema {
-	var out []*jsonschema.Schema
-	add := func(c *jsonschema.Schema) {
-		if c != nil {
-			out = append(out, c)
-		}
-	}
-	add(s.Ref)
-	for _, c := range s.AllOf {
-		add(c)
-	}
-	for _, c := range s.AnyOf {
-		add(c)
-	}
-	for _, c := range s.OneOf {
-		add(c)
-	}
-	add(s.Not)
-	add(s.If)
-	add(s.Then)
-	add(s.Else)
-	for _, c := range s.DependentSchemas {
-		add(c)
-	}
-	return out
-}
-
 // inPlace counts, by path, the schemas evaluated for one value when s is.
 func (m *multiplier) inPlace(s *jsonschema.Schema) int {
 	if c, ok := m.count[s]; ok {
@@ -121,13 +93,11 @@ func (m *multiplier) inPlace(s *jsonschema.Schema) int {
 	}
 	m.on[s] = true
 	c := 1
-	for _, k := range inPlaceChildren(s) {
-		c += m.inPlace(k)
-		if c > maxInPlace {
-			c = maxInPlace + 1
-			break
+	eachChild(s, func(k child) {
+		if k.sameValue && c <= maxInPlace {
+			c = min(c+m.inPlace(k.s), maxInPlace+1)
 		}
-	}
+	})
 	m.on[s] = false
 	m.count[s] = c
 	return c
@@ -149,27 +119,16 @@ func (m *multiplier) descents(s *jsonschema.Schema) map[edge]int {
 			d[edge{label, to}] = min(d[edge{label, to}]+n, 2)
 		}
 	}
-	for name, c := range s.Properties {
-		add(name, c, 1)
-	}
-	for re, c := range s.PatternProperties {
-		add("~"+re.String(), c, 1)
-	}
-	if c, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
-		add("*", c, 1)
-	}
-	add("*", s.UnevaluatedProperties, 1)
-	for i, c := range s.PrefixItems {
-		add("#"+strconv.Itoa(i), c, 1)
-	}
-	add("[]", s.Items2020, 1)
-	add("[]", s.Contains, 1)
-	add("[]", s.UnevaluatedItems, 1)
-	for _, k := range inPlaceChildren(s) {
-		for e, n := range m.descents(k) {
-			add(e.label, e.to, n)
+	eachChild(s, func(k child) {
+		switch {
+		case k.sameValue:
+			for e, n := range m.descents(k.s) {
+				add(e.label, e.to, n)
+			}
+		case k.member != "": // property names are strings: no recursion
+			add(k.member, k.s, 1)
 		}
-	}
+	})
 	m.on[s] = false
 	m.desc[s] = d
 	return d

@@ -329,45 +329,11 @@ func tried(s *jsonschema.Schema, inTried bool, seen map[triedKey]bool) error {
 		}
 	}
 	var err error
-	visit := func(c *jsonschema.Schema, t bool) {
+	eachChild(s, func(c child) {
 		if err == nil {
-			err = tried(c, inTried || t, seen)
+			err = tried(c.s, inTried || c.tried, seen)
 		}
-	}
-	for _, c := range s.Properties {
-		visit(c, false)
-	}
-	for _, c := range s.PatternProperties {
-		visit(c, false)
-	}
-	if c, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
-		visit(c, false)
-	}
-	for _, c := range s.PrefixItems {
-		visit(c, false)
-	}
-	for _, c := range s.AllOf {
-		visit(c, false)
-	}
-	for _, c := range s.DependentSchemas {
-		visit(c, false)
-	}
-	visit(s.Items2020, false)
-	visit(s.Ref, false)
-	visit(s.Then, false)
-	visit(s.Else, false)
-	for _, c := range s.AnyOf {
-		visit(c, true)
-	}
-	for _, c := range s.OneOf {
-		visit(c, true)
-	}
-	visit(s.Not, true)
-	visit(s.If, true)
-	visit(s.Contains, true)
-	visit(s.PropertyNames, true)
-	visit(s.UnevaluatedProperties, true)
-	visit(s.UnevaluatedItems, true)
+	})
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	googleschema "github.com/google/jsonschema-go/jsonschema"
@@ -232,7 +233,9 @@ func BenchmarkRegister(b *testing.B) {
 	b.Run("jsonschema-v6/compile", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			for range ids {
+			// A host keeps what it compiles, as a registry does.
+			kept := make(map[string]*jsonschema.Schema, len(ids))
+			for _, id := range ids {
 				doc, err := jsonschema.UnmarshalJSON(stringsReader(typicalSchema))
 				if err != nil {
 					b.Fatal(err)
@@ -241,9 +244,11 @@ func BenchmarkRegister(b *testing.B) {
 				if err := c.AddResource("https://x.invalid/s.json", doc); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := c.Compile("https://x.invalid/s.json"); err != nil {
+				sch, err := c.Compile("https://x.invalid/s.json")
+				if err != nil {
 					b.Fatal(err)
 				}
+				kept[id] = sch
 			}
 		}
 	})
@@ -441,3 +446,40 @@ func BenchmarkValidateParallel(b *testing.B) {
 
 // benchTools keeps the floor's output alive, as Tools' caller would.
 var benchTools []Tool
+
+// BenchmarkMachineParallel measures the machine rather than the library:
+// run with -cpu 1,2, it says how far two Ps can scale here at all, for a
+// loop that only computes and for one that allocates small maps (the
+// collector's work on a small heap, as in BenchmarkRunParallel).
+func BenchmarkMachineParallel(b *testing.B) {
+	b.Run("compute", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			x := uint64(1)
+			for pb.Next() {
+				for range 10000 {
+					x = x*6364136223846793005 + 1442695040888963407
+				}
+			}
+			machineSink.Add(x)
+		})
+	})
+	b.Run("allocate", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			n := 0
+			for pb.Next() {
+				m := make(map[string]any, 8)
+				for i := range 8 {
+					m[keys8[i]] = []any{i}
+				}
+				n += len(m)
+			}
+			machineSink.Add(uint64(n))
+		})
+	})
+}
+
+var (
+	machineSink atomic.Uint64
+	keys8       = [8]string{"a", "b", "c", "d", "e", "f", "g", "h"}
+)

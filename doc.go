@@ -15,7 +15,8 @@
 //
 // Declare actions with [Action] or bind a JSON manifest with
 // [Registry.Bind]; check parameters alone with [ValidateParameters]; run
-// call-only scripts with [RunBatch]; serialise with [CanonicalJSON]. Every
+// call-only scripts with [RunBatch]; replay a recorded entry with
+// [Registry.Replay]; serialise with [CanonicalJSON]. Every
 // refusal is a *[Refusal] with a code that errors.Is matches against the
 // sentinels (ErrInvalidParameters, ...), and a published transport and
 // retry policy ([PolicyOf]).

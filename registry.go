@@ -237,7 +237,7 @@ func (r *Registry[C]) Run(ctx context.Context, id string, params any, host *Host
 	if host == nil {
 		host = &Host[C]{}
 	}
-	result, entry, err := r.run(ctx, id, params, host, 0)
+	result, entry, err := r.run(ctx, id, params, host, host.Resolve, 0)
 	if host.OnEntry != nil {
 		if perr := safeCall("host's OnEntry", func() { host.OnEntry(entry) }); perr != nil && err == nil {
 			result, err = nil, perr
@@ -246,9 +246,10 @@ func (r *Registry[C]) Run(ctx context.Context, id string, params any, host *Host
 	return result, entry, err
 }
 
-// run runs one call at nesting depth depth (0 for a top-level call) and
-// never calls OnEntry.
-func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host[C], depth int) (result any, entry RunEntry, err error) {
+// run runs one call at nesting depth depth (0 for a top-level call),
+// resolving its refs with resolve, and never calls OnEntry. Its nested
+// calls resolve with host.Resolve.
+func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host[C], resolve RefResolver, depth int) (result any, entry RunEntry, err error) {
 	entry = RunEntry{Action: id, Steps: []RunStep{}}
 	reg, ok := r.lookup(id)
 	if !ok {
@@ -261,7 +262,7 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 			Issue{Path: "", Keyword: "call", Message: fmt.Sprintf("more than %d nested calls", r.limits.MaxCallDepth)})
 		return nil, entry.refused(err, r.givenParameters(params)), err
 	}
-	checked, err := reg.params.Check(ctx, params, host.Resolve)
+	checked, err := reg.params.Check(ctx, params, resolve)
 	if err != nil {
 		return nil, entry.refused(err, r.givenParameters(params)), err
 	}
@@ -311,7 +312,7 @@ type frame[C any] struct {
 }
 
 func (f *frame[C]) nested(ctx context.Context, id string, params any) (any, RunEntry, error) {
-	return f.r.run(ctx, id, params, f.host, f.depth+1)
+	return f.r.run(ctx, id, params, f.host, f.host.Resolve, f.depth+1)
 }
 
 // givenParameters is the canonical JSON of the parameters as given, for

@@ -10,7 +10,7 @@ out=${OUT:-bench.txt}
 {
   go test -run XXX -benchmem -count "$count" \
     -bench 'BenchmarkValidateParameters|BenchmarkRun$|BenchmarkRunText|BenchmarkCanonicalJSON|BenchmarkMarshal|BenchmarkRunBatch|BenchmarkTools' .
-  go test -run XXX -benchmem -count "$count" -cpu 1,2 -bench 'BenchmarkRunParallel|BenchmarkValidateParallel' .
+  go test -run XXX -benchmem -count "$count" -cpu 1,2 -bench 'BenchmarkRunParallel|BenchmarkValidateParallel|BenchmarkMachineParallel' .
   go test -run XXX -benchmem -count "$(( (count + 4) / 5 ))" -bench 'BenchmarkRegister' .
 } | tee "$out" | grep '^Benchmark' >&2
 go run ./scripts/benchratio < "$out"

@@ -115,6 +115,9 @@ func runJob(ctx context.Context, batchText []byte, w io.Writer) error {
 	if runErr != nil {
 		return fmt.Errorf("batch: %w", runErr)
 	}
+	if err := replayJob(ctx, reg, entries, w); err != nil {
+		return err
+	}
 	tools, err := reg.Tools(actions.WithLanguages(model.Languages()...))
 	if err != nil {
 		return err
@@ -124,6 +127,30 @@ func runJob(ctx context.Context, batchText []byte, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "tools:\n%s\n", text)
+	return nil
+}
+
+// replayJob replays the batch's entries in order on a fresh copy of the
+// model, as a host checks a new release against its log, and prints one
+// line per entry: "same", or where the replay departs from it.
+func replayJob(ctx context.Context, reg *actions.Registry[*Env], entries []actions.RunEntry, w io.Writer) error {
+	fresh, err := LoadModel(modelJSON)
+	if err != nil {
+		return err
+	}
+	host := NewHost(fresh, "batch", nil) // as the batch's caller
+	fmt.Fprintln(w, "replay on a fresh model:")
+	for i, e := range entries {
+		verdict := "same"
+		if _, err := reg.Replay(ctx, e, host); err != nil {
+			var d *actions.Divergence
+			if !errors.As(err, &d) {
+				return fmt.Errorf("replay: %w", err)
+			}
+			verdict = "departs at " + d.Path
+		}
+		fmt.Fprintf(w, "%d %s: %s\n", i, e.Action, verdict)
+	}
 	return nil
 }
 

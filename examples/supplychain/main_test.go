@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -27,22 +28,24 @@ var visibleTools = []string{
 	"supply-delete_actor", "supply-get_actor", "supply-list_actors",
 }
 
-// sections splits the default job's output into its three parts.
-func sections(t *testing.T, out string) (result string, entries []string, tools string) {
+// sections splits the default job's output into its four parts.
+func sections(t *testing.T, out string) (result string, entries, replays []string, tools string) {
 	t.Helper()
 	rest, ok := strings.CutPrefix(out, "result:\n")
 	require.True(t, ok, "output starts with the result:\n%s", out)
 	result, rest, ok = strings.Cut(rest, "\nrun entries:\n")
 	require.True(t, ok, "run entries section")
-	lines, tools, ok := strings.Cut(rest, "tools:\n")
+	lines, rest, ok := strings.Cut(rest, "replay on a fresh model:\n")
+	require.True(t, ok, "replay section")
+	verdicts, tools, ok := strings.Cut(rest, "tools:\n")
 	require.True(t, ok, "tools section")
-	return result, strings.Split(strings.TrimSuffix(lines, "\n"), "\n"), tools
+	return result, strings.Split(strings.TrimSuffix(lines, "\n"), "\n"), strings.Split(strings.TrimSuffix(verdicts, "\n"), "\n"), tools
 }
 
 func TestDefaultJob(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.NoError(t, run(context.Background(), nil, &out, &errOut), errOut.String())
-	result, lines, toolsText := sections(t, out.String())
+	result, lines, replays, toolsText := sections(t, out.String())
 
 	assert.Equal(t, `{"actors":5,"period":"2024","total_co2_t":2248.5}`, result)
 
@@ -71,6 +74,12 @@ func TestDefaultJob(t *testing.T) {
 	assert.Equal(t, "carbon/clear_emissions", del.Steps[0].Call.Action)
 	assert.JSONEq(t, `{"op":"delete","schema":"actor","key":"act_3","by":"batch"}`, string(del.Steps[1].Command))
 
+	// Each entry replays on a fresh model step for step.
+	require.Len(t, replays, len(lines), "one replay verdict per entry")
+	for i, v := range replays {
+		assert.Equal(t, fmt.Sprintf("%d %s: same", i, b.Commands[i].Call), v)
+	}
+
 	var tools []actions.Tool
 	require.NoError(t, json.Unmarshal([]byte(toolsText), &tools))
 	names := make([]string, len(tools))
@@ -97,6 +106,44 @@ func TestBatchFlagAndRefusal(t *testing.T) {
 
 	assert.Error(t, run(context.Background(), []string{"nonsense"}, io.Discard, io.Discard))
 	assert.Error(t, run(context.Background(), []string{"serve", "-nope"}, io.Discard, io.Discard))
+}
+
+// TestReplayDeparts replays the default job's entries on a model that
+// differs from the one they were recorded on: the job says where.
+func TestReplayDeparts(t *testing.T) {
+	model, reg, err := setup()
+	require.NoError(t, err)
+	b, err := actions.DecodeBatch(batchJSON)
+	require.NoError(t, err)
+	_, entries, err := actions.RunBatch(context.Background(), reg, b, NewHost(model, "batch", nil))
+	require.NoError(t, err)
+
+	// Recorded by another caller: every command says "by", and the first
+	// step of each writing call departs.
+	_, other, err := actions.RunBatch(context.Background(), reg, b, NewHost(mustModel(t), "someone", nil))
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, replayJob(context.Background(), reg, other, &out))
+	assert.Equal(t, "replay on a fresh model:\n"+
+		"0 supply/create_actor: departs at /steps/0/command\n"+
+		"1 carbon/record_emissions: departs at /steps/0/command\n"+
+		"2 carbon/record_emissions: departs at /steps/0/command\n"+
+		"3 supply/delete_actor: departs at /steps/1/command\n"+
+		"4 supply/list_actors: same\n"+
+		"5 carbon/total_emissions: same\n", out.String())
+
+	// Out of order, the second entry finds no actor under the key the
+	// first one created: the body refuses before the command it recorded.
+	out.Reset()
+	require.NoError(t, replayJob(context.Background(), reg, entries[1:2], &out))
+	assert.Equal(t, "replay on a fresh model:\n0 carbon/record_emissions: departs at /steps/0\n", out.String())
+}
+
+func mustModel(t *testing.T) *Model {
+	t.Helper()
+	m, err := LoadModel(modelJSON)
+	require.NoError(t, err)
+	return m
 }
 
 // connectInMemory serves a fresh example over in-memory transports.

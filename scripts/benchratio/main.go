@@ -86,6 +86,8 @@ func main() {
 		{name: "batch per call 10000/10", num: "BenchmarkRunBatch/calls=10000", den: "BenchmarkRunBatch/calls=10", unit: "ns/call", limit: 1.2},
 		{name: "parallel throughput cpu2/cpu1", num: "BenchmarkRunParallel", numP: "1", den: "BenchmarkRunParallel", denP: "2", unit: "ns/op", limit: 1.8, atLeast: true},
 		{name: "engine parallel throughput cpu2/cpu1 (context, no limit)", num: "BenchmarkValidateParallel", numP: "1", den: "BenchmarkValidateParallel", denP: "2", unit: "ns/op", limit: 0, atLeast: true},
+		{name: "machine compute cpu2/cpu1 (context, no limit)", num: "BenchmarkMachineParallel/compute", numP: "1", den: "BenchmarkMachineParallel/compute", denP: "2", unit: "ns/op", limit: 0, atLeast: true},
+		{name: "machine allocate cpu2/cpu1 (context, no limit)", num: "BenchmarkMachineParallel/allocate", numP: "1", den: "BenchmarkMachineParallel/allocate", denP: "2", unit: "ns/op", limit: 0, atLeast: true},
 		{name: "register/compile 1000", num: "BenchmarkRegister/actions", den: "BenchmarkRegister/jsonschema-v6/compile", unit: "ns/op", limit: 1.2},
 		{name: "tools allocs/output 1000", num: "BenchmarkTools/actions", den: "BenchmarkTools/output", unit: "B/op", limit: 1.05},
 	}

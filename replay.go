@@ -1,0 +1,173 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+)
+
+// Divergence is the first place where a replayed call departs from the
+// entry it replays. Replay returns it as its error.
+type Divergence struct {
+	// Path is the JSON Pointer (RFC 6901), into the entry's JSON form, of
+	// the first member that differs, in the order the members are written:
+	// "/action", "/parameters", "/steps/2/command", "/steps/2/result",
+	// "/steps/0/call/outcome" (inside a nested call's entry), "/outcome",
+	// "/error", "/result"; or "/steps/3" for a step that one side lacks or
+	// that is a command on one side and a call on the other.
+	Path string
+	// Want is what the recorded entry holds at Path, Got what the replay
+	// gave: the canonical JSON text of parameters, results and commands;
+	// the plain text of action, outcome and error; the canonical JSON of
+	// the whole step at a step's path. Empty when that side has nothing
+	// there. These are the host's own values; the error message never
+	// includes them.
+	Want, Got string
+	// err is the error the replayed call returned, if any.
+	err error
+}
+
+// Error names the path only: the values may carry personal data.
+func (d *Divergence) Error() string {
+	return "actions: the replay departs from its entry at " + d.Path
+}
+
+// Unwrap returns the error the replayed call returned (nil when it was
+// done), so that, for instance, errors.Is(err, ErrUnknownAction) tells
+// that the entry's action is no longer registered.
+func (d *Divergence) Unwrap() error { return d.err }
+
+// Replay runs again the call that entry records, on the same action and
+// the entry's parameters, and compares the new run with entry step by step
+// in canonical JSON (RFC 8785): the parameters after the check, each
+// command and its result, each nested call's entry at any depth, the
+// outcome, the error code and the result. Recorded texts are compared in
+// canonical form, so an entry read back from a log with other white space
+// or member order still matches.
+//
+// The call goes through the registry as [Registry.Run] makes it: the
+// parameters are checked against the schema registered now, and the body
+// runs for real with the context host.Context builds, so a host replays
+// against a store it can roll back, or one that serves the recorded
+// results. The recorded parameters of a call whose check passed hold refs
+// already resolved to keys: they are not resolved again. Those of a call
+// the check refused (invalid_parameters, no steps) are as given, and go
+// through host.Resolve again; so do the parameters of every nested call
+// the body makes. host.OnEntry is not called: a replay is not a new call
+// of the log. host may be nil.
+//
+// It returns the replayed entry, and an error:
+//   - nil when the replay matches entry, whether the call was done or
+//     refused the same way both times;
+//   - *Divergence at the first member that differs; its Unwrap gives the
+//     replayed call's own error, if any;
+//   - ctx.Err() when ctx was done by the end of the replay, since a
+//     cancelled run says nothing about the entry.
+func (r *Registry[C]) Replay(ctx context.Context, entry RunEntry, host *Host[C]) (RunEntry, error) {
+	h := Host[C]{}
+	if host != nil {
+		h = *host
+	}
+	h.OnEntry = nil
+	// Parameters that passed the check were recorded with their refs
+	// resolved to keys, which are not resolved again. Those of a call the
+	// check refused were recorded as given, and are.
+	var resolve RefResolver
+	if entry.Outcome == OutcomeRefused && entry.Error == string(CodeInvalidParameters) && len(entry.Steps) == 0 {
+		resolve = h.Resolve
+	}
+	params := json.RawMessage(entry.Parameters)
+	if entry.Parameters == "null" {
+		// Recorded for parameters that had no JSON form (Run reads the
+		// JSON text null as no parameters): they replay as text that has
+		// none either, refused as they were.
+		params = json.RawMessage("\x00")
+	}
+	_, got, err := r.run(ctx, entry.Action, params, &h, resolve, 0)
+	if cerr := ctx.Err(); cerr != nil {
+		return got, cerr
+	}
+	if d := diverge("", entry, got); d != nil {
+		d.err = err
+		return got, d
+	}
+	return got, nil
+}
+
+// diverge compares the recorded entry want with the replayed entry got,
+// members in the order they are written; at is the pointer of the entry.
+func diverge(at string, want, got RunEntry) *Divergence {
+	if want.Action != got.Action {
+		return &Divergence{Path: at + "/action", Want: want.Action, Got: got.Action}
+	}
+	if d := divergeText(at+"/parameters", want.Parameters, got.Parameters); d != nil {
+		return d
+	}
+	for i := 0; i < max(len(want.Steps), len(got.Steps)); i++ {
+		if d := divergeStep(at+"/steps/"+strconv.Itoa(i), want.Steps, got.Steps, i); d != nil {
+			return d
+		}
+	}
+	if want.Outcome != got.Outcome {
+		return &Divergence{Path: at + "/outcome", Want: string(want.Outcome), Got: string(got.Outcome)}
+	}
+	if want.Error != got.Error {
+		return &Divergence{Path: at + "/error", Want: want.Error, Got: got.Error}
+	}
+	return divergeText(at+"/result", want.Result, got.Result)
+}
+
+// divergeStep compares step i of both sides.
+func divergeStep(at string, want, got []RunStep, i int) *Divergence {
+	var w, g *RunStep
+	if i < len(want) {
+		w = &want[i]
+	}
+	if i < len(got) {
+		g = &got[i]
+	}
+	switch {
+	case w != nil && g != nil && w.Call != nil && g.Call != nil:
+		return diverge(at+"/call", *w.Call, *g.Call)
+	case w != nil && g != nil && w.Call == nil && g.Call == nil:
+		if d := divergeText(at+"/command", string(w.Command), string(g.Command)); d != nil {
+			return d
+		}
+		return divergeText(at+"/result", w.Result, g.Result)
+	}
+	return &Divergence{Path: at, Want: stepText(w), Got: stepText(g)}
+}
+
+// divergeText compares two JSON texts in canonical form; the replayed one
+// is canonical already.
+func divergeText(at, want, got string) *Divergence {
+	if want == got || canonicalForm(want) == got {
+		return nil
+	}
+	return &Divergence{Path: at, Want: want, Got: got}
+}
+
+// canonicalForm is the canonical JSON of text, or text itself when it is
+// not JSON (it then differs from any replayed text).
+func canonicalForm(text string) string {
+	if text == "" {
+		return ""
+	}
+	c, err := canonicalText(json.RawMessage(text))
+	if err != nil {
+		return text
+	}
+	return c
+}
+
+// stepText is a step's canonical JSON, or "" for none.
+func stepText(s *RunStep) string {
+	if s == nil {
+		return ""
+	}
+	text, err := canonicalText(s)
+	if err != nil {
+		return ""
+	}
+	return text
+}

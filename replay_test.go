@@ -1,0 +1,244 @@
+package actions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The format of testdata/replays/*.json is described in
+// testdata/replays/README.md.
+
+type replayScenario struct {
+	Description   string          `json:"description"`
+	Host          *runHost        `json:"host"`
+	Actions       []runAction     `json:"actions"`
+	Call          *runCall        `json:"call"`
+	Entry         json.RawMessage `json:"entry"`
+	ReplayHost    *runHost        `json:"replay_host"`
+	ReplayActions []runAction     `json:"replay_actions"`
+	Expect        replayExpect    `json:"expect"`
+}
+
+type replayExpect struct {
+	Divergence  *replayDivergence `json:"divergence"`
+	UnwrapsCode Code              `json:"unwraps_code"`
+	Entry       json.RawMessage   `json:"entry"`
+	BodyRuns    map[string]int64  `json:"body_runs"`
+}
+
+type replayDivergence struct {
+	Path string `json:"path"`
+	Want string `json:"want"`
+	Got  string `json:"got"`
+}
+
+func TestReplayFixtures(t *testing.T) {
+	names, err := filepath.Glob(filepath.Join("testdata", "replays", "*.json"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(names), 20, "fixtures in testdata/replays")
+	sort.Strings(names)
+	for _, n := range names {
+		t.Run(strings.TrimSuffix(filepath.Base(n), ".json"), func(t *testing.T) {
+			b, err := os.ReadFile(n)
+			require.NoError(t, err)
+			var f replayScenario
+			require.NoError(t, runStrictDecode(b, &f))
+			require.NotEmpty(t, f.Description, "a fixture says what it shows")
+			require.NotNil(t, f.Expect.Entry, "every fixture expects the replayed entry")
+			checkReplay(t, f)
+		})
+	}
+}
+
+// replayRegistry registers a fixture's actions with script bodies.
+func replayRegistry(t *testing.T, s *runScripts, actions []runAction) *Registry[*Trace] {
+	reg := NewRegistry[*Trace]()
+	for _, a := range actions {
+		require.NoError(t, reg.Register(Action[*Trace]{Definition: a.Definition, Run: s.body(t, a.Definition.ID, a.Script)}))
+	}
+	return reg
+}
+
+func checkReplay(t *testing.T, f replayScenario) {
+	ctx := context.Background()
+	var onEntry atomic.Int64
+	host := &Host[*Trace]{OnEntry: func(RunEntry) { onEntry.Add(1) }}
+	if f.Host != nil {
+		host.Resolve = fixtureResolver(f.Host.Instances)
+	}
+	recording := &runScripts{runs: map[string]*atomic.Int64{}}
+	reg := replayRegistry(t, recording, f.Actions)
+
+	// The recorded entry: a call made now and written to a log, or one
+	// given as it was read from a log; either way it is read back from
+	// its JSON form, as a host replays its log.
+	var line []byte
+	if f.Call != nil {
+		require.Nil(t, f.Entry, "call and entry exclude each other")
+		var params any
+		if f.Call.Params != nil {
+			params = runExact(t, f.Call.Params)
+		}
+		_, entry, _ := reg.Run(ctx, f.Call.ID, params, host)
+		var log bytes.Buffer
+		w := NewEntryWriter(&log)
+		w.Record(entry)
+		require.NoError(t, w.Err())
+		line = log.Bytes()
+	} else {
+		require.NotNil(t, f.Entry, "a fixture makes a call or gives an entry")
+		line = f.Entry
+	}
+	var recorded RunEntry
+	require.NoError(t, json.Unmarshal(line, &recorded))
+	before := onEntry.Load()
+
+	replaying := &runScripts{runs: map[string]*atomic.Int64{}}
+	rreg := reg
+	if f.ReplayActions != nil {
+		rreg = replayRegistry(t, replaying, f.ReplayActions)
+	} else {
+		replaying = recording
+		for _, n := range recording.runs {
+			n.Store(0)
+		}
+	}
+	rhost := host
+	if f.ReplayHost != nil {
+		rhost = &Host[*Trace]{OnEntry: host.OnEntry, Resolve: fixtureResolver(f.ReplayHost.Instances)}
+	}
+
+	got, err := rreg.Replay(ctx, recorded, rhost)
+
+	assert.Equal(t, before, onEntry.Load(), "a replay does not call OnEntry")
+	text, cerr := CanonicalJSON(got)
+	require.NoError(t, cerr)
+	assert.Equal(t, runCanonical(t, f.Expect.Entry), string(text), "replayed entry")
+	checkRunEntryShape(t, got)
+
+	if f.Expect.Divergence == nil {
+		require.NoError(t, err)
+		require.Empty(t, f.Expect.UnwrapsCode, "a match unwraps nothing")
+	} else {
+		var d *Divergence
+		require.ErrorAs(t, err, &d)
+		assert.Equal(t, *f.Expect.Divergence, replayDivergence{d.Path, d.Want, d.Got})
+		assert.Equal(t, "actions: the replay departs from its entry at "+d.Path, err.Error(),
+			"the message names the path and no value")
+		if f.Expect.UnwrapsCode == "" {
+			assert.NoError(t, errors.Unwrap(err), "a replay that was done unwraps nothing")
+		} else {
+			var r *Refusal
+			require.ErrorAs(t, errors.Unwrap(err), &r)
+			assert.Equal(t, f.Expect.UnwrapsCode, r.Code)
+		}
+	}
+	for id, n := range f.Expect.BodyRuns {
+		counter, ok := replaying.runs[id]
+		require.True(t, ok, "body_runs names %s, which the replay does not register", id)
+		assert.Equal(t, n, counter.Load(), "replay runs of the body of %s", id)
+	}
+}
+
+// TestReplayEveryRunFixture replays the entry of every call of
+// testdata/runs on the registry that made it: whatever the call did, done
+// or refused, nested or not, the replay matches it.
+func TestReplayEveryRunFixture(t *testing.T) {
+	fixtures := loadRunScenarios(t)
+	names := make([]string, 0, len(fixtures))
+	for n := range fixtures {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	replayed := 0
+	for _, name := range names {
+		f := fixtures[name]
+		if f.Call.CancelBefore || f.Call.CancelDuring || f.Limits != nil {
+			continue // a cancelled call is not replayable; limits have their own tests
+		}
+		t.Run(name, func(t *testing.T) {
+			s := &runScripts{runs: map[string]*atomic.Int64{}, waiting: make(chan struct{}, 1)}
+			reg := replayRegistry(t, s, f.Actions)
+			host := &Host[*Trace]{}
+			if f.Host != nil {
+				host.Resolve = fixtureResolver(f.Host.Instances)
+			}
+			for _, c := range append([]runCall{f.Call}, thenCalls(f.Then)...) {
+				var params any
+				switch {
+				case c.ParamsText != nil:
+					params = []byte(*c.ParamsText)
+				case c.Params != nil:
+					params = runExact(t, c.Params)
+				}
+				_, entry, _ := reg.Run(context.Background(), c.ID, params, host)
+				got, err := reg.Replay(context.Background(), entry, host)
+				require.NoError(t, err, "replay of %s", c.ID)
+				want, _ := CanonicalJSON(entry)
+				again, _ := CanonicalJSON(got)
+				assert.Equal(t, string(want), string(again))
+			}
+		})
+		replayed++
+	}
+	assert.GreaterOrEqual(t, replayed, 35, "run fixtures replayed")
+}
+
+func thenCalls(then []runFollowUp) []runCall {
+	out := make([]runCall, len(then))
+	for i, f := range then {
+		out[i] = f.Call
+	}
+	return out
+}
+
+func TestReplayCancelled(t *testing.T) {
+	reg := NewRegistry[*Trace]()
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/ping"},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) { return "pong", nil }}))
+	_, entry, err := reg.Run(context.Background(), "garden/ping", nil, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = reg.Replay(ctx, entry, nil)
+	assert.ErrorIs(t, err, context.Canceled, "a cancelled replay says nothing about the entry")
+	var d *Divergence
+	assert.False(t, errors.As(err, &d))
+}
+
+// TestReplayBatchEntries replays each entry a batch recorded: each is a
+// top-level call with its placeholders already substituted.
+func TestReplayBatchEntries(t *testing.T) {
+	reg := NewRegistry[*Trace]()
+	require.NoError(t, reg.Register(Action[*Trace]{
+		Definition: Definition{ID: "garden/plant", Parameters: `{"type":"object","properties":{"species":{"type":"string"}},"required":["species"]}`},
+		Run: func(_ context.Context, p map[string]any, tr *Trace) (any, error) {
+			if err := tr.Command(map[string]any{"op": "create", "species": p["species"]}, map[string]any{"key": "k-" + p["species"].(string)}); err != nil {
+				return nil, err
+			}
+			return map[string]any{"key": "k-" + p["species"].(string)}, nil
+		}}))
+	batch, err := DecodeBatch([]byte(`{"commands":[
+		{"call":"garden/plant","with":{"species":"rose"},"as":"a"},
+		{"call":"garden/plant","with":{"species":"${a.key}"}}]}`))
+	require.NoError(t, err)
+	_, entries, err := RunBatch(context.Background(), reg, batch, nil)
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	assert.Equal(t, `{"species":"k-rose"}`, entries[1].Parameters, "the placeholder was substituted before the entry")
+	for i, e := range entries {
+		_, err := reg.Replay(context.Background(), e, nil)
+		assert.NoError(t, err, "entry %d", i)
+	}
+}

@@ -127,3 +127,85 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReplay replays arbitrary entries, as a host reads them from a log
+// it cannot vouch for, on a registry with nested calls and refs. Replay
+// never panics and gives nil or a *Divergence; and the entry a replay
+// gives replays without a divergence (a replay records what the code does
+// now).
+func FuzzReplay(f *testing.F) {
+	files, _ := filepath.Glob("testdata/replays/*.json")
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var s struct {
+			Entry  json.RawMessage `json:"entry"`
+			Expect struct {
+				Entry json.RawMessage `json:"entry"`
+			} `json:"expect"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			f.Fatal(err)
+		}
+		for _, e := range []json.RawMessage{s.Entry, s.Expect.Entry} {
+			if e != nil {
+				f.Add([]byte(e))
+			}
+		}
+	}
+	reg := NewRegistry[*Trace]()
+	plant := `{"type":"object","properties":{"species":{"type":"string","minLength":1},"count":{"type":"integer","minimum":1,"default":1}},"required":["species"],"additionalProperties":false}`
+	water := `{"type":"object","properties":{"plant":{"type":"string","ref":"plant"},"litres":{"type":"integer","default":2}},"required":["plant"]}`
+	for _, a := range []Action[*Trace]{
+		{Definition: Definition{ID: "garden/plant", Parameters: plant}, Run: func(_ context.Context, p map[string]any, t *Trace) (any, error) {
+			if err := t.Command(map[string]any{"op": "create", "args": p}, map[string]any{"key": "p1"}); err != nil {
+				return nil, err
+			}
+			return map[string]any{"planted": p}, nil
+		}},
+		{Definition: Definition{ID: "garden/water", Parameters: water}, Run: func(ctx context.Context, p map[string]any, t *Trace) (any, error) {
+			if p["plant"] == "k-rose" {
+				return nil, NewRefusal("thirsty", "a rose again")
+			}
+			return t.Call(ctx, "garden/plant", map[string]any{"species": p["plant"]})
+		}},
+		{Definition: Definition{ID: "garden/bed"}, Run: func(ctx context.Context, _ map[string]any, t *Trace) (any, error) {
+			first, err := t.Call(ctx, "garden/water", map[string]any{"plant": "Tulip"})
+			if err != nil {
+				return nil, err
+			}
+			_, err = t.Call(ctx, "garden/water", map[string]any{"plant": "Rose"})
+			return first, err
+		}},
+	} {
+		if err := reg.Register(a); err != nil {
+			f.Fatal(err)
+		}
+	}
+	resolve := func(_ context.Context, _, v string) (RefMatches, error) {
+		switch v {
+		case "Rose":
+			return RefMatches{Names: []string{"k-rose"}}, nil
+		case "Tulip":
+			return RefMatches{Names: []string{"k-tulip"}}, nil
+		}
+		return RefMatches{}, nil
+	}
+	host := &Host[*Trace]{Resolve: resolve}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		var e RunEntry
+		if json.Unmarshal(text, &e) != nil {
+			return
+		}
+		got, err := reg.Replay(context.Background(), e, host)
+		var d *Divergence
+		if err != nil && !errors.As(err, &d) {
+			t.Fatalf("Replay returned %T: %v", err, err)
+		}
+		if again, err := reg.Replay(context.Background(), got, host); err != nil {
+			t.Fatalf("the replayed entry does not replay: %v (%+v)\n%+v", err, d, again)
+		}
+	})
+}

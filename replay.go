@@ -11,17 +11,19 @@ import (
 type Divergence struct {
 	// Path is the JSON Pointer (RFC 6901), into the entry's JSON form, of
 	// the first member that differs, in the order the members are written:
-	// "/action", "/parameters", "/steps/2/command", "/steps/2/result",
-	// "/steps/0/call/outcome" (inside a nested call's entry), "/outcome",
-	// "/error", "/result"; or "/steps/3" for a step that one side lacks or
-	// that is a command on one side and a call on the other.
+	// "/parameters", "/steps/2/command", "/steps/2/result", "/outcome",
+	// "/error", "/result"; the same inside a nested call's entry, where
+	// the action called may differ too ("/steps/0/call/action",
+	// "/steps/0/call/outcome"); or "/steps/3" for a step that one side
+	// lacks or that is a command on one side and a call on the other.
 	Path string
-	// Want is what the recorded entry holds at Path, Got what the replay
-	// gave: the canonical JSON text of parameters, results and commands;
-	// the plain text of action, outcome and error; the canonical JSON of
-	// the whole step at a step's path. Empty when that side has nothing
-	// there. These are the host's own values; the error message never
-	// includes them.
+	// Want is what the recorded entry holds at Path, as it holds it (a
+	// text read from a log may not be canonical); Got is what the replay
+	// gave, canonical: JSON text for parameters, results and commands,
+	// plain text for action, outcome and error, and the whole step's
+	// canonical JSON at a step's path (the recorded step's too). Empty
+	// when that side has nothing there. These are the host's own values;
+	// the error message never includes them.
 	Want, Got string
 	// err is the error the replayed call returned, if any.
 	err error

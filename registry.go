@@ -317,19 +317,23 @@ func (f *frame[C]) nested(ctx context.Context, id string, params any) (any, RunE
 
 // givenParameters is the canonical JSON of the parameters as given, for
 // the entry of a call refused before its check passed: "null" when they
-// are not JSON at all.
+// are not JSON at all, or larger than MaxParamBytes (an entry holds no
+// more than a call may bring).
 func (r *Registry[C]) givenParameters(params any) string {
 	if m, isMap := params.(map[string]any); params == nil || (isMap && m == nil) || nullText(params) {
 		return "{}"
 	}
 	if text, ok := textOf(params); ok {
+		if len(text) > r.limits.MaxParamBytes {
+			return "null"
+		}
 		params = json.RawMessage(text)
 	}
-	text, err := CanonicalJSON(params)
-	if err != nil {
+	text, err := canonicalText(params)
+	if err != nil || len(text) > r.limits.MaxParamBytes {
 		return "null"
 	}
-	return string(text)
+	return text
 }
 
 // canonicalString writes a value for an entry; a value without canonical

@@ -47,6 +47,26 @@ type runAction struct {
 
 type runHost struct {
 	Instances map[string][]refFixture `json:"instances"`
+	// KeysResolve makes the resolver give an instance's key back for
+	// itself, as RefMatches.ID.
+	KeysResolve bool `json:"keys_resolve"`
+}
+
+// resolver is the fixture host's ref resolver.
+func (h *runHost) resolver() RefResolver {
+	byIDOrName := fixtureResolver(h.Instances)
+	if !h.KeysResolve {
+		return byIDOrName
+	}
+	return func(ctx context.Context, schema, value string) (RefMatches, error) {
+		for _, in := range h.Instances[schema] {
+			if in.Key == value {
+				k := in.Key
+				return RefMatches{ID: &k}, nil
+			}
+		}
+		return byIDOrName(ctx, schema, value)
+	}
 }
 
 type runCall struct {
@@ -313,7 +333,7 @@ func TestRunFixtures(t *testing.T) {
 					entriesMu.Unlock()
 				}}
 				if f.Host != nil && f.Host.Instances != nil {
-					host.Resolve = fixtureResolver(f.Host.Instances)
+					host.Resolve = f.Host.resolver()
 				}
 			} else {
 				require.Nil(t, f.Host, "no_host excludes host")

@@ -22,8 +22,9 @@ type Divergence struct {
 	// gave, canonical: JSON text for parameters, results and commands,
 	// plain text for action, outcome and error, and the whole step's
 	// canonical JSON at a step's path (the recorded step's too). Empty
-	// when that side has nothing there. These are the host's own values;
-	// the error message never includes them.
+	// when that side has nothing there, or holds a step with no JSON form
+	// or with calls nested deeper than Limits.MaxCallDepth. These are the
+	// host's own values; the error message never includes them.
 	Want, Got string
 	// err is the error the replayed call returned, if any.
 	err error
@@ -51,12 +52,19 @@ func (d *Divergence) Unwrap() error { return d.err }
 // parameters are checked against the schema registered now, and the body
 // runs for real with the context host.Context builds, so a host replays
 // against a store it can roll back, or one that serves the recorded
-// results. The recorded parameters of a call whose check passed hold refs
-// already resolved to keys: they are not resolved again. Those of a call
-// the check refused (invalid_parameters, no steps) are as given, and go
-// through host.Resolve again; so do the parameters of every nested call
-// the body makes. host.OnEntry is not called: a replay is not a new call
-// of the log. host may be nil.
+// results. host.OnEntry is not called: a replay is not a new call of the
+// log. host may be nil.
+//
+// Refs: the recorded parameters of a call whose body ran hold refs already
+// resolved to keys, and are not resolved again. Those of a call refused
+// before its body ran were recorded as given, and go through host.Resolve
+// again, as do the parameters of every nested call the body makes. An
+// entry does not say which of the two a refused entry without steps is, so
+// every such entry is taken as refused before its body: its body never
+// runs on values that were not resolved. When a body refused before its
+// first step, its keys are resolved again; a resolver that gives a key
+// back for a key (RefMatches.ID) makes such replays exact, and is what a
+// body that passes keys to nested calls needs anyway.
 //
 // It returns the replayed entry, and an error:
 //   - nil when the replay matches entry, whether the call was done or
@@ -72,10 +80,13 @@ func (r *Registry[C]) Replay(ctx context.Context, entry RunEntry, host *Host[C])
 	}
 	h.OnEntry = nil
 	// Parameters that passed the check were recorded with their refs
-	// resolved to keys, which are not resolved again. Those of a call the
-	// check refused were recorded as given, and are.
+	// resolved to keys, which are not resolved again. Those of a call
+	// refused before its body ran were recorded as given, and are: the
+	// entry cannot tell such a call from a body that refused before its
+	// first step, so every refused entry without steps counts as one,
+	// which never lets a body run on values that were not resolved.
 	var resolve RefResolver
-	if entry.Outcome == OutcomeRefused && entry.Error == string(CodeInvalidParameters) && len(entry.Steps) == 0 {
+	if entry.Outcome == OutcomeRefused && len(entry.Steps) == 0 {
 		resolve = h.Resolve
 	}
 	params := json.RawMessage(entry.Parameters)
@@ -89,7 +100,7 @@ func (r *Registry[C]) Replay(ctx context.Context, entry RunEntry, host *Host[C])
 	if cerr := ctx.Err(); cerr != nil {
 		return got, cerr
 	}
-	if d := diverge("", entry, got); d != nil {
+	if d := r.diverge("", entry, got, 0); d != nil {
 		d.err = err
 		return got, d
 	}
@@ -97,8 +108,9 @@ func (r *Registry[C]) Replay(ctx context.Context, entry RunEntry, host *Host[C])
 }
 
 // diverge compares the recorded entry want with the replayed entry got,
-// members in the order they are written; at is the pointer of the entry.
-func diverge(at string, want, got RunEntry) *Divergence {
+// members in the order they are written; at is the pointer of the entry,
+// depth its nesting.
+func (r *Registry[C]) diverge(at string, want, got RunEntry, depth int) *Divergence {
 	if want.Action != got.Action {
 		return &Divergence{Path: at + "/action", Want: want.Action, Got: got.Action}
 	}
@@ -106,7 +118,7 @@ func diverge(at string, want, got RunEntry) *Divergence {
 		return d
 	}
 	for i := 0; i < max(len(want.Steps), len(got.Steps)); i++ {
-		if d := divergeStep(at+"/steps/"+strconv.Itoa(i), want.Steps, got.Steps, i); d != nil {
+		if d := r.divergeStep(at+"/steps/"+strconv.Itoa(i), want.Steps, got.Steps, i, depth); d != nil {
 			return d
 		}
 	}
@@ -120,7 +132,7 @@ func diverge(at string, want, got RunEntry) *Divergence {
 }
 
 // divergeStep compares step i of both sides.
-func divergeStep(at string, want, got []RunStep, i int) *Divergence {
+func (r *Registry[C]) divergeStep(at string, want, got []RunStep, i, depth int) *Divergence {
 	var w, g *RunStep
 	if i < len(want) {
 		w = &want[i]
@@ -128,16 +140,39 @@ func divergeStep(at string, want, got []RunStep, i int) *Divergence {
 	if i < len(got) {
 		g = &got[i]
 	}
-	switch {
-	case w != nil && g != nil && w.Call != nil && g.Call != nil:
-		return diverge(at+"/call", *w.Call, *g.Call)
-	case w != nil && g != nil && w.Call == nil && g.Call == nil:
+	switch wk, gk := stepKind(w), stepKind(g); {
+	case wk == stepCall && gk == stepCall:
+		return r.diverge(at+"/call", *w.Call, *g.Call, depth+1)
+	case wk == stepCommand && gk == stepCommand:
 		if d := divergeText(at+"/command", string(w.Command), string(g.Command)); d != nil {
 			return d
 		}
 		return divergeText(at+"/result", w.Result, g.Result)
 	}
-	return &Divergence{Path: at, Want: stepText(w), Got: stepText(g)}
+	// The recorded side may be nested without bound (a Go value the host
+	// built); the replayed side stops at the registry's call depth.
+	return &Divergence{Path: at, Want: r.stepText(w, depth), Got: r.stepText(g, depth)}
+}
+
+type kindOfStep int
+
+const (
+	stepNone kindOfStep = iota
+	stepCommand
+	stepCall
+	stepBoth // not a step Run records: never matches
+)
+
+func stepKind(s *RunStep) kindOfStep {
+	switch {
+	case s == nil:
+		return stepNone
+	case s.Call != nil && s.Command != nil:
+		return stepBoth
+	case s.Call != nil:
+		return stepCall
+	}
+	return stepCommand
 }
 
 // divergeText compares two JSON texts in canonical form; the replayed one
@@ -162,9 +197,11 @@ func canonicalForm(text string) string {
 	return c
 }
 
-// stepText is a step's canonical JSON, or "" for none.
-func stepText(s *RunStep) string {
-	if s == nil {
+// stepText is a step's canonical JSON, or "" for none, for a step with
+// no JSON form, and for one whose calls nest deeper than the registry lets
+// calls go below depth.
+func (r *Registry[C]) stepText(s *RunStep, depth int) string {
+	if s == nil || callsDeeper(s, r.limits.MaxCallDepth+1-depth) {
 		return ""
 	}
 	text, err := canonicalText(s)
@@ -172,4 +209,20 @@ func stepText(s *RunStep) string {
 		return ""
 	}
 	return text
+}
+
+// callsDeeper reports whether the calls under s nest more than n deep.
+func callsDeeper(s *RunStep, n int) bool {
+	if s.Call == nil {
+		return false
+	}
+	if n <= 0 {
+		return true
+	}
+	for i := range s.Call.Steps {
+		if callsDeeper(&s.Call.Steps[i], n-1) {
+			return true
+		}
+	}
+	return false
 }

@@ -75,7 +75,7 @@ func checkReplay(t *testing.T, f replayScenario) {
 	var onEntry atomic.Int64
 	host := &Host[*Trace]{OnEntry: func(RunEntry) { onEntry.Add(1) }}
 	if f.Host != nil {
-		host.Resolve = fixtureResolver(f.Host.Instances)
+		host.Resolve = f.Host.resolver()
 	}
 	recording := &runScripts{runs: map[string]*atomic.Int64{}}
 	reg := replayRegistry(t, recording, f.Actions)
@@ -116,7 +116,7 @@ func checkReplay(t *testing.T, f replayScenario) {
 	}
 	rhost := host
 	if f.ReplayHost != nil {
-		rhost = &Host[*Trace]{OnEntry: host.OnEntry, Resolve: fixtureResolver(f.ReplayHost.Instances)}
+		rhost = &Host[*Trace]{OnEntry: host.OnEntry, Resolve: f.ReplayHost.resolver()}
 	}
 
 	got, err := rreg.Replay(ctx, recorded, rhost)
@@ -172,7 +172,7 @@ func TestReplayEveryRunFixture(t *testing.T) {
 			reg := replayRegistry(t, s, f.Actions)
 			host := &Host[*Trace]{}
 			if f.Host != nil {
-				host.Resolve = fixtureResolver(f.Host.Instances)
+				host.Resolve = f.Host.resolver()
 			}
 			for _, c := range append([]runCall{f.Call}, thenCalls(f.Then)...) {
 				var params any
@@ -241,4 +241,24 @@ func TestReplayBatchEntries(t *testing.T) {
 		_, err := reg.Replay(context.Background(), e, nil)
 		assert.NoError(t, err, "entry %d", i)
 	}
+}
+
+// TestReplayDeepRecordedEntry replays an entry a host built in Go with
+// calls nested far deeper than any run records: the comparison stops at
+// the registry's call depth instead of walking (or marshalling) it all.
+func TestReplayDeepRecordedEntry(t *testing.T) {
+	reg := NewRegistry[*Trace]()
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/ping"},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) { return "pong", nil }}))
+	deep := RunEntry{Action: "garden/ping", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}
+	for range 200_000 {
+		inner := deep
+		deep = RunEntry{Action: "garden/ping", Parameters: "{}", Steps: []RunStep{{Call: &inner}}, Outcome: OutcomeDone}
+	}
+	var err error
+	allocs := testing.AllocsPerRun(1, func() { _, err = reg.Replay(context.Background(), deep, nil) })
+	var d *Divergence
+	require.ErrorAs(t, err, &d)
+	assert.Equal(t, Divergence{Path: "/steps/0"}, *d, "the recorded step nests too deep to be written out")
+	assert.Less(t, allocs, 1000.0, "the replay walked the recorded chain")
 }

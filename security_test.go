@@ -118,6 +118,30 @@ func TestParamSizeLimit(t *testing.T) {
 	requireRefusal(t, err, CodeInvalidParameters)
 }
 
+// TestRefusedEntryHoldsNoMoreThanALimit: the entry of a call refused for
+// its size records null, not a canonical copy of what was sent.
+func TestRefusedEntryHoldsNoMoreThanALimit(t *testing.T) {
+	reg := NewRegistry[*Trace](WithLimits(Limits{MaxParamBytes: 100}))
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/b"},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }}))
+	big := `{"s":"` + strings.Repeat("x", 200) + `"}`
+	_, entry, err := reg.Run(context.Background(), "a/b", json.RawMessage(big), nil)
+	requireRefusal(t, err, CodeInvalidParameters)
+	assert.Equal(t, "null", entry.Parameters, "text over the limit")
+
+	_, entry, err = reg.Run(context.Background(), "a/b", map[string]any{"s": strings.Repeat("x", 200)}, nil)
+	requireRefusal(t, err, CodeInvalidParameters)
+	assert.Equal(t, "null", entry.Parameters, "a Go value whose text passes the limit")
+
+	_, entry, err = reg.Run(context.Background(), "x/unknown", json.RawMessage(big), nil)
+	requireRefusal(t, err, CodeUnknownAction)
+	assert.Equal(t, "null", entry.Parameters, "any refusal before the check")
+
+	small := `{"s":[1,2]}`
+	_, entry, _ = reg.Run(context.Background(), "x/unknown", json.RawMessage(small), nil)
+	assert.Equal(t, small, entry.Parameters, "within the limit, as given")
+}
+
 func schemaOfDepth(depth int) string {
 	// depth schema objects: the root and depth-1 nested properties.
 	return strings.Repeat(`{"type":"object","properties":{"a":`, depth-1) + `{"type":"string"}` + strings.Repeat("}}", depth-1)

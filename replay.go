@@ -79,12 +79,7 @@ func (r *Registry[C]) Replay(ctx context.Context, entry RunEntry, host *Host[C])
 		h = *host
 	}
 	h.OnEntry = nil
-	// Parameters that passed the check were recorded with their refs
-	// resolved to keys, which are not resolved again. Those of a call
-	// refused before its body ran were recorded as given, and are: the
-	// entry cannot tell such a call from a body that refused before its
-	// first step, so every refused entry without steps counts as one,
-	// which never lets a body run on values that were not resolved.
+	// Only parameters recorded as given are resolved (see Refs above).
 	var resolve RefResolver
 	if entry.Outcome == OutcomeRefused && len(entry.Steps) == 0 {
 		resolve = h.Resolve

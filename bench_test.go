@@ -182,8 +182,8 @@ func BenchmarkRun(b *testing.B) {
 	reg, _ := typicalRegistry(b)
 	ctx := context.Background()
 	params := typicalMap(b)
-	// A log that keeps nothing, so that memory stays flat over b.N calls;
-	// RunLog's append is measured by BenchmarkRunLog.
+	// A log that keeps nothing, so that memory stays flat over b.N calls
+	// (a RunLog would grow with b.N and weigh on the collector).
 	host := &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(RunEntry) {}}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -381,8 +381,8 @@ func BenchmarkMarshal(b *testing.B) {
 }
 
 // BenchmarkTools exports 1,000 registered actions as MCP tools; compare
-// its allocations with BenchmarkToolsOutput, which only copies the schemas
-// the tools must hold.
+// its allocations with its "output" sub-benchmark, which only copies the
+// schemas the tools must hold.
 func BenchmarkTools(b *testing.B) {
 	reg := NewRegistry[*Trace]()
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }

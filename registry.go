@@ -74,7 +74,8 @@ func (r *Registry[C]) Limits() Limits { return r.limits }
 // Register adds an action. It compiles the parameters schema once.
 //
 // Errors (*Refusal): constraint_violation when the id is not
-// namespace/name with both parts identifiers, when the body is nil, or
+// namespace/name with both parts identifiers or is longer than
+// MaxToolNameLength (128) bytes, when the body is nil, or
 // when the schema is refused (see [CompileParametersLimits]);
 // duplicate_name when the id is already registered.
 func (r *Registry[C]) Register(a Action[C]) error {
@@ -225,10 +226,11 @@ func (r *Registry[C]) List() []Action[C] {
 //     does not run, and the entry records the parameters as given;
 //   - the body's own error, as it is (a *Refusal the body raised keeps
 //     its code; a plain error is recorded with code internal);
-//   - *Refusal internal: the body, the resolver or host.Context panicked
-//     (the panic value and stack are in errors.Unwrap, never in the
-//     message), or the result has no canonical JSON form; the registry
-//     keeps serving;
+//   - *Refusal internal: the body, the resolver, host.Context or
+//     host.OnEntry panicked (OnEntry's panic is reported only when the
+//     call had no error already; the panic value and stack are in
+//     errors.Unwrap, never in the message), or the result has no
+//     canonical JSON form; the registry keeps serving;
 //   - ctx.Err() when ctx is done before the body starts;
 //   - a resolver's error, wrapped.
 //

@@ -678,9 +678,21 @@ func TestRunTraceRecordsNothingAfterItsBody(t *testing.T) {
 			return nil, nil
 		},
 	}))
+	var lateRuns atomic.Int64
+	require.NoError(t, reg.Register(Action[*Trace]{
+		Definition: Definition{ID: "ns/late"},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) {
+			lateRuns.Add(1)
+			return nil, nil
+		},
+	}))
 	_, entry, err := reg.Run(context.Background(), "ns/leak", nil, nil)
 	require.NoError(t, err)
 	assert.Error(t, kept.Command("late", nil))
+	// A call that nothing would record does not run either.
+	_, err = kept.Call(context.Background(), "ns/late", nil)
+	assert.Error(t, err)
+	assert.Zero(t, lateRuns.Load(), "the late nested call ran")
 	assert.Empty(t, entry.Steps)
 }
 
@@ -1053,10 +1065,16 @@ func TestRunLogEntriesIsACopy(t *testing.T) {
 	assert.Equal(t, "ns/b", again[0].Steps[1].Call.Action)
 	assert.Equal(t, "ns/c", again[1].Action)
 
+	// Nor does changing the entry given to Record.
+	given := RunEntry{Action: "ns/e", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{{Command: JSONText(`{"op":"y"}`)}}}
+	log.Record(given)
+	given.Steps[0].Command[2] = 'Z'
+	assert.Equal(t, `{"op":"y"}`, string(log.Entries()[2].Steps[0].Command))
+
 	// Recording after a read does not change the copy already taken.
 	log.Record(RunEntry{Action: "ns/d", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{}})
 	assert.Len(t, again, 2)
-	assert.Len(t, log.Entries(), 3)
+	assert.Len(t, log.Entries(), 4)
 }
 
 func TestRunLogConcurrentRecord(t *testing.T) {

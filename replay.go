@@ -4,14 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+
+	"github.com/actionreg/actions/internal/ijson"
 )
 
 // Divergence is the first place where a replayed call departs from the
 // entry it replays. Replay returns it as its error.
 type Divergence struct {
 	// Path is the JSON Pointer (RFC 6901), into the entry's JSON form, of
-	// the first member that differs, in the order the members are written:
-	// "/parameters", "/steps/2/command", "/steps/2/result", "/outcome",
+	// the first member that differs, comparing in the order of RunEntry's
+	// fields (not the sorted order of its canonical JSON): "/parameters", "/steps/2/command", "/steps/2/result", "/outcome",
 	// "/error", "/result"; the same inside a nested call's entry, where
 	// the action called may differ too ("/steps/0/call/action",
 	// "/steps/0/call/outcome"); or "/steps/3" for a step that one side
@@ -84,8 +86,13 @@ func (r *Registry[C]) Replay(ctx context.Context, entry RunEntry, host *Host[C])
 	if entry.Outcome == OutcomeRefused && len(entry.Steps) == 0 {
 		resolve = h.Resolve
 	}
-	params := json.RawMessage(entry.Parameters)
-	if entry.Parameters == "null" {
+	// The recorded text is the parameters' canonical form, not the text a
+	// caller sent, so its size is not held to MaxParamBytes: a call made
+	// with a Go value is not bounded so either. It replays as the value.
+	var params any = json.RawMessage(entry.Parameters)
+	if v, err := ijson.Decode([]byte(entry.Parameters), r.limits.MaxParamDepth); err == nil && v != nil {
+		params = v
+	} else if entry.Parameters == "null" {
 		// Recorded for parameters that had no JSON form (Run reads the
 		// JSON text null as no parameters): they replay as text that has
 		// none either, refused as they were.

@@ -266,3 +266,19 @@ func TestReplayDeepRecordedEntry(t *testing.T) {
 	assert.Equal(t, Divergence{Path: "/steps/0"}, *d, "the recorded step nests too deep to be written out")
 	assert.Less(t, allocs, 1000.0, "the replay walked the recorded chain")
 }
+
+// TestReplayLargeGoValue replays a call made with a Go value whose
+// canonical text passes MaxParamBytes, a bound that holds for JSON text
+// only: the entry replays as the value it records, and matches.
+func TestReplayLargeGoValue(t *testing.T) {
+	reg := NewRegistry[*Trace](WithLimits(Limits{MaxParamBytes: 100}))
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/note", Parameters: `{"type":"object"}`},
+		Run: func(_ context.Context, p map[string]any, tr *Trace) (any, error) {
+			return nil, tr.Command(map[string]any{"op": "note", "len": len(p["text"].(string))}, nil)
+		}}))
+	_, entry, err := reg.Run(context.Background(), "garden/note", map[string]any{"text": strings.Repeat("x", 500)}, nil)
+	require.NoError(t, err)
+	require.Greater(t, len(entry.Parameters), 100)
+	_, err = reg.Replay(context.Background(), entry, nil)
+	assert.NoError(t, err)
+}

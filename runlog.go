@@ -24,7 +24,7 @@ type RunEntry struct {
 	// Parameters is the canonical JSON (RFC 8785) of the checked
 	// parameters, defaults filled and refs resolved; for a call refused
 	// before its check passed, of the parameters as given ("null" when
-	// they were not JSON text).
+	// they were not JSON text, or larger than Limits.MaxParamBytes).
 	Parameters string `json:"parameters"`
 	// Steps are what the body did, in order: commands it emitted and
 	// actions it called. Never nil.
@@ -81,7 +81,8 @@ func (e RunEntry) refused(err error, params string) RunEntry {
 
 // Trace is a body's view of its own run: the action it runs, the commands
 // it records, and the nested calls it makes. Its methods are safe for
-// concurrent use; after the body returns they record nothing more.
+// concurrent use; after the body returns they record nothing more, and
+// Call runs nothing more.
 type Trace struct {
 	action string
 	runner nestedRunner // runs the body's nested calls
@@ -121,10 +122,18 @@ func (t *Trace) Command(cmd, result any) error {
 // resolved, and records its entry as a step of this one, whether it was
 // done or refused. params go through the host's resolver like a caller's:
 // a body that passes on a key it received needs a resolver that gives a
-// key back for itself (as RefMatches.ID). It returns the nested body's result, or its error or
+// key back for itself (as RefMatches.ID). After the body has returned,
+// Call runs nothing and returns an error. It returns the nested body's result, or its error or
 // refusal (see [Registry.Run]). Calls nested deeper than Limits.MaxCallDepth
 // are refused with constraint_violation.
 func (t *Trace) Call(ctx context.Context, id string, params any) (any, error) {
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		// A call nobody would record must not run either.
+		return nil, errTraceClosed
+	}
 	result, entry, err := t.runner.nested(ctx, id, params)
 	if aerr := t.add(RunStep{Call: &entry}); aerr != nil && err == nil {
 		err = aerr
@@ -164,8 +173,10 @@ type RunLog struct {
 // NewRunLog returns an empty log.
 func NewRunLog() *RunLog { return &RunLog{} }
 
-// Record appends an entry.
+// Record appends a deep copy of an entry: the caller's entry, steps
+// included, stays its own.
 func (l *RunLog) Record(e RunEntry) {
+	e = e.clone()
 	l.mu.Lock()
 	l.entries = append(l.entries, e)
 	l.mu.Unlock()

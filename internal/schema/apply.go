@@ -167,6 +167,10 @@ type RefSite struct {
 // Set replaces the value at the site.
 func (s *RefSite) Set(v any) {
 	if s.Object != nil {
+		// Go's maps turn a full eight-slot map into a table on any
+		// assignment, even to a key it holds; deleting first keeps a
+		// full small map small.
+		delete(s.Object, s.Key)
 		s.Object[s.Key] = v
 	} else {
 		s.Array[s.Index] = v

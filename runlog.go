@@ -120,12 +120,14 @@ func (t *Trace) Command(cmd, result any) error {
 
 // Call runs another action through the same registry and host, refs
 // resolved, and records its entry as a step of this one, whether it was
-// done or refused. params go through the host's resolver like a caller's:
-// a body that passes on a key it received needs a resolver that gives a
-// key back for itself (as RefMatches.ID). After the body has returned,
-// Call runs nothing and returns an error. It returns the nested body's result, or its error or
-// refusal (see [Registry.Run]). Calls nested deeper than Limits.MaxCallDepth
-// are refused with constraint_violation.
+// done or refused. It returns the nested body's result, or its error or
+// refusal (see [Registry.Run]). Calls nested deeper than
+// Limits.MaxCallDepth are refused with constraint_violation. After the
+// body has returned, Call runs nothing and returns an error.
+//
+// params go through the host's resolver like a caller's: a body that
+// passes on a key it received needs a resolver that gives a key back for
+// itself (as RefMatches.ID).
 func (t *Trace) Call(ctx context.Context, id string, params any) (any, error) {
 	t.mu.Lock()
 	closed := t.closed

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -494,7 +495,7 @@ func placeholderMessage(pe *placeholder.Error) string {
 	case placeholder.TooDeep:
 		return fmt.Sprintf("a value would nest the parameters deeper than %d levels", pe.Limit)
 	case placeholder.TooLarge:
-		return fmt.Sprintf("the placeholders' values would make the parameters larger than %d bytes", pe.Limit)
+		return fmt.Sprintf("the placeholders' values would pass %d bytes (each copy, walk and text counts)", pe.Limit)
 	}
 	return "the placeholders cannot be read"
 }
@@ -663,9 +664,11 @@ func RunBatch[C any](ctx context.Context, reg *Registry[C], b Batch, host *Host[
 	current = len(plan.steps)
 	if plan.result != "" {
 		// The result is no call's parameters: only the limits of canonical
-		// JSON bound how deep it may nest.
+		// JSON bound how deep it may nest. And it is one placeholder, so
+		// it copies a result the batch holds once at most: no byte bound.
 		rl := pl
 		rl.MaxDepth = canonicalMaxDepth
+		rl.MaxBytes = math.MaxInt
 		v, ok, err := placeholder.Substitute(plan.result, lookup, canonicalText, rl)
 		if err != nil {
 			return nil, entries, substituteRefusal("/result", "result", err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -492,8 +493,49 @@ func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
 	}
 	_, entries, err := RunBatch(context.Background(), reg, Batch{Commands: []Step{{Call: "a/list", As: "l"}, {Call: "a/echo", With: with}}}, nil)
 	r := requireRefusal(t, err, CodeInvalidScriptStep)
-	assert.Contains(t, r.Issues[0].Message, "larger than 65536 bytes")
+	assert.Contains(t, r.Issues[0].Message, "would pass 65536 bytes")
 	assert.Len(t, entries, 1, "the second call is not made")
+}
+
+// TestBatchEmptyContainersAndWalksAreCharged: a result of many empty
+// arrays, copied or walked by many placeholders, is refused before the
+// call like a large one (each container and each walked entry counts).
+func TestBatchEmptyContainersAndWalksAreCharged(t *testing.T) {
+	reg := NewRegistry[*Trace]()
+	empties := make([]any, 100_000)
+	for i := range empties {
+		empties[i] = []any{}
+	}
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/list"},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) { return empties, nil }}))
+	var sinkRuns atomic.Int64
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/sink", Parameters: `{"type":"object"}`},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) { sinkRuns.Add(1); return nil, nil }}))
+	copies := map[string]any{}
+	for i := range 200 {
+		copies[fmt.Sprint("k", i)] = "${l}"
+	}
+	walks := map[string]any{"s": strings.Repeat("${l.*.x}", 200)}
+	for name, with := range map[string]map[string]any{"copies": copies, "walks": walks} {
+		_, entries, err := RunBatch(context.Background(), reg, Batch{Commands: []Step{{Call: "a/list", As: "l"}, {Call: "a/sink", With: with}}}, nil)
+		r := requireRefusal(t, err, CodeInvalidScriptStep)
+		assert.Contains(t, r.Issues[0].Message, "would pass 1048576 bytes", name)
+		assert.Len(t, entries, 1, name)
+	}
+	assert.Zero(t, sinkRuns.Load())
+}
+
+// TestBatchResultIsNotBoundLikeParameters: a batch's result is one
+// placeholder, a single copy of a result the batch holds, so a result
+// larger than MaxParamBytes comes back as it would without "result".
+func TestBatchResultIsNotBoundLikeParameters(t *testing.T) {
+	reg := NewRegistry[*Trace]()
+	big := strings.Repeat("x", 2<<20)
+	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/big"},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) { return map[string]any{"text": big}, nil }}))
+	result, _, err := RunBatch(context.Background(), reg, Batch{Commands: []Step{{Call: "a/big", As: "a"}}, Result: "${a.text}"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, big, result)
 }
 
 func TestDefaultsCannotMultiplyACall(t *testing.T) {

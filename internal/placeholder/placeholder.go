@@ -51,10 +51,11 @@ type Limits struct {
 	// error of kind TooDeep. Default 64.
 	MaxDepth int
 	// MaxBytes bounds what one Substitute copies in from the scope and
-	// writes as text: a string counts its length, a member its name's
-	// length, any other value 8. Past it, an error of kind TooLarge: a
-	// placeholder repeated many times over a large result would otherwise
-	// multiply memory. Default 1 MiB.
+	// writes as text, and the walks of its wildcards: a string counts its
+	// length, a member its name's length, any other value (an object or an
+	// array too) 8, and each entry a "*" visits 1. Past it, an error of
+	// kind TooLarge: a placeholder repeated many times over a large result
+	// would otherwise multiply memory or time. Default 1 MiB.
 	MaxBytes int
 }
 
@@ -224,10 +225,14 @@ func nextPlaceholder(s string, i int) (start, end int) {
 //
 // The result may share maps and slices with root; [Substitute] copies them.
 func Resolve(p Path, root any) (any, bool) {
-	return resolve(root, p.Segments)
+	budget := math.MaxInt
+	return resolve(root, p.Segments, &budget)
 }
 
-func resolve(v any, segs []Segment) (any, bool) {
+// resolve walks v along segs. Each entry a "*" visits costs one of
+// *budget; once it is spent the walk stops, and the caller, seeing it
+// below zero, discards what was reached.
+func resolve(v any, segs []Segment, budget *int) (any, bool) {
 	for i := 0; i < len(segs); {
 		seg := segs[i]
 		switch node := v.(type) {
@@ -244,7 +249,7 @@ func resolve(v any, segs []Segment) (any, bool) {
 		case []any:
 			switch seg.Kind {
 			case WildcardSegment:
-				return resolveEach(node, segs[i+1:]), true
+				return resolveEach(node, segs[i+1:], budget), true
 			case IndexSegment:
 				if seg.Index >= len(node) {
 					return nil, false
@@ -264,10 +269,17 @@ func resolve(v any, segs []Segment) (any, bool) {
 	return v, true
 }
 
-func resolveEach(entries []any, rest []Segment) []any {
+func resolveEach(entries []any, rest []Segment, budget *int) []any {
+	if *budget -= len(entries); *budget < 0 {
+		return nil
+	}
 	out := make([]any, 0, len(entries))
 	for _, e := range entries {
-		if r, ok := resolve(e, rest); ok {
+		r, ok := resolve(e, rest, budget)
+		if *budget < 0 {
+			return nil
+		}
+		if ok {
 			out = append(out, r)
 		}
 	}
@@ -549,6 +561,14 @@ func (w *walker) substituteString(orig any, s string) (any, bool, error) {
 		if !isPath {
 			continue
 		}
+		if nothing {
+			// The string is dropped whatever the rest reaches: its names
+			// are checked, its paths not walked.
+			if err := w.known(name); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
 		val, found, err := w.resolve(name, segs)
 		if err != nil {
 			return nil, false, err
@@ -557,7 +577,7 @@ func (w *walker) substituteString(orig any, s string) (any, bool, error) {
 			nothing = true
 		}
 		if nothing {
-			continue // keep checking the rest for errors
+			continue // the rest is only checked for errors
 		}
 		if !changed {
 			b.Grow(len(s))
@@ -599,7 +619,24 @@ func (w *walker) substituteWhole(orig any, inner string) (any, bool, error) {
 	return val, true, nil
 }
 
+// resolve finds what a path reaches; the entries its wildcards visit are
+// spent from the byte budget, so that walking a large result over and over
+// costs as copying it would.
 func (w *walker) resolve(name string, segs []Segment) (any, bool, error) {
+	root, err := w.root(name)
+	if err != nil {
+		return nil, false, err
+	}
+	budget := w.limits.MaxBytes - w.bytes
+	val, found := resolve(root, segs, &budget)
+	if err := w.spend(w.limits.MaxBytes - w.bytes - budget); err != nil {
+		return nil, false, err
+	}
+	return val, found, nil
+}
+
+// root is the value of a name in scope.
+func (w *walker) root(name string) (any, error) {
 	var root any
 	ok := false
 	if w.lookup != nil {
@@ -608,10 +645,15 @@ func (w *walker) resolve(name string, segs []Segment) (any, bool, error) {
 	if !ok {
 		e := w.fail(UnknownReference)
 		e.Name = name
-		return nil, false, e
+		return nil, e
 	}
-	val, found := resolve(root, segs)
-	return val, found, nil
+	return root, nil
+}
+
+// known checks that a name is in scope.
+func (w *walker) known(name string) error {
+	_, err := w.root(name)
+	return err
 }
 
 func (w *walker) writeText(b *strings.Builder, v any) error {
@@ -647,6 +689,9 @@ func (w *walker) copyValue(v any, depth int) (any, error) {
 		if depth+1 > w.limits.MaxDepth {
 			return nil, w.fail(TooDeep)
 		}
+		if err := w.spend(8); err != nil {
+			return nil, err
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			if err := w.spend(len(k)); err != nil {
@@ -665,6 +710,9 @@ func (w *walker) copyValue(v any, depth int) (any, error) {
 		}
 		if depth+1 > w.limits.MaxDepth {
 			return nil, w.fail(TooDeep)
+		}
+		if err := w.spend(8); err != nil {
+			return nil, err
 		}
 		out := make([]any, len(x))
 		for i, e := range x {

@@ -544,3 +544,42 @@ func TestSubstituteByteBudget(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, TooLarge, pe.Kind)
 }
+
+// TestEmptyContainersAndWalksCount: copying empty objects and arrays, and
+// walking a large array with "*", spend the byte budget too; otherwise a
+// few placeholders over a result of many empty entries would multiply
+// memory or time without bound.
+func TestEmptyContainersAndWalksCount(t *testing.T) {
+	empties := make([]any, 10_000)
+	for i := range empties {
+		empties[i] = []any{}
+	}
+	lookup := func(string) (any, bool) { return empties, true }
+	var pe *Error
+
+	// One copy: 10,001 containers at 8 bytes each, 80,008 bytes.
+	_, _, err := Substitute(map[string]any{"a": "${l}"}, lookup, nil, Limits{MaxBytes: 80_008})
+	require.NoError(t, err)
+	_, _, err = Substitute(map[string]any{"a": "${l}", "b": "${l}"}, lookup, nil, Limits{MaxBytes: 100_000})
+	require.ErrorAs(t, err, &pe, "two copies of 10,000 empty arrays")
+	assert.Equal(t, TooLarge, pe.Kind)
+
+	// A walk that reaches nothing in each entry visits them all: 10,000
+	// bytes each, and "[]" written.
+	walk := strings.Repeat("${l.*.x}", 9)
+	_, _, err = Substitute(map[string]any{"s": walk}, lookup, nil, Limits{MaxBytes: 100_000})
+	require.NoError(t, err)
+	_, _, err = Substitute(map[string]any{"s": walk + "${l.*.x}"}, lookup, nil, Limits{MaxBytes: 100_000})
+	require.ErrorAs(t, err, &pe, "ten walks of 10,000 entries")
+	assert.Equal(t, TooLarge, pe.Kind)
+
+	// Once a string reaches nothing, the rest of its paths are not walked,
+	// though their names are still checked.
+	dropped := "${l.nope}" + strings.Repeat("${l.*.x}", 999)
+	got, _, err := Substitute(map[string]any{"s": dropped}, lookup, nil, Limits{MaxBytes: 100_000})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{}, got)
+	_, _, err = Substitute(map[string]any{"s": "${l.nope}${other.x}"}, func(n string) (any, bool) { return empties, n == "l" }, nil, Limits{})
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, UnknownReference, pe.Kind)
+}

@@ -34,12 +34,15 @@ func (p *Plan) Fill(v any, budget int) bool {
 }
 
 // visit is a node applied to a value: an object or array by identity, or
-// a member or entry of one (key, index).
+// a scalar by its place, a member or entry (key, index) of the container
+// at (place set, so that entry 0 or member "" is not taken for the
+// container itself).
 type visit struct {
 	n     *node
 	at    unsafe.Pointer
 	key   string
 	index int
+	place bool
 }
 
 // identity returns what tells one object or array from another.
@@ -221,7 +224,7 @@ func (w *refWalker) walk(v any, n *node, at RefSite, hops int) {
 	if w.visited != nil {
 		k := visit{n: n, at: identity(v)}
 		if k.at == nil { // a scalar: known by its place
-			k.at, k.key, k.index = identity(any(at.Object)), at.Key, at.Index
+			k.at, k.key, k.index, k.place = identity(any(at.Object)), at.Key, at.Index, true
 			if at.Object == nil {
 				k.at = identity(any(at.Array))
 			}

@@ -549,3 +549,23 @@ func TestDefaultsCannotMultiplyACall(t *testing.T) {
 	_, err = ps.Check(context.Background(), json.RawMessage(`{"lines":[{},{}]}`), nil)
 	require.NoError(t, err)
 }
+
+// TestDynamicRefIsRefused: $dynamicRef's target is chosen while
+// validating, so the plans built at registration (defaults, refs, cost)
+// could not follow it: a ref under it would reach the body unresolved and
+// a doubling recursion would pass the cost check.
+func TestDynamicRefIsRefused(t *testing.T) {
+	for name, s := range map[string]string{
+		"ref under it": `{"type":"object","properties":{"a":{"$dynamicRef":"#/$defs/actor"}},"$defs":{"actor":{"type":"string","ref":"actor"}}}`,
+		"doubling":     `{"type":"object","properties":{"n":{"$dynamicRef":"#/$defs/node"}},"$defs":{"node":{"allOf":[{"$dynamicRef":"#/$defs/base"},{"$dynamicRef":"#/$defs/ext"}]},"base":{"properties":{"child":{"$dynamicRef":"#/$defs/node"}}},"ext":{"properties":{"child":{"$dynamicRef":"#/$defs/node"}}}}}`,
+		"anchor":       `{"type":"object","$dynamicAnchor":"root","properties":{"a":{"$dynamicRef":"#root"}}}`,
+	} {
+		_, err := CompileParameters(s)
+		r := requireRefusal(t, err, CodeConstraintViolation)
+		require.NotEmpty(t, r.Issues, name)
+		assert.Equal(t, "$dynamicRef", r.Issues[0].Keyword, name)
+	}
+	// A $dynamicAnchor alone is a plain anchor.
+	_, err := CompileParameters(`{"type":"object","properties":{"a":{"$ref":"#s"}},"$defs":{"s":{"$dynamicAnchor":"s","type":"string"}}}`)
+	assert.NoError(t, err)
+}

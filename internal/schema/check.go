@@ -34,8 +34,8 @@ type Report struct {
 	Refs map[string]string
 	// Defaults counts the defaults of the document.
 	Defaults int
-	// References counts its $ref and $dynamicRef keywords: without one, no
-	// subschema is shared, and none can apply twice or recurse.
+	// References counts its $ref keywords: without one, no subschema is
+	// shared, and none can apply twice or recurse.
 	References int
 }
 
@@ -45,8 +45,9 @@ type Report struct {
 //   - a root that is not an object schema with "type": "object";
 //   - a keyword outside JSON Schema 2020-12 and ref, at any depth;
 //   - a $schema other than 2020-12;
-//   - a $ref or $dynamicRef that leaves the document, and an $id that
-//     repeats another or claims a json-schema.org address;
+//   - a $ref that leaves the document, and an $id that repeats another
+//     or claims a json-schema.org address;
+//   - a $dynamicRef, whose target is only known while validating;
 //   - a ref that is not a non-empty string, or that sits where no value
 //     of the parameters can reach it;
 //   - a default at the root or where it can never be filled;
@@ -89,7 +90,7 @@ func Check(doc any, base string, maxDepth int, objectRoot bool) (*Report, error)
 	return &c.report, nil
 }
 
-// pendingRef is a $ref or $dynamicRef met by the walk.
+// pendingRef is a $ref met by the walk.
 type pendingRef struct {
 	value any
 	base  *url.URL
@@ -289,8 +290,13 @@ func (c *checker) keyword(k string, v any, base *url.URL, resDepth int, at place
 		if s, _ := v.(string); strings.TrimSuffix(s, "#") != Draft {
 			return c.fail("$schema must be "+Draft, k)
 		}
-	case "$ref", "$dynamicRef":
+	case "$ref":
 		c.refs = append(c.refs, pendingRef{v, base, c.at(k)})
+	case "$dynamicRef":
+		// Its target is chosen while validating, from the dynamic scope:
+		// the plans of defaults and refs and the cost analysis, built from
+		// the schema at registration, could not follow it.
+		return c.fail("$dynamicRef is not supported (its target is only known while validating); use $ref", k)
 	case "ref":
 		s, ok := v.(string)
 		if !ok || s == "" {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -78,7 +80,8 @@ func (d *Definition) IsRead() bool { return d.Kind == KindRead }
 
 // UnmarshalJSON decodes a manifest entry. It refuses unknown fields, a kind
 // other than "read" or "action" and an exposure other than "visible" or
-// "hidden". parameters may be a schema object or a string holding the
+// "hidden", and member names that differ from the fields' only in case.
+// parameters may be a schema object or a string holding the
 // schema's JSON text; both are kept as json.RawMessage. The id and the
 // schema are checked later, by [Registry.Register] or [Definition.Check].
 func (d *Definition) UnmarshalJSON(data []byte) error {
@@ -86,6 +89,17 @@ func (d *Definition) UnmarshalJSON(data []byte) error {
 	var raw struct {
 		plain
 		Parameters json.RawMessage `json:"parameters,omitempty"`
+	}
+	// encoding/json matches member names without regard to case, so that
+	// "Exposure" would silently win over "exposure": names must be exact.
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil {
+		return fmt.Errorf("definition: %w", err)
+	}
+	for name := range members {
+		if !definitionMember(name) {
+			return fmt.Errorf("definition: unknown member %q (members are lower case: id, title, description, kind, destructive, exposure, parameters, writes)", name)
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -121,6 +135,18 @@ func (d *Definition) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("definition %q: exposure must be %q or %q", d.ID, ExposureVisible, ExposureHidden)
 	}
 	return nil
+}
+
+// definitionMember reports whether name is the exact JSON name of a
+// Definition field.
+func definitionMember(name string) bool {
+	t := reflect.TypeFor[Definition]()
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag == name {
+			return true
+		}
+	}
+	return false
 }
 
 // DecodeManifest decodes a JSON array of definitions (a manifest). It

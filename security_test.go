@@ -569,3 +569,20 @@ func TestDynamicRefIsRefused(t *testing.T) {
 	_, err := CompileParameters(`{"type":"object","properties":{"a":{"$ref":"#s"}},"$defs":{"s":{"$dynamicAnchor":"s","type":"string"}}}`)
 	assert.NoError(t, err)
 }
+
+// TestManifestMemberNamesAreExact: encoding/json matches member names in
+// any case, so "Exposure" after "exposure" would silently win; a manifest
+// is refused instead.
+func TestManifestMemberNamesAreExact(t *testing.T) {
+	for _, text := range []string{
+		`[{"id":"a/b","exposure":"hidden","Exposure":"visible"}]`,
+		`[{"id":"a/b","ID":"c/d"}]`,
+		`[{"id":"a/b","PARAMETERS":{"type":"object"}}]`,
+	} {
+		_, err := DecodeManifest([]byte(text))
+		assert.Error(t, err, text)
+	}
+	defs, err := DecodeManifest([]byte(`[{"id":"a/b","title":"T","description":"D","kind":"read","destructive":false,"exposure":"hidden","parameters":{"type":"object"},"writes":["x"]}]`))
+	require.NoError(t, err, "every member, spelt exactly")
+	assert.Equal(t, ExposureHidden, defs[0].Exposure)
+}

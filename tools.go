@@ -3,6 +3,7 @@ package actions
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/actionreg/actions/internal/schema"
@@ -285,9 +286,7 @@ func sortTools(tools []Tool) {
 func toolOf(def *Definition, doc map[string]any, o toolOptions) Tool {
 	in := schema.Copy(doc).(map[string]any)
 	rule := atLeastOneOf(in["anyOf"])
-	delete(in, "anyOf")
-	delete(in, "oneOf")
-	delete(in, "allOf")
+	keepReferenced(in)
 	objectProperties(in)
 	if len(o.languages) > 0 {
 		describeLocalized(in, o.languages)
@@ -303,6 +302,119 @@ func toolOf(def *Definition, doc map[string]any, o toolOptions) Tool {
 		InputSchema: in,
 		Annotations: ToolAnnotations{ReadOnlyHint: def.IsRead(), DestructiveHint: def.Destructive},
 	}
+}
+
+// rootCompositions are the keywords providers refuse at a tool schema's
+// root.
+var rootCompositions = [...]string{"allOf", "anyOf", "oneOf"}
+
+// keepReferenced removes the root anyOf, oneOf and allOf. A branch that
+// the rest of the schema still reaches, by a $ref pointer into it or by an
+// $anchor, $dynamicAnchor or $id declared in it, moves to $defs instead
+// ("allOf.0", ...), and the pointers that led into it are rewritten, so
+// that the exported schema never holds a reference to nothing.
+func keepReferenced(in map[string]any) {
+	moved := map[string]string{} // "#/allOf/0" → "#/$defs/allOf.0"
+	for _, kw := range rootCompositions {
+		branches, _ := in[kw].([]any)
+		delete(in, kw)
+		for i, b := range branches {
+			from := "#/" + kw + "/" + strconv.Itoa(i)
+			if !declaresIdentifier(b) && !refersInto(in, from) && !refersIntoAny(branches, from) {
+				continue
+			}
+			defs, _ := in["$defs"].(map[string]any)
+			if defs == nil {
+				defs = map[string]any{}
+				in["$defs"] = defs
+			}
+			name := kw + "." + strconv.Itoa(i)
+			for defs[name] != nil {
+				name += "_"
+			}
+			defs[name] = b
+			moved[from] = "#/$defs/" + name
+		}
+	}
+	if len(moved) > 0 {
+		rewriteRefs(in, moved)
+	}
+}
+
+// eachRef calls fn with each $ref value under v, and sets it to what fn
+// returns.
+func eachRef(v any, fn func(string) string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok && k == "$ref" {
+				x[k] = fn(s)
+				continue
+			}
+			eachRef(e, fn)
+		}
+	case []any:
+		for _, e := range x {
+			eachRef(e, fn)
+		}
+	}
+}
+
+// pointsInto reports whether the $ref value ref leads to from or below it.
+func pointsInto(ref, from string) bool {
+	return ref == from || strings.HasPrefix(ref, from+"/")
+}
+
+func refersInto(v any, from string) (found bool) {
+	eachRef(v, func(ref string) string {
+		found = found || pointsInto(ref, from)
+		return ref
+	})
+	return found
+}
+
+// refersIntoAny reports whether another branch of the same keyword leads
+// into from.
+func refersIntoAny(branches []any, from string) bool {
+	for _, b := range branches {
+		if refersInto(b, from) {
+			return true
+		}
+	}
+	return false
+}
+
+// declaresIdentifier reports whether v declares an $anchor,
+// $dynamicAnchor or $id, which a $ref elsewhere may name.
+func declaresIdentifier(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k == "$anchor" || k == "$dynamicAnchor" || k == "$id" || declaresIdentifier(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if declaresIdentifier(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rewriteRefs points each $ref that led into a moved branch at its new
+// place.
+func rewriteRefs(in map[string]any, moved map[string]string) {
+	eachRef(in, func(ref string) string {
+		for from, to := range moved {
+			if pointsInto(ref, from) {
+				return to + ref[len(from):]
+			}
+		}
+		return ref
+	})
 }
 
 // objectProperties writes each boolean schema of the root properties as

@@ -210,7 +210,7 @@ func ExampleRegistry_Bind() {
 	// Output:
 	// constraint_violation
 	// /0 the definition garden/plant has no body
-	// /bodies/garden/weed the body garden/weed has no definition
+	// /bodies/garden~1weed the body garden/weed has no definition
 	// 0
 	// <nil>
 	// garden/list true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/actionreg/actions/internal/ijson"
 	"runtime/debug"
 	"sort"
 	"sync"
@@ -119,7 +120,8 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 // definition, or a definition is refused, nothing is registered and the
 // error is a *Refusal (constraint_violation, or duplicate_name when an id
 // is taken or repeated) with one issue per fault, at the pointer of the
-// definition ("/3") or of the body ("/bodies/<id>").
+// definition ("/3") or of the body ("/bodies/garden~1plant": the id as
+// one RFC 6901 token, its slash escaped).
 func (r *Registry[C]) Bind(defs []Definition, bodies map[string]Body[C]) error {
 	var issues []Issue
 	code := CodeConstraintViolation
@@ -149,7 +151,7 @@ func (r *Registry[C]) Bind(defs []Definition, bodies map[string]Body[C]) error {
 	}
 	for id := range bodies {
 		if !seen[id] && !hasDefinition(defs, id) {
-			issues = append(issues, Issue{Path: "/bodies/" + id, Keyword: "definition", Message: "the body " + id + " has no definition"})
+			issues = append(issues, Issue{Path: ijson.AppendToken("/bodies", id), Keyword: "definition", Message: "the body " + id + " has no definition"})
 		}
 	}
 	r.mu.Lock()

@@ -899,8 +899,8 @@ func TestBindManifest(t *testing.T) {
 		assert.Equal(t, []Issue{
 			{Path: "/1", Keyword: "body", Message: "the definition garden/prune has no body"},
 			{Path: "/3", Keyword: "body", Message: "the definition garden/harvest has no body"},
-			{Path: "/bodies/garden/mow", Keyword: "definition", Message: "the body garden/mow has no definition"},
-			{Path: "/bodies/garden/weed", Keyword: "definition", Message: "the body garden/weed has no definition"},
+			{Path: "/bodies/garden~1mow", Keyword: "definition", Message: "the body garden/mow has no definition"},
+			{Path: "/bodies/garden~1weed", Keyword: "definition", Message: "the body garden/weed has no definition"},
 		}, r.Issues)
 		assert.Empty(t, reg.List(), "nothing is registered when the manifest does not bind")
 	})

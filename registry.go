@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/actionreg/actions/internal/ijson"
 	"runtime/debug"
 	"sort"
 	"sync"
+
+	"github.com/actionreg/actions/internal/ijson"
 )
 
 // Body is an action's code. It receives the checked parameters (a copy in

@@ -33,6 +33,25 @@ func (p *Plan) Fill(v any, budget int) bool {
 	return !f.over
 }
 
+// fillDependent fills the dependentSchemas whose property v holds, again
+// and again while a default of one adds the property of another: the
+// order in which the schema lists them does not matter.
+func (f *filler) fillDependent(v map[string]any, n *node, hops int) {
+	if len(n.dependent) == 0 {
+		return
+	}
+	done := make([]bool, len(n.dependent))
+	for again := true; again; {
+		again = false
+		for i, c := range n.dependent {
+			if _, ok := v[c.name]; ok && !done[i] {
+				done[i], again = true, true
+				f.fill(v, c.n, hops+1)
+			}
+		}
+	}
+}
+
 // visit is a node applied to a value: an object or array by identity, or
 // a scalar by its place, a member or entry (key, index) of the container
 // at (place set, so that entry 0 or member "" is not taken for the
@@ -124,11 +143,7 @@ func (f *filler) fill(v any, n *node, hops int) {
 				}
 			}
 		}
-		for _, c := range n.dependent {
-			if _, ok := v[c.name]; ok {
-				f.fill(v, c.n, hops+1)
-			}
-		}
+		f.fillDependent(v, n, hops)
 	case []any:
 		for i, e := range v {
 			if i < len(n.prefix) {

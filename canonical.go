@@ -172,7 +172,16 @@ func within(err error, token string) error {
 type canonicalWriter struct {
 	buf     []byte
 	members []member         // a stack: each open object's members, sorted
-	open    []unsafe.Pointer // the objects and arrays being written, to catch a cycle
+	open    []container // the objects and arrays being written, to catch a cycle
+}
+
+// container tells an object or array from any other: a map by its
+// pointer, a slice by its first element and length (a shorter slice of the
+// same array is another value, and only the same slice can recur without
+// end).
+type container struct {
+	p unsafe.Pointer
+	n int
 }
 
 // member is one member of an object being written.
@@ -198,7 +207,7 @@ func (w *canonicalWriter) release() {
 // value writes v; depth is the number of objects and arrays around it.
 // enter pushes an object or array being written, refusing one that is
 // already open: a value that contains itself has no JSON form.
-func (w *canonicalWriter) enter(p unsafe.Pointer) error {
+func (w *canonicalWriter) enter(p container) error {
 	for _, q := range w.open {
 		if q == p {
 			return &CanonicalError{Reason: reasonCycle}
@@ -225,7 +234,7 @@ func (w *canonicalWriter) value(v any, depth int) error {
 			w.buf = append(w.buf, "null"...)
 			return nil
 		}
-		if err := w.enter(reflect.ValueOf(x).UnsafePointer()); err != nil {
+		if err := w.enter(container{reflect.ValueOf(x).UnsafePointer(), -1}); err != nil {
 			return err
 		}
 		err := w.object(x, depth)
@@ -239,7 +248,7 @@ func (w *canonicalWriter) value(v any, depth int) error {
 		if len(x) == 0 { // empty slices may share their address
 			return w.array(x, depth)
 		}
-		if err := w.enter(unsafe.Pointer(unsafe.SliceData(x))); err != nil {
+		if err := w.enter(container{unsafe.Pointer(unsafe.SliceData(x)), len(x)}); err != nil {
 			return err
 		}
 		err := w.array(x, depth)

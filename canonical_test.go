@@ -488,3 +488,21 @@ func deepNest(n int) any {
 	}
 	return v
 }
+
+// TestCanonicalJSONSlicesOfOneArray: a slice holding a shorter slice of
+// its own array is no cycle when the shorter one does not recur; one that
+// does is still caught.
+func TestCanonicalJSONSlicesOfOneArray(t *testing.T) {
+	s := make([]any, 2)
+	s[1] = s[:1]
+	got, err := CanonicalJSON(s)
+	require.NoError(t, err)
+	assert.Equal(t, `[null,[null]]`, string(got))
+
+	r := make([]any, 2)
+	r[0] = r[:1] // r[:1] holds itself
+	_, err = CanonicalJSON(r)
+	var ce *CanonicalError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "cycle", ce.Reason)
+}

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -263,7 +264,10 @@ func (w *refWalker) walk(v any, n *node, at RefSite, hops int) {
 			}
 		}
 		if len(n.patterns) > 0 || n.additional != nil {
-			for k, pv := range v {
+			// In name order, so that the resolver sees the same calls in
+			// the same order every time.
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				pv := v[k]
 				if c := n.additional; c != nil && !n.declares(k) {
 					w.child(pv, c, RefSite{Object: v, Key: k})
 				}

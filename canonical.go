@@ -171,7 +171,7 @@ func within(err error, token string) error {
 // the objects being written, so sorting names allocates nothing once warm.
 type canonicalWriter struct {
 	buf     []byte
-	members []member         // a stack: each open object's members, sorted
+	members []member    // a stack: each open object's members, sorted
 	open    []container // the objects and arrays being written, to catch a cycle
 }
 

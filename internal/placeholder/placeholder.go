@@ -564,7 +564,7 @@ func (w *walker) substituteString(orig any, s string) (any, bool, error) {
 		if nothing {
 			// The string is dropped whatever the rest reaches: its names
 			// are checked, its paths not walked.
-			if err := w.known(name); err != nil {
+			if _, err := w.root(name); err != nil {
 				return nil, false, err
 			}
 			continue
@@ -650,11 +650,6 @@ func (w *walker) root(name string) (any, error) {
 	return root, nil
 }
 
-// known checks that a name is in scope.
-func (w *walker) known(name string) error {
-	_, err := w.root(name)
-	return err
-}
 
 func (w *walker) writeText(b *strings.Builder, v any) error {
 	if s, ok := v.(string); ok {

@@ -650,7 +650,6 @@ func (w *walker) root(name string) (any, error) {
 	return root, nil
 }
 
-
 func (w *walker) writeText(b *strings.Builder, v any) error {
 	if s, ok := v.(string); ok {
 		if err := w.spend(len(s)); err != nil {

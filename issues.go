@@ -1,0 +1,177 @@
+package actions
+
+// The wording of the issues a parameters check reports: one per failed
+// keyword, at the pointer of the value at fault, from the schema's side of
+// the engine's error only (never a submitted value).
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/actionreg/actions/internal/ijson"
+)
+
+// issuesOf flattens a validation error into issues: one per failed
+// keyword, at the pointer of the value at fault.
+func issuesOf(ve *jsonschema.ValidationError) []Issue {
+	var out []Issue
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		at := ijson.Pointer(e.InstanceLocation)
+		switch k := e.ErrorKind.(type) {
+		case *kind.Schema, *kind.Group, *kind.AllOf, *kind.Reference:
+			for _, c := range e.Causes {
+				walk(c)
+			}
+		case *kind.Required:
+			for _, name := range k.Missing {
+				out = append(out, Issue{ijson.AppendToken(at, name), "required", "is required"})
+			}
+		case *kind.DependentRequired:
+			for _, name := range k.Missing {
+				out = append(out, Issue{ijson.AppendToken(at, name), "dependentRequired", "is required when " + k.Prop + " is present"})
+			}
+		case *kind.AdditionalProperties:
+			for _, name := range k.Properties {
+				out = append(out, Issue{ijson.AppendToken(at, name), "additionalProperties", "is not allowed"})
+			}
+		case *kind.PropertyNames:
+			// The engine's causes carry a wrong location; the name is
+			// the property's own token.
+			out = append(out, Issue{ijson.AppendToken(at, k.Property), "propertyNames", "this property name is not allowed"})
+		case *kind.FalseSchema:
+			kw := "false"
+			if t := lastToken(locationPointer(e.SchemaURL)); t == "unevaluatedProperties" || t == "unevaluatedItems" || t == "additionalProperties" || t == "items" {
+				kw = t
+			}
+			out = append(out, Issue{at, kw, falseMessage(kw)})
+		default:
+			kw, msg := describe(e.ErrorKind)
+			out = append(out, Issue{at, kw, msg})
+		}
+	}
+	walk(ve)
+	return sortIssues(out)
+}
+
+func falseMessage(kw string) string {
+	switch kw {
+	case "unevaluatedProperties", "additionalProperties":
+		return "is not allowed"
+	case "unevaluatedItems", "items":
+		return "no item is allowed here"
+	}
+	return "no value is allowed here"
+}
+
+// describe names the failed keyword and says what was expected, from the
+// schema's side of the error only.
+func describe(k jsonschema.ErrorKind) (kw, msg string) {
+	if p := k.KeywordPath(); len(p) > 0 {
+		kw = p[0]
+	}
+	switch k := k.(type) {
+	case *kind.Type:
+		return "type", "must be " + strings.Join(k.Want, " or ")
+	case *kind.Enum:
+		return "enum", fmt.Sprintf("must be one of the %d values the schema lists", len(k.Want))
+	case *kind.Const:
+		return "const", "must be the value the schema fixes"
+	case *kind.Format:
+		return "format", "must be a valid " + k.Want
+	case *kind.MinProperties:
+		return kw, fmt.Sprintf("must have at least %d propert%s", k.Want, pluralY(k.Want))
+	case *kind.MaxProperties:
+		return kw, fmt.Sprintf("must have at most %d propert%s", k.Want, pluralY(k.Want))
+	case *kind.MinItems:
+		return kw, fmt.Sprintf("must have at least %d item%s", k.Want, plural(k.Want))
+	case *kind.MaxItems:
+		return kw, fmt.Sprintf("must have at most %d item%s", k.Want, plural(k.Want))
+	case *kind.UniqueItems:
+		return kw, fmt.Sprintf("items %d and %d must not be equal", k.Duplicates[0], k.Duplicates[1])
+	case *kind.Contains:
+		return kw, "must contain a matching item"
+	case *kind.MinContains:
+		return kw, fmt.Sprintf("must contain at least %d matching item%s", k.Want, plural(k.Want))
+	case *kind.MaxContains:
+		return kw, fmt.Sprintf("must contain at most %d matching item%s", k.Want, plural(k.Want))
+	case *kind.MinLength:
+		return kw, fmt.Sprintf("must be at least %d character%s long", k.Want, plural(k.Want))
+	case *kind.MaxLength:
+		return kw, fmt.Sprintf("must be at most %d character%s long", k.Want, plural(k.Want))
+	case *kind.Pattern:
+		return kw, "must match the pattern " + k.Want
+	case *kind.Minimum:
+		return kw, "must be >= " + ratString(k.Want)
+	case *kind.Maximum:
+		return kw, "must be <= " + ratString(k.Want)
+	case *kind.ExclusiveMinimum:
+		return kw, "must be > " + ratString(k.Want)
+	case *kind.ExclusiveMaximum:
+		return kw, "must be < " + ratString(k.Want)
+	case *kind.MultipleOf:
+		return kw, "must be a multiple of " + ratString(k.Want)
+	case *kind.AnyOf:
+		return kw, "must match at least one of the schemas in anyOf"
+	case *kind.OneOf:
+		if len(k.Subschemas) > 1 {
+			return kw, "must match exactly one of the schemas in oneOf, not several"
+		}
+		return kw, "must match exactly one of the schemas in oneOf"
+	case *kind.Not:
+		return "not", "must not match the schema in not"
+	case *kind.RefCycle:
+		return "$ref", "the schema refers to itself without end"
+	case *kind.InvalidJsonValue:
+		return "type", "is not a JSON value"
+	}
+	if kw == "" {
+		kw = "schema"
+	}
+	return kw, "breaks " + kw
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func pluralY(n int) string {
+	if n == 1 {
+		return "y"
+	}
+	return "ies"
+}
+
+func ratString(r interface{ FloatString(int) string }) string {
+	s := r.FloatString(10)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+func sortIssues(is []Issue) []Issue {
+	sort.Slice(is, func(i, j int) bool {
+		if is[i].Path != is[j].Path {
+			return is[i].Path < is[j].Path
+		}
+		if is[i].Keyword != is[j].Keyword {
+			return is[i].Keyword < is[j].Keyword
+		}
+		return is[i].Message < is[j].Message
+	})
+	out := is[:0]
+	for i, x := range is {
+		if i == 0 || x != is[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}

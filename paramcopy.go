@@ -1,0 +1,198 @@
+package actions
+
+// Parameters are copied into JSON's own Go types before anything else
+// reads them, so that the caller's value is never changed and the body
+// owns what it receives.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/actionreg/actions/internal/ijson"
+)
+
+// copyParams returns a fresh copy of params in JSON's Go types.
+func (ps *ParameterSchema) copyParams(params any) (any, error) {
+	if params == nil {
+		return map[string]any{}, nil
+	}
+	text, ok := textOf(params)
+	if !ok {
+		return copyParamsValue(params, ps.limits.MaxParamDepth)
+	}
+	if len(text) > ps.limits.MaxParamBytes {
+		return nil, jsonRefusal("", fmt.Sprintf("the parameters are larger than %d bytes", ps.limits.MaxParamBytes))
+	}
+	v, err := ijson.Decode(text, ps.limits.MaxParamDepth)
+	if err != nil {
+		var je *ijson.Error
+		if errors.As(err, &je) {
+			return nil, jsonRefusal(je.Pointer, decodeMessage(je.Reason, ps.limits.MaxParamDepth))
+		}
+		return nil, jsonRefusal("", "the parameters are not JSON")
+	}
+	return v, nil
+}
+
+// textOf returns v's JSON text when v is given as text: json.RawMessage,
+// []byte or string, the forms a schema and parameters may take.
+func textOf(v any) ([]byte, bool) {
+	switch t := v.(type) {
+	case json.RawMessage:
+		return t, true
+	case []byte:
+		return t, true
+	case string:
+		return []byte(t), true
+	}
+	return nil, false
+}
+
+// nullText reports whether params is JSON text holding only null, which
+// stands for no parameters as nil does.
+func nullText(params any) bool {
+	text, ok := textOf(params)
+	return ok && string(bytes.TrimSpace(text)) == "null"
+}
+
+func decodeMessage(r ijson.Reason, depth int) string {
+	switch r {
+	case ijson.DuplicateName:
+		return "duplicate member name (RFC 7493 §2.3)"
+	case ijson.InvalidUTF8:
+		return "invalid UTF-8 (RFC 7493 §2.1)"
+	case ijson.LoneSurrogate:
+		return "lone surrogate in a string (RFC 7493 §2.1)"
+	case ijson.NumberRange:
+		return "number beyond the range of a double (RFC 7493 §2.2)"
+	case ijson.TooDeep:
+		return fmt.Sprintf("nested deeper than %d levels", depth)
+	case ijson.TrailingData:
+		return "data after the JSON value"
+	}
+	return "not JSON text"
+}
+
+func jsonRefusal(ptr, msg string) *Refusal {
+	return refusef(CodeInvalidParameters, "the parameters are not I-JSON text", Issue{Path: ptr, Keyword: "json", Message: msg})
+}
+
+// copyError is a fault found while copying parameters; tokens gathers the
+// value's location on the way out, innermost first, so that the happy path
+// builds no pointer.
+type copyError struct {
+	tokens []string
+	msg    string
+}
+
+func (e *copyError) Error() string { return e.msg }
+
+func (e *copyError) refusal() *Refusal {
+	toks := make([]string, len(e.tokens))
+	for i, t := range e.tokens {
+		toks[len(toks)-1-i] = t
+	}
+	return jsonRefusal(ijson.Pointer(toks), e.msg)
+}
+
+// copyParamsValue copies a Go value given as parameters.
+func copyParamsValue(v any, depth int) (any, error) {
+	c, err := copyValue(v, depth)
+	if err != nil {
+		return nil, err.refusal()
+	}
+	return c, nil
+}
+
+// copyValue copies a Go value into JSON's Go types, numbers as
+// json.Number. Types other than the plain ones go through encoding/json.
+func copyValue(in any, depth int) (any, *copyError) {
+	// Scalars are immutable: the caller's interface value is shared as it
+	// is, which saves boxing each one again.
+	switch v := in.(type) {
+	case nil, bool:
+		return in, nil
+	case string:
+		if !utf8.ValidString(v) {
+			return nil, &copyError{msg: "invalid UTF-8 (RFC 7493 §2.1)"}
+		}
+		return in, nil
+	case json.Number:
+		if !ijson.ValidNumber(string(v)) {
+			return nil, &copyError{msg: "not a JSON number within the range of a double, or longer than 128 bytes (RFC 7493 §2.2)"}
+		}
+		return in, nil
+	case map[string]any:
+		if depth <= 0 {
+			return nil, &copyError{msg: "nested deeper than the limit"}
+		}
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			if !utf8.ValidString(k) {
+				return nil, &copyError{msg: "invalid UTF-8 in a member name (RFC 7493 §2.1)"}
+			}
+			c, err := copyValue(e, depth-1)
+			if err != nil {
+				err.tokens = append(err.tokens, k)
+				return nil, err
+			}
+			m[k] = c
+		}
+		return m, nil
+	case []any:
+		if depth <= 0 {
+			return nil, &copyError{msg: "nested deeper than the limit"}
+		}
+		a := make([]any, len(v))
+		for i, e := range v {
+			c, err := copyValue(e, depth-1)
+			if err != nil {
+				err.tokens = append(err.tokens, strconv.Itoa(i))
+				return nil, err
+			}
+			a[i] = c
+		}
+		return a, nil
+	case float64:
+		return floatNumber(v, 64)
+	case float32:
+		return floatNumber(float64(v), 32)
+	case int:
+		return json.Number(strconv.FormatInt(int64(v), 10)), nil
+	case int64:
+		return json.Number(strconv.FormatInt(v, 10)), nil
+	case int32:
+		return json.Number(strconv.FormatInt(int64(v), 10)), nil
+	case uint64:
+		return json.Number(strconv.FormatUint(v, 10)), nil
+	}
+	rv := reflect.ValueOf(in)
+	switch rv.Kind() {
+	case reflect.Int8, reflect.Int16:
+		return json.Number(strconv.FormatInt(rv.Int(), 10)), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uintptr:
+		return json.Number(strconv.FormatUint(rv.Uint(), 10)), nil
+	}
+	b, err := marshalSafely(in)
+	if err != nil {
+		return nil, &copyError{msg: "the value cannot be written as JSON"}
+	}
+	d, err := ijson.Decode(b, depth)
+	if err != nil {
+		return nil, &copyError{msg: "the value is not I-JSON or nests too deep"}
+	}
+	return d, nil
+}
+
+func floatNumber(f float64, bits int) (any, *copyError) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, &copyError{msg: "a number must be finite"}
+	}
+	return json.Number(strconv.FormatFloat(f, 'g', -1, bits)), nil
+}

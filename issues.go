@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/internal/schema"
 )
 
 // issuesOf flattens a validation error into issues: one per failed
@@ -40,9 +41,13 @@ func issuesOf(ve *jsonschema.ValidationError) []Issue {
 				out = append(out, Issue{ijson.AppendToken(at, name), "additionalProperties", "is not allowed"})
 			}
 		case *kind.PropertyNames:
-			// The engine's causes carry a wrong location; the name is
-			// the property's own token.
-			out = append(out, Issue{ijson.AppendToken(at, k.Property), "propertyNames", "this property name is not allowed"})
+			// The engine files these at a location a later sibling may
+			// overwrite; schema.NameCheck reports the same names at the
+			// right one.
+		case *schema.NameBreach:
+			for _, name := range k.Names {
+				out = append(out, Issue{ijson.AppendToken(at, name), "propertyNames", "this property name is not allowed"})
+			}
 		case *kind.FalseSchema:
 			kw := "false"
 			if t := lastToken(locationPointer(e.SchemaURL)); t == "unevaluatedProperties" || t == "unevaluatedItems" || t == "additionalProperties" || t == "items" {

@@ -88,13 +88,15 @@ func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema,
 	if err != nil {
 		var se *schema.Error
 		errors.As(err, &se)
-		return nil, schemaRefusal(se.Pointer, se.Reason, nil)
+		return nil, schemaRefusal(se.Pointer, se.Keyword, se.Reason, nil)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(refuseLoader{})
+	c.RegisterVocabulary(schema.NameCheck())
+	c.AssertVocabs()
 	if err := c.AddResource(schemaBase, doc); err != nil {
-		return nil, schemaRefusal("", "the schema cannot be added", err)
+		return nil, schemaRefusal("", "json", "the schema cannot be added", err)
 	}
 	sch, err := compile(c)
 	if err != nil {
@@ -104,14 +106,14 @@ func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema,
 		if err := schema.Multiplies(sch); err != nil {
 			var se *schema.Error
 			errors.As(err, &se)
-			return nil, schemaRefusal(se.Pointer, se.Reason, nil)
+			return nil, schemaRefusal(se.Pointer, se.Keyword, se.Reason, nil)
 		}
 	}
 	plan, err := schema.Build(sch, report)
 	if err != nil {
 		var se *schema.Error
 		errors.As(err, &se)
-		return nil, schemaRefusal(se.Pointer, se.Reason, nil)
+		return nil, schemaRefusal(se.Pointer, se.Keyword, se.Reason, nil)
 	}
 	return &ParameterSchema{doc: doc, sch: sch, plan: plan, limits: limits}, nil
 }
@@ -141,12 +143,12 @@ func schemaDocument(s any, limits Limits) (map[string]any, error) {
 	if !ok {
 		b, err := marshalSafely(s)
 		if err != nil {
-			return nil, schemaRefusal("", "the schema cannot be written as JSON", err)
+			return nil, schemaRefusal("", "json", "the schema cannot be written as JSON", err)
 		}
 		text = b
 	}
 	if len(text) > limits.MaxSchemaBytes {
-		return nil, schemaRefusal("", fmt.Sprintf("the schema is larger than %d bytes", limits.MaxSchemaBytes), nil)
+		return nil, schemaRefusal("", "json", fmt.Sprintf("the schema is larger than %d bytes", limits.MaxSchemaBytes), nil)
 	}
 	// Each schema level is at most two JSON levels (a keyword's object
 	// or array, then the subschema), plus values such as enum's.
@@ -154,32 +156,27 @@ func schemaDocument(s any, limits Limits) (map[string]any, error) {
 	if err != nil {
 		var je *ijson.Error
 		if errors.As(err, &je) {
-			r := schemaRefusal(je.Pointer, "the schema is not I-JSON text: "+decodeMessage(je.Reason, 2*limits.MaxSchemaDepth+8), nil)
-			r.Issues[0].Keyword = "json"
-			return nil, r
+			return nil, schemaRefusal(je.Pointer, "json", "the schema is not I-JSON text: "+decodeMessage(je.Reason, 2*limits.MaxSchemaDepth+8), nil)
 		}
-		return nil, schemaRefusal("", "the schema is not JSON", nil)
+		return nil, schemaRefusal("", "json", "the schema is not JSON", nil)
 	}
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return nil, schemaRefusal("", "the parameters schema must be an object", nil)
+		return nil, schemaRefusal("", "type", "the parameters schema must be an object", nil)
 	}
 	return doc, nil
 }
 
-func schemaRefusal(ptr, reason string, cause error) *Refusal {
+// schemaRefusal refuses a schema with one issue at ptr. An empty kw is
+// taken from ptr: the keyword it points at, or into.
+func schemaRefusal(ptr, kw, reason string, cause error) *Refusal {
+	if kw == "" {
+		kw = schema.KeywordOf(ptr)
+	}
 	r := refusef(CodeConstraintViolation, "invalid parameters schema",
-		Issue{Path: ptr, Keyword: lastToken(ptr), Message: reason})
+		Issue{Path: ptr, Keyword: kw, Message: reason})
 	r.cause = cause
 	return r
-}
-
-func lastToken(ptr string) string {
-	i := strings.LastIndexByte(ptr, '/')
-	if i < 0 {
-		return ""
-	}
-	return strings.NewReplacer("~1", "/", "~0", "~").Replace(ptr[i+1:])
 }
 
 // compileRefusal reports an engine compile error at the schema pointer the
@@ -190,19 +187,19 @@ func compileRefusal(err error) *Refusal {
 	if errors.As(err, &sve) && errors.As(sve.Err, &breach) {
 		ptr, kw := firstBreach(breach)
 		if kw == "format" && (strings.HasSuffix(ptr, "/pattern") || strings.Contains(ptr, "/patternProperties/")) {
-			return schemaRefusal(ptr, "the pattern is not RE2 syntax (Go regexp: no lookaround, no back-references)", err)
+			return schemaRefusal(ptr, "", "the pattern is not RE2 syntax (Go regexp: no lookaround, no back-references)", err)
 		}
-		return schemaRefusal(ptr, "the value breaks the JSON Schema 2020-12 metaschema (its "+orValue(kw)+" rule)", err)
+		return schemaRefusal(ptr, "", "the value breaks the JSON Schema 2020-12 metaschema (its "+orValue(kw)+" rule)", err)
 	}
 	var ire *jsonschema.InvalidRegexError
 	if errors.As(err, &ire) {
-		return schemaRefusal(locationPointer(ire.URL), "the pattern is not RE2 syntax", err)
+		return schemaRefusal(locationPointer(ire.URL), "", "the pattern is not RE2 syntax", err)
 	}
 	var le *jsonschema.LoadURLError
 	if errors.As(err, &le) {
-		return schemaRefusal("", "a reference leaves the schema", err)
+		return schemaRefusal("", "$ref", "a reference leaves the schema", err)
 	}
-	return schemaRefusal("", "the schema does not compile", err)
+	return schemaRefusal("", "schema", "the schema does not compile", err)
 }
 
 func orValue(kw string) string {
@@ -212,16 +209,31 @@ func orValue(kw string) string {
 	return kw
 }
 
-// firstBreach finds the deepest first cause of a metaschema breach, as a
-// pointer into the schema and the metaschema keyword that failed.
+// firstBreach finds the metaschema breach to report: of the innermost
+// breaches, the one at the first pointer in byte order (then keyword), so
+// that the same schema gets the same answer whatever the order of Go's
+// maps; as a pointer into the schema and the metaschema keyword that
+// failed.
 func firstBreach(ve *jsonschema.ValidationError) (ptr, kw string) {
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
+	first := true
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		p, k := ijson.Pointer(e.InstanceLocation), ""
+		if kp := e.ErrorKind.KeywordPath(); len(kp) > 0 {
+			k = kp[0]
+		}
+		if first || p < ptr || (p == ptr && k < kw) {
+			ptr, kw, first = p, k, false
+		}
 	}
-	if p := ve.ErrorKind.KeywordPath(); len(p) > 0 {
-		kw = p[0]
-	}
-	return ijson.Pointer(ve.InstanceLocation), kw
+	walk(ve)
+	return ptr, kw
 }
 
 func locationPointer(loc string) string {
@@ -355,4 +367,13 @@ func (ps *ParameterSchema) resolveRefs(ctx context.Context, m any, resolve RefRe
 		return refusef(CodeInvalidParameters, "some refs name no single instance", sortIssues(issues)...)
 	}
 	return nil
+}
+
+// lastToken returns the last reference token of a JSON Pointer, unescaped.
+func lastToken(ptr string) string {
+	i := strings.LastIndexByte(ptr, '/')
+	if i < 0 {
+		return ""
+	}
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(ptr[i+1:])
 }

@@ -28,6 +28,7 @@ type paramsGroup struct {
 	Schema      json.RawMessage `json:"schema"`
 	Refused     *struct {
 		Pointer string `json:"pointer"`
+		Keyword string `json:"keyword"` // when given, the issue's keyword
 	} `json:"refused"`
 	Cases []paramsCase `json:"cases"`
 }
@@ -117,6 +118,10 @@ func runParamsFixtures(t *testing.T, dir string) int {
 					assert.Equal(t, CodeConstraintViolation, r.Code)
 					require.Len(t, r.Issues, 1)
 					assert.Equal(t, g.Refused.Pointer, r.Issues[0].Path, r.Error())
+					assert.NotEmpty(t, r.Issues[0].Keyword, "every registration issue names a keyword: %v", r)
+					if g.Refused.Keyword != "" {
+						assert.Equal(t, g.Refused.Keyword, r.Issues[0].Keyword, r.Error())
+					}
 					return
 				}
 				require.NoError(t, err)
@@ -240,4 +245,53 @@ func TestNoSubmittedValueInMessages(t *testing.T) {
 	})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), marker)
+}
+
+// TestIssuesDeterministic checks every fixture the project has for
+// parameters, many times each: a refused schema gets the same issue, and
+// refused parameters the same issues (path, keyword, message), on every
+// run, whatever the order in which Go's maps are walked.
+func TestIssuesDeterministic(t *testing.T) {
+	const runs = 25
+	for _, dir := range []string{"params", "refs"} {
+		for name, f := range loadParamsFiles(t, dir) {
+			var resolve RefResolver
+			if f.Instances != nil {
+				resolve = fixtureResolver(f.Instances)
+			}
+			for _, g := range f.Groups {
+				var s any
+				if len(g.Schema) > 0 {
+					s = json.RawMessage(g.Schema)
+				}
+				first, firstErr := CompileParameters(s)
+				if g.Refused != nil {
+					for i := 0; i < runs; i++ {
+						_, err := CompileParameters(s)
+						require.Error(t, err)
+						require.Equal(t, firstErr.Error(), err.Error(), "%s/%s: run %d", name, g.Description, i)
+					}
+					continue
+				}
+				require.NoError(t, firstErr, "%s/%s", name, g.Description)
+				for _, c := range g.Cases {
+					if c.Valid || len(c.Params) == 0 {
+						continue
+					}
+					var want *Refusal
+					for i := 0; i < runs; i++ {
+						_, err := first.Check(context.Background(), json.RawMessage(c.Params), resolve)
+						var r *Refusal
+						require.True(t, errors.As(err, &r), "%s/%s/%s: %v", name, g.Description, c.Description, err)
+						if want == nil {
+							want = r
+							continue
+						}
+						require.Equal(t, want.Issues, r.Issues, "%s/%s/%s: run %d", name, g.Description, c.Description, i)
+						require.Equal(t, want.Message, r.Message)
+					}
+				}
+			}
+		}
+	}
 }

@@ -3,7 +3,10 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,7 +19,48 @@ import (
 // strings beyond keyword names.
 type Error struct {
 	Pointer string
+	Keyword string // the keyword at fault; see KeywordOf
 	Reason  string
+}
+
+// errorAt is an Error whose keyword is the last keyword of ptr.
+func errorAt(ptr, reason string) *Error {
+	return &Error{Pointer: ptr, Keyword: KeywordOf(ptr), Reason: reason}
+}
+
+// KeywordOf returns the last token of the schema pointer ptr that stands
+// where a keyword stands (not a property name under properties, an index
+// of allOf, or a token inside a keyword's value such as enum's): the
+// keyword at fault when ptr points at a keyword, a subschema or a value
+// inside a keyword. It returns "" for the root.
+func KeywordOf(ptr string) string {
+	if ptr == "" {
+		return ""
+	}
+	kw := ""
+	expect := single // what the next token is: a keyword (single), a name or index (map/arr), or inside a value (leaf)
+	for _, tok := range strings.Split(ptr, "/")[1:] {
+		tok = unescapeToken(tok)
+		switch expect {
+		case single:
+			kw = tok
+			sh, known := keywords[tok]
+			if !known {
+				sh = leaf
+			}
+			switch sh {
+			case single:
+				expect = single
+			case schemaMap, schemaArr:
+				expect = schemaMap
+			default:
+				expect = leaf
+			}
+		case schemaMap:
+			expect = single
+		}
+	}
+	return kw
 }
 
 func (e *Error) Error() string {
@@ -58,22 +102,22 @@ type Report struct {
 func Check(doc any, base string, maxDepth int, objectRoot bool) (*Report, error) {
 	root, ok := doc.(map[string]any)
 	if !ok {
-		return nil, &Error{"", "the parameters schema must be an object"}
+		return nil, &Error{"", "type", "the parameters schema must be an object"}
 	}
 	if objectRoot {
 		if t, ok := root["type"]; !ok {
-			return nil, &Error{"", `the root must declare "type": "object"`}
+			return nil, &Error{"/type", "type", `the root must declare "type": "object"`}
 		} else if s, ok := t.(string); !ok || s != "object" {
-			return nil, &Error{"/type", `the root must be "type": "object"`}
+			return nil, &Error{"/type", "type", `the root must be "type": "object"`}
 		}
 	}
 	if _, ok := root["default"]; ok {
-		return nil, &Error{"/default", "a default at the root can never be filled"}
+		return nil, &Error{"/default", "default", "a default at the root can never be filled"}
 	}
 	c := &checker{doc: root, maxDepth: maxDepth, ids: map[string]string{}, report: Report{Refs: map[string]string{}}}
 	baseURL, err := url.Parse(base)
 	if err != nil {
-		return nil, &Error{"", "invalid base URI"}
+		return nil, &Error{"", "$id", "invalid base URI"}
 	}
 	c.ids[stripFragment(baseURL)] = ""
 	if err := c.walk(root, baseURL, 0, 0, place{}); err != nil {
@@ -115,7 +159,7 @@ func (c *checker) at(more ...string) string {
 }
 
 func (c *checker) fail(reason string, more ...string) error {
-	return &Error{c.at(more...), reason}
+	return errorAt(c.at(more...), reason)
 }
 
 // place says what encloses a schema object.
@@ -292,6 +336,22 @@ func (c *checker) keyword(k string, v any, base *url.URL, resDepth int, at place
 		}
 	case "$ref":
 		c.refs = append(c.refs, pendingRef{v, base, c.at(k)})
+	case "pattern":
+		// Checked here rather than by the engine, whose metaschema check
+		// of a patternProperties name loses the pointer.
+		if p, ok := v.(string); ok {
+			if _, err := regexp.Compile(p); err != nil {
+				return c.fail(reRefusal, k)
+			}
+		}
+	case "patternProperties":
+		if m, ok := v.(map[string]any); ok {
+			for _, p := range slices.Sorted(maps.Keys(m)) {
+				if _, err := regexp.Compile(p); err != nil {
+					return &Error{c.at(k, p), k, reRefusal}
+				}
+			}
+		}
 	case "$dynamicRef":
 		// Its target is chosen while validating, from the dynamic scope:
 		// the plans of defaults and refs and the cost analysis, built from
@@ -320,6 +380,9 @@ func (c *checker) keyword(k string, v any, base *url.URL, resDepth int, at place
 	return nil
 }
 
+// reRefusal says why a pattern is refused.
+const reRefusal = "the pattern is not RE2 syntax (Go regexp: no lookaround, no back-references)"
+
 func opaqueName(kw string) string { return "a branch of " + kw }
 
 // location writes a schema location the way the engine does: the resource
@@ -339,19 +402,19 @@ func location(base *url.URL, toks []string) string {
 func (c *checker) checkRef(r pendingRef) error {
 	s, ok := r.value.(string)
 	if !ok {
-		return &Error{r.ptr, "must be a string"}
+		return &Error{r.ptr, "$ref", "must be a string"}
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return &Error{r.ptr, "not a URI reference"}
+		return &Error{r.ptr, "$ref", "not a URI reference"}
 	}
 	target := r.base.ResolveReference(u)
 	res, inside := c.ids[stripFragment(target)]
 	if !inside {
-		return &Error{r.ptr, "a reference must stay inside the schema (no file, URL or relative document)"}
+		return &Error{r.ptr, "$ref", "a reference must stay inside the schema (no file, URL or relative document)"}
 	}
 	if frag := target.Fragment; strings.HasPrefix(frag, "/") && !c.exists(res+frag) {
-		return &Error{r.ptr, "the reference points at nothing in the schema"}
+		return &Error{r.ptr, "$ref", "the reference points at nothing in the schema"}
 	}
 	return nil
 }
@@ -392,22 +455,22 @@ func strict(obj map[string]any, ptr string) error {
 	_, hasMax := obj["maxContains"]
 	switch {
 	case hasThen && !hasIf:
-		return &Error{ptr + "/then", "then without if does nothing"}
+		return errorAt(ptr+"/then", "then without if does nothing")
 	case hasElse && !hasIf:
-		return &Error{ptr + "/else", "else without if does nothing"}
+		return errorAt(ptr+"/else", "else without if does nothing")
 	case hasIf && !hasThen && !hasElse:
-		return &Error{ptr + "/if", "if without then or else does nothing"}
+		return errorAt(ptr+"/if", "if without then or else does nothing")
 	}
 	for _, kw := range []string{"minContains", "maxContains"} {
 		if _, ok := obj[kw]; ok && !hasContains {
-			return &Error{ptr + "/" + kw, kw + " without contains does nothing"}
+			return &Error{ptr + "/" + kw, kw, kw + " without contains does nothing"}
 		}
 	}
 	if n, ok := obj["minContains"].(json.Number); ok && string(n) == "0" && !hasMax {
-		return &Error{ptr + "/minContains", "minContains 0 without maxContains makes contains void"}
+		return &Error{ptr + "/minContains", "minContains", "minContains 0 without maxContains makes contains void"}
 	}
 	if e, ok := obj["enum"].([]any); ok && len(e) == 0 {
-		return &Error{ptr + "/enum", "an empty enum accepts nothing"}
+		return errorAt(ptr+"/enum", "an empty enum accepts nothing")
 	}
 	return nil
 }

@@ -1,7 +1,11 @@
 package schema
 
 import (
+	"cmp"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -31,10 +35,14 @@ func Multiplies(root *jsonschema.Schema) error {
 	entries := []*jsonschema.Schema{root}
 	seen := map[*jsonschema.Schema]bool{root: true}
 	adj := map[*jsonschema.Schema]map[edge]int{}
+	// Of several faults, the one at the first pointer in byte order is
+	// reported, whatever the order of Go's maps.
+	var faults []*Error
 	for i := 0; i < len(entries); i++ {
 		e := entries[i]
 		if c := m.inPlace(e); c > maxInPlace {
-			return &Error{fragment(e.Location), "subschemas apply to one value by too many paths (more than " + strconv.Itoa(maxInPlace) + ")"}
+			faults = append(faults, &Error{fragment(e.Location), "$ref", "subschemas apply to one value by too many paths (more than " + strconv.Itoa(maxInPlace) + ")"})
+			continue
 		}
 		adj[e] = m.descents(e)
 		for k := range adj[e] {
@@ -56,14 +64,20 @@ func Multiplies(root *jsonschema.Schema) error {
 					per[k.label] += n
 				}
 			}
-			for label, n := range per {
-				if n > 1 {
-					return &Error{fragment(s.Location), "a recursion applies " + strconv.Itoa(n) + " subschemas to the member " + strconv.Quote(label) + " at each level, so its cost doubles with every level of the parameters"}
+			for _, label := range slices.Sorted(maps.Keys(per)) {
+				if n := per[label]; n > 1 {
+					faults = append(faults, &Error{fragment(s.Location), "$ref", "a recursion applies " + strconv.Itoa(n) + " subschemas to the member " + strconv.Quote(label) + " at each level, so its cost doubles with every level of the parameters"})
+					break
 				}
 			}
 		}
 	}
-	return nil
+	if len(faults) == 0 {
+		return nil
+	}
+	return slices.MinFunc(faults, func(a, b *Error) int {
+		return cmp.Or(strings.Compare(a.Pointer, b.Pointer), strings.Compare(a.Reason, b.Reason))
+	})
 }
 
 // maxInPlace bounds the subschemas applying to one value through in-place

@@ -97,7 +97,7 @@ func Build(root *jsonschema.Schema, r *Report) (*Plan, error) {
 			v := Copy(d.value)
 			(&filler{p: p, seen: map[visit]bool{}}).fill(v, b.nodes[ps], 0)
 			if ps.Validate(v) != nil {
-				return nil, &Error{Pointer: fragment(ps.Location) + "/default", Reason: "the default breaks its own schema"}
+				return nil, &Error{Pointer: fragment(ps.Location) + "/default", Keyword: "default", Reason: "the default breaks its own schema"}
 			}
 		}
 	}
@@ -324,7 +324,7 @@ func tried(s *jsonschema.Schema, inTried bool, seen map[triedKey]bool) error {
 	if inTried {
 		for _, ps := range s.Properties {
 			if ps.Default != nil {
-				return &Error{fragment(ps.Location) + "/default", "a default reached from a subschema that is only tried (anyOf, oneOf, not, if, contains, propertyNames) can never be filled"}
+				return &Error{fragment(ps.Location) + "/default", "default", "a default reached from a subschema that is only tried (anyOf, oneOf, not, if, contains, propertyNames) can never be filled"}
 			}
 		}
 	}

@@ -29,7 +29,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"plain", `{"type":"object","properties":{"a":{"type":"string","default":"x"}}}`, "", true},
 		{"root not object", `{"type":"array"}`, "/type", false},
-		{"root without type", `{"properties":{}}`, "", false},
+		{"root without type", `{"properties":{}}`, "/type", false},
 		{"unknown keyword deep", `{"type":"object","properties":{"a":{"items":{"maxlength":1}}}}`, "/properties/a/items/maxlength", false},
 		{"draft 7 keyword", `{"type":"object","definitions":{}}`, "/definitions", false},
 		{"schema draft", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}`, "/$schema", false},
@@ -52,6 +52,8 @@ func TestCheck(t *testing.T) {
 		{"if alone", `{"type":"object","if":{}}`, "/if", false},
 		{"minContains alone", `{"type":"object","properties":{"l":{"minContains":1}}}`, "/properties/l/minContains", false},
 		{"empty enum", `{"type":"object","properties":{"e":{"enum":[]}}}`, "/properties/e/enum", false},
+		{"pattern not RE2", `{"type":"object","properties":{"a":{"pattern":"(?=x)"}}}`, "/properties/a/pattern", false},
+		{"patternProperties name not RE2", `{"type":"object","properties":{"a":{"patternProperties":{"^ok$":{},"(?=x)":{}}}}}`, "/properties/a/patternProperties/(?=x)", false},
 		{"too deep", `{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"object","properties":{"c":{"type":"object","properties":{"d":{"type":"object","properties":{"e":{"type":"object","properties":{"f":{"type":"object"}}}}}}}}}}}}}`, "/properties/a/properties/b/properties/c/properties/d/properties/e/properties/f", false},
 	}
 	for _, c := range cases {
@@ -65,6 +67,7 @@ func TestCheck(t *testing.T) {
 			e, ok := err.(*Error)
 			require.True(t, ok)
 			assert.Equal(t, c.pointer, e.Pointer, e.Reason)
+			assert.NotEmpty(t, e.Keyword, "every fault names a keyword")
 		})
 	}
 }
@@ -221,5 +224,23 @@ func TestMultiplies(t *testing.T) {
 				assert.NoError(t, Multiplies(sch))
 			}
 		})
+	}
+}
+
+func TestKeywordOf(t *testing.T) {
+	for ptr, want := range map[string]string{
+		"":                                     "",
+		"/type":                                "type",
+		"/properties/minLength":                "properties",
+		"/properties/a/minLength":              "minLength",
+		"/properties/a/enum/0":                 "enum",
+		"/allOf/1/properties/b/default":        "default",
+		"/$defs/node":                          "$defs",
+		"/patternProperties/(?=x)":             "patternProperties",
+		"/properties/a~1b/items/const/x":       "const",
+		"/dependentSchemas/a/properties/w":     "properties",
+		"/properties/l/prefixItems/0/required": "required",
+	} {
+		assert.Equal(t, want, KeywordOf(ptr), ptr)
 	}
 }

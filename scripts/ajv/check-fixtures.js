@@ -10,7 +10,11 @@
 //   - otherwise Ajv must compile it, and for each case Ajv's validity must
 //     equal "valid"; when valid, Ajv's data after defaults must deep-equal
 //     "checked"; when invalid, Ajv's errors, turned into our issue convention,
-//     must equal "issues". A case with "ajv_note" is run but not compared.
+//     must equal "issues" (path = Ajv's instancePath, plus the member's
+//     name for required, dependentRequired, additionalProperties,
+//     unevaluatedProperties and propertyNames). A case with "ajv_note" is
+//     compared on paths only: when both refuse, each issue's path must be
+//     one of Ajv's.
 //   - A case whose params_text / params_base64 is not JSON that JavaScript can
 //     read (invalid UTF-8, broken syntax) is skipped: only the Go side sees it.
 // testdata/refs/*.json: the schemas must compile; each case runs through Ajv
@@ -205,8 +209,14 @@ function lintGroup(where, g) {
   if (!Array.isArray(g.cases)) fail(where, "group without cases array");
   if (g.refused !== undefined) {
     if (typeof g.refused.pointer !== "string") fail(where, "refused without pointer");
-    else if (g.schema !== undefined && !resolvePointer(g.schema, g.refused.pointer).found) {
+    else if (g.schema !== undefined && !resolvePointer(g.schema, g.refused.pointer).found &&
+      !resolvePointer(g.schema, g.refused.pointer.replace(/\/[^/]*$/, "")).found) {
+      // A pointer may name a keyword the schema lacks (a root without
+      // "type" is refused at /type), but its parent must exist.
       fail(where, `refused pointer ${g.refused.pointer} is not in the schema`);
+    }
+    if (g.refused.keyword !== undefined && (typeof g.refused.keyword !== "string" || !g.refused.keyword)) {
+      fail(where, "refused keyword must be a non-empty string");
     }
     if (g.cases && g.cases.length) fail(where, "refused group with cases");
   }
@@ -265,6 +275,14 @@ function checkParamsFile(file, doc) {
       const r = run(g.schema, p.value, { verbose: true });
       if (c.ajv_note) {
         noted++;
+        // A noted difference is about validity or keywords, never about
+        // where a value is: when both refuse, each of our paths must be
+        // one of Ajv's.
+        if (!r.runError && !r.valid && !c.valid) {
+          const paths = new Set(toIssues(r.errors, g.schema).map((i) => i.path));
+          const stray = c.issues.filter((i) => !paths.has(i.path));
+          if (stray.length) fail(where, `paths [${show(stray)}] are none of Ajv's instancePaths`);
+        }
         return;
       }
       if (r.runError) return fail(where, "Ajv threw while validating: " + r.runError);

@@ -69,4 +69,3 @@ func (*NameBreach) KeywordPath() []string { return []string{"propertyNames"} }
 func (b *NameBreach) LocalizedString(p *message.Printer) string {
 	return p.Sprintf("%d property names are not allowed", len(b.Names))
 }
-

@@ -57,7 +57,7 @@ func ExampleDecodeBatch() {
 }
 
 func ExamplePolicyOf() {
-	for _, c := range []actions.Code{actions.CodeInvalidParameters, actions.CodeUnknownAction, actions.CodeInternal, "out_of_stock"} {
+	for _, c := range []actions.Code{actions.CodeInvalidParameters, actions.CodeUnknownAction, actions.CodeInternal, actions.CodeCancelled, "out_of_stock"} {
 		p := actions.PolicyOf(c)
 		fmt.Println(c, p.Transport, p.Retry)
 	}
@@ -65,6 +65,7 @@ func ExamplePolicyOf() {
 	// invalid_parameters tool-result after-edit
 	// unknown_action protocol never
 	// internal protocol after-backoff
+	// cancelled protocol after-backoff
 	// out_of_stock tool-result never
 }
 

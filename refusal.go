@@ -1,13 +1,15 @@
 package actions
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 )
 
 // Code names why a call or a registration was refused. The codes are the
-// reference's ActionError codes, plus internal for a recovered panic. A body
+// reference's ActionError codes, plus internal for a recovered panic and
+// cancelled for a call whose caller gave up. A body
 // may raise a refusal with a code of its own (a domain refusal).
 type Code string
 
@@ -29,6 +31,12 @@ const (
 	CodeUnknownReference Code = "unknown_reference"
 	// CodeInternal: a body, a resolver or a host hook panicked.
 	CodeInternal Code = "internal"
+	// CodeCancelled: the call's context was done before the call ended
+	// (the caller gave up, went away, or the server is shutting down):
+	// context.Canceled or context.DeadlineExceeded in the error's chain.
+	// Not a fault of the server, nor of the call: retry as the caller
+	// sees fit.
+	CodeCancelled Code = "cancelled"
 )
 
 // Sentinels for [errors.Is]: a *Refusal matches the sentinel of its code.
@@ -42,6 +50,7 @@ var (
 	ErrInvalidScriptStep   = errors.New(string(CodeInvalidScriptStep))
 	ErrUnknownReference    = errors.New(string(CodeUnknownReference))
 	ErrInternal            = errors.New(string(CodeInternal))
+	ErrCancelled           = errors.New(string(CodeCancelled))
 )
 
 func sentinelOf(c Code) error {
@@ -60,6 +69,8 @@ func sentinelOf(c Code) error {
 		return ErrUnknownReference
 	case CodeInternal:
 		return ErrInternal
+	case CodeCancelled:
+		return ErrCancelled
 	}
 	return nil
 }
@@ -100,7 +111,7 @@ func PolicyOf(c Code) Policy {
 		return Policy{TransportProtocol, RetryNever}
 	case CodeInvalidParameters, CodeUnknownReference, CodeInvalidScriptStep:
 		return Policy{TransportToolResult, RetryAfterEdit}
-	case CodeInternal:
+	case CodeInternal, CodeCancelled:
 		return Policy{TransportProtocol, RetryAfterBackoff}
 	}
 	return Policy{TransportToolResult, RetryNever}
@@ -112,7 +123,7 @@ func PolicyOf(c Code) Policy {
 func Policies() map[string]Policy {
 	m := map[string]Policy{"domain": PolicyOf("")}
 	for _, c := range []Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
-		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal} {
+		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled} {
 		m[string(c)] = PolicyOf(c)
 	}
 	return m
@@ -219,6 +230,8 @@ func nextActionOf(c Code) string {
 		return "Name only results set by an earlier step, then run the batch again."
 	case CodeInternal:
 		return "Try again later; if it keeps failing, report it."
+	case CodeCancelled:
+		return "The call was cancelled before it ended; call again if it is still wanted."
 	case CodeDuplicateName, CodeConstraintViolation:
 		return "Fix the definition; calling again will not help."
 	}
@@ -226,8 +239,10 @@ func nextActionOf(c Code) string {
 }
 
 // codeOf returns the code an error carries: a *Refusal's, that of any
-// error with a Code() string method, or internal for a plain error, a
-// typed nil, an empty code or a Code method that panics.
+// error with a Code() string method, cancelled for an error whose chain
+// holds context.Canceled or context.DeadlineExceeded, or internal for
+// another plain error, a typed nil, an empty code or a Code method that
+// panics.
 func codeOf(err error) (code Code) {
 	defer func() {
 		if recover() != nil {
@@ -246,6 +261,9 @@ func codeOf(err error) (code Code) {
 		if s := c.Code(); s != "" {
 			return Code(s)
 		}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return CodeCancelled
 	}
 	return CodeInternal
 }

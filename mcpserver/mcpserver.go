@@ -228,6 +228,13 @@ const internalMessage = "internal error: the server could not run the tool"
 // refused maps an error of Registry.Run to what the client gets.
 func (h *toolHandler[C]) refused(ctx context.Context, err error) (*mcp.CallToolResult, error) {
 	var r *actions.Refusal
+	if cancelled(err) && !errors.As(err, &r) {
+		// The caller gave up, went away, or the server ended the call:
+		// not a fault. The client gets an answer only if it still reads
+		// one (see how a call ends, in cancel.go).
+		h.report(ctx, cancelCause(ctx, err))
+		return nil, protocolError(CodeRequestCancelled, cancelledMessage, actions.NewRefusal(actions.CodeCancelled, ""))
+	}
 	if !errors.As(err, &r) || r == nil {
 		// A body's plain error, a resolver's failure, a cancelled
 		// context: the text stays on the server.
@@ -241,6 +248,9 @@ func (h *toolHandler[C]) refused(ctx context.Context, err error) (*mcp.CallToolR
 	switch {
 	case r.Code == actions.CodeUnknownAction:
 		return nil, protocolError(jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", h.name), r)
+	case r.Code == actions.CodeCancelled:
+		h.report(ctx, cancelCause(ctx, err))
+		return nil, protocolError(CodeRequestCancelled, cancelledMessage, r)
 	case transport == actions.TransportProtocol:
 		h.report(ctx, err)
 		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, r)

@@ -2,7 +2,6 @@ package actions
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -69,7 +68,16 @@ type Definition struct {
 // passed to the caller as it is; see [Registry.Run].
 type Action[C any] struct {
 	Definition
-	Run func(ctx context.Context, params map[string]any, c C) (any, error)
+	Run Body[C]
+}
+
+// New returns the action of def whose body is body, for [Registry.Register]:
+//
+//	reg.Register(actions.New(def, func(ctx context.Context, p map[string]any, env *Env) (any, error) {
+//		...
+//	}))
+func New[C any](def Definition, body Body[C]) Action[C] {
+	return Action[C]{Definition: def, Run: body}
 }
 
 // IsVisible reports whether the definition is published as a tool.
@@ -83,7 +91,7 @@ func (d *Definition) IsRead() bool { return d.Kind == KindRead }
 // "hidden", and member names that differ from the fields' only in case.
 // parameters may be a schema object or a string holding the
 // schema's JSON text; both are kept as json.RawMessage. The id and the
-// schema are checked later, by [Registry.Register] or [Definition.Check].
+// schema are checked later, by [Registry.Register] or [Registry.Bind].
 func (d *Definition) UnmarshalJSON(data []byte) error {
 	type plain Definition
 	var raw struct {

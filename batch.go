@@ -26,11 +26,12 @@ import (
 // each, fail) and batches with parameters belong to the engine's script
 // runner; this package refuses them (see [DecodeBatch]).
 //
-// A Batch built in Go is checked by [RunBatch] exactly as a decoded one is.
+// A Batch built in Go is checked by [Registry.RunBatch] exactly as a decoded one is.
 // See docs/batches.md for the rules in full.
 type Batch struct {
-	// Commands are the steps, run in order. At most Limits.MaxBatchCalls.
-	Commands []Step `json:"commands"`
+	// Steps are the calls, run in order; their JSON member is "commands",
+	// the reference's name. At most Limits.MaxBatchCalls.
+	Steps []Step `json:"commands"`
 	// Result, when set, is a single placeholder path such as "${plant}" or
 	// "${plant.id}" naming the result of some step: the batch's result. When
 	// empty, the batch's result is the last call's.
@@ -61,16 +62,10 @@ const batchDepth = 3
 // stops collecting after this many.
 const maxBatchIssues = 100
 
-// DecodeBatch decodes and checks a batch written as JSON, with the default
-// [Limits]. It is [DecodeBatchLimits] with Limits{}; a host whose registry
-// has other limits calls DecodeBatchLimits(data, reg.Limits()).
-func DecodeBatch(data []byte) (Batch, error) {
-	return DecodeBatchLimits(data, Limits{})
-}
-
-// DecodeBatchLimits decodes a batch's JSON text strictly (I-JSON, RFC 7493:
+// DecodeBatch decodes a batch's JSON text strictly (I-JSON, RFC 7493:
 // duplicate member names, invalid UTF-8 and lone surrogates are refused)
-// and checks the whole batch as [RunBatch] does, before anything runs.
+// and checks the whole batch as [Registry.RunBatch] does, with the
+// registry's limits, before anything runs.
 // Numbers in "with" are kept exact, as json.Number.
 //
 // Errors, all *Refusal, each issue at the RFC 6901 pointer into the batch
@@ -98,10 +93,14 @@ func DecodeBatch(data []byte) (Batch, error) {
 // that is not an object) reports that only. unknown_reference is checked
 // once no invalid_script_step fault remains.
 //
-// DecodeBatchLimits does not check that the actions exist or that the
+// DecodeBatch does not check that the actions exist or that the
 // parameters fit their schemas: those are refusals of the calls, met when
 // the batch runs.
-func DecodeBatchLimits(data []byte, limits Limits) (Batch, error) {
+func (r *Registry[C]) DecodeBatch(data []byte) (Batch, error) {
+	return decodeBatch(data, r.Limits())
+}
+
+func decodeBatch(data []byte, limits Limits) (Batch, error) {
 	limits = limits.withDefaults()
 	v, err := ijson.Decode(data, limits.MaxParamDepth+batchDepth)
 	if err != nil {
@@ -114,15 +113,28 @@ func DecodeBatchLimits(data []byte, limits Limits) (Batch, error) {
 	return b, nil
 }
 
-// UnmarshalJSON decodes a batch with [DecodeBatch], so that
-// encoding/json refuses what DecodeBatch refuses, with its *Refusal.
+// UnmarshalJSON decodes a batch as [Registry.DecodeBatch] does, with its
+// *Refusal, but with no bound on the count of steps or placeholders: no
+// registry is at hand to say what they are. [Registry.RunBatch] checks
+// those against the registry's limits before any call.
 func (b *Batch) UnmarshalJSON(data []byte) error {
-	d, err := DecodeBatch(data)
+	d, err := decodeBatch(data, unmarshalLimits())
 	if err != nil {
 		return err
 	}
 	*b = d
 	return nil
+}
+
+// unmarshalLimits are the limits of Batch.UnmarshalJSON: the default
+// depth (encoding/json bounds it too), no bound on counts.
+func unmarshalLimits() Limits {
+	return Limits{
+		MaxBatchCalls:        math.MaxInt,
+		MaxPlaceholders:      math.MaxInt,
+		MaxPlaceholderLength: math.MaxInt,
+		MaxParamBytes:        math.MaxInt,
+	}.withDefaults()
 }
 
 func decodeRefusal(err error, limits Limits) *Refusal {
@@ -176,9 +188,9 @@ func batchOfJSON(v any) (Batch, *batchShape) {
 	}
 	switch cmds := obj["commands"].(type) {
 	case []any:
-		b.Commands = make([]Step, len(cmds))
+		b.Steps = make([]Step, len(cmds))
 		for i, c := range cmds {
-			b.Commands[i] = stepOfJSON(c, i, shape)
+			b.Steps[i] = stepOfJSON(c, i, shape)
 		}
 	case nil:
 		msg := "must be an array of steps"
@@ -327,20 +339,20 @@ func checkBatch(b Batch, limits Limits, shape *batchShape) (*batchPlan, error) {
 	if shape != nil {
 		faults.add(shape.top...)
 	}
-	if len(b.Commands) > limits.MaxBatchCalls {
+	if len(b.Steps) > limits.MaxBatchCalls {
 		faults.add(Issue{Path: "/commands", Keyword: "commands",
 			Message: fmt.Sprintf("more than %d steps in one batch", limits.MaxBatchCalls)})
 		return nil, faults.refusal(CodeInvalidScriptStep, "the batch cannot run as it is")
 	}
 	pl := placeholderLimits(limits)
-	plan := &batchPlan{steps: make([]plannedStep, len(b.Commands))}
-	names := make(map[string]int, len(b.Commands)) // as → step
-	lastRead := make([]int32, len(b.Commands))     // step → last step reading its result, or -1
+	plan := &batchPlan{steps: make([]plannedStep, len(b.Steps))}
+	names := make(map[string]int, len(b.Steps)) // as → step
+	lastRead := make([]int32, len(b.Steps))     // step → last step reading its result, or -1
 	for i := range lastRead {
 		lastRead[i] = -1
 	}
 	var unresolved []stepRef
-	for i, s := range b.Commands {
+	for i, s := range b.Steps {
 		if shape != nil && len(shape.steps[i]) > 0 {
 			faults.add(shape.steps[i]...)
 			continue
@@ -385,9 +397,9 @@ func checkBatch(b Batch, limits Limits, shape *batchShape) (*batchPlan, error) {
 			faults.add(*is)
 		case set:
 			plan.result = b.Result
-			lastRead[j] = int32(len(b.Commands))
+			lastRead[j] = int32(len(b.Steps))
 		default:
-			unresolved = append(unresolved, stepRef{step: len(b.Commands), pointer: "/result", keyword: "result", name: name})
+			unresolved = append(unresolved, stepRef{step: len(b.Steps), pointer: "/result", keyword: "result", name: name})
 		}
 	}
 	if len(faults.issues) > 0 {
@@ -558,12 +570,12 @@ func unknownRefs(refs []stepRef, names map[string]int) *Refusal {
 	return faults.refusal(CodeUnknownReference, "a placeholder names a result that no earlier step sets")
 }
 
-// RunBatch checks b whole, with reg.Limits(), then runs its calls in order
-// through reg, as [Registry.Run] does: each call's parameters are checked,
+// RunBatch checks b whole, with r.Limits(), then runs its calls in order
+// through r, as [Registry.Run] does: each call's parameters are checked,
 // its body runs, and its entry is recorded and given to host.OnEntry
 // (host may be nil). A Batch built in Go is checked exactly as
-// [DecodeBatchLimits] checks JSON text, with the same refusals; RunBatch
-// never changes b.
+// [Registry.DecodeBatch] checks JSON text, with the same refusals;
+// RunBatch never changes b.
 //
 // Just before each call, the path placeholders of its "with" are replaced
 // by values from the results named so far (see docs/batches.md): a whole
@@ -583,17 +595,18 @@ func unknownRefs(refs []stepRef, names map[string]int) *Refusal {
 //     the value its placeholder reaches, or nil when it reaches nothing;
 //     otherwise the last call's result (nil for no calls);
 //   - *Refusal invalid_script_step or unknown_reference: the check refused
-//     the batch (see [DecodeBatchLimits]); no call was made and entries is
+//     the batch (see [Registry.DecodeBatch]); no call was made and entries is
 //     empty. invalid_script_step is also returned, before the call, when a
 //     value a placeholder copies in would nest the step's parameters deeper
 //     than Limits.MaxParamDepth;
-//   - the error of a refused call, as [Registry.Run] returns it
-//     (unknown_action, invalid_parameters, a body's own refusal or error,
-//     internal...): the batch stops there, and the refused call's entry is
-//     the last of entries. An unknown_action or invalid_parameters refusal
-//     comes back as a copy whose issues point into the batch
-//     ("/commands/2/with/name", "/commands/2/call"), so that the author
-//     of the batch can fix it;
+//   - a *StepError holding the error of a refused call, as
+//     [Registry.Run] returns it (unknown_action, invalid_parameters, a
+//     body's own refusal or error, internal...): the batch stops there,
+//     and the refused call's entry is the last of entries. errors.Is and
+//     errors.As see through it to the call's error; its Index and
+//     [StepError.Pointer] locate the step in the batch, so that the
+//     author of the batch can fix it ("/commands/2", and under it
+//     "/with" + the issue's path for invalid_parameters);
 //   - ctx.Err(): ctx was done before a call; that call and the rest are
 //     not made. A call already running sees ctx itself.
 //
@@ -602,17 +615,17 @@ func unknownRefs(refs []stepRef, names map[string]int) *Refusal {
 // returns an error, so that a batch is undone as one: calls done before a
 // refused one leave nothing behind.
 //
-// Limits (reg.Limits()): MaxBatchCalls steps, MaxPlaceholderLength bytes
+// Limits (r.Limits()): MaxBatchCalls steps, MaxPlaceholderLength bytes
 // per placeholder, MaxPlaceholders per step, MaxParamDepth for each with.
 // The work of a call does not grow with the number of calls before it: a
 // name is found in constant time, and a result is held only from its call
 // to the last step (or the batch's result) that reads it; a result nobody
 // reads is not held at all.
 //
-// reg must not be nil. RunBatch keeps no state between runs; runs of
-// batches may go on at the same time, on one registry.
-func RunBatch[C any](ctx context.Context, reg *Registry[C], b Batch, host *Host[C]) (result any, entries []RunEntry, err error) {
-	limits := reg.Limits()
+// RunBatch keeps no state between runs; runs of batches may go on at the
+// same time, on one registry.
+func (r *Registry[C]) RunBatch(ctx context.Context, b Batch, host *Host[C]) (result any, entries []RunEntry, err error) {
+	limits := r.Limits()
 	plan, err := checkBatch(b, limits, nil)
 	if err != nil {
 		return nil, nil, err
@@ -647,10 +660,10 @@ func RunBatch[C any](ctx context.Context, reg *Registry[C], b Batch, host *Host[
 		for _, j := range st.drop {
 			results[j] = nil
 		}
-		_, entry, err := reg.Run(ctx, st.call, params, host)
+		_, entry, err := r.Run(ctx, st.call, params, host)
 		entries = append(entries, entry)
 		if err != nil {
-			return nil, entries, inStep(i, err)
+			return nil, entries, &StepError{Index: i, Action: st.call, Err: err}
 		}
 		if st.keep || i == len(plan.steps)-1 {
 			v, err := scopeValue(entry)
@@ -681,34 +694,30 @@ func RunBatch[C any](ctx context.Context, reg *Registry[C], b Batch, host *Host[
 	return result, entries, nil
 }
 
-// inStep returns the refusal of step i's call with its issues located in
-// the batch; other errors are returned as they are.
-func inStep(i int, err error) error {
-	r := asRefusal(err)
-	if r == nil {
-		return err
-	}
-	var prefix string
-	switch r.Code {
-	case CodeInvalidParameters:
-		prefix = stepPointer(i) + "/with"
-	case CodeUnknownAction:
-		prefix = stepPointer(i) + "/call"
-	default:
-		return err
-	}
-	c := *r
-	c.Message = fmt.Sprintf("step %d: %s", i, r.Message)
-	c.Issues = make([]Issue, len(r.Issues))
-	for j, is := range r.Issues {
-		is.Path = prefix + is.Path
-		if r.Code == CodeUnknownAction {
-			is.Keyword = "call"
-		}
-		c.Issues[j] = is
-	}
-	return &c
+// StepError is the error of a batch whose step Index was refused: Err is
+// that call's error as [Registry.Run] returns it, its issues located in
+// the call's own parameters. It plays the part fs.PathError plays for a
+// file: errors.Is(err, ErrInvalidParameters) and errors.As(err, &refusal)
+// see through it.
+type StepError struct {
+	Index  int    // the step's index in Batch.Steps ("commands")
+	Action string // the step's call
+	Err    error
 }
+
+// Error returns "step 2: " and the call's error. It does not repeat the
+// id called, which is submitted text.
+func (e *StepError) Error() string {
+	return "step " + strconv.Itoa(e.Index) + ": " + e.Err.Error()
+}
+
+// Unwrap returns the call's error.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Pointer returns the RFC 6901 pointer of the step in the batch's JSON
+// form, such as "/commands/2". An issue of an invalid_parameters refusal
+// is at Pointer() + "/with" + its Path in the batch.
+func (e *StepError) Pointer() string { return stepPointer(e.Index) }
 
 // scopeValue is the value a named result stands for in later placeholders:
 // the JSON the entry recorded, read back, so that it holds JSON's Go types

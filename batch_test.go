@@ -37,6 +37,7 @@ type batchFixture struct {
 		Result  json.RawMessage   `json:"result"`
 		Error   *struct {
 			Code   string `json:"code"`
+			Step   *int   `json:"step"`
 			Issues []struct {
 				Path    string `json:"path"`
 				Keyword string `json:"keyword"`
@@ -73,11 +74,11 @@ type batchRun struct {
 // their id to *runs.
 func batchRegistry(t testing.TB, f *batchFixture, runs *[]string) *Registry[*Trace] {
 	t.Helper()
-	reg := NewRegistry[*Trace](WithLimits(Limits{
+	reg := NewRegistry[*Trace](&Options{Limits: Limits{
 		MaxBatchCalls:        f.Limits.MaxBatchCalls,
 		MaxPlaceholderLength: f.Limits.MaxPlaceholderLength,
 		MaxPlaceholders:      f.Limits.MaxPlaceholders,
-	}))
+	}})
 	for _, a := range f.Actions {
 		params := a.Parameters
 		if len(params) == 0 {
@@ -135,7 +136,7 @@ func TestBatchFixtures(t *testing.T) {
 			t.Run("json", func(t *testing.T) {
 				var run batchRun
 				reg := batchRegistry(t, f, &run.runs)
-				b, err := DecodeBatchLimits(f.text(), reg.Limits())
+				b, err := reg.DecodeBatch(f.text())
 				if err == nil {
 					run.exec(reg, b)
 				} else {
@@ -157,7 +158,7 @@ func TestBatchFixtures(t *testing.T) {
 				require.NoError(t, dec.Decode(&plain), "the batch has no Go form: mark the fixture go_form: false")
 				var run batchRun
 				reg := batchRegistry(t, f, &run.runs)
-				run.exec(reg, Batch{Commands: plain.Commands, Result: plain.Result})
+				run.exec(reg, Batch{Steps: plain.Commands, Result: plain.Result})
 				checkBatchRun(t, f, &run)
 			})
 		})
@@ -166,7 +167,7 @@ func TestBatchFixtures(t *testing.T) {
 
 func (run *batchRun) exec(reg *Registry[*Trace], b Batch) {
 	host := &Host[*Trace]{OnEntry: func(e RunEntry) { run.seen = append(run.seen, e) }}
-	run.result, run.entries, run.err = RunBatch(context.Background(), reg, b, host)
+	run.result, run.entries, run.err = reg.RunBatch(context.Background(), b, host)
 }
 
 func checkBatchRun(t *testing.T, f *batchFixture, run *batchRun) {
@@ -189,6 +190,14 @@ func checkBatchRun(t *testing.T, f *batchFixture, run *batchRun) {
 		var r *Refusal
 		require.ErrorAs(t, run.err, &r)
 		assert.Equal(t, want.Error.Code, string(r.Code), "code; error: %v", run.err)
+		var se *StepError
+		if errors.As(run.err, &se) {
+			require.NotNil(t, want.Error.Step, "a refused step: expect.error.step is its index; error: %v", run.err)
+			assert.Equal(t, *want.Error.Step, se.Index, "step")
+			assert.Equal(t, fmt.Sprintf("/commands/%d", se.Index), se.Pointer())
+		} else {
+			assert.Nil(t, want.Error.Step, "the batch was refused before any call; error: %v", run.err)
+		}
 		var got []string
 		for _, is := range r.Issues {
 			got = append(got, is.Path+" "+is.Keyword)
@@ -218,9 +227,9 @@ func batchCanonical(t testing.TB, v any) string {
 
 // batchEchoRegistry registers actions that return their parameters, under the
 // ids the fixtures use, plus the ids given.
-func batchEchoRegistry(t testing.TB, opts ...Option) *Registry[*Trace] {
+func batchEchoRegistry(t testing.TB, opts *Options) *Registry[*Trace] {
 	t.Helper()
-	reg := NewRegistry[*Trace](opts...)
+	reg := NewRegistry[*Trace](opts)
 	for _, id := range []string{"t/echo", "t/source", "t/none", "t/reserve", "t/count", "t/other",
 		"scflow/create_actor", "carbon/update_actor_emissions"} {
 		require.NoError(t, reg.Register(Action[*Trace]{
@@ -239,7 +248,7 @@ func TestRunBatchTypedResults(t *testing.T) {
 		Tags []string `json:"tags"`
 		Skip string   `json:"-"`
 	}
-	reg := batchEchoRegistry(t)
+	reg := batchEchoRegistry(t, nil)
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "t/actor"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
@@ -252,14 +261,14 @@ func TestRunBatchTypedResults(t *testing.T) {
 			return []string{"n0", "n1"}, nil
 		},
 	}))
-	b := Batch{Commands: []Step{
+	b := Batch{Steps: []Step{
 		{Call: "t/actor", As: "a"},
 		{Call: "t/names", As: "n"},
 		{Call: "t/echo", With: map[string]any{
 			"id": "${a.id}", "tag": "${a.tags.1}", "skip": "${a.Skip}", "names": "${n}", "first": "${n.0}", "text": "${a.tags}",
 		}},
 	}}
-	result, entries, err := RunBatch(context.Background(), reg, b, nil)
+	result, entries, err := reg.RunBatch(context.Background(), b, nil)
 	require.NoError(t, err)
 	require.Len(t, entries, 3)
 	assert.Equal(t, `{"first":"n0","id":"a1","names":["n0","n1"],"tag":"y","text":["x","y"]}`, entries[2].Parameters)
@@ -267,17 +276,17 @@ func TestRunBatchTypedResults(t *testing.T) {
 }
 
 func TestRunBatchGoValuesInWith(t *testing.T) {
-	reg := batchEchoRegistry(t)
-	b := Batch{Commands: []Step{
+	reg := batchEchoRegistry(t, nil)
+	b := Batch{Steps: []Step{
 		{Call: "t/echo", With: map[string]any{"id": "x1"}, As: "a"},
 		{Call: "t/echo", With: map[string]any{"ids": []string{"${a.id}", "y"}, "n": 3, "f": 1.5}},
 	}}
-	_, entries, err := RunBatch(context.Background(), reg, b, nil)
+	_, entries, err := reg.RunBatch(context.Background(), b, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `{"f":1.5,"ids":["x1","y"],"n":3}`, entries[1].Parameters)
 
-	b.Commands[1].With = map[string]any{"bad": make(chan int)}
-	_, entries, err = RunBatch(context.Background(), reg, b, nil)
+	b.Steps[1].With = map[string]any{"bad": make(chan int)}
+	_, entries, err = reg.RunBatch(context.Background(), b, nil)
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
 	assert.Equal(t, CodeInvalidScriptStep, r.Code)
@@ -286,25 +295,25 @@ func TestRunBatchGoValuesInWith(t *testing.T) {
 }
 
 func TestRunBatchDoesNotChangeBatch(t *testing.T) {
-	reg := batchEchoRegistry(t)
-	b := Batch{Commands: []Step{
+	reg := batchEchoRegistry(t, nil)
+	b := Batch{Steps: []Step{
 		{Call: "t/echo", With: map[string]any{"list": []any{"a", map[string]any{"k": "v"}}}, As: "a"},
 		{Call: "t/echo", With: map[string]any{"x": "${a.list}", "y": []any{"${a.missing}", "${a.list.1}"}}, As: "b"},
 	}, Result: "${b}"}
 	before := batchCanonical(t, b)
-	result, _, err := RunBatch(context.Background(), reg, b, nil)
+	result, _, err := reg.RunBatch(context.Background(), b, nil)
 	require.NoError(t, err)
 	assert.Equal(t, before, batchCanonical(t, b))
 	// The result is a copy: changing it changes nothing else.
 	result.(map[string]any)["x"] = "changed"
-	result2, _, err := RunBatch(context.Background(), reg, b, nil)
+	result2, _, err := reg.RunBatch(context.Background(), b, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `{"x":["a",{"k":"v"}],"y":[{"k":"v"}]}`, batchCanonical(t, result2))
 }
 
 func TestRunBatchKeepsResultsUntilLastRead(t *testing.T) {
-	reg := batchEchoRegistry(t)
-	b := Batch{Commands: []Step{
+	reg := batchEchoRegistry(t, nil)
+	b := Batch{Steps: []Step{
 		{Call: "t/echo", With: map[string]any{"v": "a"}, As: "a"},
 		{Call: "t/echo", With: map[string]any{"x": "${a.v}"}, As: "b"},
 		{Call: "t/echo", With: map[string]any{"y": "${b.x}"}, As: "unread"},
@@ -322,21 +331,21 @@ func TestRunBatchKeepsResultsUntilLastRead(t *testing.T) {
 	assert.Equal(t, []bool{true, true, false, true, false}, keep)
 	assert.Equal(t, [][]int32{{}, {}, {}, {0, 1}, {}}, drops)
 
-	result, entries, err := RunBatch(context.Background(), reg, b, nil)
+	result, entries, err := reg.RunBatch(context.Background(), b, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `{"z":"aa"}`, entries[3].Parameters)
 	assert.Equal(t, "aa", result)
 }
 
 func TestRunBatchConcurrent(t *testing.T) {
-	reg := batchEchoRegistry(t)
-	b, err := DecodeBatch([]byte(`{"commands": [{"call": "t/echo", "with": {"n": 1, "l": [1, 2]}, "as": "a"},
-		{"call": "t/echo", "with": {"m": "${a.l}", "t": "n=${a.n}"}, "as": "b"}], "result": "${b}"}`))
+	reg := batchEchoRegistry(t, nil)
+	b, err := decodeBatch([]byte(`{"commands": [{"call": "t/echo", "with": {"n": 1, "l": [1, 2]}, "as": "a"},
+		{"call": "t/echo", "with": {"m": "${a.l}", "t": "n=${a.n}"}, "as": "b"}], "result": "${b}"}`), Limits{})
 	require.NoError(t, err)
 	done := make(chan string)
 	for range 8 {
 		go func() {
-			result, _, err := RunBatch(context.Background(), reg, b, nil)
+			result, _, err := reg.RunBatch(context.Background(), b, nil)
 			if err != nil {
 				done <- err.Error()
 				return
@@ -353,7 +362,7 @@ func TestRunBatchConcurrent(t *testing.T) {
 func TestRunBatchContextCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	var runs int
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "t/stop"},
@@ -364,25 +373,25 @@ func TestRunBatchContextCanceled(t *testing.T) {
 		},
 	}))
 	var seen int
-	b := Batch{Commands: []Step{{Call: "t/stop"}, {Call: "t/stop"}, {Call: "t/stop"}}}
-	_, entries, err := RunBatch(ctx, reg, b, &Host[*Trace]{OnEntry: func(RunEntry) { seen++ }})
+	b := Batch{Steps: []Step{{Call: "t/stop"}, {Call: "t/stop"}, {Call: "t/stop"}}}
+	_, entries, err := reg.RunBatch(ctx, b, &Host[*Trace]{OnEntry: func(RunEntry) { seen++ }})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, runs)
 	assert.Len(t, entries, 1)
 	assert.Equal(t, 1, seen)
 
-	_, entries, err = RunBatch(ctx, reg, b, nil)
+	_, entries, err = reg.RunBatch(ctx, b, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Empty(t, entries, "a done context stops the batch before its first call")
 }
 
 func TestRunBatchTooDeepAtRunTime(t *testing.T) {
-	reg := batchEchoRegistry(t, WithLimits(Limits{MaxParamDepth: 4}))
-	b := Batch{Commands: []Step{
+	reg := batchEchoRegistry(t, &Options{Limits: Limits{MaxParamDepth: 4}})
+	b := Batch{Steps: []Step{
 		{Call: "t/echo", With: map[string]any{"a": map[string]any{"b": map[string]any{}}}, As: "s"},
 		{Call: "t/echo", With: map[string]any{"x": map[string]any{"y": "${s}"}}},
 	}}
-	_, entries, err := RunBatch(context.Background(), reg, b, nil)
+	_, entries, err := reg.RunBatch(context.Background(), b, nil)
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
 	assert.Equal(t, CodeInvalidScriptStep, r.Code)
@@ -390,7 +399,10 @@ func TestRunBatchTooDeepAtRunTime(t *testing.T) {
 	assert.Len(t, entries, 1, "the step whose value nests too deep is not called")
 }
 
-func TestDecodeBatchLimits(t *testing.T) {
+// Limits come from the registry on every path (issue 18, item 4): the
+// registry's DecodeBatch and RunBatch use its MaxBatchCalls, and
+// json.Unmarshal, which knows no registry, bounds no count.
+func TestDecodeBatchUsesTheRegistrysLimits(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"commands":[`)
 	for i := range DefaultMaxBatchCalls + 1 {
@@ -400,17 +412,25 @@ func TestDecodeBatchLimits(t *testing.T) {
 		b.WriteString(`{"call":"t/echo"}`)
 	}
 	b.WriteString(`]}`)
-	_, err := DecodeBatch([]byte(b.String()))
+	_, err := batchEchoRegistry(t, nil).DecodeBatch([]byte(b.String()))
 	require.ErrorIs(t, err, ErrInvalidScriptStep)
-	batch, err := DecodeBatchLimits([]byte(b.String()), Limits{MaxBatchCalls: 2 * DefaultMaxBatchCalls})
+	reg := batchEchoRegistry(t, &Options{Limits: Limits{MaxBatchCalls: 2 * DefaultMaxBatchCalls}})
+	batch, err := reg.DecodeBatch([]byte(b.String()))
 	require.NoError(t, err)
-	assert.Len(t, batch.Commands, DefaultMaxBatchCalls+1)
+	assert.Len(t, batch.Steps, DefaultMaxBatchCalls+1)
+	var viaJSON Batch
+	require.NoError(t, json.Unmarshal([]byte(b.String()), &viaJSON), "json.Unmarshal bounds no count")
+	_, entries, err := reg.RunBatch(context.Background(), viaJSON, nil)
+	require.NoError(t, err, "the registry allows this many steps")
+	assert.Len(t, entries, DefaultMaxBatchCalls+1)
+	_, _, err = batchEchoRegistry(t, nil).RunBatch(context.Background(), viaJSON, nil)
+	require.ErrorIs(t, err, ErrInvalidScriptStep, "a registry with the default limit refuses it before any call")
 }
 
 func TestBatchUnmarshalJSON(t *testing.T) {
 	var b Batch
 	require.NoError(t, json.Unmarshal([]byte(`{"commands":[{"call":"t/echo","with":{"n":1},"as":"a"}],"result":"${a}"}`), &b))
-	assert.Equal(t, Batch{Commands: []Step{{Call: "t/echo", With: map[string]any{"n": json.Number("1")}, As: "a"}}, Result: "${a}"}, b)
+	assert.Equal(t, Batch{Steps: []Step{{Call: "t/echo", With: map[string]any{"n": json.Number("1")}, As: "a"}}, Result: "${a}"}, b)
 	err := json.Unmarshal([]byte(`{"commands":[{"call":"t/echo","when":"x"}]}`), &b)
 	require.ErrorIs(t, err, ErrInvalidScriptStep)
 	err = json.Unmarshal([]byte(`{"commands":[],"commands":[]}`), &b)
@@ -418,7 +438,7 @@ func TestBatchUnmarshalJSON(t *testing.T) {
 }
 
 func TestBatchRefusalListsAtMost100(t *testing.T) {
-	reg := batchEchoRegistry(t)
+	reg := batchEchoRegistry(t, nil)
 	with := map[string]any{}
 	for i := range 150 {
 		with["p"+strconv.Itoa(i)] = "${ghost.id}"
@@ -428,10 +448,10 @@ func TestBatchRefusalListsAtMost100(t *testing.T) {
 		bad[i] = Step{Call: "t/echo", As: "not-an-identifier"}
 	}
 	for name, b := range map[string]Batch{
-		"unknown references": {Commands: []Step{{Call: "t/echo", With: with}}},
-		"malformed as":       {Commands: bad},
+		"unknown references": {Steps: []Step{{Call: "t/echo", With: with}}},
+		"malformed as":       {Steps: bad},
 	} {
-		_, entries, err := RunBatch(context.Background(), reg, b, nil)
+		_, entries, err := reg.RunBatch(context.Background(), b, nil)
 		var r *Refusal
 		require.ErrorAs(t, err, &r, name)
 		assert.Len(t, r.Issues, 100, name)
@@ -449,7 +469,7 @@ func TestBatchRefusalsHoldNoValue(t *testing.T) {
 		`{"commands":[{"call":"t/echo","with":{"p":"SECRET","p":"SECRET"}}]}`,
 		`{"commands":[{"call":"t/echo","with":{"p":"${x.SECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRET}"}}]}`,
 	} {
-		_, err := DecodeBatch([]byte(text))
+		_, err := decodeBatch([]byte(text), Limits{})
 		require.Error(t, err, text)
 		var r *Refusal
 		require.ErrorAs(t, err, &r)
@@ -466,9 +486,9 @@ func TestBatchRefusalsHoldNoValue(t *testing.T) {
 // encoding/json. Seeds: testdata/fuzz/FuzzDecodeBatch, the fixtures'
 // batches.
 func FuzzDecodeBatch(f *testing.F) {
-	reg := batchEchoRegistry(f)
+	reg := batchEchoRegistry(f, nil)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		b, err := DecodeBatch(data)
+		b, err := decodeBatch(data, Limits{})
 		if err != nil {
 			var r *Refusal
 			if !errors.As(err, &r) || (r.Code != CodeInvalidScriptStep && r.Code != CodeUnknownReference) {
@@ -480,12 +500,12 @@ func FuzzDecodeBatch(f *testing.F) {
 			return
 		}
 		var seen int
-		_, entries, err := RunBatch(context.Background(), reg, b, &Host[*Trace]{OnEntry: func(RunEntry) { seen++ }})
+		_, entries, err := reg.RunBatch(context.Background(), b, &Host[*Trace]{OnEntry: func(RunEntry) { seen++ }})
 		if seen != len(entries) {
 			t.Fatalf("OnEntry saw %d of %d entries", seen, len(entries))
 		}
-		if err == nil && len(entries) != len(b.Commands) {
-			t.Fatalf("%d entries for %d steps", len(entries), len(b.Commands))
+		if err == nil && len(entries) != len(b.Steps) {
+			t.Fatalf("%d entries for %d steps", len(entries), len(b.Steps))
 		}
 		if (errors.Is(err, ErrInvalidScriptStep) || errors.Is(err, ErrUnknownReference)) && len(entries) == 0 {
 			t.Fatalf("RunBatch's check refused what DecodeBatch accepted: %v", err)
@@ -494,7 +514,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b2, err := DecodeBatch(text)
+		b2, err := decodeBatch(text, Limits{})
 		if err != nil {
 			t.Fatalf("the batch written back is refused: %v", err)
 		}
@@ -506,8 +526,8 @@ func FuzzDecodeBatch(f *testing.F) {
 
 // batchText is a batch's canonical JSON with a nil with written as {}.
 func batchText(t testing.TB, b Batch) string {
-	steps := make([]any, len(b.Commands))
-	for i, s := range b.Commands {
+	steps := make([]any, len(b.Steps))
+	for i, s := range b.Steps {
 		w := s.With
 		if w == nil {
 			w = map[string]any{}
@@ -554,7 +574,7 @@ func TestFuzzDecodeBatchSeeds(t *testing.T) {
 // previous step's result through a placeholder. ns/call should not grow
 // with the length of the batch.
 func BenchmarkRunBatch(b *testing.B) {
-	reg := NewRegistry[*Trace](WithLimits(Limits{MaxBatchCalls: 10000}))
+	reg := NewRegistry[*Trace](&Options{Limits: Limits{MaxBatchCalls: 10000}})
 	err := reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "bench/step", Parameters: json.RawMessage(
 			`{"type":"object","properties":{"n":{"type":"integer"},"prev":{"type":"integer"}},"required":["n"]}`)},
@@ -571,7 +591,7 @@ func BenchmarkRunBatch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		batch, err := DecodeBatchLimits(text, reg.Limits())
+		batch, err := reg.DecodeBatch(text)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -579,7 +599,7 @@ func BenchmarkRunBatch(b *testing.B) {
 			b.ReportAllocs()
 			ctx := context.Background()
 			for b.Loop() {
-				if _, _, err := RunBatch(ctx, reg, batch, nil); err != nil {
+				if _, _, err := reg.RunBatch(ctx, batch, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -620,13 +640,13 @@ func BenchmarkRunBatch(b *testing.B) {
 // chainBatch builds n steps, each naming its result and reading the
 // previous one's.
 func chainBatch(n int) Batch {
-	b := Batch{Commands: make([]Step, n)}
+	b := Batch{Steps: make([]Step, n)}
 	for i := range n {
 		with := map[string]any{"n": i}
 		if i > 0 {
 			with["prev"] = "${s" + strconv.Itoa(i-1) + ".n}"
 		}
-		b.Commands[i] = Step{Call: "bench/step", With: with, As: "s" + strconv.Itoa(i)}
+		b.Steps[i] = Step{Call: "bench/step", With: with, As: "s" + strconv.Itoa(i)}
 	}
 	return b
 }

@@ -58,7 +58,7 @@ func typicalMap(b *testing.B) map[string]any {
 // ApplyDefaults+Validate (the MCP Go SDK's per-call input check).
 func BenchmarkValidateParameters(b *testing.B) {
 	ctx := context.Background()
-	ps, err := CompileParameters(typicalSchema)
+	ps, err := CompileParameters(typicalSchema, Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func copyAny(v any) any {
 }
 
 func typicalRegistry(b *testing.B) (*Registry[*Trace], *Host[*Trace]) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	err := reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "supply/create_site", Parameters: typicalSchema},
 		Run: func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
@@ -222,7 +222,7 @@ func BenchmarkRegister(b *testing.B) {
 	b.Run("actions", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			reg := NewRegistry[*Trace]()
+			reg := NewRegistry[*Trace](nil)
 			for _, id := range ids {
 				if err := reg.Register(Action[*Trace]{Definition: Definition{ID: id, Parameters: typicalSchema}, Run: body}); err != nil {
 					b.Fatal(err)
@@ -384,7 +384,7 @@ func BenchmarkMarshal(b *testing.B) {
 // its allocations with its "output" sub-benchmark, which only copies the
 // schemas the tools must hold.
 func BenchmarkTools(b *testing.B) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	for i := range 1000 {
 		if err := reg.Register(Action[*Trace]{Definition: Definition{ID: "bench/action_" + itoa3(i), Title: "Action", Parameters: typicalSchema}, Run: body}); err != nil {
@@ -394,7 +394,7 @@ func BenchmarkTools(b *testing.B) {
 	b.Run("actions", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := reg.Tools(); err != nil {
+			if _, err := reg.Tools(nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -424,7 +424,7 @@ func schemaCopy(m map[string]any) map[string]any {
 // BenchmarkValidateParallel is the bare jsonschema v6 Validate under
 // RunParallel: the scaling floor BenchmarkRunParallel is measured against.
 func BenchmarkValidateParallel(b *testing.B) {
-	ps, err := CompileParameters(typicalSchema)
+	ps, err := CompileParameters(typicalSchema, Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/actionreg/actions"
 )
 
-func ExampleRunBatch() {
-	reg := actions.NewRegistry[*actions.Trace]()
+func ExampleRegistry_RunBatch() {
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	err := reg.Register(actions.Action[*actions.Trace]{
 		Definition: actions.Definition{
 			ID: "scflow/create_actor",
@@ -37,7 +37,7 @@ func ExampleRunBatch() {
 		return
 	}
 
-	batch, err := actions.DecodeBatch([]byte(`{
+	batch, err := reg.DecodeBatch([]byte(`{
 		"commands": [
 			{"call": "scflow/create_actor", "with": {"display_name": "Plant", "type": "plant"}, "as": "plant"},
 			{"call": "carbon/update_actor_emissions",
@@ -53,7 +53,7 @@ func ExampleRunBatch() {
 	// The host opens one transaction around the batch and rolls it back
 	// when RunBatch returns an error.
 	log := actions.NewRunLog()
-	result, entries, err := actions.RunBatch(context.Background(), reg, batch,
+	result, entries, err := reg.RunBatch(context.Background(), batch,
 		&actions.Host[*actions.Trace]{OnEntry: log.Record})
 	if err != nil {
 		fmt.Println(err) // the host rolls its transaction back
@@ -68,7 +68,7 @@ func ExampleRunBatch() {
 
 	// A placeholder naming a result no earlier step sets is refused before
 	// any call.
-	_, err = actions.DecodeBatch([]byte(`{"commands": [{"call": "carbon/update_actor_emissions", "with": {"id": "${plant.id}", "co2": 1}}]}`))
+	_, err = reg.DecodeBatch([]byte(`{"commands": [{"call": "carbon/update_actor_emissions", "with": {"id": "${plant.id}", "co2": 1}}]}`))
 	var r *actions.Refusal
 	if errors.As(err, &r) {
 		fmt.Println(r.Code, r.Issues[0].Path)

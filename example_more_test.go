@@ -10,7 +10,7 @@ import (
 )
 
 func ExampleCompileParameters() {
-	ps, err := actions.CompileParameters(plantSchema)
+	ps, err := actions.CompileParameters(plantSchema, actions.Limits{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -19,7 +19,7 @@ func ExampleCompileParameters() {
 	fmt.Println(checked, err)
 	_, err = ps.Check(context.Background(), `{"species":"","extra":1}`, nil)
 	fmt.Println(err)
-	_, err = actions.CompileParameters(`{"type":"object","properties":{"a":{"maxlength":3}}}`)
+	_, err = actions.CompileParameters(`{"type":"object","properties":{"a":{"maxlength":3}}}`, actions.Limits{})
 	fmt.Println(err)
 	// Output:
 	// map[count:1 species:rose] <nil>
@@ -40,15 +40,16 @@ func ExampleDecodeManifest() {
 	// actions: manifest: definition "garden/plant": kind must be "read" or "action"
 }
 
-func ExampleDecodeBatch() {
-	b, err := actions.DecodeBatch([]byte(`{"commands": [
+func ExampleRegistry_DecodeBatch() {
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	b, err := reg.DecodeBatch([]byte(`{"commands": [
 		{"call": "garden/plant", "with": {"species": "rose"}, "as": "p"},
 		{"call": "garden/water", "with": {"plant": "${p.key}"}}
 	]}`))
-	fmt.Println(len(b.Commands), err)
-	_, err = actions.DecodeBatch([]byte(`{"commands": [{"call": "garden/plant", "when": "${x}"}]}`))
+	fmt.Println(len(b.Steps), err)
+	_, err = reg.DecodeBatch([]byte(`{"commands": [{"call": "garden/plant", "when": "${x}"}]}`))
 	fmt.Println(errors.Is(err, actions.ErrInvalidScriptStep), err)
-	_, err = actions.DecodeBatch([]byte(`{"commands": [{"call": "garden/water", "with": {"plant": "${p.key}"}}]}`))
+	_, err = reg.DecodeBatch([]byte(`{"commands": [{"call": "garden/water", "with": {"plant": "${p.key}"}}]}`))
 	fmt.Println(errors.Is(err, actions.ErrUnknownReference), err)
 	// Output:
 	// 2 <nil>
@@ -70,7 +71,7 @@ func ExamplePolicyOf() {
 }
 
 func ExampleNewRefusal() {
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	_ = reg.Register(actions.Action[*actions.Trace]{
 		Definition: actions.Definition{ID: "shop/order"},
 		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
@@ -91,44 +92,84 @@ func ExampleNewRefusal() {
 	// refused out_of_stock
 }
 
-func ExampleActionIDOfTool() {
-	id, err := actions.ActionIDOfTool(actions.ToolName("garden/plant"))
+func ExampleActionID() {
+	id, err := actions.ActionID(actions.ToolName("garden/plant"))
 	fmt.Println(id, err)
-	_, err = actions.ActionIDOfTool("plant")
+	_, err = actions.ActionID("plant")
 	fmt.Println(errors.Is(err, actions.ErrUnknownAction))
 	// Output:
 	// garden/plant <nil>
 	// true
 }
 
-func ExampleToAITool() {
-	tool, err := actions.ToAITool(actions.Definition{ID: "garden/purge", Destructive: true, Exposure: actions.ExposureHidden})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	out, _ := json.Marshal(tool)
+func ExampleNew() {
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "garden/purge", Destructive: true},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "purged", nil }))
+	tools, _ := reg.Tools(nil)
+	out, _ := json.Marshal(tools[0])
 	fmt.Println(string(out))
 	// Output:
 	// {"name":"garden-purge","inputSchema":{"additionalProperties":false,"properties":{},"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":true}}
 }
 
-func ExampleParametersWithLanguages() {
-	in, err := actions.ParametersWithLanguages(actions.Definition{ID: "shop/rename", Parameters: `{"type":"object","properties":{
-		"name":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}}}`}, []string{"en", "fr"})
+func ExampleToolOptions() {
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/rename", Parameters: `{"type":"object","properties":{
+		"name":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}}}`},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
+	tools, err := reg.Tools(&actions.ToolOptions{Languages: []string{"en", "fr"}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(in["properties"].(map[string]any)["name"].(map[string]any)["description"])
+	fmt.Println(tools[0].InputSchema["properties"].(map[string]any)["name"].(map[string]any)["description"])
 	// Output:
 	// Localized text in en, fr: a string, or an object from language to string; the source language is en.
 }
 
+func ExampleRegistry_MustRegister() {
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	defer func() { fmt.Println("panic:", recover()) }()
+	reg.MustRegister(actions.New(actions.Definition{ID: "no-slash"},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
+	// Output:
+	// panic: constraint_violation: invalid action id: /id the id must be namespace/name with one slash
+}
+
+func ExampleRegistry_Register() {
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	body := func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }
+	// All or none: the second action's schema is refused, so neither is
+	// registered.
+	err := reg.Register(
+		actions.New(actions.Definition{ID: "garden/plant"}, body),
+		actions.New(actions.Definition{ID: "garden/water", Parameters: `{"type":"array"}`}, body),
+	)
+	fmt.Println(err)
+	_, ok := reg.Get("garden/plant")
+	fmt.Println(ok)
+	// Output:
+	// constraint_violation: the actions are not registered: /1/parameters/type the root must be "type": "object"
+	// false
+}
+
+func ExampleNewTrace() {
+	// A body tested on its own: no registry, no host.
+	body := func(_ context.Context, p map[string]any, t *actions.Trace) (any, error) {
+		return nil, t.Command(map[string]any{"op": "water", "plant": p["plant"]}, nil)
+	}
+	t := actions.NewTrace("garden/water")
+	_, err := body(context.Background(), map[string]any{"plant": "rose"}, t)
+	fmt.Println(err, string(t.Steps()[0].Command))
+	// Output:
+	// <nil> {"op":"water","plant":"rose"}
+}
+
 func ExampleRegistry_Tools() {
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	_ = reg.Register(plantAction())
-	tools, err := reg.Tools()
+	tools, err := reg.Tools(nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -140,8 +181,8 @@ func ExampleRegistry_Tools() {
 	// garden-plant false false [species]
 }
 
-func ExampleWithLimits() {
-	reg := actions.NewRegistry[*actions.Trace](actions.WithLimits(actions.Limits{MaxParamBytes: 64}))
+func ExampleNewRegistry() {
+	reg := actions.NewRegistry[*actions.Trace](&actions.Options{Limits: actions.Limits{MaxParamBytes: 64}})
 	_ = reg.Register(plantAction())
 	_, _, err := reg.Run(context.Background(), "garden/plant", `{"species":"`+string(make([]byte, 100))+`"}`, nil)
 	fmt.Println(err)
@@ -152,7 +193,7 @@ func ExampleWithLimits() {
 }
 
 func ExampleTrace_Command() {
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	_ = reg.Register(actions.Action[*actions.Trace]{
 		Definition: actions.Definition{ID: "garden/water"},
 		Run: func(_ context.Context, _ map[string]any, t *actions.Trace) (any, error) {

@@ -37,7 +37,7 @@ func plantAction() actions.Action[*actions.Trace] {
 }
 
 func ExampleRegistry_Run() {
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	if err := reg.Register(plantAction()); err != nil {
 		fmt.Println(err)
 		return
@@ -64,7 +64,7 @@ func ExampleRegistry_Run() {
 }
 
 func ExampleTrace_Call() {
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	_ = reg.Register(plantAction())
 	_ = reg.Register(actions.Action[*actions.Trace]{
 		Definition: actions.Definition{ID: "garden/hedge"},
@@ -95,7 +95,7 @@ func ExampleTrace_Call() {
 }
 
 func ExampleNewRunLog() {
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	_ = reg.Register(plantAction())
 	log := actions.NewRunLog()
 	host := &actions.Host[*actions.Trace]{OnEntry: log.Record}
@@ -114,7 +114,7 @@ func ExampleNewRunLog() {
 }
 
 func ExampleRefusal() {
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	_ = reg.Register(plantAction())
 	_, _, err := reg.Run(context.Background(), "garden/plant", map[string]any{"count": "two", "colour": "red"}, nil)
 
@@ -137,7 +137,7 @@ func ExampleRefusal() {
 	// Fix the parameters named in the issues and call again.
 }
 
-func ExampleValidateParameters() {
+func ExampleRefResolver() {
 	def := actions.Definition{
 		ID: "garden/water",
 		Parameters: `{
@@ -166,11 +166,15 @@ func ExampleValidateParameters() {
 		return m, nil
 	}
 	ctx := context.Background()
-
-	checked, err := actions.ValidateParameters(ctx, def, map[string]any{"plant": "Rose"}, resolve)
+	ps, err := actions.CompileParameters(def.Parameters, actions.Limits{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	checked, err := ps.Check(ctx, map[string]any{"plant": "Rose"}, resolve)
 	fmt.Println(checked, err)
 
-	_, err = actions.ValidateParameters(ctx, def, map[string]any{"plant": "Tulip"}, resolve)
+	_, err = ps.Check(ctx, map[string]any{"plant": "Tulip"}, resolve)
 	fmt.Println(err)
 	// Output:
 	// map[litres:0.5 plant:k7] <nil>
@@ -190,7 +194,7 @@ func ExampleRegistry_Bind() {
 	weed := func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }
 
 	// Every fault is reported at once, and nothing is registered.
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	err = reg.Bind(defs, map[string]actions.Body[*actions.Trace]{"garden/list": list, "garden/weed": weed})
 	var r *actions.Refusal
 	if errors.As(err, &r) {
@@ -218,7 +222,7 @@ func ExampleRegistry_Bind() {
 }
 
 func ExampleNewEntryWriter() {
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	_ = reg.Register(plantAction())
 	// A host would write to a file; each entry is one line of canonical
 	// JSON (JSON Lines).

@@ -12,7 +12,7 @@ import (
 
 func ExampleRegistry_Replay() {
 	ctx := context.Background()
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	_ = reg.Register(plantAction())
 
 	// Record a call to a log, then read the entry back as a host would.
@@ -27,7 +27,7 @@ func ExampleRegistry_Replay() {
 	fmt.Println(err)
 
 	// A new release whose body answers with another key departs from it.
-	next := actions.NewRegistry[*actions.Trace]()
+	next := actions.NewRegistry[*actions.Trace](nil)
 	a := plantAction()
 	a.Run = func(ctx context.Context, p map[string]any, t *actions.Trace) (any, error) {
 		cmd := map[string]any{"op": "create", "schema": "plant", "values": p, "at": "${now()}"}

@@ -1,6 +1,7 @@
 package actions_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,7 +9,7 @@ import (
 	"github.com/actionreg/actions"
 )
 
-func ExampleToAITools() {
+func ExampleRegistry_Tools_languages() {
 	defs := []actions.Definition{
 		{
 			ID:          "shop/set_label",
@@ -31,7 +32,11 @@ func ExampleToAITools() {
 		{ID: "shop/list_items", Title: "List items", Kind: actions.KindRead},
 		{ID: "shop/rebuild_index", Exposure: actions.ExposureHidden},
 	}
-	tools, err := actions.ToAITools(defs, actions.WithLanguages("en", "fr"))
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	for _, d := range defs {
+		reg.MustRegister(actions.New(d, func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
+	}
+	tools, err := reg.Tools(&actions.ToolOptions{Languages: []string{"en", "fr"}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -101,10 +106,10 @@ func ExampleToolName() {
 	name := actions.ToolName("scflow/create_actor")
 	fmt.Println(name)
 
-	id, err := actions.ActionIDOfTool(name)
+	id, err := actions.ActionID(name)
 	fmt.Println(id, err)
 
-	_, err = actions.ActionIDOfTool("scflow-create-actor")
+	_, err = actions.ActionID("scflow-create-actor")
 	fmt.Println(err)
 	// Output:
 	// scflow-create_actor

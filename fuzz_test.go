@@ -33,7 +33,7 @@ func fixtureSchemas(f *testing.F) []*ParameterSchema {
 				if len(g.Schema) > 0 {
 					s = json.RawMessage(g.Schema)
 				}
-				ps, err := CompileParameters(s)
+				ps, err := CompileParameters(s, Limits{})
 				if err != nil {
 					f.Fatalf("%s: %s: %v", name, g.Description, err)
 				}
@@ -108,7 +108,7 @@ func FuzzDecodeManifest(f *testing.F) {
 		for _, d := range defs {
 			bodies[d.ID] = func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 		}
-		reg := NewRegistry[*Trace]()
+		reg := NewRegistry[*Trace](nil)
 		if err := reg.Bind(defs, bodies); err != nil {
 			var r *Refusal
 			if !errors.As(err, &r) {
@@ -122,7 +122,7 @@ func FuzzDecodeManifest(f *testing.F) {
 		if len(reg.List()) != len(defs) {
 			t.Fatalf("registered %d of %d", len(reg.List()), len(defs))
 		}
-		if _, err := reg.Tools(); err != nil && !errors.Is(err, ErrConstraintViolation) {
+		if _, err := reg.Tools(nil); err != nil && !errors.Is(err, ErrConstraintViolation) {
 			t.Fatalf("Tools: %v", err)
 		}
 	})
@@ -155,7 +155,7 @@ func FuzzReplay(f *testing.F) {
 			}
 		}
 	}
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	plant := `{"type":"object","properties":{"species":{"type":"string","minLength":1},"count":{"type":"integer","minimum":1,"default":1}},"required":["species"],"additionalProperties":false}`
 	water := `{"type":"object","properties":{"plant":{"type":"string","ref":"plant"},"litres":{"type":"integer","default":2}},"required":["plant"]}`
 	for _, a := range []Action[*Trace]{

@@ -49,15 +49,9 @@ func noParameters() map[string]any {
 	return map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false}
 }
 
-// CompileParameters compiles a parameters schema (see [Definition].Parameters
-// for the forms accepted; nil means no parameters) with the default limits.
-// See [CompileParametersLimits].
-func CompileParameters(s any) (*ParameterSchema, error) {
-	return CompileParametersLimits(s, Limits{})
-}
-
-// CompileParametersLimits compiles a parameters schema as JSON Schema
-// 2020-12 with santhosh-tekuri/jsonschema v6, and never reads a file or the
+// CompileParameters compiles a parameters schema as JSON Schema
+// 2020-12 with santhosh-tekuri/jsonschema v6, under limits (a zero field
+// is its default; a registry passes its own: [Registry.Limits]), and never reads a file or the
 // network. Every refusal is a *Refusal with code constraint_violation whose
 // one issue points (RFC 6901) into the schema:
 //   - a root that is not "type": "object", a schema that is not JSON, or
@@ -73,7 +67,7 @@ func CompileParameters(s any) (*ParameterSchema, error) {
 //     properties, or that breaks its own subschema;
 //   - anything the 2020-12 metaschema refuses, and a pattern that is not
 //     RE2 syntax (Go's regexp, not ECMA-262).
-func CompileParametersLimits(s any, limits Limits) (*ParameterSchema, error) {
+func CompileParameters(s any, limits Limits) (*ParameterSchema, error) {
 	return compileParameters(s, limits.withDefaults(), true)
 }
 
@@ -248,18 +242,6 @@ func locationPointer(loc string) string {
 // types (map[string]any, []any, string, bool, nil, json.Number).
 func (ps *ParameterSchema) Schema() map[string]any {
 	return schema.Copy(ps.doc).(map[string]any)
-}
-
-// ValidateParameters checks params against a definition's schema, without
-// a registry, and returns the checked copy. It compiles the schema on
-// every call; a host that checks often keeps a [ParameterSchema] from
-// [CompileParameters], or registers the action.
-func ValidateParameters(ctx context.Context, def Definition, params any, resolve RefResolver) (map[string]any, error) {
-	ps, err := CompileParameters(def.Parameters)
-	if err != nil {
-		return nil, err
-	}
-	return ps.Check(ctx, params, resolve)
 }
 
 // Check checks a call's parameters and returns the copy the body receives.

@@ -109,7 +109,7 @@ func runParamsFixtures(t *testing.T, dir string) int {
 				if len(g.Schema) > 0 {
 					s = json.RawMessage(g.Schema)
 				}
-				ps, err := CompileParameters(s)
+				ps, err := CompileParameters(s, Limits{})
 				if g.Refused != nil {
 					count++
 					require.Error(t, err, "group %d must be refused", gi)
@@ -187,7 +187,7 @@ func TestCheckDoesNotChangeCallerValue(t *testing.T) {
 	ps, err := CompileParameters(`{"type":"object","properties":{
 		"a":{"type":"object","default":{},"properties":{"b":{"default":1}}},
 		"list":{"type":"array","items":{"type":"object","properties":{"n":{"default":"x"}}}},
-		"who":{"type":"string","ref":"actor"}}}`)
+		"who":{"type":"string","ref":"actor"}}}`, Limits{})
 	require.NoError(t, err)
 	in := map[string]any{"list": []any{map[string]any{}}, "who": "Plant"}
 	resolve := func(context.Context, string, string) (RefMatches, error) {
@@ -221,7 +221,7 @@ func TestNoSubmittedValueInMessages(t *testing.T) {
 		"o":{"oneOf":[{"type":"string"},{"type":"string"}]}, "x":{"not":{"type":"string"}},
 		"r":{"type":"string","ref":"actor"},
 		"pn":{"type":"object","propertyNames":{"pattern":"^a"}}
-	}}`)
+	}}`, Limits{})
 	require.NoError(t, err)
 	params := map[string]any{
 		"e": marker, "c": marker, "p": marker, "f": marker, "n": 1e300, "t": marker,
@@ -264,10 +264,10 @@ func TestIssuesDeterministic(t *testing.T) {
 				if len(g.Schema) > 0 {
 					s = json.RawMessage(g.Schema)
 				}
-				first, firstErr := CompileParameters(s)
+				first, firstErr := CompileParameters(s, Limits{})
 				if g.Refused != nil {
 					for i := 0; i < runs; i++ {
-						_, err := CompileParameters(s)
+						_, err := CompileParameters(s, Limits{})
 						require.Error(t, err)
 						require.Equal(t, firstErr.Error(), err.Error(), "%s/%s: run %d", name, g.Description, i)
 					}

@@ -117,16 +117,25 @@ func PolicyOf(c Code) Policy {
 	return Policy{TransportToolResult, RetryNever}
 }
 
+// CodeDomain is the key [Policies] uses for every body's own code (a
+// domain refusal). The registry never raises it.
+const CodeDomain Code = "domain"
+
 // Policies returns the published code → policy table as a fresh map, for a
-// connector that serves it (the key "domain" stands for every body's own
-// code).
-func Policies() map[string]Policy {
-	m := map[string]Policy{"domain": PolicyOf("")}
-	for _, c := range []Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
-		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled} {
-		m[string(c)] = PolicyOf(c)
+// connector that serves it. The key [CodeDomain] stands for every body's
+// own code.
+func Policies() map[Code]Policy {
+	m := map[Code]Policy{CodeDomain: PolicyOf("")}
+	for _, c := range registryCodes() {
+		m[c] = PolicyOf(c)
 	}
 	return m
+}
+
+// registryCodes are the codes the registry itself raises.
+func registryCodes() []Code {
+	return []Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
+		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled}
 }
 
 // Issue is one breach found in a call, such as one schema keyword that
@@ -148,6 +157,9 @@ type Issue struct {
 // Refusal is the error of a refused call or registration. It carries what a
 // caller (often a model) needs to act: the code, whether to retry, how a
 // connector should deliver it, and the next thing to do.
+//
+// A literal &Refusal{Code: c} behaves: its empty Retry and Transport stand
+// for the code's policy (see [Refusal.Policy]), and Error is never empty.
 //
 // Use errors.Is with the sentinels (ErrInvalidParameters, ...) to test the
 // code, and errors.As to read the fields:
@@ -175,11 +187,29 @@ func NewRefusal(code Code, message string) *Refusal {
 	return &Refusal{Code: code, Message: message, Retry: p.Retry, Transport: p.Transport, NextAction: nextActionOf(code)}
 }
 
+// Policy returns how the refusal is delivered: its Transport and Retry, or
+// for each one left empty, that of its code ([PolicyOf]).
+func (r *Refusal) Policy() Policy {
+	p := PolicyOf(r.Code)
+	if r.Transport != "" {
+		p.Transport = r.Transport
+	}
+	if r.Retry != "" {
+		p.Retry = r.Retry
+	}
+	return p
+}
+
+// Error returns "code: message: path message; path message", the code
+// alone when there is nothing else, and "internal" for an empty code.
 func (r *Refusal) Error() string {
 	if r == nil {
 		return "actions: nil refusal"
 	}
 	var b strings.Builder
+	if r.Code == "" {
+		b.WriteString(string(CodeInternal))
+	}
 	b.WriteString(string(r.Code))
 	if r.Message != "" {
 		b.WriteString(": ")
@@ -238,12 +268,16 @@ func nextActionOf(c Code) string {
 	return ""
 }
 
-// codeOf returns the code an error carries: a *Refusal's, that of any
+// CodeOf returns the code an error carries: a *Refusal's, that of any
 // error with a Code() string method, cancelled for an error whose chain
 // holds context.Canceled or context.DeadlineExceeded, or internal for
 // another plain error, a typed nil, an empty code or a Code method that
-// panics.
-func codeOf(err error) (code Code) {
+// panics. It returns "" for a nil error. It is the code a run entry
+// records.
+func CodeOf(err error) (code Code) {
+	if err == nil {
+		return ""
+	}
 	defer func() {
 		if recover() != nil {
 			code = CodeInternal

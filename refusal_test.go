@@ -26,11 +26,11 @@ func TestCodeOfCancelled(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, codeOf(c.err))
+			assert.Equal(t, c.want, CodeOf(c.err))
 		})
 	}
 	r := NewRefusal(CodeCancelled, "")
 	assert.ErrorIs(t, r, ErrCancelled)
 	assert.Equal(t, Policy{TransportProtocol, RetryAfterBackoff}, PolicyOf(CodeCancelled))
-	assert.Contains(t, Policies(), string(CodeCancelled))
+	assert.Contains(t, Policies(), CodeCancelled)
 }

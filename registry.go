@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"sort"
 	"sync"
@@ -13,15 +14,19 @@ import (
 
 // Body is an action's code. It receives the checked parameters (a copy in
 // JSON's Go types: map[string]any, []any, string, bool, nil, json.Number)
-// and the context its host builds; see [Action].
-type Body[C any] func(ctx context.Context, params map[string]any, c C) (any, error)
+// and the environment its host builds; see [Action].
+type Body[C any] func(ctx context.Context, params map[string]any, env C) (any, error)
 
 // Host is what the caller of a run provides. Every field may be nil.
 type Host[C any] struct {
-	// Context builds the context each body receives, on the body's trace.
-	// Without it the body receives the *Trace itself when C is *Trace (or
-	// an interface *Trace satisfies), and C's zero value otherwise.
-	Context func(t *Trace) C
+	// Env builds the environment each body receives (its C), on the
+	// body's trace: typically the host's services, the caller, a
+	// transaction. Without it the body receives the *Trace itself when C
+	// is *Trace (or an interface *Trace satisfies). When C is another
+	// pointer, interface, map, slice, channel or function type, a run
+	// without Env is refused with internal before the body (the body
+	// would get a nil it cannot use); any other C gets its zero value.
+	Env func(t *Trace) C
 	// Resolve resolves ref values (see [RefResolver]). Without it, ref
 	// values reach the body as they are.
 	Resolve RefResolver
@@ -31,16 +36,18 @@ type Host[C any] struct {
 	OnEntry func(RunEntry)
 }
 
-// Registry holds actions by id and runs them. The zero value is not ready;
-// use [NewRegistry]. Register and Run are safe for concurrent use; Run
-// takes no lock, so calls never wait on each other.
+// Registry holds actions by id and runs them. The zero value is an empty
+// registry with the default [Limits], ready to use; [NewRegistry] sets
+// other options. Register and Run are safe for concurrent use; Run takes
+// no lock, so calls never wait on each other.
 //
 // The registry opens no transaction: a host that needs one wraps Run (or
-// [RunBatch]) in its own, and rolls it back when an error is returned.
+// [Registry.RunBatch]) in its own, and rolls it back when an error is
+// returned.
 type Registry[C any] struct {
 	mu      sync.Mutex // serialises registrations only
 	actions sync.Map   // id → *registered[C]
-	limits  Limits
+	limits  Limits     // as given: zero fields mean their default
 }
 
 type registered[C any] struct {
@@ -48,58 +55,108 @@ type registered[C any] struct {
 	params *ParameterSchema
 }
 
-// Option configures a registry.
-type Option func(*options)
-
-type options struct {
-	limits Limits
+// Options configures a registry. The zero value means every default.
+type Options struct {
+	// Limits bound what one registration or one call may cost; zero
+	// fields keep their defaults (see [Limits]).
+	Limits Limits
 }
 
-// WithLimits sets the limits of a registry; zero fields keep their
-// defaults (see [Limits]).
-func WithLimits(l Limits) Option {
-	return func(o *options) { o.limits = l }
-}
-
-// NewRegistry returns an empty registry whose bodies receive a C.
-func NewRegistry[C any](opts ...Option) *Registry[C] {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
+// NewRegistry returns an empty registry whose bodies receive a C. opts may
+// be nil for the defaults.
+func NewRegistry[C any](opts *Options) *Registry[C] {
+	r := &Registry[C]{}
+	if opts != nil {
+		r.limits = opts.Limits
 	}
-	return &Registry[C]{limits: o.limits.withDefaults()}
+	return r
 }
 
 // Limits returns the limits in force, defaults filled in.
-func (r *Registry[C]) Limits() Limits { return r.limits }
+func (r *Registry[C]) Limits() Limits { return r.limits.withDefaults() }
 
-// Register adds an action. It compiles the parameters schema once.
+// Register adds actions, all or none, each with its parameters schema
+// compiled once. Build an action with [New] (or [Typed]) or as a literal.
 //
-// Errors (*Refusal): constraint_violation when the id is not
-// namespace/name with both parts identifiers or is longer than
-// MaxToolNameLength (128) bytes, when the body is nil, or
-// when the schema is refused (see [CompileParametersLimits]);
-// duplicate_name when the id is already registered.
-func (r *Registry[C]) Register(a Action[C]) error {
-	reg, err := r.prepare(a)
-	if err != nil {
-		return err
+// Errors (*Refusal), and nothing is registered: constraint_violation when
+// an id is not namespace/name with both parts identifiers or is longer
+// than MaxToolNameLength (128) bytes, when a body is nil, or when a schema
+// is refused (see [CompileParameters]); duplicate_name when an id is
+// already registered or given twice. Every fault is listed, each issue at
+// its RFC 6901 pointer into the action: "/id", "/run", "/parameters/..."
+// into the schema. With several actions, the pointers start with the
+// action's index: "/2/parameters/properties/name".
+func (r *Registry[C]) Register(as ...Action[C]) error {
+	prefix := func(i int) string { return fmt.Sprintf("/%d", i) }
+	if len(as) == 1 {
+		prefix = func(int) string { return "" }
 	}
-	// Bind checks then stores under mu; holding it here keeps a Bind
-	// from overwriting an id registered between its check and its store.
+	return r.registerAll(as, prefix, nil, "the actions are not registered")
+}
+
+// MustRegister is [Registry.Register] for declarations made at start-up,
+// as regexp.MustCompile is for patterns: it panics with the refusal when
+// Register refuses.
+func (r *Registry[C]) MustRegister(as ...Action[C]) {
+	if err := r.Register(as...); err != nil {
+		panic(err)
+	}
+}
+
+// registerAll prepares every action, then stores them all under mu, or
+// none: issues of action i are located under prefix(i). pre holds issues
+// found before (Bind's unbound bodies).
+func (r *Registry[C]) registerAll(as []Action[C], prefix func(int) string, pre []Issue, message string) error {
+	issues := pre
+	code := CodeConstraintViolation
+	var prepErr error // the refusal of the one action given, as it is
+	regs := make([]*registered[C], 0, len(as))
+	at := make([]int, 0, len(as))
+	seen := make(map[string]bool, len(as))
+	for i, a := range as {
+		if seen[a.ID] && a.ID != "" {
+			code = CodeDuplicateName
+			issues = append(issues, Issue{Path: prefix(i) + "/id", Keyword: "id", Message: "the id " + a.ID + " is given twice"})
+			continue
+		}
+		seen[a.ID] = true
+		reg, err := r.prepare(a)
+		if err != nil {
+			prepErr = err
+			for _, is := range asRefusal(err).Issues {
+				is.Path = prefix(i) + is.Path
+				issues = append(issues, is)
+			}
+			continue
+		}
+		regs = append(regs, reg)
+		at = append(at, i)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, loaded := r.actions.LoadOrStore(a.ID, reg); loaded {
-		return duplicateRefusal(a.ID)
+	for k, reg := range regs {
+		if _, taken := r.actions.Load(reg.action.ID); taken {
+			code = CodeDuplicateName
+			issues = append(issues, Issue{Path: prefix(at[k]) + "/id", Keyword: "id", Message: "the id " + reg.action.ID + " is taken"})
+		}
+	}
+	if len(issues) > 0 {
+		if len(as) == 1 && len(pre) == 0 && prepErr != nil {
+			return prepErr // one action: its own refusal, message included
+		}
+		if code == CodeDuplicateName && len(as) == 1 {
+			message = "an action with this id is already registered"
+		}
+		return refusef(code, message, sortIssues(issues)...)
+	}
+	for _, reg := range regs {
+		r.actions.Store(reg.action.ID, reg)
 	}
 	return nil
 }
 
-func duplicateRefusal(id string) *Refusal {
-	return refusef(CodeDuplicateName, "an action with this id is already registered",
-		Issue{Path: "/id", Keyword: "id", Message: "the id " + id + " is taken"})
-}
-
+// prepare checks and compiles one action. Its refusal's issues are
+// located in the action: "/id", "/run", "/parameters/...".
 func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 	if err := checkID(a.ID); err != nil {
 		return nil, err
@@ -108,11 +165,31 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 		return nil, refusef(CodeConstraintViolation, "the action has no body",
 			Issue{Path: "/run", Keyword: "run", Message: "the body is nil"})
 	}
-	ps, err := CompileParametersLimits(a.Parameters, r.limits)
+	ps, err := CompileParameters(a.Parameters, r.limits)
 	if err != nil {
-		return nil, err
+		rf := asRefusal(err)
+		if rf == nil {
+			return nil, err
+		}
+		c := *rf
+		c.Issues = make([]Issue, len(rf.Issues))
+		for i, is := range rf.Issues {
+			is.Path = "/parameters" + is.Path
+			c.Issues[i] = is
+		}
+		return nil, &c
 	}
+	// The registry keeps its own copies: a caller that changes its map or
+	// slice afterwards changes nothing here.
 	a.Writes = append([]string(nil), a.Writes...)
+	switch p := a.Parameters.(type) {
+	case map[string]any:
+		a.Parameters = ps.Schema()
+	case json.RawMessage:
+		a.Parameters = append(json.RawMessage(nil), p...)
+	case []byte:
+		a.Parameters = append([]byte(nil), p...)
+	}
 	return &registered[C]{action: a, params: ps}, nil
 }
 
@@ -120,54 +197,31 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 // ids, all or none. When a definition has no body, a body has no
 // definition, or a definition is refused, nothing is registered and the
 // error is a *Refusal (constraint_violation, or duplicate_name when an id
-// is taken or repeated) with one issue per fault, at the pointer of the
-// definition ("/3") or of the body ("/bodies/garden~1plant": the id as
-// one RFC 6901 token, its slash escaped).
+// is taken or repeated) with one issue per fault, at the pointer into the
+// manifest: of the definition ("/3/id", "/3/parameters/properties/name")
+// or of the body ("/bodies/garden~1plant": the id as one RFC 6901 token,
+// its slash escaped).
 func (r *Registry[C]) Bind(defs []Definition, bodies map[string]Body[C]) error {
-	var issues []Issue
-	code := CodeConstraintViolation
-	regs := make([]*registered[C], 0, len(defs))
-	ptrs := make([]string, 0, len(defs)) // the pointer of each reg's definition
-	seen := map[string]bool{}
+	var pre []Issue
+	as := make([]Action[C], 0, len(defs))
+	index := make([]int, 0, len(defs)) // manifest index of as[k]
 	for i, d := range defs {
-		at := fmt.Sprintf("/%d", i)
 		body, ok := bodies[d.ID]
 		if !ok {
-			issues = append(issues, Issue{Path: at, Keyword: "body", Message: "the definition " + d.ID + " has no body"})
+			pre = append(pre, Issue{Path: fmt.Sprintf("/%d", i), Keyword: "body", Message: "the definition " + d.ID + " has no body"})
 			continue
 		}
-		if seen[d.ID] {
-			code = CodeDuplicateName
-			issues = append(issues, Issue{Path: at, Keyword: "id", Message: "the id " + d.ID + " is listed twice"})
-			continue
-		}
-		seen[d.ID] = true
-		reg, err := r.prepare(Action[C]{Definition: d, Run: body})
-		if err != nil {
-			issues = append(issues, Issue{Path: at, Keyword: "definition", Message: err.Error()})
-			continue
-		}
-		regs = append(regs, reg)
-		ptrs = append(ptrs, at)
+		as = append(as, Action[C]{Definition: d, Run: body})
+		index = append(index, i)
 	}
 	for id := range bodies {
-		if !seen[id] && !hasDefinition(defs, id) {
-			issues = append(issues, Issue{Path: ijson.AppendToken("/bodies", id), Keyword: "definition", Message: "the body " + id + " has no definition"})
+		if !hasDefinition(defs, id) {
+			pre = append(pre, Issue{Path: ijson.AppendToken("/bodies", id), Keyword: "definition", Message: "the body " + id + " has no definition"})
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, reg := range regs {
-		if _, taken := r.actions.Load(reg.action.ID); taken {
-			code = CodeDuplicateName
-			issues = append(issues, Issue{Path: ptrs[i], Keyword: "id", Message: "the id " + reg.action.ID + " is taken"})
-		}
-	}
-	if len(issues) > 0 {
-		return refusef(code, "the manifest does not bind", sortIssues(issues)...)
-	}
-	for _, reg := range regs {
-		r.actions.Store(reg.action.ID, reg)
+	prefix := func(k int) string { return fmt.Sprintf("/%d", index[k]) }
+	if err := r.registerAll(as, prefix, pre, "the manifest does not bind"); err != nil {
+		return err
 	}
 	return nil
 }
@@ -219,8 +273,8 @@ func (r *Registry[C]) List() []Action[C] {
 }
 
 // Run runs the action id: it checks params (see [ParameterSchema.Check]),
-// runs the body with the context host builds, and records the call as a
-// run entry, which host.OnEntry also receives. host may be nil.
+// runs the body with the environment host builds, and records the call as
+// a run entry, which host.OnEntry also receives. host may be nil.
 //
 // It returns the body's result (nil whenever the error is not nil), the
 // entry, and an error:
@@ -229,11 +283,17 @@ func (r *Registry[C]) List() []Action[C] {
 //     does not run, and the entry records the parameters as given;
 //   - the body's own error, as it is (a *Refusal the body raised keeps
 //     its code; a plain error is recorded with code internal);
-//   - *Refusal internal: the body, the resolver, host.Context or
-//     host.OnEntry panicked (OnEntry's panic is reported only when the
-//     call had no error already; the panic value and stack are in
-//     errors.Unwrap, never in the message), or the result has no
-//     canonical JSON form; the registry keeps serving;
+//   - *Refusal internal, the action's fault rather than the caller's, in
+//     these cases (the registry keeps serving; the cause is in
+//     errors.Unwrap, never in the message):
+//   - the body returned a refusal that a nested call ([Trace.Call])
+//     gave it: the cause is that nested refusal, whole;
+//   - the body, the resolver, host.Env or host.OnEntry panicked
+//     (OnEntry's panic is reported only when the call had no error
+//     already): the cause holds the panic value and stack;
+//   - C needs an environment and host.Env is nil (see [Host]): the body
+//     does not run;
+//   - the result has no canonical JSON form;
 //   - ctx.Err() when ctx is done before the body starts;
 //   - a resolver's error, wrapped.
 //
@@ -251,25 +311,31 @@ func (r *Registry[C]) Run(ctx context.Context, id string, params any, host *Host
 	return result, entry, err
 }
 
+// unknownAction is the refusal of a call to an id no action has. It names
+// nothing: an id is submitted text.
+func unknownAction() *Refusal {
+	return NewRefusal(CodeUnknownAction, "no action is registered under this id")
+}
+
 // run runs one call at nesting depth depth (0 for a top-level call),
 // resolving its refs with resolve, and never calls OnEntry. Its nested
 // calls resolve with host.Resolve.
 func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host[C], resolve RefResolver, depth int) (result any, entry RunEntry, err error) {
 	entry = RunEntry{Action: id, Steps: []RunStep{}}
+	limits := r.Limits()
 	reg, ok := r.lookup(id)
 	if !ok {
-		err = refusef(CodeUnknownAction, "no action is registered under this id",
-			Issue{Path: "", Keyword: "action", Message: "no action is registered under the id given"})
-		return nil, entry.refused(err, r.givenParameters(params)), err
+		err = unknownAction()
+		return nil, entry.refused(err, r.givenParameters(params, limits.MaxParamBytes)), err
 	}
-	if depth > r.limits.MaxCallDepth {
+	if depth > limits.MaxCallDepth {
 		err = refusef(CodeConstraintViolation, "nested calls are too deep",
-			Issue{Path: "", Keyword: "call", Message: fmt.Sprintf("more than %d nested calls", r.limits.MaxCallDepth)})
-		return nil, entry.refused(err, r.givenParameters(params)), err
+			Issue{Path: "", Keyword: "call", Message: fmt.Sprintf("more than %d nested calls", limits.MaxCallDepth)})
+		return nil, entry.refused(err, r.givenParameters(params, limits.MaxParamBytes)), err
 	}
 	checked, err := reg.params.Check(ctx, params, resolve)
 	if err != nil {
-		return nil, entry.refused(err, r.givenParameters(params)), err
+		return nil, entry.refused(err, r.givenParameters(params, limits.MaxParamBytes)), err
 	}
 	if entry.Parameters, err = canonicalString(checked); err != nil {
 		return nil, entry.refused(err, "null"), err
@@ -282,20 +348,33 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	f := &frame[C]{r: r, host: host, depth: depth}
 	t := &f.Trace
 	t.action, t.entry, t.runner = id, entry, f
-	var c C
-	if host.Context != nil {
-		if perr := safeCall("host's Context", func() { c = host.Context(t) }); perr != nil {
+	var env C
+	switch {
+	case host.Env != nil:
+		if perr := safeCall("host's Env of "+id, func() { env = host.Env(t) }); perr != nil {
 			return nil, entry.refused(perr, entry.Parameters), perr
 		}
-	} else if tc, ok := any(t).(C); ok {
-		c = tc
+	default:
+		if tc, ok := any(t).(C); ok {
+			env = tc
+		} else if envRequired[C]() {
+			err = NewRefusal(CodeInternal, "the action cannot run: the host builds no environment for it")
+			err.(*Refusal).cause = fmt.Errorf("actions: %s: Host.Env is nil and the body's environment %s would be nil", id, reflect.TypeFor[C]())
+			return nil, entry.refused(err, entry.Parameters), err
+		}
 	}
-	if perr := safeCall("body", func() { result, err = reg.action.Run(ctx, checked, c) }); perr != nil {
+	if perr := safeCall("body of "+id, func() { result, err = reg.action.Run(ctx, checked, env) }); perr != nil {
 		err = perr
 	}
 	t.close()
 	entry = t.entry
 	if err != nil {
+		if nr := asRefusal(err); nr != nil && t.fromNestedCall(nr) {
+			// Not the caller's fault: a call the body made was refused.
+			ir := NewRefusal(CodeInternal, "the action failed: a call it made was refused")
+			ir.cause = err
+			err = ir
+		}
 		return nil, entry.refused(err, entry.Parameters), err
 	}
 	if result != nil {
@@ -305,6 +384,17 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	}
 	entry.Outcome = OutcomeDone
 	return result, entry, nil
+}
+
+// envRequired reports whether a C left at its zero value would be a nil
+// the body cannot use: a pointer, interface, map, slice, channel or
+// function type.
+func envRequired[C any]() bool {
+	switch reflect.TypeFor[C]().Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func:
+		return true
+	}
+	return false
 }
 
 // frame is the state of one running call: its trace, and the registry,
@@ -324,18 +414,18 @@ func (f *frame[C]) nested(ctx context.Context, id string, params any) (any, RunE
 // the entry of a call refused before its check passed: "null" when they
 // are not JSON at all, or larger than MaxParamBytes (an entry holds no
 // more than a call may bring).
-func (r *Registry[C]) givenParameters(params any) string {
+func (r *Registry[C]) givenParameters(params any, limit int) string {
 	if m, isMap := params.(map[string]any); params == nil || (isMap && m == nil) || nullText(params) {
 		return "{}"
 	}
 	if text, ok := textOf(params); ok {
-		if len(text) > r.limits.MaxParamBytes {
+		if len(text) > limit {
 			return "null"
 		}
 		params = json.RawMessage(text)
 	}
 	text, err := canonicalText(params)
-	if err != nil || len(text) > r.limits.MaxParamBytes {
+	if err != nil || len(text) > limit {
 		return "null"
 	}
 	return text

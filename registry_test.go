@@ -78,17 +78,23 @@ type runCall struct {
 }
 
 type runExpect struct {
-	Entry          json.RawMessage  `json:"entry"`
-	Result         json.RawMessage  `json:"result"`
-	ErrorCode      string           `json:"error_code"`
-	ErrorIsPlain   bool             `json:"error_is_plain"`
-	ErrorIsContext bool             `json:"error_is_context"`
-	Retry          Retry            `json:"retry"`
-	Transport      Transport        `json:"transport"`
-	Issues         []runIssue       `json:"issues"`
-	CauseContains  string           `json:"cause_contains"`
-	OnEntryCalls   *int             `json:"on_entry_calls"`
-	BodyRuns       map[string]int64 `json:"body_runs"`
+	Entry          json.RawMessage `json:"entry"`
+	Result         json.RawMessage `json:"result"`
+	ErrorCode      string          `json:"error_code"`
+	ErrorIsPlain   bool            `json:"error_is_plain"`
+	ErrorIsContext bool            `json:"error_is_context"`
+	Retry          Retry           `json:"retry"`
+	Transport      Transport       `json:"transport"`
+	Issues         []runIssue      `json:"issues"`
+	CauseContains  string          `json:"cause_contains"`
+	// The refusal a nested call gave the body, which the body returned:
+	// the host finds it whole in errors.Unwrap of the caller's refusal.
+	NestedErrorCode string           `json:"nested_error_code"`
+	NestedRetry     Retry            `json:"nested_retry"`
+	NestedTransport Transport        `json:"nested_transport"`
+	NestedIssues    []runIssue       `json:"nested_issues"`
+	OnEntryCalls    *int             `json:"on_entry_calls"`
+	BodyRuns        map[string]int64 `json:"body_runs"`
 }
 
 type runIssue struct {
@@ -311,11 +317,11 @@ func TestRunFixtures(t *testing.T) {
 		f := fixtures[name]
 		t.Run(name, func(t *testing.T) {
 			require.NotEmpty(t, f.Description, "a fixture says what it shows")
-			var opts []Option
+			var opts *Options
 			if f.Limits != nil {
-				opts = append(opts, WithLimits(*f.Limits))
+				opts = &Options{Limits: *f.Limits}
 			}
-			reg := NewRegistry[*Trace](opts...)
+			reg := NewRegistry[*Trace](opts)
 			s := &runScripts{runs: map[string]*atomic.Int64{}, waiting: make(chan struct{}, 1)}
 			for _, a := range f.Actions {
 				for i, op := range a.Script {
@@ -466,10 +472,31 @@ func checkRunCall(t *testing.T, reg *Registry[*Trace], host *Host[*Trace], s *ru
 			}
 			assert.Equal(t, want.Issues, gotIssues, "issues")
 		}
+		if want.NestedErrorCode != "" {
+			var nr *Refusal
+			require.True(t, errors.As(errors.Unwrap(r), &nr), "the nested refusal is in errors.Unwrap: %v", err)
+			assert.Equal(t, Code(want.NestedErrorCode), nr.Code)
+			if want.NestedRetry != "" {
+				assert.Equal(t, want.NestedRetry, nr.Retry, "nested retry")
+			}
+			if want.NestedTransport != "" {
+				assert.Equal(t, want.NestedTransport, nr.Transport, "nested transport")
+			}
+			if want.NestedIssues != nil {
+				var gotIssues []runIssue
+				for _, is := range nr.Issues {
+					gotIssues = append(gotIssues, runIssue{is.Path, is.Keyword})
+				}
+				assert.Equal(t, want.NestedIssues, gotIssues, "nested issues")
+			}
+		}
 		if want.CauseContains != "" {
-			cause := errors.Unwrap(err)
-			require.Error(t, cause, "the refusal keeps its cause for the host")
-			assert.Contains(t, cause.Error(), want.CauseContains)
+			require.Error(t, errors.Unwrap(err), "the refusal keeps its cause for the host")
+			var chain strings.Builder
+			for c := errors.Unwrap(err); c != nil; c = errors.Unwrap(c) {
+				chain.WriteString(c.Error())
+			}
+			assert.Contains(t, chain.String(), want.CauseContains)
 			assert.NotContains(t, r.Message, want.CauseContains, "the cause leaked into the message")
 			assert.NotContains(t, r.NextAction, want.CauseContains, "the cause leaked into the next action")
 		}
@@ -535,7 +562,7 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 	for _, id := range []string{"", "a", "a/b/c", "1a/b", "a/b-c", "ns/", "/x", "/", "a b/c", "ns/1x",
 		"é/x", "ns/名前", "ns/x\u200b", "ns\\x"} {
 		t.Run(fmt.Sprintf("%q", id), func(t *testing.T) {
-			reg := NewRegistry[*Trace]()
+			reg := NewRegistry[*Trace](nil)
 			err := reg.Register(Action[*Trace]{Definition: Definition{ID: id}, Run: body})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrConstraintViolation)
@@ -549,7 +576,7 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 	}
 	for _, id := range []string{"a/b", "_/_", "ns_1/x_2", "A/Z9", "garden/plant"} {
 		t.Run("accepts "+id, func(t *testing.T) {
-			reg := NewRegistry[*Trace]()
+			reg := NewRegistry[*Trace](nil)
 			require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: id}, Run: body}))
 			_, ok := reg.Get(id)
 			assert.True(t, ok)
@@ -559,7 +586,7 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 
 func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return "first", nil }
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/x", Title: "first"}, Run: body}))
 	err := reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/x", Title: "second"}, Run: body})
 	require.Error(t, err)
@@ -581,7 +608,7 @@ func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 
 func TestRegistryRegisterKeepsItsOwnCopyOfWrites(t *testing.T) {
 	writes := []string{"plant", "bed"}
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "ns/x", Writes: writes},
 		Run:        func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil },
@@ -592,7 +619,7 @@ func TestRegistryRegisterKeepsItsOwnCopyOfWrites(t *testing.T) {
 }
 
 func TestRegistryListIsSorted(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	assert.Empty(t, reg.List())
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	ids := []string{"zeta/a", "alpha/z", "alpha/b", "Beta/x", "alpha/B", "m/m", "_/a"}
@@ -612,7 +639,7 @@ func TestRegistryListIsSorted(t *testing.T) {
 func TestRegistryRunNestedDepthDefault(t *testing.T) {
 	// Without a fixture limit, an action calling itself forever is stopped
 	// at DefaultMaxCallDepth, with one entry per level.
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	var runs atomic.Int64
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "ns/loop"},
@@ -622,15 +649,17 @@ func TestRegistryRunNestedDepthDefault(t *testing.T) {
 		},
 	}))
 	_, entry, err := reg.Run(context.Background(), "ns/loop", nil, nil)
-	assert.ErrorIs(t, err, ErrConstraintViolation)
+	assert.ErrorIs(t, err, ErrInternal, "the caller is not at fault")
+	assert.ErrorIs(t, err, ErrConstraintViolation, "the host finds the nested refusal in the chain")
 	assert.Equal(t, int64(DefaultMaxCallDepth+1), runs.Load(), "bodies run: the top level and each allowed nesting")
 	levels := 0
 	for e := &entry; ; levels++ {
 		assert.Equal(t, OutcomeRefused, e.Outcome)
-		assert.Equal(t, string(CodeConstraintViolation), e.Error)
 		if len(e.Steps) == 0 {
+			assert.Equal(t, CodeConstraintViolation, e.Error, "the call too deep")
 			break
 		}
+		assert.Equal(t, CodeInternal, e.Error, "each level returned the refusal of the level below")
 		require.Len(t, e.Steps, 1)
 		e = e.Steps[0].Call
 	}
@@ -642,7 +671,7 @@ func TestRegistryHostContext(t *testing.T) {
 		trace *Trace
 		user  string
 	}
-	reg := NewRegistry[bodyContext]()
+	reg := NewRegistry[bodyContext](nil)
 	require.NoError(t, reg.Register(Action[bodyContext]{
 		Definition: Definition{ID: "ns/who"},
 		Run: func(ctx context.Context, _ map[string]any, c bodyContext) (any, error) {
@@ -652,7 +681,7 @@ func TestRegistryHostContext(t *testing.T) {
 			return c.trace.Action() + " by " + c.user, nil
 		},
 	}))
-	host := &Host[bodyContext]{Context: func(t *Trace) bodyContext { return bodyContext{trace: t, user: "ana"} }}
+	host := &Host[bodyContext]{Env: func(t *Trace) bodyContext { return bodyContext{trace: t, user: "ana"} }}
 	result, entry, err := reg.Run(context.Background(), "ns/who", nil, host)
 	require.NoError(t, err)
 	assert.Equal(t, "ns/who by ana", result)
@@ -661,7 +690,7 @@ func TestRegistryHostContext(t *testing.T) {
 	assert.Equal(t, `{"action":"ns/who","outcome":"done","parameters":"{}","result":"\"ns/who by ana\"","steps":[{"command":{"op":"whoami"},"result":"\"ana\""}]}`, string(text))
 
 	// A panicking Context hook is an internal refusal; the body never runs.
-	host.Context = func(*Trace) bodyContext { panic("no session") }
+	host.Env = func(*Trace) bodyContext { panic("no session") }
 	_, entry, err = reg.Run(context.Background(), "ns/who", nil, host)
 	assert.ErrorIs(t, err, ErrInternal)
 	assert.Equal(t, OutcomeRefused, entry.Outcome)
@@ -669,7 +698,7 @@ func TestRegistryHostContext(t *testing.T) {
 }
 
 func TestRunTraceRecordsNothingAfterItsBody(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	var kept *Trace
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "ns/leak"},
@@ -701,7 +730,7 @@ func TestRunTraceRecordsNothingAfterItsBody(t *testing.T) {
 // actions many times, all recorded in one RunLog. Run it with -race.
 func TestConcurrentRegisterAndRun(t *testing.T) {
 	const workers, rounds = 8, 60
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	log := NewRunLog()
 	host := &Host[*Trace]{
 		OnEntry: log.Record,
@@ -789,7 +818,7 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 			}
 		case OutcomeRefused:
 			refused++
-			assert.Equal(t, string(CodeInvalidParameters), e.Error)
+			assert.Equal(t, CodeInvalidParameters, e.Error)
 		}
 	}
 	assert.Equal(t, int(wantDone.Load()), done)
@@ -802,7 +831,7 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 func TestConcurrentBindAndRegisterSameID(t *testing.T) {
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	for i := range 200 {
-		reg := NewRegistry[*Trace]()
+		reg := NewRegistry[*Trace](nil)
 		id := fmt.Sprintf("ns/x%d", i)
 		var errReg, errBind error
 		var wg sync.WaitGroup
@@ -851,7 +880,7 @@ func TestBindManifest(t *testing.T) {
 		defs, err := DecodeManifest(readManifestFile(t, "good.json"))
 		require.NoError(t, err)
 		require.Len(t, defs, 3)
-		reg := NewRegistry[*Trace]()
+		reg := NewRegistry[*Trace](nil)
 		require.NoError(t, reg.Bind(defs, manifestTestBodies("garden/plant", "garden/list", "garden/audit")))
 		var ids []string
 		for _, a := range reg.List() {
@@ -875,7 +904,7 @@ func TestBindManifest(t *testing.T) {
 	t.Run("parameters as JSON text", func(t *testing.T) {
 		defs, err := DecodeManifest(readManifestFile(t, "params_text.json"))
 		require.NoError(t, err)
-		reg := NewRegistry[*Trace]()
+		reg := NewRegistry[*Trace](nil)
 		require.NoError(t, reg.Bind(defs, manifestTestBodies("garden/water")))
 		_, entry, err := reg.Run(context.Background(), "garden/water", map[string]any{"plant": "p1"}, nil)
 		require.NoError(t, err)
@@ -887,7 +916,7 @@ func TestBindManifest(t *testing.T) {
 	t.Run("every missing body and every stray body in one error", func(t *testing.T) {
 		defs, err := DecodeManifest(readManifestFile(t, "unbound.json"))
 		require.NoError(t, err)
-		reg := NewRegistry[*Trace]()
+		reg := NewRegistry[*Trace](nil)
 		// garden/plant and garden/list have bodies; garden/prune and
 		// garden/harvest do not; garden/weed and garden/mow have no
 		// definition.
@@ -907,19 +936,19 @@ func TestBindManifest(t *testing.T) {
 
 	t.Run("a refused definition registers nothing", func(t *testing.T) {
 		defs := []Definition{{ID: "garden/ok"}, {ID: "bad id"}, {ID: "garden/schema", Parameters: `{"type":"object","frobnicate":1}`}}
-		reg := NewRegistry[*Trace]()
+		reg := NewRegistry[*Trace](nil)
 		err := reg.Bind(defs, manifestTestBodies("garden/ok", "bad id", "garden/schema"))
 		assert.ErrorIs(t, err, ErrConstraintViolation)
 		var r *Refusal
 		require.True(t, errors.As(err, &r))
 		require.Len(t, r.Issues, 2)
-		assert.Equal(t, "/1", r.Issues[0].Path)
-		assert.Equal(t, "/2", r.Issues[1].Path)
+		assert.Equal(t, "/1/id", r.Issues[0].Path, "issues point into the manifest")
+		assert.Equal(t, "/2/parameters/frobnicate", r.Issues[1].Path, "schema faults are under /parameters")
 		assert.Empty(t, reg.List())
 	})
 
 	t.Run("an id listed twice or already taken", func(t *testing.T) {
-		reg := NewRegistry[*Trace]()
+		reg := NewRegistry[*Trace](nil)
 		err := reg.Bind([]Definition{{ID: "garden/a"}, {ID: "garden/a"}}, manifestTestBodies("garden/a"))
 		assert.ErrorIs(t, err, ErrDuplicateName)
 		assert.Empty(t, reg.List())
@@ -930,7 +959,7 @@ func TestBindManifest(t *testing.T) {
 		var r *Refusal
 		require.True(t, errors.As(err, &r))
 		require.Len(t, r.Issues, 1)
-		assert.Equal(t, "/1", r.Issues[0].Path, "the taken id is reported at its definition")
+		assert.Equal(t, "/1/id", r.Issues[0].Path, "the taken id is reported at its definition")
 		_, ok := reg.Get("garden/new")
 		assert.False(t, ok, "all or none")
 	})
@@ -954,7 +983,7 @@ func mustGetAction(t *testing.T, reg *Registry[*Trace], id string) Action[*Trace
 }
 
 func TestEntryWriterWritesCanonicalLines(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "ns/echo", Parameters: `{"type":"object","properties":{"b":{"default":"\u2028<&>"},"a":{}}}`},
 		Run: func(ctx context.Context, p map[string]any, tr *Trace) (any, error) {
@@ -1040,7 +1069,7 @@ func TestRunLogEntriesIsACopy(t *testing.T) {
 	log := NewRunLog()
 	assert.Empty(t, log.Entries())
 	log.Record(RunEntry{Action: "ns/a", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{
-		{Command: JSONText(`{"op":"x"}`), Result: "1"},
+		{Command: json.RawMessage(`{"op":"x"}`), Result: "1"},
 		{Call: &RunEntry{Action: "ns/b", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}},
 	}})
 	log.Record(RunEntry{Action: "ns/c", Parameters: "{}", Outcome: OutcomeRefused, Error: "internal", Steps: []RunStep{}})
@@ -1066,7 +1095,7 @@ func TestRunLogEntriesIsACopy(t *testing.T) {
 	assert.Equal(t, "ns/c", again[1].Action)
 
 	// Nor does changing the entry given to Record.
-	given := RunEntry{Action: "ns/e", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{{Command: JSONText(`{"op":"y"}`)}}}
+	given := RunEntry{Action: "ns/e", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{{Command: json.RawMessage(`{"op":"y"}`)}}}
 	log.Record(given)
 	given.Steps[0].Command[2] = 'Z'
 	assert.Equal(t, `{"op":"y"}`, string(log.Entries()[2].Steps[0].Command))

@@ -128,7 +128,7 @@ func (r *Registry[C]) diverge(at string, want, got RunEntry, depth int) *Diverge
 		return &Divergence{Path: at + "/outcome", Want: string(want.Outcome), Got: string(got.Outcome)}
 	}
 	if want.Error != got.Error {
-		return &Divergence{Path: at + "/error", Want: want.Error, Got: got.Error}
+		return &Divergence{Path: at + "/error", Want: string(want.Error), Got: string(got.Error)}
 	}
 	return divergeText(at+"/result", want.Result, got.Result)
 }

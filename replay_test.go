@@ -62,8 +62,8 @@ func TestReplayFixtures(t *testing.T) {
 }
 
 // replayRegistry registers a fixture's actions with script bodies.
-func replayRegistry(t *testing.T, s *runScripts, actions []runAction, opts ...Option) *Registry[*Trace] {
-	reg := NewRegistry[*Trace](opts...)
+func replayRegistry(t *testing.T, s *runScripts, actions []runAction, opts *Options) *Registry[*Trace] {
+	reg := NewRegistry[*Trace](opts)
 	for _, a := range actions {
 		require.NoError(t, reg.Register(Action[*Trace]{Definition: a.Definition, Run: s.body(t, a.Definition.ID, a.Script)}))
 	}
@@ -78,7 +78,7 @@ func checkReplay(t *testing.T, f replayScenario) {
 		host.Resolve = f.Host.resolver()
 	}
 	recording := &runScripts{runs: map[string]*atomic.Int64{}}
-	reg := replayRegistry(t, recording, f.Actions)
+	reg := replayRegistry(t, recording, f.Actions, nil)
 
 	// The recorded entry: a call made now and written to a log, or one
 	// given as it was read from a log; either way it is read back from
@@ -107,7 +107,7 @@ func checkReplay(t *testing.T, f replayScenario) {
 	replaying := &runScripts{runs: map[string]*atomic.Int64{}}
 	rreg := reg
 	if f.ReplayActions != nil {
-		rreg = replayRegistry(t, replaying, f.ReplayActions)
+		rreg = replayRegistry(t, replaying, f.ReplayActions, nil)
 	} else {
 		replaying = recording
 		for _, n := range recording.runs {
@@ -169,11 +169,11 @@ func TestReplayEveryRunFixture(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			s := &runScripts{runs: map[string]*atomic.Int64{}, waiting: make(chan struct{}, 1)}
-			var opts []Option
+			var opts *Options
 			if f.Limits != nil {
-				opts = append(opts, WithLimits(*f.Limits))
+				opts = &Options{Limits: *f.Limits}
 			}
-			reg := replayRegistry(t, s, f.Actions, opts...)
+			reg := replayRegistry(t, s, f.Actions, opts)
 			host := &Host[*Trace]{}
 			if f.Host != nil {
 				host.Resolve = f.Host.resolver()
@@ -208,7 +208,7 @@ func thenCalls(then []runFollowUp) []runCall {
 }
 
 func TestReplayCancelled(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/ping"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return "pong", nil }}))
 	_, entry, err := reg.Run(context.Background(), "garden/ping", nil, nil)
@@ -224,7 +224,7 @@ func TestReplayCancelled(t *testing.T) {
 // TestReplayBatchEntries replays each entry a batch recorded: each is a
 // top-level call with its placeholders already substituted.
 func TestReplayBatchEntries(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "garden/plant", Parameters: `{"type":"object","properties":{"species":{"type":"string"}},"required":["species"]}`},
 		Run: func(_ context.Context, p map[string]any, tr *Trace) (any, error) {
@@ -233,11 +233,11 @@ func TestReplayBatchEntries(t *testing.T) {
 			}
 			return map[string]any{"key": "k-" + p["species"].(string)}, nil
 		}}))
-	batch, err := DecodeBatch([]byte(`{"commands":[
+	batch, err := decodeBatch([]byte(`{"commands":[
 		{"call":"garden/plant","with":{"species":"rose"},"as":"a"},
-		{"call":"garden/plant","with":{"species":"${a.key}"}}]}`))
+		{"call":"garden/plant","with":{"species":"${a.key}"}}]}`), Limits{})
 	require.NoError(t, err)
-	_, entries, err := RunBatch(context.Background(), reg, batch, nil)
+	_, entries, err := reg.RunBatch(context.Background(), batch, nil)
 	require.NoError(t, err)
 	require.Len(t, entries, 2)
 	assert.Equal(t, `{"species":"k-rose"}`, entries[1].Parameters, "the placeholder was substituted before the entry")
@@ -251,7 +251,7 @@ func TestReplayBatchEntries(t *testing.T) {
 // calls nested far deeper than any run records: the comparison stops at
 // the registry's call depth instead of walking (or marshalling) it all.
 func TestReplayDeepRecordedEntry(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/ping"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return "pong", nil }}))
 	deep := RunEntry{Action: "garden/ping", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}
@@ -271,7 +271,7 @@ func TestReplayDeepRecordedEntry(t *testing.T) {
 // canonical text passes MaxParamBytes, a bound that holds for JSON text
 // only: the entry replays as the value it records, and matches.
 func TestReplayLargeGoValue(t *testing.T) {
-	reg := NewRegistry[*Trace](WithLimits(Limits{MaxParamBytes: 100}))
+	reg := NewRegistry[*Trace](&Options{Limits: Limits{MaxParamBytes: 100}})
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/note", Parameters: `{"type":"object"}`},
 		Run: func(_ context.Context, p map[string]any, tr *Trace) (any, error) {
 			return nil, tr.Command(map[string]any{"op": "note", "len": len(p["text"].(string))}, nil)

@@ -1,8 +1,7 @@
 package actions
 
 import (
-	"context"
-	"errors"
+	"encoding/json"
 	"io"
 	"sync"
 )
@@ -31,9 +30,10 @@ type RunEntry struct {
 	Steps []RunStep `json:"steps"`
 	// Outcome is done or refused.
 	Outcome Outcome `json:"outcome"`
-	// Error is the code of a refused call (a refusal's code, the code of
-	// an error with a Code() string method, or internal); empty when done.
-	Error string `json:"error,omitempty"`
+	// Error is the code of a refused call ([CodeOf] its error: a
+	// refusal's code, the code of an error with a Code() string method,
+	// or internal); empty when done.
+	Error Code `json:"error,omitempty"`
 	// Result is the canonical JSON of the body's result; empty when the
 	// body returned nil or the call was refused.
 	Result string `json:"result,omitempty"`
@@ -44,7 +44,7 @@ type RunEntry struct {
 type RunStep struct {
 	// Command is the command as the body emitted it, in canonical JSON:
 	// placeholders such as ${now()} stay as they are.
-	Command JSONText `json:"command,omitempty"`
+	Command json.RawMessage `json:"command,omitempty"`
 	// Result is the canonical JSON of the command's result; empty for
 	// none.
 	Result string `json:"result,omitempty"`
@@ -52,117 +52,13 @@ type RunStep struct {
 	Call *RunEntry `json:"call,omitempty"`
 }
 
-// JSONText is canonical JSON text that marshals as the value it holds (an
-// empty JSONText is left out of a step).
-type JSONText []byte
-
-// MarshalJSON returns the text itself.
-func (t JSONText) MarshalJSON() ([]byte, error) {
-	if len(t) == 0 {
-		return []byte("null"), nil
-	}
-	return t, nil
-}
-
-// UnmarshalJSON keeps a copy of the text.
-func (t *JSONText) UnmarshalJSON(b []byte) error {
-	*t = append((*t)[:0], b...)
-	return nil
-}
-
 // refused marks e as refused by err, with the parameters text params.
 func (e RunEntry) refused(err error, params string) RunEntry {
 	e.Parameters = params
 	e.Outcome = OutcomeRefused
-	e.Error = string(codeOf(err))
+	e.Error = CodeOf(err)
 	e.Result = ""
 	return e
-}
-
-// Trace is a body's view of its own run: the action it runs, the commands
-// it records, and the nested calls it makes. Its methods are safe for
-// concurrent use; after the body returns they record nothing more, and
-// Call runs nothing more.
-type Trace struct {
-	action string
-	runner nestedRunner // runs the body's nested calls
-
-	mu     sync.Mutex
-	entry  RunEntry
-	closed bool
-}
-
-// errTraceClosed is returned by a Trace used after its body returned.
-var errTraceClosed = errors.New("actions: the trace's call is over")
-
-// Action returns the id of the action the trace records.
-func (t *Trace) Action() string { return t.action }
-
-// Command records a command the body emitted, as emitted, with its result
-// (nil for none). Both must have a canonical JSON form; otherwise the step
-// is not recorded and a *CanonicalError is returned. After the body has
-// returned, the step is not recorded either.
-func (t *Trace) Command(cmd, result any) error {
-	c, err := CanonicalJSON(cmd)
-	if err != nil {
-		return err
-	}
-	step := RunStep{Command: c}
-	if result != nil {
-		r, err := CanonicalJSON(result)
-		if err != nil {
-			return err
-		}
-		step.Result = string(r)
-	}
-	return t.add(step)
-}
-
-// Call runs another action through the same registry and host, refs
-// resolved, and records its entry as a step of this one, whether it was
-// done or refused. It returns the nested body's result, or its error or
-// refusal (see [Registry.Run]). Calls nested deeper than
-// Limits.MaxCallDepth are refused with constraint_violation. After the
-// body has returned, Call runs nothing and returns an error.
-//
-// params go through the host's resolver like a caller's: a body that
-// passes on a key it received needs a resolver that gives a key back for
-// itself (as RefMatches.ID).
-func (t *Trace) Call(ctx context.Context, id string, params any) (any, error) {
-	t.mu.Lock()
-	closed := t.closed
-	t.mu.Unlock()
-	if closed {
-		// A call nobody would record must not run either.
-		return nil, errTraceClosed
-	}
-	result, entry, err := t.runner.nested(ctx, id, params)
-	if aerr := t.add(RunStep{Call: &entry}); aerr != nil && err == nil {
-		err = aerr
-	}
-	return result, err
-}
-
-// nestedRunner runs a call nested in the one a Trace records, through the
-// same registry and host, one level deeper.
-type nestedRunner interface {
-	nested(ctx context.Context, id string, params any) (any, RunEntry, error)
-}
-
-func (t *Trace) add(s RunStep) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return errTraceClosed
-	}
-	t.entry.Steps = append(t.entry.Steps, s)
-	return nil
-}
-
-func (t *Trace) close() {
-	t.mu.Lock()
-	t.closed = true
-	t.mu.Unlock()
 }
 
 // RunLog keeps run entries in memory, in the order they were recorded. It
@@ -204,7 +100,7 @@ func (e RunEntry) clone() RunEntry {
 	steps := make([]RunStep, len(e.Steps))
 	for i, s := range e.Steps {
 		if s.Command != nil {
-			s.Command = append(JSONText(nil), s.Command...)
+			s.Command = append(json.RawMessage(nil), s.Command...)
 		}
 		if s.Call != nil {
 			c := s.Call.clone()

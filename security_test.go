@@ -48,7 +48,7 @@ func TestSchemasNeverLoad(t *testing.T) {
 	}
 	for name, s := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := CompileParameters(s)
+			_, err := CompileParameters(s, Limits{})
 			r := requireRefusal(t, err, CodeConstraintViolation)
 			require.Len(t, r.Issues, 1)
 			assert.NotContains(t, r.Error(), marker)
@@ -61,7 +61,7 @@ func TestSchemasNeverLoad(t *testing.T) {
 // TestSchemaIDCannotShadowAcrossActions registers two actions whose
 // schemas claim the same $id; each keeps its own meaning.
 func TestSchemaIDCannotShadowAcrossActions(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/one",
 		Parameters: `{"$id":"https://shared.invalid/s","type":"object","properties":{"x":{"type":"string"}}}`}, Run: body}))
@@ -75,7 +75,7 @@ func TestSchemaIDCannotShadowAcrossActions(t *testing.T) {
 
 func TestPatternsAreRE2(t *testing.T) {
 	// Lookahead is ECMA-262 only: refused at registration, not ignored.
-	_, err := CompileParameters(`{"type":"object","properties":{"a":{"type":"string","pattern":"^(?=a)"}}}`)
+	_, err := CompileParameters(`{"type":"object","properties":{"a":{"type":"string","pattern":"^(?=a)"}}}`, Limits{})
 	r := requireRefusal(t, err, CodeConstraintViolation)
 	assert.Equal(t, "/properties/a/pattern", r.Issues[0].Path)
 }
@@ -85,7 +85,7 @@ func nested(depth int, leaf string) string {
 }
 
 func TestParamDepthLimit(t *testing.T) {
-	ps, err := CompileParametersLimits(`{"type":"object"}`, Limits{MaxParamDepth: 10})
+	ps, err := CompileParameters(`{"type":"object"}`, Limits{MaxParamDepth: 10})
 	require.NoError(t, err)
 	ctx := context.Background()
 	_, err = ps.Check(ctx, json.RawMessage(nested(10, "1")), nil) // 10 objects: at the limit
@@ -109,7 +109,7 @@ func TestParamDepthLimit(t *testing.T) {
 }
 
 func TestParamSizeLimit(t *testing.T) {
-	ps, err := CompileParametersLimits(`{"type":"object"}`, Limits{MaxParamBytes: 100})
+	ps, err := CompileParameters(`{"type":"object"}`, Limits{MaxParamBytes: 100})
 	require.NoError(t, err)
 	at := `{"s":"` + strings.Repeat("x", 100-8) + `"}`
 	require.Len(t, at, 100)
@@ -122,7 +122,7 @@ func TestParamSizeLimit(t *testing.T) {
 // TestRefusedEntryHoldsNoMoreThanALimit: the entry of a call refused for
 // its size records null, not a canonical copy of what was sent.
 func TestRefusedEntryHoldsNoMoreThanALimit(t *testing.T) {
-	reg := NewRegistry[*Trace](WithLimits(Limits{MaxParamBytes: 100}))
+	reg := NewRegistry[*Trace](&Options{Limits: Limits{MaxParamBytes: 100}})
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/b"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }}))
 	big := `{"s":"` + strings.Repeat("x", 200) + `"}`
@@ -150,25 +150,25 @@ func schemaOfDepth(depth int) string {
 
 func TestSchemaDepthLimit(t *testing.T) {
 	l := Limits{MaxSchemaDepth: 8}
-	_, err := CompileParametersLimits(schemaOfDepth(9), l) // 8 levels below the root
+	_, err := CompileParameters(schemaOfDepth(9), l) // 8 levels below the root
 	require.NoError(t, err)
-	_, err = CompileParametersLimits(schemaOfDepth(10), l)
+	_, err = CompileParameters(schemaOfDepth(10), l)
 	requireRefusal(t, err, CodeConstraintViolation)
 	// Far past the default limit: refused quickly, never compiled.
-	_, err = CompileParameters(schemaOfDepth(5000))
+	_, err = CompileParameters(schemaOfDepth(5000), Limits{})
 	requireRefusal(t, err, CodeConstraintViolation)
 }
 
 func TestSchemaSizeLimit(t *testing.T) {
 	s := `{"type":"object","description":"` + strings.Repeat("d", 200) + `"}`
-	_, err := CompileParametersLimits(s, Limits{MaxSchemaBytes: len(s)})
+	_, err := CompileParameters(s, Limits{MaxSchemaBytes: len(s)})
 	require.NoError(t, err)
-	_, err = CompileParametersLimits(s, Limits{MaxSchemaBytes: len(s) - 1})
+	_, err = CompileParameters(s, Limits{MaxSchemaBytes: len(s) - 1})
 	requireRefusal(t, err, CodeConstraintViolation)
 }
 
 func TestRefFanOutLimit(t *testing.T) {
-	ps, err := CompileParametersLimits(`{"type":"object","properties":{"ids":{"type":"array","items":{"type":"string","ref":"actor"}}}}`,
+	ps, err := CompileParameters(`{"type":"object","properties":{"ids":{"type":"array","items":{"type":"string","ref":"actor"}}}}`,
 		Limits{MaxRefs: 5})
 	require.NoError(t, err)
 	calls := 0
@@ -193,7 +193,7 @@ func TestRefFanOutLimit(t *testing.T) {
 }
 
 func TestResolverFailures(t *testing.T) {
-	ps, err := CompileParameters(`{"type":"object","properties":{"who":{"type":"string","ref":"actor"}}}`)
+	ps, err := CompileParameters(`{"type":"object","properties":{"who":{"type":"string","ref":"actor"}}}`, Limits{})
 	require.NoError(t, err)
 	boom := errors.New("model store down")
 	_, err = ps.Check(context.Background(), map[string]any{"who": "x"}, func(context.Context, string, string) (RefMatches, error) {
@@ -213,7 +213,7 @@ func TestResolverFailures(t *testing.T) {
 // context builder and OnEntry; each call is refused with internal and the
 // next call is served.
 func TestPanicsLeaveRegistryServing(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	ok := func(context.Context, map[string]any, *Trace) (any, error) { return "ok", nil }
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/ok",
 		Parameters: `{"type":"object","properties":{"who":{"type":"string","ref":"actor"}}}`}, Run: ok}))
@@ -230,7 +230,7 @@ func TestPanicsLeaveRegistryServing(t *testing.T) {
 	r := requireRefusal(t, err, CodeInternal)
 	assert.NotContains(t, r.Message, "body bug")
 	assert.Contains(t, fmt.Sprint(errors.Unwrap(err)), "body bug", "the host gets the panic value")
-	assert.Equal(t, "internal", entry.Error)
+	assert.Equal(t, Code("internal"), entry.Error)
 	serving()
 
 	_, _, err = reg.Run(ctx, "t/ok", map[string]any{"who": "x"}, &Host[*Trace]{
@@ -238,7 +238,7 @@ func TestPanicsLeaveRegistryServing(t *testing.T) {
 	requireRefusal(t, err, CodeInternal)
 	serving()
 
-	_, _, err = reg.Run(ctx, "t/ok", nil, &Host[*Trace]{Context: func(*Trace) *Trace { panic("context bug") }})
+	_, _, err = reg.Run(ctx, "t/ok", nil, &Host[*Trace]{Env: func(*Trace) *Trace { panic("context bug") }})
 	requireRefusal(t, err, CodeInternal)
 	serving()
 
@@ -249,7 +249,7 @@ func TestPanicsLeaveRegistryServing(t *testing.T) {
 }
 
 func TestCallDepthLimit(t *testing.T) {
-	reg := NewRegistry[*Trace](WithLimits(Limits{MaxCallDepth: 3}))
+	reg := NewRegistry[*Trace](&Options{Limits: Limits{MaxCallDepth: 3}})
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/down",
 		Parameters: `{"type":"object","properties":{"n":{"type":"integer"}}}`},
 		Run: func(ctx context.Context, p map[string]any, tr *Trace) (any, error) {
@@ -264,17 +264,19 @@ func TestCallDepthLimit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "bottom", res)
 	_, entry, err := reg.Run(ctx, "t/down", map[string]any{"n": 4}, nil)
-	requireRefusal(t, err, CodeConstraintViolation)
-	assert.Equal(t, "constraint_violation", entry.Error)
+	requireRefusal(t, err, CodeInternal) // the body returned its nested call's refusal
+	assert.ErrorIs(t, err, ErrConstraintViolation)
+	assert.Equal(t, CodeInternal, entry.Error)
 
 	// Unbounded recursion is refused at the limit, never a stack overflow.
-	reg2 := NewRegistry[*Trace]()
+	reg2 := NewRegistry[*Trace](nil)
 	require.NoError(t, reg2.Register(Action[*Trace]{Definition: Definition{ID: "t/loop"},
 		Run: func(ctx context.Context, _ map[string]any, tr *Trace) (any, error) {
 			return tr.Call(ctx, "t/loop", nil)
 		}}))
 	_, _, err = reg2.Run(ctx, "t/loop", nil, nil)
-	requireRefusal(t, err, CodeConstraintViolation)
+	requireRefusal(t, err, CodeInternal)
+	assert.ErrorIs(t, err, ErrConstraintViolation)
 }
 
 // codedNil is an error type with a Code method, returned as a typed nil.
@@ -284,7 +286,7 @@ func (*codedNil) Error() string { return "coded" }
 func (*codedNil) Code() string  { panic("nil receiver") }
 
 func TestTypedNilErrorsFromBodies(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/nil_refusal"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			var r *Refusal
@@ -300,14 +302,14 @@ func TestTypedNilErrorsFromBodies(t *testing.T) {
 	for _, id := range []string{"t/nil_refusal", "t/nil_coded"} {
 		_, entry, err := reg.Run(context.Background(), id, nil, host)
 		require.Error(t, err)
-		assert.Equal(t, "internal", entry.Error, id)
+		assert.Equal(t, Code("internal"), entry.Error, id)
 	}
 	assert.Len(t, seen, 2, "OnEntry saw both calls")
 	assert.NotPanics(t, func() { _ = (*Refusal)(nil).Error() })
 }
 
 func TestUnknownActionDoesNotEchoTheID(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	_, entry, err := reg.Run(context.Background(), "ns/SECRET_MARKER", nil, nil)
 	r := requireRefusal(t, err, CodeUnknownAction)
 	assert.NotContains(t, r.Error(), "SECRET_MARKER")
@@ -324,7 +326,7 @@ func TestManifestRefusesDuplicateNames(t *testing.T) {
 }
 
 func TestParamsForms(t *testing.T) {
-	ps, err := CompileParameters(`{"type":"object","properties":{"n":{"type":"integer","default":1}}}`)
+	ps, err := CompileParameters(`{"type":"object","properties":{"n":{"type":"integer","default":1}}}`, Limits{})
 	require.NoError(t, err)
 	want := map[string]any{"n": json.Number("2")}
 	for _, in := range []any{`{"n":2}`, []byte(`{"n":2}`), json.RawMessage(`{"n":2}`), map[string]any{"n": 2}, struct {
@@ -344,13 +346,13 @@ func TestParamsForms(t *testing.T) {
 }
 
 func TestSchemaRefusalsSpeakPlainly(t *testing.T) {
-	_, err := CompileParameters(`{"type":"object","properties":{"a":{"type":"string","pattern":"["}}}`)
+	_, err := CompileParameters(`{"type":"object","properties":{"a":{"type":"string","pattern":"["}}}`, Limits{})
 	r := requireRefusal(t, err, CodeConstraintViolation)
 	assert.Contains(t, r.Issues[0].Message, "RE2")
-	_, err = CompileParameters(`{"type":"object","properties":{"a":{"minLength":-1}}}`)
+	_, err = CompileParameters(`{"type":"object","properties":{"a":{"minLength":-1}}}`, Limits{})
 	r = requireRefusal(t, err, CodeConstraintViolation)
 	assert.Equal(t, "/properties/a/minLength", r.Issues[0].Path)
-	_, err = CompileParameters(`{"type":"object","type":"object"}`)
+	_, err = CompileParameters(`{"type":"object","type":"object"}`, Limits{})
 	r = requireRefusal(t, err, CodeConstraintViolation)
 	assert.Equal(t, "json", r.Issues[0].Keyword)
 	assert.Contains(t, r.Issues[0].Message, "duplicate member name")
@@ -360,7 +362,7 @@ func TestSchemaRefusalsSpeakPlainly(t *testing.T) {
 // make math/big (which the engine uses) work hard or fail: each is refused
 // at once as not I-JSON.
 func TestNumbersThatWouldStallTheEngine(t *testing.T) {
-	ps, err := CompileParameters(`{"type":"object","properties":{"n":{"type":"number","minimum":0,"multipleOf":0.5}}}`)
+	ps, err := CompileParameters(`{"type":"object","properties":{"n":{"type":"number","minimum":0,"multipleOf":0.5}}}`, Limits{})
 	require.NoError(t, err)
 	for _, text := range []string{
 		`{"n":1e-10000000}`, `{"n":1e-1000}`, `{"n":0.` + strings.Repeat("0", 500) + `1}`, `{"n":` + strings.Repeat("9", 200) + `e-190}`,
@@ -375,7 +377,7 @@ func TestNumbersThatWouldStallTheEngine(t *testing.T) {
 	_, err = ps.Check(context.Background(), json.RawMessage(`{"n":1e-300}`), nil)
 	r := requireRefusal(t, err, CodeInvalidParameters)
 	assert.Equal(t, "multipleOf", r.Issues[0].Keyword)
-	_, err = CompileParameters(`{"type":"object","properties":{"n":{"minimum":1e-10000000}}}`)
+	_, err = CompileParameters(`{"type":"object","properties":{"n":{"minimum":1e-10000000}}}`, Limits{})
 	requireRefusal(t, err, CodeConstraintViolation)
 }
 
@@ -384,7 +386,7 @@ type panickyMarshaler struct{}
 func (panickyMarshaler) MarshalJSON() ([]byte, error) { panic("marshal bug") }
 
 func TestPanickingMarshalerInAResult(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/p"},
 		Run: func(_ context.Context, _ map[string]any, tr *Trace) (any, error) {
 			assert.Error(t, tr.Command(panickyMarshaler{}, nil))
@@ -392,7 +394,7 @@ func TestPanickingMarshalerInAResult(t *testing.T) {
 		}}))
 	_, entry, err := reg.Run(context.Background(), "t/p", nil, nil)
 	requireRefusal(t, err, CodeInternal)
-	assert.Equal(t, "internal", entry.Error)
+	assert.Equal(t, Code("internal"), entry.Error)
 	_, err = CanonicalJSON(map[string]any{"x": panickyMarshaler{}})
 	var ce *CanonicalError
 	require.ErrorAs(t, err, &ce)
@@ -400,16 +402,16 @@ func TestPanickingMarshalerInAResult(t *testing.T) {
 }
 
 func TestPanickingMarshalerInParamsAndSchema(t *testing.T) {
-	ps, err := CompileParameters(`{"type":"object"}`)
+	ps, err := CompileParameters(`{"type":"object"}`, Limits{})
 	require.NoError(t, err)
 	_, err = ps.Check(context.Background(), map[string]any{"x": panickyMarshaler{}}, nil)
 	requireRefusal(t, err, CodeInvalidParameters)
-	_, err = CompileParameters(panickyMarshaler{})
+	_, err = CompileParameters(panickyMarshaler{}, Limits{})
 	requireRefusal(t, err, CodeConstraintViolation)
 }
 
 func TestIssuesAreCapped(t *testing.T) {
-	ps, err := CompileParameters(`{"type":"object","properties":{"a":{"items":{"type":"string"}}}}`)
+	ps, err := CompileParameters(`{"type":"object","properties":{"a":{"items":{"type":"string"}}}}`, Limits{})
 	require.NoError(t, err)
 	text := `{"a":[` + strings.Repeat("1,", 999) + `1]}`
 	_, err = ps.Check(context.Background(), json.RawMessage(text), nil)
@@ -424,16 +426,16 @@ func (w *panickyWrap) Error() string { return "wrapped" }
 func (w *panickyWrap) Unwrap() error { return w.inner }
 
 func TestBatchSurvivesAPanickingErrorChain(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/b"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			var w *panickyWrap
 			return nil, w
 		}}))
-	_, entries, err := RunBatch(context.Background(), reg, Batch{Commands: []Step{{Call: "a/b"}}}, nil)
+	_, entries, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "a/b"}}}, nil)
 	require.Error(t, err)
 	require.Len(t, entries, 1)
-	assert.Equal(t, "internal", entries[0].Error)
+	assert.Equal(t, CodeInternal, entries[0].Error)
 }
 
 // TestMultiplyingSchemasAreRefused: schemas on which the engine's work
@@ -457,7 +459,7 @@ func TestMultiplyingSchemasAreRefused(t *testing.T) {
 		"diamond chain of $defs": `{"type":"object","$ref":"#/$defs/d0","$defs":{` + strings.Join(defs, ",") + `}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := CompileParameters(s)
+			_, err := CompileParameters(s, Limits{})
 			requireRefusal(t, err, CodeConstraintViolation)
 		})
 	}
@@ -469,7 +471,7 @@ func TestMultiplyingSchemasAreRefused(t *testing.T) {
 		`{"type":"object","properties":{"e":{"$ref":"#/$defs/expr"}},"$defs":{"expr":{"anyOf":[{"type":"number"},
 			{"type":"object","properties":{"op":{"enum":["+","-"]},"left":{"$ref":"#/$defs/expr"},"right":{"$ref":"#/$defs/expr"}}}]}}}`,
 	} {
-		_, err := CompileParameters(s)
+		_, err := CompileParameters(s, Limits{})
 		require.NoError(t, err)
 	}
 }
@@ -478,7 +480,7 @@ func TestMultiplyingSchemasAreRefused(t *testing.T) {
 // large result: past Limits.MaxParamBytes of substituted values the step
 // is refused before its call.
 func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
-	reg := NewRegistry[*Trace](WithLimits(Limits{MaxParamBytes: 64 << 10}))
+	reg := NewRegistry[*Trace](&Options{Limits: Limits{MaxParamBytes: 64 << 10}})
 	big := make([]any, 100)
 	for i := range big {
 		big[i] = strings.Repeat("x", 100)
@@ -491,7 +493,7 @@ func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
 	for i := range 1000 {
 		with[fmt.Sprint("k", i)] = "${l}"
 	}
-	_, entries, err := RunBatch(context.Background(), reg, Batch{Commands: []Step{{Call: "a/list", As: "l"}, {Call: "a/echo", With: with}}}, nil)
+	_, entries, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "a/list", As: "l"}, {Call: "a/echo", With: with}}}, nil)
 	r := requireRefusal(t, err, CodeInvalidScriptStep)
 	assert.Contains(t, r.Issues[0].Message, "would pass 65536 bytes")
 	assert.Len(t, entries, 1, "the second call is not made")
@@ -501,7 +503,7 @@ func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
 // arrays, copied or walked by many placeholders, is refused before the
 // call like a large one (each container and each walked entry counts).
 func TestBatchEmptyContainersAndWalksAreCharged(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	empties := make([]any, 100_000)
 	for i := range empties {
 		empties[i] = []any{}
@@ -517,7 +519,7 @@ func TestBatchEmptyContainersAndWalksAreCharged(t *testing.T) {
 	}
 	walks := map[string]any{"s": strings.Repeat("${l.*.x}", 200)}
 	for name, with := range map[string]map[string]any{"copies": copies, "walks": walks} {
-		_, entries, err := RunBatch(context.Background(), reg, Batch{Commands: []Step{{Call: "a/list", As: "l"}, {Call: "a/sink", With: with}}}, nil)
+		_, entries, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "a/list", As: "l"}, {Call: "a/sink", With: with}}}, nil)
 		r := requireRefusal(t, err, CodeInvalidScriptStep)
 		assert.Contains(t, r.Issues[0].Message, "would pass 1048576 bytes", name)
 		assert.Len(t, entries, 1, name)
@@ -529,17 +531,17 @@ func TestBatchEmptyContainersAndWalksAreCharged(t *testing.T) {
 // placeholder, a single copy of a result the batch holds, so a result
 // larger than MaxParamBytes comes back as it would without "result".
 func TestBatchResultIsNotBoundLikeParameters(t *testing.T) {
-	reg := NewRegistry[*Trace]()
+	reg := NewRegistry[*Trace](nil)
 	big := strings.Repeat("x", 2<<20)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/big"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return map[string]any{"text": big}, nil }}))
-	result, _, err := RunBatch(context.Background(), reg, Batch{Commands: []Step{{Call: "a/big", As: "a"}}, Result: "${a.text}"}, nil)
+	result, _, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "a/big", As: "a"}}, Result: "${a.text}"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, big, result)
 }
 
 func TestDefaultsCannotMultiplyACall(t *testing.T) {
-	ps, err := CompileParametersLimits(`{"type":"object","properties":{"lines":{"type":"array","items":{"type":"object",
+	ps, err := CompileParameters(`{"type":"object","properties":{"lines":{"type":"array","items":{"type":"object",
 		"properties":{"options":{"type":"object","default":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6}}}}}}}`, Limits{MaxParamBytes: 64 << 10})
 	require.NoError(t, err)
 	text := `{"lines":[` + strings.Repeat(`{},`, 20000) + `{}]}` // 60 KB: fits
@@ -560,13 +562,13 @@ func TestDynamicRefIsRefused(t *testing.T) {
 		"doubling":     `{"type":"object","properties":{"n":{"$dynamicRef":"#/$defs/node"}},"$defs":{"node":{"allOf":[{"$dynamicRef":"#/$defs/base"},{"$dynamicRef":"#/$defs/ext"}]},"base":{"properties":{"child":{"$dynamicRef":"#/$defs/node"}}},"ext":{"properties":{"child":{"$dynamicRef":"#/$defs/node"}}}}}`,
 		"anchor":       `{"type":"object","$dynamicAnchor":"root","properties":{"a":{"$dynamicRef":"#root"}}}`,
 	} {
-		_, err := CompileParameters(s)
+		_, err := CompileParameters(s, Limits{})
 		r := requireRefusal(t, err, CodeConstraintViolation)
 		require.NotEmpty(t, r.Issues, name)
 		assert.Equal(t, "$dynamicRef", r.Issues[0].Keyword, name)
 	}
 	// A $dynamicAnchor alone is a plain anchor.
-	_, err := CompileParameters(`{"type":"object","properties":{"a":{"$ref":"#s"}},"$defs":{"s":{"$dynamicAnchor":"s","type":"string"}}}`)
+	_, err := CompileParameters(`{"type":"object","properties":{"a":{"$ref":"#s"}},"$defs":{"s":{"$dynamicAnchor":"s","type":"string"}}}`, Limits{})
 	assert.NoError(t, err)
 }
 

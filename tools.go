@@ -46,36 +46,39 @@ type ToolAnnotations struct {
 // the tools are meant for them.
 const MaxToolNameLength = 128
 
-// ToolOption configures an export to tools.
-type ToolOption func(*toolOptions)
+// ToolOptions configures an export to tools. The zero value (or nil)
+// exports the schemas as they are.
+type ToolOptions struct {
+	// Languages are the ordered languages of the dataset, the source
+	// language first (BCP 47 tags such as "en", "fr"; written as given).
+	// Each localized text parameter of the exported schemas then has a
+	// description naming them (see docs/tools.md). Empty strings and
+	// repeats are left out.
+	//
+	// A localized text parameter is a schema whose anyOf holds exactly
+	// two branches: one of "type": "string", and one of "type": "object"
+	// whose additionalProperties is a schema of "type": "string" (a map
+	// from language to text). A branch reached only through $ref is not
+	// recognised. The schema forbids nothing more than before: the
+	// languages are a hint.
+	Languages []string
+}
 
+// toolOptions are ToolOptions checked once per export.
 type toolOptions struct {
 	languages []string
 }
 
-// WithLanguages gives the ordered languages of the dataset, the source
-// language first (BCP 47 tags such as "en", "fr"; written as given).
-// Each localized text parameter of the exported schemas then has a
-// description naming them (see [ParametersWithLanguages]). Empty strings
-// and repeats are left out; with no language left, the export is as
-// without the option. A later WithLanguages replaces an earlier one.
-func WithLanguages(languages ...string) ToolOption {
-	var ls []string
+func toolOptionsOf(opts *ToolOptions) toolOptions {
+	var o toolOptions
+	if opts == nil {
+		return o
+	}
 	seen := map[string]bool{}
-	for _, l := range languages {
+	for _, l := range opts.Languages {
 		if l != "" && !seen[l] {
 			seen[l] = true
-			ls = append(ls, l)
-		}
-	}
-	return func(o *toolOptions) { o.languages = ls }
-}
-
-func toolOptionsOf(opts []ToolOption) toolOptions {
-	var o toolOptions
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+			o.languages = append(o.languages, l)
 		}
 	}
 	return o
@@ -88,13 +91,13 @@ func ToolName(id string) string {
 	return strings.Replace(id, "/", "-", 1)
 }
 
-// ActionIDOfTool returns the action id a tool name comes from: "ns-name"
+// ActionID returns the action id a tool name comes from: "ns-name"
 // gives "ns/name". An identifier never holds a hyphen, so the mapping is
 // one to one. A name that no valid id gives (no hyphen, several, or a side
 // that is not an identifier [A-Za-z_][A-Za-z0-9_]*) is a *Refusal with
 // code unknown_action, which a connector reports as an unknown tool. The
 // name's length is not checked: a name is looked up, never exported, here.
-func ActionIDOfTool(name string) (string, error) {
+func ActionID(name string) (string, error) {
 	ns, rest, ok := strings.Cut(name, "-")
 	if !ok || strings.Contains(rest, "-") || !isIdentifier(ns) || !isIdentifier(rest) {
 		return "", refusef(CodeUnknownAction, "the tool name does not come from an action id",
@@ -124,8 +127,12 @@ func checkToolName(id, name string) error {
 	return nil
 }
 
-// ToAITool maps one action to an MCP tool, whatever its exposure (see
-// docs/tools.md):
+// Tools returns the visible registered actions as MCP tools, sorted by
+// name, from the schemas compiled at Register: nothing is decoded or
+// compiled again. opts may be nil. Each Tool is the caller's own copy;
+// changing it changes nothing in the registry. It returns an empty,
+// non-nil slice when no action is visible. See docs/tools.md for the
+// mapping:
 //   - Name: [ToolName] of the id; Title and Description as they are;
 //   - InputSchema: the parameters schema (ref and every nested keyword
 //     kept) without anyOf, oneOf and allOf at its root, or
@@ -133,10 +140,10 @@ func checkToolName(id, name string) error {
 //     an action without parameters;
 //   - a root anyOf whose branches each hold only a required of one
 //     property becomes a sentence at the end of Description ("Give at
-//     least one of: a, b."); any other root combinator is dropped without
-//     a word. AI providers refuse these keywords at the root of a tool's
-//     schema; the action still checks its full schema when it runs, so a
-//     call the exported schema lets through may still be refused with
+//     least one of: a, b."); any other root combinator is dropped. AI
+//     providers refuse these keywords at the root of a tool's schema;
+//     the action still checks its full schema when it runs, so a call
+//     the exported schema lets through may still be refused with
 //     invalid_parameters;
 //   - a boolean schema directly under the root properties is written as
 //     the object schema of the same meaning (true as {}, false as
@@ -144,95 +151,9 @@ func checkToolName(id, name string) error {
 //   - Annotations: ReadOnlyHint for kind read, DestructiveHint for
 //     destructive.
 //
-// ToAITool compiles the parameters (see [CompileParameters], default
-// limits), so that a schema the registry would refuse is never exported as
-// a tool that no call could pass. A registered action's tool is cheaper
-// from [Registry.Tools], which reuses the compiled schema.
-//
-// The returned Tool shares no map or slice with def: the caller may change
-// it.
-//
-// Errors (*Refusal, constraint_violation): an id that is not namespace/name
-// with both parts identifiers, a tool name longer than
-// [MaxToolNameLength], a schema [CompileParameters] refuses.
-func ToAITool(def Definition, opts ...ToolOption) (Tool, error) {
-	if err := checkID(def.ID); err != nil {
-		return Tool{}, err
-	}
-	if err := checkToolName(def.ID, ToolName(def.ID)); err != nil {
-		return Tool{}, err
-	}
-	ps, err := CompileParameters(def.Parameters)
-	if err != nil {
-		return Tool{}, err
-	}
-	return toolOf(&def, ps.doc, toolOptionsOf(opts)), nil
-}
-
-// ToAITools maps each visible action to an MCP tool (see [ToAITool]),
-// leaving hidden ones out, sorted by name (which is the order of the ids).
-// It returns an empty, non-nil slice when no action is visible.
-//
-// Errors: the first action, in id order, that [ToAITool] refuses, wrapped
-// with its id (errors.As finds the *Refusal); duplicate_name when two
-// visible actions share an id, since MCP tool names are unique.
-func ToAITools(defs []Definition, opts ...ToolOption) ([]Tool, error) {
-	visible := make([]Definition, 0, len(defs))
-	for _, d := range defs {
-		if d.IsVisible() {
-			visible = append(visible, d)
-		}
-	}
-	sort.SliceStable(visible, func(i, j int) bool { return visible[i].ID < visible[j].ID })
-	tools := make([]Tool, 0, len(visible))
-	for i, d := range visible {
-		if i > 0 && visible[i-1].ID == d.ID {
-			return nil, fmt.Errorf("actions: exporting %s: %w", d.ID, duplicateRefusal(d.ID))
-		}
-		t, err := ToAITool(d, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("actions: exporting %s: %w", d.ID, err)
-		}
-		tools = append(tools, t)
-	}
-	sortTools(tools)
-	return tools, nil
-}
-
-// ParametersWithLanguages returns the inputSchema [ToAITool] gives for def
-// with [WithLanguages](languages...): the parameters schema without root
-// combinators, where each localized text parameter, at any depth, has a
-// description naming the languages and the source language (the first).
-//
-// A localized text parameter is a schema whose anyOf holds exactly two
-// branches: one of "type": "string", and one of "type": "object" whose
-// additionalProperties is a schema of "type": "string" (a map from
-// language to text). Other keywords may sit beside them; a branch reached
-// only through $ref is not recognised. The sentence is added after an
-// existing description. Subschemas under not, if and propertyNames are
-// left as they are: they never hold a parameter's value. The schema
-// forbids nothing more than before: the languages are a hint.
-//
-// With no language, the schema is returned unchanged. Errors: as
-// [ToAITool].
-func ParametersWithLanguages(def Definition, languages []string) (map[string]any, error) {
-	t, err := ToAITool(def, WithLanguages(languages...))
-	if err != nil {
-		return nil, err
-	}
-	return t.InputSchema, nil
-}
-
-// Tools returns the visible registered actions as MCP tools, sorted by
-// name, from the schemas compiled at Register: nothing is decoded or
-// compiled again. Each Tool is the caller's own copy; changing it changes
-// nothing in the registry. It returns an empty, non-nil slice when no
-// action is visible.
-//
-// Errors: a *Refusal constraint_violation, wrapped with the action's id,
-// when an id gives a tool name longer than [MaxToolNameLength] (Register
-// does not bound the length of ids).
-func (r *Registry[C]) Tools(opts ...ToolOption) ([]Tool, error) {
+// Errors: none today, since Register bounds ids to tool names MCP
+// accepts; the error is there for exports that can fail.
+func (r *Registry[C]) Tools(opts *ToolOptions) ([]Tool, error) {
 	o := toolOptionsOf(opts)
 	var regs []*registered[C]
 	r.actions.Range(func(_, v any) bool {
@@ -257,8 +178,7 @@ func (r *Registry[C]) Tools(opts ...ToolOption) ([]Tool, error) {
 // Definitions returns the definition of every registered action, hidden
 // ones included, sorted by id. Each Parameters holds a fresh copy of the
 // compiled schema document (map[string]any in JSON's Go types), or nil for
-// an action registered without parameters; Writes is a fresh slice. So
-// [ToAITools](r.Definitions()) gives what [Registry.Tools] gives.
+// an action registered without parameters; Writes is a fresh slice.
 func (r *Registry[C]) Definitions() []Definition {
 	var out []Definition
 	r.actions.Range(func(_, v any) bool {

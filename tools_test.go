@@ -18,8 +18,8 @@ import (
 )
 
 // toolFixture is one file of testdata/tools: actions as a manifest, the
-// export's options, and what ToAITools gives (tools) or the code of the
-// refusal it gives (error). hidden lists what ToAITool gives for each
+// export's options, and what the export gives (tools) or the code of the
+// refusal it gives (error). hidden lists what the export gives for each
 // hidden action, in id order.
 type toolFixture struct {
 	Description string          `json:"description"`
@@ -32,11 +32,42 @@ type toolFixture struct {
 	Error  Code            `json:"error"`
 }
 
-func (f *toolFixture) options() []ToolOption {
+func (f *toolFixture) options() *ToolOptions {
 	if f.Options.Languages == nil {
 		return nil
 	}
-	return []ToolOption{WithLanguages(f.Options.Languages...)}
+	return &ToolOptions{Languages: f.Options.Languages}
+}
+
+// exportTools is the export of a manifest: its visible definitions
+// registered in a fresh registry, then listed as tools.
+func exportTools(defs []Definition, opts *ToolOptions) ([]Tool, error) {
+	r := NewRegistry[any](nil)
+	for _, d := range defs {
+		if !d.IsVisible() {
+			continue
+		}
+		if err := r.Register(New(d, noBody)); err != nil {
+			return nil, fmt.Errorf("actions: exporting %s: %w", d.ID, err)
+		}
+	}
+	return r.Tools(opts)
+}
+
+// exportTool is the tool of one definition, hidden or not.
+func exportTool(def Definition, opts *ToolOptions) (Tool, error) {
+	def.Exposure = ExposureVisible
+	tools, err := exportTools([]Definition{def}, opts)
+	if err != nil {
+		return Tool{}, err
+	}
+	return tools[0], nil
+}
+
+// inputSchema is the inputSchema of def's tool.
+func inputSchema(def Definition, languages []string) (map[string]any, error) {
+	t, err := exportTool(def, &ToolOptions{Languages: languages})
+	return t.InputSchema, err
 }
 
 func loadToolFixtures(t *testing.T) map[string]*toolFixture {
@@ -99,7 +130,7 @@ func requireMCPTool(t *testing.T, tool Tool) {
 	for version, sch := range schemas {
 		assert.NoError(t, sch.Validate(v), "tool %s against MCP %s", tool.Name, version)
 	}
-	_, err = CompileParameters(tool.InputSchema)
+	_, err = CompileParameters(tool.InputSchema, Limits{})
 	assert.NoError(t, err, "the inputSchema of %s is a parameters schema", tool.Name)
 }
 
@@ -126,7 +157,7 @@ func TestToolFixtures(t *testing.T) {
 			require.NoError(t, err)
 			opts := f.options()
 
-			tools, err := ToAITools(defs, opts...)
+			tools, err := exportTools(defs, opts)
 			if f.Error != "" {
 				requireCode(t, err, f.Error)
 			} else {
@@ -143,8 +174,8 @@ func TestToolFixtures(t *testing.T) {
 	}
 }
 
-// checkHiddenTools: ToAITool maps a hidden action all the same.
-func checkHiddenTools(t *testing.T, f *toolFixture, defs []Definition, opts []ToolOption) {
+// checkHiddenTools: the export maps a hidden action all the same.
+func checkHiddenTools(t *testing.T, f *toolFixture, defs []Definition, opts *ToolOptions) {
 	t.Helper()
 	var hidden []Definition
 	for _, d := range defs {
@@ -158,7 +189,7 @@ func checkHiddenTools(t *testing.T, f *toolFixture, defs []Definition, opts []To
 	sort.Slice(hidden, func(i, j int) bool { return hidden[i].ID < hidden[j].ID })
 	got := make([]Tool, 0, len(hidden))
 	for _, d := range hidden {
-		tool, err := ToAITool(d, opts...)
+		tool, err := exportTool(d, opts)
 		require.NoError(t, err, d.ID)
 		requireMCPTool(t, tool)
 		got = append(got, tool)
@@ -166,7 +197,7 @@ func checkHiddenTools(t *testing.T, f *toolFixture, defs []Definition, opts []To
 	assert.JSONEq(t, string(f.Hidden), toolsJSON(t, got))
 }
 
-// checkOneByOne: ToAITool and ParametersWithLanguages agree with the list.
+// checkOneByOne: the export of one definition agrees with the list.
 func checkOneByOne(t *testing.T, f *toolFixture, defs []Definition, tools []Tool) {
 	t.Helper()
 	byName := map[string]Tool{}
@@ -179,13 +210,13 @@ func checkOneByOne(t *testing.T, f *toolFixture, defs []Definition, tools []Tool
 		}
 		want, ok := byName[ToolName(d.ID)]
 		require.True(t, ok, "no tool for %s", d.ID)
-		one, err := ToAITool(d, f.options()...)
+		one, err := exportTool(d, f.options())
 		require.NoError(t, err)
 		assert.Equal(t, toolsJSON(t, want), toolsJSON(t, one), d.ID)
-		in, err := ParametersWithLanguages(d, f.Options.Languages)
+		in, err := inputSchema(d, f.Options.Languages)
 		require.NoError(t, err)
 		assert.Equal(t, toolsJSON(t, want.InputSchema), toolsJSON(t, in), d.ID)
-		id, err := ActionIDOfTool(want.Name)
+		id, err := ActionID(want.Name)
 		require.NoError(t, err)
 		assert.Equal(t, d.ID, id)
 	}
@@ -194,29 +225,29 @@ func checkOneByOne(t *testing.T, f *toolFixture, defs []Definition, tools []Tool
 // checkRegistryTools: a registry of the same actions exports the same
 // tools from its compiled schemas, or refuses at Register or at Tools
 // with the fixture's code.
-func checkRegistryTools(t *testing.T, f *toolFixture, defs []Definition, opts []ToolOption) {
+func checkRegistryTools(t *testing.T, f *toolFixture, defs []Definition, opts *ToolOptions) {
 	t.Helper()
-	r := NewRegistry[any]()
+	r := NewRegistry[any](nil)
 	for _, d := range defs {
 		if err := r.Register(Action[any]{Definition: d, Run: noBody}); err != nil {
 			if d.Exposure == ExposureHidden && f.Error == "" {
-				continue // refused at Register, as ToAITools ignores it
+				continue // refused at Register, as the export skips it
 			}
 			require.NotEmpty(t, f.Error, "register %s: %v", d.ID, err)
 			requireCode(t, err, f.Error)
 			return
 		}
 	}
-	tools, err := r.Tools(opts...)
+	tools, err := r.Tools(opts)
 	if f.Error != "" {
 		requireCode(t, err, f.Error)
 		return
 	}
 	require.NoError(t, err)
 	assert.JSONEq(t, string(f.Tools), toolsJSON(t, tools), "Registry.Tools")
-	again, err := ToAITools(r.Definitions(), opts...)
+	again, err := exportTools(r.Definitions(), opts)
 	require.NoError(t, err)
-	assert.JSONEq(t, string(f.Tools), toolsJSON(t, again), "ToAITools(Registry.Definitions())")
+	assert.JSONEq(t, string(f.Tools), toolsJSON(t, again), "the tools of Registry.Definitions() registered again")
 }
 
 func TestToolNameRoundTrip(t *testing.T) {
@@ -230,7 +261,7 @@ func TestToolNameRoundTrip(t *testing.T) {
 		t.Run(tc.id, func(t *testing.T) {
 			require.NoError(t, checkID(tc.id))
 			assert.Equal(t, tc.name, ToolName(tc.id))
-			id, err := ActionIDOfTool(tc.name)
+			id, err := ActionID(tc.name)
 			require.NoError(t, err)
 			assert.Equal(t, tc.id, id)
 		})
@@ -256,7 +287,7 @@ func TestActionIDOfToolBadNames(t *testing.T) {
 		"ns-nàme",
 	} {
 		t.Run(fmt.Sprintf("%q", name), func(t *testing.T) {
-			id, err := ActionIDOfTool(name)
+			id, err := ActionID(name)
 			assert.Empty(t, id)
 			requireCode(t, err, CodeUnknownAction)
 			assert.ErrorIs(t, err, ErrUnknownAction)
@@ -270,17 +301,17 @@ func TestToolNameLength(t *testing.T) {
 	require.NoError(t, checkID(id128))
 	requireCode(t, checkID(id129), CodeConstraintViolation)
 
-	tool, err := ToAITool(Definition{ID: id128})
+	tool, err := exportTool(Definition{ID: id128}, nil)
 	require.NoError(t, err)
 	assert.Len(t, tool.Name, MaxToolNameLength)
 	requireMCPTool(t, tool)
 
-	_, err = ToAITool(Definition{ID: id129})
+	_, err = exportTool(Definition{ID: id129}, nil)
 	requireCode(t, err, CodeConstraintViolation)
-	_, err = ToAITools([]Definition{{ID: "ns/ok"}, {ID: id129}})
+	_, err = exportTools([]Definition{{ID: "ns/ok"}, {ID: id129}}, nil)
 	requireCode(t, err, CodeConstraintViolation)
 
-	r := NewRegistry[any]()
+	r := NewRegistry[any](nil)
 	err = r.Register(Action[any]{Definition: Definition{ID: id129}, Run: noBody})
 	requireCode(t, err, CodeConstraintViolation)
 }
@@ -320,9 +351,9 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 		"required": []any{"name"},
 	}
 	def := Definition{ID: "shop/add", Parameters: params}
-	r := NewRegistry[any]()
+	r := NewRegistry[any](nil)
 	require.NoError(t, r.Register(Action[any]{Definition: def, Run: noBody}))
-	before, err := r.Tools()
+	before, err := r.Tools(nil)
 	require.NoError(t, err)
 	want := toolsJSON(t, before)
 	wantDoc, _ := r.Parameters("shop/add")
@@ -337,20 +368,20 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 		tool.InputSchema["required"].([]any)[0] = "other"
 		tool.InputSchema["type"] = "array"
 	}
-	tools, err := r.Tools(WithLanguages("en"))
+	tools, err := r.Tools(&ToolOptions{Languages: []string{"en"}})
 	require.NoError(t, err)
 	vandalise(tools[0])
-	one, err := ToAITool(def)
+	one, err := exportTool(def, nil)
 	require.NoError(t, err)
 	vandalise(one)
-	in, err := ParametersWithLanguages(def, []string{"en"})
+	in, err := inputSchema(def, []string{"en"})
 	require.NoError(t, err)
 	vandalise(Tool{InputSchema: in})
 	for _, d := range r.Definitions() {
 		d.Parameters.(map[string]any)["type"] = "string"
 	}
 
-	after, err := r.Tools()
+	after, err := r.Tools(nil)
 	require.NoError(t, err)
 	assert.Equal(t, want, toolsJSON(t, after), "Registry.Tools")
 	ps, _ := r.Parameters("shop/add")
@@ -366,9 +397,9 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 
 func TestToolsRootCombinatorStillChecked(t *testing.T) {
 	def := Definition{ID: "style/set", Parameters: `{"type":"object","properties":{"icon":{"type":"string"},"color":{"type":"string"}},"anyOf":[{"required":["icon"]},{"required":["color"]}]}`}
-	r := NewRegistry[any]()
+	r := NewRegistry[any](nil)
 	require.NoError(t, r.Register(Action[any]{Definition: def, Run: noBody}))
-	tools, err := r.Tools()
+	tools, err := r.Tools(nil)
 	require.NoError(t, err)
 	require.Len(t, tools, 1)
 	assert.NotContains(t, tools[0].InputSchema, "anyOf")
@@ -378,34 +409,26 @@ func TestToolsRootCombinatorStillChecked(t *testing.T) {
 
 func TestWithLanguagesNothingUseful(t *testing.T) {
 	def := Definition{ID: "wiki/edit", Parameters: `{"type":"object","properties":{"t":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}}}`}
-	plain, err := ToAITool(def)
+	plain, err := exportTool(def, nil)
 	require.NoError(t, err)
 	for _, langs := range [][]string{nil, {}, {""}, {"", ""}} {
 		t.Run(fmt.Sprintf("%q", langs), func(t *testing.T) {
-			tool, err := ToAITool(def, WithLanguages(langs...))
+			tool, err := exportTool(def, &ToolOptions{Languages: langs})
 			require.NoError(t, err)
 			assert.Equal(t, toolsJSON(t, plain), toolsJSON(t, tool))
-			in, err := ParametersWithLanguages(def, langs)
+			in, err := inputSchema(def, langs)
 			require.NoError(t, err)
 			assert.Equal(t, toolsJSON(t, plain.InputSchema), toolsJSON(t, in))
 		})
 	}
 }
 
-func TestWithLanguagesLastWins(t *testing.T) {
-	def := Definition{ID: "wiki/edit", Parameters: `{"type":"object","properties":{"t":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}}}`}
-	tool, err := ToAITool(def, WithLanguages("de"), WithLanguages("fr", "en"))
-	require.NoError(t, err)
-	desc := tool.InputSchema["properties"].(map[string]any)["t"].(map[string]any)["description"]
-	assert.Equal(t, "Localized text in fr, en: a string, or an object from language to string; the source language is fr.", desc)
-}
-
 func TestToolsLanguagesSkipOpaqueKeywords(t *testing.T) {
 	loc := `{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}`
 	def := Definition{ID: "wiki/edit", Parameters: `{"type":"object","properties":{"t":{"not":` + loc + `}},"propertyNames":{"not":` + loc + `}}`}
-	plain, err := ToAITool(def)
+	plain, err := exportTool(def, nil)
 	require.NoError(t, err)
-	tool, err := ToAITool(def, WithLanguages("en"))
+	tool, err := exportTool(def, &ToolOptions{Languages: []string{"en"}})
 	require.NoError(t, err)
 	assert.Equal(t, toolsJSON(t, plain), toolsJSON(t, tool))
 }
@@ -423,26 +446,26 @@ func TestToAIToolRefusesBadDefinitions(t *testing.T) {
 		"duplicate members": {ID: "shop/list", Parameters: `{"type":"object","type":"object"}`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ToAITool(def)
+			_, err := exportTool(def, nil)
 			requireCode(t, err, CodeConstraintViolation)
-			_, err = ParametersWithLanguages(def, []string{"en"})
+			_, err = inputSchema(def, []string{"en"})
 			requireCode(t, err, CodeConstraintViolation)
 		})
 	}
 }
 
 func TestToAIToolsEmpty(t *testing.T) {
-	tools, err := ToAITools(nil)
+	tools, err := exportTools(nil, nil)
 	require.NoError(t, err)
 	assert.NotNil(t, tools)
 	assert.Equal(t, "[]", toolsJSON(t, tools))
-	tools, err = NewRegistry[any]().Tools()
+	tools, err = NewRegistry[any](nil).Tools(nil)
 	require.NoError(t, err)
 	assert.Equal(t, "[]", toolsJSON(t, tools))
 }
 
 func TestToolsFromDefinitions(t *testing.T) {
-	r := NewRegistry[any]()
+	r := NewRegistry[any](nil)
 	require.NoError(t, r.Register(Action[any]{Definition: Definition{ID: "b/x", Exposure: ExposureHidden, Writes: []string{"Actor"}}, Run: noBody}))
 	require.NoError(t, r.Register(Action[any]{Definition: Definition{ID: "a/y", Parameters: `{"type":"object"}`}, Run: noBody}))
 	defs := r.Definitions()
@@ -456,7 +479,7 @@ func TestToolsFromDefinitions(t *testing.T) {
 }
 
 func TestToolsConcurrentWithRegister(t *testing.T) {
-	r := NewRegistry[any]()
+	r := NewRegistry[any](nil)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(2)
@@ -467,14 +490,14 @@ func TestToolsConcurrentWithRegister(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			tools, err := r.Tools(WithLanguages("en", "fr"))
+			tools, err := r.Tools(&ToolOptions{Languages: []string{"en", "fr"}})
 			if assert.NoError(t, err) && len(tools) > 0 {
 				tools[0].InputSchema["properties"].(map[string]any)["t"].(map[string]any)["description"] = "x"
 			}
 		}()
 	}
 	wg.Wait()
-	tools, err := r.Tools()
+	tools, err := r.Tools(nil)
 	require.NoError(t, err)
 	require.Len(t, tools, 8)
 	for _, tool := range tools {

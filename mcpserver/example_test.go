@@ -17,7 +17,7 @@ import (
 // in-memory transports. A real server would call mcpserver.ServeStdio or
 // mount mcpserver.HTTPHandler instead of connecting in process.
 func ExampleAddTools() {
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	err := reg.Register(actions.Action[*actions.Trace]{
 		Definition: actions.Definition{
 			ID:          "stock/count",
@@ -87,7 +87,7 @@ func ExampleAddTools() {
 // Serving over streamable HTTP: mount the handler, and any MCP client can
 // reach the tools at its URL. Here the SDK's client calls it on loopback.
 func ExampleHTTPHandler() {
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	_ = reg.Register(actions.Action[*actions.Trace]{
 		Definition: actions.Definition{ID: "clock/ping", Kind: actions.KindRead},
 		Run:        func(context.Context, map[string]any, *actions.Trace) (any, error) { return "pong", nil },
@@ -121,7 +121,7 @@ func ExampleHTTPHandler() {
 // the host as a subprocess expects (see examples/supplychain). Not run:
 // it would read this process's standard input.
 func ExampleServeStdio() {
-	reg := actions.NewRegistry[*actions.Trace]()
+	reg := actions.NewRegistry[*actions.Trace](nil)
 	server := mcp.NewServer(&mcp.Implementation{Name: "host", Version: "v1.0.0"}, nil)
 	if err := mcpserver.AddTools(server, reg, mcpserver.Options[*actions.Trace]{}); err != nil {
 		log.Fatal(err)

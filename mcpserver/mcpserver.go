@@ -62,7 +62,7 @@ type Options[C any] struct {
 	// is the tool name called. Nil drops them.
 	OnError func(ctx context.Context, tool string, err error)
 	// Languages are the dataset's ordered languages, the source language
-	// first, passed to the export ([actions.WithLanguages]): each
+	// first, passed to the export ([actions.ToolOptions]): each
 	// localized text parameter's description then names them.
 	Languages []string
 }
@@ -88,11 +88,7 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 	if s == nil || reg == nil {
 		return errors.New("mcpserver: AddTools needs a server and a registry")
 	}
-	var topts []actions.ToolOption
-	if len(opts.Languages) > 0 {
-		topts = append(topts, actions.WithLanguages(opts.Languages...))
-	}
-	tools, err := reg.Tools(topts...)
+	tools, err := reg.Tools(&actions.ToolOptions{Languages: opts.Languages})
 	if err != nil {
 		return fmt.Errorf("mcpserver: %w", err)
 	}
@@ -102,7 +98,7 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 	}
 	all := make([]pending, 0, len(tools))
 	for _, t := range tools {
-		id, err := actions.ActionIDOfTool(t.Name)
+		id, err := actions.ActionID(t.Name)
 		if err != nil {
 			return fmt.Errorf("mcpserver: tool %s: %w", t.Name, err)
 		}
@@ -241,10 +237,7 @@ func (h *toolHandler[C]) refused(ctx context.Context, err error) (*mcp.CallToolR
 		h.report(ctx, err)
 		return toolError(plainRefusal(err)), nil
 	}
-	transport := r.Transport
-	if transport == "" {
-		transport = actions.PolicyOf(r.Code).Transport
-	}
+	transport := r.Policy().Transport
 	switch {
 	case r.Code == actions.CodeUnknownAction:
 		return nil, protocolError(jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", h.name), r)
@@ -261,12 +254,7 @@ func (h *toolHandler[C]) refused(ctx context.Context, err error) (*mcp.CallToolR
 // plainRefusal stands for an error that is not a refusal: its code (that
 // of a Code() string method, or internal) and a generic message.
 func plainRefusal(err error) *actions.Refusal {
-	code := actions.CodeInternal
-	var c interface{ Code() string }
-	if errors.As(err, &c) && c.Code() != "" {
-		code = actions.Code(c.Code())
-	}
-	r := actions.NewRefusal(code, "the action failed; the server logged the cause")
+	r := actions.NewRefusal(actions.CodeOf(err), "the action failed; the server logged the cause")
 	r.Transport = actions.TransportToolResult
 	if r.NextAction == "" {
 		r.NextAction = "Do not retry the same call; tell the user the action failed."

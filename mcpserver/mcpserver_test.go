@@ -28,7 +28,7 @@ type caller struct{ Client string }
 
 func testRegistry(t *testing.T) *actions.Registry[caller] {
 	t.Helper()
-	reg := actions.NewRegistry[caller]()
+	reg := actions.NewRegistry[caller](nil)
 	add := func(a actions.Action[caller]) {
 		t.Helper()
 		require.NoError(t, reg.Register(a))
@@ -157,7 +157,7 @@ func connect(t *testing.T, protocolVersion string) *fixture {
 			f.hosts++
 			f.mu.Unlock()
 			return &actions.Host[caller]{
-				Context: func(*actions.Trace) caller { return caller{Client: name} },
+				Env: func(*actions.Trace) caller { return caller{Client: name} },
 				OnEntry: func(e actions.RunEntry) {
 					f.mu.Lock()
 					f.entries = append(f.entries, e)
@@ -231,7 +231,7 @@ func jsonText(t *testing.T, v any) string {
 
 func TestToolList(t *testing.T) {
 	forEachVersion(t, func(t *testing.T, f *fixture) {
-		want, err := f.reg.Tools()
+		want, err := f.reg.Tools(nil)
 		require.NoError(t, err)
 		res, err := f.session.ListTools(context.Background(), nil)
 		require.NoError(t, err)
@@ -400,7 +400,7 @@ func TestOnEntrySeesEachCall(t *testing.T) {
 		assert.Equal(t, 4, f.hosts, "the host is built once per call")
 		got := make([]string, len(entries))
 		for i, e := range entries {
-			got[i] = e.Action + " " + string(e.Outcome) + " " + e.Error
+			got[i] = e.Action + " " + string(e.Outcome) + " " + string(e.Error)
 		}
 		assert.Equal(t, []string{
 			"shop/greet done ",
@@ -441,7 +441,7 @@ func TestLanguages(t *testing.T) {
 	require.NoError(t, err)
 	defer cs.Close()
 
-	want, err := reg.Tools(actions.WithLanguages("en", "fr"))
+	want, err := reg.Tools(&actions.ToolOptions{Languages: []string{"en", "fr"}})
 	require.NoError(t, err)
 	res, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
@@ -457,7 +457,7 @@ func TestAddToolsErrors(t *testing.T) {
 	assert.Error(t, mcpserver.AddTools[caller](server, nil, mcpserver.Options[caller]{}))
 
 	// A name MCP refuses never reaches AddTools: Register refuses its id.
-	reg := actions.NewRegistry[caller]()
+	reg := actions.NewRegistry[caller](nil)
 	long := "n" + strings.Repeat("x", actions.MaxToolNameLength)
 	err := reg.Register(actions.Action[caller]{
 		Definition: actions.Definition{ID: long + "/a"},

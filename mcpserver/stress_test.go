@@ -67,7 +67,7 @@ func TestStressEverythingAtOnce(t *testing.T) {
 	wg.Add(1)
 	go func() { // batches
 		defer wg.Done()
-		b, err := actions.DecodeBatch([]byte(`{"commands":[
+		b, err := reg.DecodeBatch([]byte(`{"commands":[
 			{"call":"shop/greet","with":{"name":"Ada"},"as":"g"},
 			{"call":"shop/greet","with":{"name":"${g.hello}","times":2}}]}`))
 		if err != nil {
@@ -75,7 +75,7 @@ func TestStressEverythingAtOnce(t *testing.T) {
 			return
 		}
 		for range rounds {
-			if _, entries, err := actions.RunBatch(ctx, reg, b, nil); err != nil || len(entries) != 2 {
+			if _, entries, err := reg.RunBatch(ctx, b, nil); err != nil || len(entries) != 2 {
 				report(fmt.Errorf("batch: %v, %d entries", err, len(entries)))
 			}
 			batches.Add(1)
@@ -85,12 +85,12 @@ func TestStressEverythingAtOnce(t *testing.T) {
 	go func() { // exports
 		defer wg.Done()
 		for range rounds {
-			tools, err := reg.Tools()
+			tools, err := reg.Tools(nil)
 			if err != nil {
 				report(err)
 			}
-			if _, err := actions.ToAITools(reg.Definitions()); err != nil {
-				report(err)
+			if defs := reg.Definitions(); len(defs) < len(tools) {
+				report(fmt.Errorf("%d definitions for %d tools", len(defs), len(tools)))
 			}
 			if len(tools) < 5 {
 				report(fmt.Errorf("only %d tools", len(tools)))

@@ -111,11 +111,9 @@ func definitions() []actions.Action[*Env] {
 
 // NewRegistry registers the example's actions.
 func NewRegistry() (*actions.Registry[*Env], error) {
-	reg := actions.NewRegistry[*Env]()
-	for _, a := range definitions() {
-		if err := reg.Register(a); err != nil {
-			return nil, fmt.Errorf("register %s: %w", a.ID, err)
-		}
+	reg := actions.NewRegistry[*Env](nil)
+	if err := reg.Register(definitions()...); err != nil {
+		return nil, fmt.Errorf("register: %w", err)
 	}
 	return reg, nil
 }
@@ -125,7 +123,7 @@ func NewRegistry() (*actions.Registry[*Env], error) {
 // to onEntry (which may be nil).
 func NewHost(model *Model, caller string, onEntry func(actions.RunEntry)) *actions.Host[*Env] {
 	return &actions.Host[*Env]{
-		Context: func(t *actions.Trace) *Env { return &Env{Model: model, Trace: t, Caller: caller} },
+		Env:     func(t *actions.Trace) *Env { return &Env{Model: model, Trace: t, Caller: caller} },
 		Resolve: model.ResolveRef,
 		OnEntry: onEntry,
 	}

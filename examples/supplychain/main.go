@@ -91,11 +91,11 @@ func runJob(ctx context.Context, batchText []byte, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b, err := actions.DecodeBatchLimits(batchText, reg.Limits())
+	b, err := reg.DecodeBatch(batchText)
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
-	result, entries, runErr := actions.RunBatch(ctx, reg, b, NewHost(model, "batch", nil))
+	result, entries, runErr := reg.RunBatch(ctx, b, NewHost(model, "batch", nil))
 
 	if runErr == nil {
 		text, err := actions.CanonicalJSON(result)
@@ -118,7 +118,7 @@ func runJob(ctx context.Context, batchText []byte, w io.Writer) error {
 	if err := replayJob(ctx, reg, entries, w); err != nil {
 		return err
 	}
-	tools, err := reg.Tools(actions.WithLanguages(model.Languages()...))
+	tools, err := reg.Tools(&actions.ToolOptions{Languages: model.Languages()})
 	if err != nil {
 		return err
 	}

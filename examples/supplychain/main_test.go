@@ -49,16 +49,17 @@ func TestDefaultJob(t *testing.T) {
 
 	assert.Equal(t, `{"actors":5,"period":"2024","total_co2_t":2248.5}`, result)
 
-	b, err := actions.DecodeBatch(batchJSON)
+	var b actions.Batch
+	err := json.Unmarshal(batchJSON, &b)
 	require.NoError(t, err)
-	require.Len(t, lines, len(b.Commands), "one entry per call")
+	require.Len(t, lines, len(b.Steps), "one entry per call")
 	for i, line := range lines {
 		var e actions.RunEntry
 		require.NoError(t, json.Unmarshal([]byte(line), &e), "entry %d", i)
 		canon, err := actions.CanonicalJSON(json.RawMessage(line))
 		require.NoError(t, err)
 		assert.Equal(t, string(canon), line, "entry %d is canonical JSON", i)
-		assert.Equal(t, b.Commands[i].Call, e.Action)
+		assert.Equal(t, b.Steps[i].Call, e.Action)
 		assert.Equal(t, actions.OutcomeDone, e.Outcome, "entry %d", i)
 	}
 
@@ -77,7 +78,7 @@ func TestDefaultJob(t *testing.T) {
 	// Each entry replays on a fresh model step for step.
 	require.Len(t, replays, len(lines), "one replay verdict per entry")
 	for i, v := range replays {
-		assert.Equal(t, fmt.Sprintf("%d %s: same", i, b.Commands[i].Call), v)
+		assert.Equal(t, fmt.Sprintf("%d %s: same", i, b.Steps[i].Call), v)
 	}
 
 	var tools []actions.Tool
@@ -113,14 +114,14 @@ func TestBatchFlagAndRefusal(t *testing.T) {
 func TestReplayDeparts(t *testing.T) {
 	model, reg, err := setup()
 	require.NoError(t, err)
-	b, err := actions.DecodeBatch(batchJSON)
+	b, err := reg.DecodeBatch(batchJSON)
 	require.NoError(t, err)
-	_, entries, err := actions.RunBatch(context.Background(), reg, b, NewHost(model, "batch", nil))
+	_, entries, err := reg.RunBatch(context.Background(), b, NewHost(model, "batch", nil))
 	require.NoError(t, err)
 
 	// Recorded by another caller: every command says "by", and the first
 	// step of each writing call departs.
-	_, other, err := actions.RunBatch(context.Background(), reg, b, NewHost(mustModel(t), "someone", nil))
+	_, other, err := reg.RunBatch(context.Background(), b, NewHost(mustModel(t), "someone", nil))
 	require.NoError(t, err)
 	var out bytes.Buffer
 	require.NoError(t, replayJob(context.Background(), reg, other, &out))

@@ -1,0 +1,151 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+)
+
+// Trace is a body's view of its own run: the action it runs, the commands
+// it records, and the nested calls it makes. Its methods are safe for
+// concurrent use. Once the body has returned, Command records nothing and
+// Call runs nothing; a nested call already running when the body returns
+// is waited for and recorded, so that every call that runs is in the
+// entry.
+//
+// The registry builds the trace of each call. A test of a body builds one
+// with [NewTrace].
+type Trace struct {
+	action string
+	runner nestedRunner // runs the body's nested calls; nil for NewTrace's
+
+	mu       sync.Mutex
+	entry    RunEntry
+	closing  bool           // the body returned: no new call or command
+	inflight sync.WaitGroup // nested calls started before closing
+	nested   []*Refusal     // refusals nested calls returned to the body
+}
+
+// errTraceClosed is returned by a Trace used after its body returned.
+var errTraceClosed = errors.New("actions: the trace's call is over")
+
+// NewTrace returns a trace of the action id that no registry runs, for
+// testing a body on its own: pass it (or the environment built on it) to
+// the body, then read what the body recorded with [Trace.Steps]. Its Call
+// runs nothing: it records a refused step and returns an unknown_action
+// refusal.
+func NewTrace(action string) *Trace {
+	return &Trace{action: action, entry: RunEntry{Action: action, Steps: []RunStep{}}}
+}
+
+// Action returns the id of the action the trace records.
+func (t *Trace) Action() string { return t.action }
+
+// Steps returns a deep copy of the steps recorded so far, in order.
+func (t *Trace) Steps() []RunStep {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return RunEntry{Steps: t.entry.Steps}.clone().Steps
+}
+
+// Command records a command the body emitted, as emitted, with its result
+// (nil for none). Both must have a canonical JSON form; otherwise the step
+// is not recorded and a *CanonicalError is returned. After the body has
+// returned, the step is not recorded either.
+func (t *Trace) Command(cmd, result any) error {
+	c, err := CanonicalJSON(cmd)
+	if err != nil {
+		return err
+	}
+	step := RunStep{Command: json.RawMessage(c)}
+	if result != nil {
+		r, err := CanonicalJSON(result)
+		if err != nil {
+			return err
+		}
+		step.Result = string(r)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closing {
+		return errTraceClosed
+	}
+	t.entry.Steps = append(t.entry.Steps, step)
+	return nil
+}
+
+// Call runs another action through the same registry and host, refs
+// resolved, and records its entry as a step of this one, whether it was
+// done or refused. It returns the nested body's result, or its error or
+// refusal (see [Registry.Run]). Calls nested deeper than
+// Limits.MaxCallDepth are refused with constraint_violation. After the
+// body has returned, Call runs nothing and returns an error.
+//
+// A refusal Call returns is the nested action's, not the caller's: when
+// the body returns it (as it is or wrapped), the caller of the outer
+// action gets an internal refusal, whose errors.Unwrap is the nested one
+// (see [Registry.Run]). A body that wants to refuse on its own terms
+// returns a refusal of its own.
+//
+// params go through the host's resolver like a caller's: a body that
+// passes on a key it received needs a resolver that gives a key back for
+// itself (as RefMatches.ID).
+func (t *Trace) Call(ctx context.Context, id string, params any) (any, error) {
+	t.mu.Lock()
+	if t.closing {
+		t.mu.Unlock()
+		// A call nobody would record must not run either.
+		return nil, errTraceClosed
+	}
+	t.inflight.Add(1)
+	t.mu.Unlock()
+	defer t.inflight.Done()
+
+	var (
+		result any
+		entry  RunEntry
+		err    error
+	)
+	if t.runner == nil {
+		err = unknownAction()
+		entry = RunEntry{Action: id, Parameters: "null", Steps: []RunStep{}}.refused(err, "null")
+	} else {
+		result, entry, err = t.runner.nested(ctx, id, params)
+	}
+	t.mu.Lock()
+	t.entry.Steps = append(t.entry.Steps, RunStep{Call: &entry})
+	if r := asRefusal(err); r != nil {
+		t.nested = append(t.nested, r)
+	}
+	t.mu.Unlock()
+	return result, err
+}
+
+// nestedRunner runs a call nested in the one a Trace records, through the
+// same registry and host, one level deeper.
+type nestedRunner interface {
+	nested(ctx context.Context, id string, params any) (any, RunEntry, error)
+}
+
+// close ends the trace once its body returned: no new call or command is
+// recorded, and nested calls already running are waited for.
+func (t *Trace) close() {
+	t.mu.Lock()
+	t.closing = true
+	t.mu.Unlock()
+	t.inflight.Wait()
+}
+
+// fromNestedCall reports whether r is a refusal a nested call returned to
+// the body, rather than one the body raised itself.
+func (t *Trace) fromNestedCall(r *Refusal) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, n := range t.nested {
+		if n == r {
+			return true
+		}
+	}
+	return false
+}

@@ -33,7 +33,7 @@ type CanonicalError struct {
 	// Reason is one of: "non-finite number", "number out of range",
 	// "invalid number", "invalid utf-8", "lone surrogate",
 	// "duplicate member name", "invalid json text", "nesting too deep",
-	// "unsupported value".
+	// "unsupported value", "cycle".
 	Reason string
 	// Err is the cause, when there is one: encoding/json's error for a
 	// value it refused, or the strict decoder's error for JSON text. Its

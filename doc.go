@@ -2,7 +2,7 @@
 // declared once, with a JSON Schema 2020-12 for its parameters, and every
 // call is checked before its body runs and recorded as a replayable run
 // entry in RFC 8785 canonical JSON. Visible actions are published as MCP
-// tools (see [ToAITools] and the mcpserver package).
+// tools (see [Registry.Tools] and the mcpserver package).
 //
 // The life of one call, [Registry.Run]:
 //
@@ -13,9 +13,10 @@
 //  4. resolve each ref value through the host's [RefResolver];
 //  5. run the body, then record a [RunEntry] and hand it to [Host].OnEntry.
 //
-// Declare actions with [Action] or bind a JSON manifest with
-// [Registry.Bind]; check parameters alone with [ValidateParameters]; run
-// call-only scripts with [RunBatch]; replay a recorded entry with
+// Declare actions with [New] and [Registry.Register], or bind a JSON
+// manifest with [Registry.Bind]; check parameters alone with
+// [CompileParameters]; run call-only scripts with [Registry.RunBatch];
+// test a body alone with [NewTrace]; replay a recorded entry with
 // [Registry.Replay]; serialise with [CanonicalJSON]. Every
 // refusal is a *[Refusal] with a code that errors.Is matches against the
 // sentinels (ErrInvalidParameters, ...), and a published transport and

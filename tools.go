@@ -85,7 +85,7 @@ func toolOptionsOf(opts *ToolOptions) toolOptions {
 }
 
 // ToolName returns the tool name of an action id: "ns/name" gives
-// "ns-name". It does not check id; [ToAITool] does, and refuses a name MCP
+// "ns-name". It does not check id; [Registry.Register] does, and refuses a name MCP
 // would not accept.
 func ToolName(id string) string {
 	return strings.Replace(id, "/", "-", 1)

@@ -1,0 +1,217 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The faults of issue 18, one test each: each failed before the API
+// settled.
+
+type apiEnv struct{ user string }
+
+// A registry whose bodies need an environment refuses a call the host
+// builds none for, before the body, rather than handing it a nil.
+func TestNilEnvironmentIsRefusedBeforeTheBody(t *testing.T) {
+	reg := NewRegistry[*apiEnv](nil)
+	var ran atomic.Bool
+	reg.MustRegister(New(Definition{ID: "a/who"}, func(_ context.Context, _ map[string]any, env *apiEnv) (any, error) {
+		ran.Store(true)
+		return env.user, nil
+	}))
+	for name, host := range map[string]*Host[*apiEnv]{"nil host": nil, "host without Env": {}} {
+		t.Run(name, func(t *testing.T) {
+			_, entry, err := reg.Run(context.Background(), "a/who", nil, host)
+			requireRefusal(t, err, CodeInternal)
+			assert.False(t, ran.Load(), "the body must not run")
+			assert.Equal(t, CodeInternal, entry.Error)
+			assert.Contains(t, errors.Unwrap(err).Error(), "Host.Env", "the host learns what is missing")
+		})
+	}
+	res, _, err := reg.Run(context.Background(), "a/who", nil, &Host[*apiEnv]{Env: func(*Trace) *apiEnv { return &apiEnv{"ana"} }})
+	require.NoError(t, err)
+	assert.Equal(t, "ana", res)
+
+	// A C whose zero value is usable needs no Env.
+	plain := NewRegistry[struct{}](nil)
+	plain.MustRegister(New(Definition{ID: "a/ok"}, func(context.Context, map[string]any, struct{}) (any, error) { return 1, nil }))
+	_, _, err = plain.Run(context.Background(), "a/ok", nil, nil)
+	require.NoError(t, err)
+}
+
+// The zero Registry is ready: default limits, nested calls and batches
+// run.
+func TestZeroRegistryIsUsable(t *testing.T) {
+	var reg Registry[*Trace]
+	assert.Equal(t, Limits{}.withDefaults(), reg.Limits())
+	reg.MustRegister(
+		New(Definition{ID: "a/inner"}, func(context.Context, map[string]any, *Trace) (any, error) { return "in", nil }),
+		New(Definition{ID: "a/outer"}, func(ctx context.Context, _ map[string]any, t *Trace) (any, error) {
+			return t.Call(ctx, "a/inner", nil)
+		}),
+	)
+	res, _, err := reg.Run(context.Background(), "a/outer", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "in", res)
+	res, entries, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "a/outer"}, {Call: "a/inner"}}}, nil)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2)
+	assert.Equal(t, "in", res)
+}
+
+// Register keeps its own copy of the schema: changing the caller's map
+// afterwards changes neither what Get returns nor what is checked.
+func TestRegisterCopiesTheSchema(t *testing.T) {
+	schema := map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"n": map[string]any{"type": "integer"}},
+		"required":   []any{"n"},
+	}
+	reg := NewRegistry[*Trace](nil)
+	reg.MustRegister(New(Definition{ID: "a/n", Parameters: schema}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
+	schema["required"] = []any{}
+	schema["properties"].(map[string]any)["n"].(map[string]any)["type"] = "string"
+
+	a, ok := reg.Get("a/n")
+	require.True(t, ok)
+	got, err := json.Marshal(a.Parameters)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`, string(got))
+	_, _, err = reg.Run(context.Background(), "a/n", nil, nil)
+	requireRefusal(t, err, CodeInvalidParameters)
+
+	text := []byte(`{"type":"object"}`)
+	reg.MustRegister(New(Definition{ID: "a/t", Parameters: text}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
+	copy(text, `{"type":"array"} `)
+	a, _ = reg.Get("a/t")
+	assert.Equal(t, `{"type":"object"}`, string(a.Parameters.([]byte)))
+}
+
+// Every nested call that runs is recorded: a call started by a goroutine
+// of the body just before the body returns either runs and is a step of
+// the entry, or does not run at all.
+func TestNestedCallRacingTheBodysReturnIsRecordedOrNotRun(t *testing.T) {
+	reg := NewRegistry[*Trace](nil)
+	var inner atomic.Int64
+	reg.MustRegister(
+		New(Definition{ID: "a/inner"}, func(context.Context, map[string]any, *Trace) (any, error) {
+			inner.Add(1)
+			return nil, nil
+		}),
+		New(Definition{ID: "a/outer"}, func(ctx context.Context, _ map[string]any, t *Trace) (any, error) {
+			go func() { _, _ = t.Call(ctx, "a/inner", nil) }()
+			return nil, nil
+		}),
+	)
+	var recorded atomic.Int64
+	host := &Host[*Trace]{OnEntry: func(e RunEntry) { recorded.Add(int64(len(e.Steps))) }}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				_, _, err := reg.Run(context.Background(), "a/outer", nil, host)
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, inner.Load(), recorded.Load(), "nested calls run = nested calls recorded")
+}
+
+// A nested call's refusal is not passed off as the caller's: the caller
+// gets internal, the host the nested refusal whole.
+func TestNestedRefusalIsTheActionsFault(t *testing.T) {
+	reg := NewRegistry[*Trace](nil)
+	reg.MustRegister(
+		New(Definition{ID: "a/strict", Parameters: `{"type":"object","required":["n"]}`}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }),
+		New(Definition{ID: "a/missing"}, func(ctx context.Context, _ map[string]any, t *Trace) (any, error) {
+			return t.Call(ctx, "a/gone", nil)
+		}),
+		New(Definition{ID: "a/wrapped"}, func(ctx context.Context, _ map[string]any, t *Trace) (any, error) {
+			_, err := t.Call(ctx, "a/strict", nil)
+			return nil, errors.Join(errors.New("while preparing"), err)
+		}),
+		New(Definition{ID: "a/own"}, func(ctx context.Context, _ map[string]any, t *Trace) (any, error) {
+			if _, err := t.Call(ctx, "a/strict", nil); err != nil {
+				return nil, NewRefusal("not_ready", "the bed is not ready")
+			}
+			return nil, nil
+		}),
+	)
+	for id, nested := range map[string]error{"a/missing": ErrUnknownAction, "a/wrapped": ErrInvalidParameters} {
+		_, entry, err := reg.Run(context.Background(), id, nil, nil)
+		requireRefusal(t, err, CodeInternal)
+		assert.ErrorIs(t, err, nested, "the host finds the nested refusal")
+		assert.Equal(t, CodeInternal, entry.Error)
+		var r *Refusal
+		require.ErrorAs(t, err, &r)
+		assert.Empty(t, r.Issues, "no issue of the nested call reaches the caller")
+	}
+	// A refusal the body raises on its own terms keeps its code.
+	_, _, err := reg.Run(context.Background(), "a/own", nil, nil)
+	requireRefusal(t, err, "not_ready")
+}
+
+// Every refusal's Error reads without a repeated clause, for every code
+// the registry raises and for a literal with nothing but a code.
+func TestRefusalTextHasNoRepeats(t *testing.T) {
+	reg := NewRegistry[*Trace](nil)
+	reg.MustRegister(New(Definition{ID: "a/n", Parameters: `{"type":"object","required":["n"]}`},
+		func(context.Context, map[string]any, *Trace) (any, error) { panic("boom") }))
+	var errs []error
+	_, _, err := reg.Run(context.Background(), "a/none", nil, nil)
+	errs = append(errs, err)
+	_, _, err = reg.Run(context.Background(), "a/n", nil, nil)
+	errs = append(errs, err)
+	_, _, err = reg.Run(context.Background(), "a/n", `{"n":1}`, nil)
+	errs = append(errs, err)
+	errs = append(errs, reg.Register(New(Definition{ID: "a/n"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil })))
+	errs = append(errs, reg.Register(New(Definition{ID: "bad"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil })))
+	_, err = reg.DecodeBatch([]byte(`{"commands":[{"call":"a/n","when":1}]}`))
+	errs = append(errs, err)
+	_, err = reg.DecodeBatch([]byte(`{"commands":[{"call":"a/n","with":{"x":"${q}"}}]}`))
+	errs = append(errs, err)
+	for _, c := range registryCodes {
+		errs = append(errs, &Refusal{Code: c})
+	}
+	errs = append(errs, &Refusal{})
+	for _, err := range errs {
+		require.Error(t, err)
+		text := err.Error()
+		assert.NotEmpty(t, text)
+		seen := map[string]bool{}
+		for _, clause := range strings.FieldsFunc(text, func(r rune) bool { return r == ':' || r == ';' }) {
+			clause = strings.TrimSpace(clause)
+			assert.False(t, seen[clause], "%q repeats %q", text, clause)
+			seen[clause] = true
+		}
+	}
+	assert.Equal(t, "internal", (&Refusal{}).Error())
+	assert.Equal(t, Policy{TransportToolResult, RetryAfterEdit}, (&Refusal{Code: CodeInvalidParameters}).Policy())
+}
+
+// A body is unit-tested with NewTrace: its commands are recorded, and a
+// nested call is refused without a registry.
+func TestNewTrace(t *testing.T) {
+	tr := NewTrace("a/b")
+	assert.Equal(t, "a/b", tr.Action())
+	require.NoError(t, tr.Command(map[string]any{"op": "x"}, 1))
+	_, err := tr.Call(context.Background(), "a/c", nil)
+	requireRefusal(t, err, CodeUnknownAction)
+	steps := tr.Steps()
+	require.Len(t, steps, 2)
+	assert.Equal(t, `{"op":"x"}`, string(steps[0].Command))
+	assert.Equal(t, CodeUnknownAction, steps[1].Call.Error)
+	steps[0].Command[0] = 'X'
+	assert.Equal(t, `{"op":"x"}`, string(tr.Steps()[0].Command), "Steps is a copy")
+}

@@ -181,7 +181,7 @@ func TestRefusalTextHasNoRepeats(t *testing.T) {
 	errs = append(errs, err)
 	_, err = reg.DecodeBatch([]byte(`{"commands":[{"call":"a/n","with":{"x":"${q}"}}]}`))
 	errs = append(errs, err)
-	for _, c := range registryCodes {
+	for _, c := range registryCodes() {
 		errs = append(errs, &Refusal{Code: c})
 	}
 	errs = append(errs, &Refusal{})

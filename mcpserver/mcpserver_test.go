@@ -368,6 +368,49 @@ func TestPanickingBody(t *testing.T) {
 	})
 }
 
+// A body that returns the refusal of its nested call fails as a server
+// fault: the client is not told "unknown tool" for a tool it listed, nor
+// asked to fix parameters it never sent, and OnError hears of it.
+func TestNestedRefusalIsNotTheClients(t *testing.T) {
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg.MustRegister(
+		actions.New(actions.Definition{ID: "shop/strict", Parameters: `{"type":"object","required":["sku"]}`},
+			func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }),
+		actions.New(actions.Definition{ID: "shop/missing"}, func(ctx context.Context, _ map[string]any, t *actions.Trace) (any, error) {
+			return t.Call(ctx, "shop/gone", nil)
+		}),
+		actions.New(actions.Definition{ID: "shop/badcall"}, func(ctx context.Context, _ map[string]any, t *actions.Trace) (any, error) {
+			return t.Call(ctx, "shop/strict", nil)
+		}),
+	)
+	var mu sync.Mutex
+	var logged []error
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	require.NoError(t, mcpserver.AddTools(s, reg, mcpserver.Options[*actions.Trace]{
+		OnError: func(_ context.Context, _ string, err error) { mu.Lock(); logged = append(logged, err); mu.Unlock() },
+	}))
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := s.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	for name, nested := range map[string]error{"shop-missing": actions.ErrUnknownAction, "shop-badcall": actions.ErrInvalidParameters} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name})
+		assert.Nil(t, res)
+		var werr *jsonrpc.Error
+		require.ErrorAs(t, err, &werr, name)
+		assert.Equal(t, int64(jsonrpc.CodeInternalError), werr.Code, name)
+		assert.NotContains(t, werr.Message, "unknown tool")
+		mu.Lock()
+		require.NotEmpty(t, logged, "OnError hears of it")
+		assert.ErrorIs(t, logged[len(logged)-1], nested, "the host gets the nested refusal whole")
+		mu.Unlock()
+	}
+}
+
 func TestBodyError(t *testing.T) {
 	forEachVersion(t, func(t *testing.T, f *fixture) {
 		res, err := call(t, f, "shop-fail", nil)

@@ -304,9 +304,9 @@ func refusalText(r *actions.Refusal) string {
 			b.WriteString(is.Message)
 		}
 	}
-	if r.Retry != "" {
+	if retry := r.Policy().Retry; retry != "" {
 		b.WriteString("\nretry: ")
-		b.WriteString(string(r.Retry))
+		b.WriteString(string(retry))
 	}
 	if r.NextAction != "" {
 		b.WriteString("\nnext action: ")
@@ -326,7 +326,7 @@ type refusalJSON struct {
 }
 
 func refusalData(r *actions.Refusal) refusalJSON {
-	return refusalJSON{Code: r.Code, Message: r.Message, Issues: r.Issues, Retry: r.Retry, NextAction: r.NextAction}
+	return refusalJSON{Code: r.Code, Message: r.Message, Issues: r.Issues, Retry: r.Policy().Retry, NextAction: r.NextAction}
 }
 
 // protocolError is a JSON-RPC error whose data holds the refusal's code,

@@ -81,6 +81,7 @@ type runExpect struct {
 	Entry          json.RawMessage `json:"entry"`
 	Result         json.RawMessage `json:"result"`
 	ErrorCode      string          `json:"error_code"`
+	ErrorText      string          `json:"error_text"` // err.Error(), whole
 	ErrorIsPlain   bool            `json:"error_is_plain"`
 	ErrorIsContext bool            `json:"error_is_context"`
 	Retry          Retry           `json:"retry"`
@@ -456,6 +457,9 @@ func checkRunCall(t *testing.T, reg *Registry[*Trace], host *Host[*Trace], s *ru
 		var r *Refusal
 		require.True(t, errors.As(err, &r), "want a *Refusal, got %T: %v", err, err)
 		assert.Equal(t, Code(want.ErrorCode), r.Code, "code of %v", err)
+		if want.ErrorText != "" {
+			assert.Equal(t, want.ErrorText, err.Error())
+		}
 		if sentinel := sentinelOf(r.Code); sentinel != nil {
 			assert.ErrorIs(t, err, sentinel)
 		}

@@ -60,7 +60,7 @@ func decodeBatch(data []byte, limits Limits) (Batch, error) {
 	limits = limits.withDefaults()
 	v, err := ijson.Decode(data, limits.MaxParamDepth+batchDepth)
 	if err != nil {
-		return Batch{}, decodeRefusal(err, limits)
+		return Batch{}, decodeRefusal(err, data, limits)
 	}
 	b, shape := batchOfJSON(v)
 	if _, err := checkBatch(b, limits, shape); err != nil {
@@ -93,7 +93,7 @@ func unmarshalLimits() Limits {
 	}.withDefaults()
 }
 
-func decodeRefusal(err error, limits Limits) *Refusal {
+func decodeRefusal(err error, data []byte, limits Limits) *Refusal {
 	var je *ijson.Error
 	if !errors.As(err, &je) {
 		return refusef(CodeInvalidScriptStep, "the batch is not JSON",
@@ -107,7 +107,7 @@ func decodeRefusal(err error, limits Limits) *Refusal {
 	case ijson.TooDeep:
 		is.Message = fmt.Sprintf("nested deeper than %d levels in a step's with", limits.MaxParamDepth)
 	default:
-		is.Message = decodeMessage(je.Reason, limits.MaxParamDepth)
+		is.Message = textFault(je, data, limits.MaxParamDepth)
 	}
 	return refusef(CodeInvalidScriptStep, "the batch is not I-JSON text", is)
 }

@@ -33,7 +33,7 @@ func (ps *ParameterSchema) copyParams(params any) (any, error) {
 	if err != nil {
 		var je *ijson.Error
 		if errors.As(err, &je) {
-			return nil, jsonRefusal(je.Pointer, decodeMessage(je.Reason, ps.limits.MaxParamDepth))
+			return nil, jsonRefusal(je.Pointer, textFault(je, text, ps.limits.MaxParamDepth))
 		}
 		return nil, jsonRefusal("", "the parameters are not JSON")
 	}
@@ -59,6 +59,14 @@ func textOf(v any) ([]byte, bool) {
 func nullText(params any) bool {
 	text, ok := textOf(params)
 	return ok && string(bytes.TrimSpace(text)) == "null"
+}
+
+// textFault says what is wrong with a JSON text and where: the byte offset,
+// then the line and column (from 1), so that a person can find it in an
+// editor. It names no byte of the text.
+func textFault(je *ijson.Error, text []byte, depth int) string {
+	line, col := ijson.Position(text, je.Offset)
+	return fmt.Sprintf("%s, at byte %d (line %d, column %d)", decodeMessage(je.Reason, depth), je.Offset, line, col)
 }
 
 func decodeMessage(r ijson.Reason, depth int) string {

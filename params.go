@@ -150,7 +150,7 @@ func schemaDocument(s any, limits Limits) (map[string]any, error) {
 	if err != nil {
 		var je *ijson.Error
 		if errors.As(err, &je) {
-			return nil, schemaRefusal(je.Pointer, "json", "the schema is not I-JSON text: "+decodeMessage(je.Reason, 2*limits.MaxSchemaDepth+8), nil)
+			return nil, schemaRefusal(je.Pointer, "json", "the schema is not I-JSON text: "+textFault(je, text, 2*limits.MaxSchemaDepth+8), nil)
 		}
 		return nil, schemaRefusal("", "json", "the schema is not JSON", nil)
 	}

@@ -26,11 +26,24 @@ type paramsFile struct {
 type paramsGroup struct {
 	Description string          `json:"description"`
 	Schema      json.RawMessage `json:"schema"`
+	SchemaText  *string         `json:"schema_text"` // the schema as text, for text that is not JSON
 	Refused     *struct {
 		Pointer string `json:"pointer"`
 		Keyword string `json:"keyword"` // when given, the issue's keyword
+		Message string `json:"message"` // when given, a part of the issue's message
 	} `json:"refused"`
 	Cases []paramsCase `json:"cases"`
+}
+
+// schema returns the group's schema as CompileParameters takes it.
+func (g paramsGroup) schema() any {
+	switch {
+	case g.SchemaText != nil:
+		return *g.SchemaText
+	case len(g.Schema) > 0:
+		return json.RawMessage(g.Schema)
+	}
+	return nil
 }
 
 type paramsCase struct {
@@ -105,10 +118,7 @@ func runParamsFixtures(t *testing.T, dir string) int {
 		}
 		for gi, g := range f.Groups {
 			t.Run(name+"/"+g.Description, func(t *testing.T) {
-				var s any
-				if len(g.Schema) > 0 {
-					s = json.RawMessage(g.Schema)
-				}
+				s := g.schema()
 				ps, err := CompileParameters(s, Limits{})
 				if g.Refused != nil {
 					count++
@@ -122,6 +132,7 @@ func runParamsFixtures(t *testing.T, dir string) int {
 					if g.Refused.Keyword != "" {
 						assert.Equal(t, g.Refused.Keyword, r.Issues[0].Keyword, r.Error())
 					}
+					assert.Contains(t, r.Issues[0].Message, g.Refused.Message)
 					return
 				}
 				require.NoError(t, err)
@@ -260,10 +271,7 @@ func TestIssuesDeterministic(t *testing.T) {
 				resolve = fixtureResolver(f.Instances)
 			}
 			for _, g := range f.Groups {
-				var s any
-				if len(g.Schema) > 0 {
-					s = json.RawMessage(g.Schema)
-				}
+				s := g.schema()
 				first, firstErr := CompileParameters(s, Limits{})
 				if g.Refused != nil {
 					for i := 0; i < runs; i++ {

@@ -3,6 +3,7 @@ package ijson
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Pointer joins reference tokens into an RFC 6901 JSON Pointer. Each token is
@@ -63,4 +64,26 @@ func appendToken(dst []byte, t string) []byte {
 		}
 	}
 	return dst
+}
+
+// Position returns the line and column (both from 1) of byte offset off in
+// data, as an editor shows them: lines end at "\n" (a "\r\n" counts once),
+// and a column counts UTF-8 characters, each byte of invalid UTF-8 as one.
+// An offset past the end is taken as len(data).
+func Position(data []byte, off int64) (line, col int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line, col = 1, 1
+	for i := 0; i < int(off); {
+		if data[i] == '\n' {
+			line, col = line+1, 1
+			i++
+			continue
+		}
+		_, size := utf8.DecodeRune(data[i:])
+		i += size
+		col++
+	}
+	return line, col
 }

@@ -39,3 +39,24 @@ func appendTokens(tokens []string) []byte {
 	}
 	return p
 }
+
+func TestPosition(t *testing.T) {
+	for _, c := range []struct {
+		text      string
+		off       int64
+		line, col int
+	}{
+		{"", 0, 1, 1},
+		{`{"a":1,}`, 7, 1, 8},
+		{"{\n  \"a\": 1,\n}", 12, 3, 1},
+		{"{\r\n}", 3, 2, 1},
+		{`"é" x`, 5, 1, 5},
+		{"\xff\xfe!", 2, 1, 3},
+		{"ab", 9, 1, 3},
+	} {
+		line, col := Position([]byte(c.text), c.off)
+		if line != c.line || col != c.col {
+			t.Errorf("Position(%q, %d) = %d:%d, want %d:%d", c.text, c.off, line, col, c.line, c.col)
+		}
+	}
+}

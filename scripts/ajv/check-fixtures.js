@@ -203,7 +203,7 @@ function lintCase(where, c, refs) {
 }
 
 function lintGroup(where, g) {
-  const known = new Set(["description", "schema", "refused", "cases", "ajv_note"]);
+  const known = new Set(["description", "schema", "schema_text", "refused", "cases", "ajv_note"]);
   for (const k of Object.keys(g)) if (!known.has(k)) fail(where, `unknown group member ${k}`);
   if (typeof g.description !== "string" || !g.description) fail(where, "group without description");
   if (!Array.isArray(g.cases)) fail(where, "group without cases array");
@@ -251,6 +251,12 @@ function checkParamsFile(file, doc) {
   doc.groups.forEach((g, gi) => {
     const gwhere = `${file} group ${gi} (${g.description})`;
     lintGroup(gwhere, g);
+    if (g.schema_text !== undefined) {
+      // Text that is not JSON: only the Go side reads it.
+      if (g.refused === undefined || g.schema !== undefined) fail(gwhere, "schema_text is for refused text alone");
+      skipped++;
+      return;
+    }
     const probe = run(g.schema, {}, { verbose: true });
     if (g.refused !== undefined) {
       if (!probe.compiled) passed++;

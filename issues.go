@@ -83,8 +83,11 @@ func describe(k jsonschema.ErrorKind) (kw, msg string) {
 	case *kind.Type:
 		return "type", "must be " + strings.Join(k.Want, " or ")
 	case *kind.Enum:
-		return "enum", fmt.Sprintf("must be one of the %d values the schema lists", len(k.Want))
+		return "enum", "must be " + oneOf(k.Want)
 	case *kind.Const:
+		if text, ok := schemaValue(k.Want); ok {
+			return "const", "must be " + text
+		}
 		return "const", "must be the value the schema fixes"
 	case *kind.Format:
 		return "format", "must be a valid " + k.Want
@@ -138,6 +141,48 @@ func describe(k jsonschema.ErrorKind) (kw, msg string) {
 		kw = "schema"
 	}
 	return kw, "breaks " + kw
+}
+
+// Values the schema allows are named in messages: every client sees them
+// in the tool's schema already, and a model needs them to fix its call.
+// They come from the schema alone, never from the parameters.
+const (
+	maxListed     = 5  // values listed for an enum
+	maxValueBytes = 64 // longer values are counted, not written
+)
+
+// schemaValue writes a value of the schema as its canonical JSON (RFC
+// 8785), if it is short enough to quote.
+func schemaValue(v any) (string, bool) {
+	b, err := CanonicalJSON(v)
+	if err != nil || len(b) > maxValueBytes {
+		return "", false
+	}
+	return string(b), true
+}
+
+// oneOf names the values of an enum: the first few short ones, then how
+// many more the schema lists.
+func oneOf(vals []any) string {
+	var shown []string
+	for _, v := range vals {
+		if len(shown) == maxListed {
+			break
+		}
+		if text, ok := schemaValue(v); ok {
+			shown = append(shown, text)
+		}
+	}
+	more := len(vals) - len(shown)
+	switch {
+	case len(shown) == 0:
+		return fmt.Sprintf("one of the %d values the schema lists", len(vals))
+	case more > 0:
+		return fmt.Sprintf("one of %s, or %d more value%s the schema lists", strings.Join(shown, ", "), more, plural(more))
+	case len(shown) == 1:
+		return shown[0]
+	}
+	return "one of " + strings.Join(shown[:len(shown)-1], ", ") + " or " + shown[len(shown)-1]
 }
 
 func plural(n int) string {

@@ -56,6 +56,7 @@ type paramsCase struct {
 	Issues       []struct {
 		Path    string `json:"path"`
 		Keyword string `json:"keyword"`
+		Message string `json:"message"` // when given, the issue's exact message
 	} `json:"issues"`
 	AjvNote string `json:"ajv_note"`
 }
@@ -175,6 +176,11 @@ func runParamsFixtures(t *testing.T, dir string) int {
 								want = append(want, is.Path+" "+is.Keyword)
 							}
 							assert.Equal(t, want, gotIssues, r.Error())
+							for i, is := range c.Issues {
+								if is.Message != "" && i < len(r.Issues) {
+									assert.Equal(t, is.Message, r.Issues[i].Message, is.Path)
+								}
+							}
 						}
 					})
 				}

@@ -10,8 +10,11 @@ import (
 	"github.com/actionreg/actions/internal/ijson"
 )
 
-// Kind says whether an action only reads (read) or may change the model
-// (action, the default).
+// Kind is the old spelling of an action's effect.
+//
+// Deprecated: declare [Definition].Effect. A definition that declares a
+// kind still means what it meant: read is [EffectRead], action is
+// [EffectWrite] (see docs/gate.md).
 type Kind string
 
 // The kinds of action.
@@ -20,8 +23,11 @@ const (
 	KindRead   Kind = "read"
 )
 
-// Exposure says whether an action is published as an MCP tool (visible,
-// the default) or callable only by the host and by other actions (hidden).
+// Exposure is the old spelling of where an action is offered.
+//
+// Deprecated: declare [Definition].Surfaces. A definition that declares an
+// exposure still means what it meant: visible is every surface, hidden is
+// none (callable by the host and by other actions only).
 type Exposure string
 
 // The exposures.
@@ -39,12 +45,57 @@ type Definition struct {
 	ID          string `json:"id"`
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
-	// Kind is KindRead or KindAction; empty means KindAction.
+	// Kind, Destructive and Exposure are the old spellings of Effect,
+	// Additive and Surfaces, folded into them by [Registry.Register] and
+	// by decoding (see [Definition.Fold]); declaring a fact in both
+	// spellings is refused.
+	//
+	// Deprecated: declare Effect, Additive and Surfaces.
 	Kind Kind `json:"kind,omitempty"`
-	// Destructive marks an action that may destroy what a person wrote.
+	// Deprecated: declare Additive (see Kind).
 	Destructive bool `json:"destructive,omitempty"`
-	// Exposure is ExposureVisible or ExposureHidden; empty means visible.
+	// Deprecated: declare Surfaces (see Kind).
 	Exposure Exposure `json:"exposure,omitempty"`
+
+	// Policy: what the gate checks before the parameters are looked at,
+	// and what listings and tool annotations say (docs/gate.md).
+	//
+	// Capability is the one capability a caller must hold to call the
+	// action; empty means none.
+	Capability string `json:"capability,omitempty"`
+	// Effect is read, write or delete; empty means write.
+	Effect Effect `json:"effect,omitempty"`
+	// Idempotent: calling twice with the same parameters does what
+	// calling once does (MCP idempotentHint).
+	Idempotent bool `json:"idempotent,omitempty"`
+	// Additive: a write that adds and overwrites nothing a person wrote.
+	// MCP's destructiveHint is derived from it: true for a delete and for
+	// a write that is not additive, false for a read.
+	Additive bool `json:"additive,omitempty"`
+	// OpenWorld: the body reaches a system outside this host (MCP
+	// openWorldHint).
+	OpenWorld bool `json:"openWorld,omitempty"`
+	// NeedsConfirmation: a caller's call is checked in full, then held as
+	// a pending change until a person confirms it (see
+	// [Registry.Confirm]). A read may not need confirmation.
+	NeedsConfirmation bool `json:"needsConfirmation,omitempty"`
+	// PersonalData lists the categories of personal data the action can
+	// touch (see [PersonalData]); an action offering PersonalProtected is
+	// never offered on the mcp or ai surfaces.
+	PersonalData []PersonalData `json:"personalData,omitempty"`
+	// Surfaces is the allowlist of surfaces the action is offered on
+	// (ui, mcp, ai). Nil means all three; an empty, non-nil slice
+	// (JSON []) means none: only the host and other actions call it.
+	Surfaces []Surface `json:"surfaces,omitzero"`
+	// Refusals are the domain refusals the body may raise, each with its
+	// retry verdict; a body refusing with a code not listed gets never.
+	// They are listed, in one sentence, in the tool's description.
+	Refusals []DeclaredRefusal `json:"refusals,omitempty"`
+	// DeprecatedAliases are old ids the action still answers to. A call
+	// by an alias runs the action and is recorded under its id (the
+	// alias is in the [Audit]); aliases are never listed as tools.
+	DeprecatedAliases []string `json:"deprecatedAliases,omitempty"`
+
 	// Parameters is a JSON Schema 2020-12 whose root is "type": "object",
 	// given as a decoded Go value (map[string]any), as JSON text
 	// (json.RawMessage, []byte or string), or nil for an action that takes
@@ -80,11 +131,12 @@ func New[C any](def Definition, body Body[C]) Action[C] {
 	return Action[C]{Definition: def, Run: body}
 }
 
-// IsVisible reports whether the definition is published as a tool.
-func (d *Definition) IsVisible() bool { return d.Exposure != ExposureHidden }
+// IsVisible reports whether the definition is published as an MCP tool
+// to a caller with every capability: offered on the mcp surface.
+func (d *Definition) IsVisible() bool { return d.Offers(SurfaceMCP) }
 
 // IsRead reports whether the definition only reads.
-func (d *Definition) IsRead() bool { return d.Kind == KindRead }
+func (d *Definition) IsRead() bool { return d.EffectOf() == EffectRead }
 
 // UnmarshalJSON decodes a manifest entry. It refuses unknown fields, a kind
 // other than "read" or "action" and an exposure other than "visible" or
@@ -106,7 +158,7 @@ func (d *Definition) UnmarshalJSON(data []byte) error {
 	}
 	for name := range members {
 		if !definitionMember(name) {
-			return fmt.Errorf("definition: unknown member %q (members are lower case: id, title, description, kind, destructive, exposure, parameters, writes)", name)
+			return fmt.Errorf("definition: unknown member %q (member names are exact: see the JSON tags of actions.Definition)", name)
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -141,6 +193,11 @@ func (d *Definition) UnmarshalJSON(data []byte) error {
 	case "", ExposureVisible, ExposureHidden:
 	default:
 		return fmt.Errorf("definition %q: exposure must be %q or %q", d.ID, ExposureVisible, ExposureHidden)
+	}
+	// "destructive": false said something an unset bool cannot: fold it.
+	explicitNotDestructive := string(bytes.TrimSpace(members["destructive"])) == "false"
+	if err := d.fold(explicitNotDestructive); err != nil {
+		return fmt.Errorf("definition %q: %w", d.ID, err)
 	}
 	return nil
 }

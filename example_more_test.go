@@ -104,13 +104,13 @@ func ExampleActionID() {
 
 func ExampleNew() {
 	reg := actions.NewRegistry[*actions.Trace](nil)
-	reg.MustRegister(actions.New(actions.Definition{ID: "garden/purge", Destructive: true},
+	reg.MustRegister(actions.New(actions.Definition{ID: "garden/purge", Effect: actions.EffectDelete},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "purged", nil }))
 	tools, _ := reg.Tools(nil)
 	out, _ := json.Marshal(tools[0])
 	fmt.Println(string(out))
 	// Output:
-	// {"name":"garden-purge","inputSchema":{"additionalProperties":false,"properties":{},"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":true}}
+	// {"name":"garden-purge","inputSchema":{"additionalProperties":false,"properties":{},"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":false}}
 }
 
 func ExampleToolOptions() {

@@ -25,7 +25,7 @@ const plantSchema = `{
 // the new plant's key.
 func plantAction() actions.Action[*actions.Trace] {
 	return actions.Action[*actions.Trace]{
-		Definition: actions.Definition{ID: "garden/plant", Title: "Plant", Parameters: plantSchema},
+		Definition: actions.Definition{ID: "garden/plant", Title: "Plant", Effect: actions.EffectWrite, Additive: true, Parameters: plantSchema},
 		Run: func(ctx context.Context, p map[string]any, t *actions.Trace) (any, error) {
 			cmd := map[string]any{"op": "create", "schema": "plant", "values": p, "at": "${now()}"}
 			if err := t.Command(cmd, map[string]any{"key": "plant:1"}); err != nil {

@@ -29,8 +29,8 @@ func ExampleRegistry_Tools_languages() {
 				"anyOf": [{"required": ["label"]}, {"required": ["color"]}]
 			}`,
 		},
-		{ID: "shop/list_items", Title: "List items", Kind: actions.KindRead},
-		{ID: "shop/rebuild_index", Exposure: actions.ExposureHidden},
+		{ID: "shop/list_items", Title: "List items", Effect: actions.EffectRead, Idempotent: true},
+		{ID: "shop/rebuild_index", Surfaces: []actions.Surface{}}, // offered nowhere: the host calls it
 	}
 	reg := actions.NewRegistry[*actions.Trace](nil)
 	for _, d := range defs {
@@ -58,7 +58,9 @@ func ExampleRegistry_Tools_languages() {
 	//     },
 	//     "annotations": {
 	//       "readOnlyHint": true,
-	//       "destructiveHint": false
+	//       "destructiveHint": false,
+	//       "idempotentHint": true,
+	//       "openWorldHint": false
 	//     }
 	//   },
 	//   {
@@ -96,7 +98,9 @@ func ExampleRegistry_Tools_languages() {
 	//     },
 	//     "annotations": {
 	//       "readOnlyHint": false,
-	//       "destructiveHint": false
+	//       "destructiveHint": true,
+	//       "idempotentHint": false,
+	//       "openWorldHint": false
 	//     }
 	//   }
 	// ]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Code names why a call or a registration was refused. The codes are the
@@ -72,7 +73,8 @@ func sentinelOf(c Code) error {
 	case CodeCancelled:
 		return ErrCancelled
 	}
-	return nil
+	s, _, _ := gateSentinel(c)
+	return s
 }
 
 // Retry says whether trying the same call again could ever work.
@@ -114,6 +116,9 @@ func PolicyOf(c Code) Policy {
 	case CodeInternal, CodeCancelled:
 		return Policy{TransportProtocol, RetryAfterBackoff}
 	}
+	if _, p, ok := gateSentinel(c); ok {
+		return p
+	}
 	return Policy{TransportToolResult, RetryNever}
 }
 
@@ -134,8 +139,9 @@ func Policies() map[Code]Policy {
 
 // registryCodes are the codes the registry itself raises.
 func registryCodes() []Code {
-	return []Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
-		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled}
+	return append([]Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
+		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled},
+		gateCodes...)
 }
 
 // Issue is one breach found in a call or a registration, such as one
@@ -179,6 +185,16 @@ type Refusal struct {
 	Retry      Retry     `json:"retry"`
 	Transport  Transport `json:"transport"`
 	NextAction string    `json:"nextAction,omitempty"` // one sentence for a model
+
+	// Set by the gate (docs/gate.md): Challenge is the RFC 6750 bearer
+	// challenge of insufficient_scope, the value of a WWW-Authenticate
+	// header, and Scopes the scopes the call needed; RetryAt is when a
+	// rate_limited call may pass; Pending is the receipt of a call held
+	// by confirmation_required.
+	Challenge string    `json:"challenge,omitempty"`
+	Scopes    []string  `json:"scopes,omitempty"`
+	RetryAt   time.Time `json:"retryAt,omitzero"`
+	Pending   *Receipt  `json:"pending,omitempty"`
 
 	// cause is kept for the host (a recovered panic's value and stack, a
 	// wrapped error) and never rendered into Message.
@@ -271,7 +287,7 @@ func nextActionOf(c Code) string {
 	case CodeDuplicateName, CodeConstraintViolation:
 		return "Fix the definition; calling again will not help."
 	}
-	return ""
+	return gateNextAction(c)
 }
 
 // CodeOf returns the code an error carries: a *Refusal's, that of any

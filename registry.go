@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -34,6 +35,16 @@ type Host[C any] struct {
 	// refused, once, after the body returns. Nested calls are steps of
 	// their caller's entry. A batch calls it once per call.
 	OnEntry func(RunEntry)
+	// Caller is who calls, built by the host from what it authenticated
+	// (see [Caller]); nil is the host itself. The gate checks it before
+	// the parameters are looked at (docs/gate.md).
+	Caller *Caller
+	// OnAudit receives, right after OnEntry, who made the call: the
+	// audit record that travels beside the entry.
+	OnAudit func(RunEntry, Audit)
+
+	hold       func(context.Context) error // holds a call needing confirmation
+	confirming *PendingChange              // the change a Confirm runs
 }
 
 // Registry holds actions by id and runs them. The zero value is an empty
@@ -48,6 +59,7 @@ type Registry[C any] struct {
 	mu      sync.Mutex // serialises registrations only
 	actions sync.Map   // id → *registered[C]
 	limits  Limits     // as given: zero fields mean their default
+	gate    atomic.Pointer[gate]
 }
 
 type registered[C any] struct {
@@ -60,6 +72,9 @@ type Options struct {
 	// Limits bound what one registration or one call may cost; zero
 	// fields keep their defaults (see [Limits]).
 	Limits Limits
+	// Gate configures the gate (scopes, rate limits, the pending store,
+	// the clock: see [GateOptions]); nil means its defaults.
+	Gate *GateOptions
 }
 
 // NewRegistry returns an empty registry whose bodies receive a C. opts may
@@ -68,6 +83,9 @@ func NewRegistry[C any](opts *Options) *Registry[C] {
 	r := &Registry[C]{}
 	if opts != nil {
 		r.limits = opts.Limits
+		if opts.Gate != nil {
+			r.gate.Store(newGate(*opts.Gate))
+		}
 	}
 	return r
 }
@@ -134,11 +152,9 @@ func (r *Registry[C]) registerAll(as []Action[C], prefix func(int) string, pre [
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k, reg := range regs {
-		if _, taken := r.actions.Load(reg.action.ID); taken {
-			code = CodeDuplicateName
-			issues = append(issues, Issue{Path: prefix(at[k]) + "/id", Keyword: "id", Message: "the id " + reg.action.ID + " is taken"})
-		}
+	if clash := r.clashesLocked(regs, func(k int) string { return prefix(at[k]) }); len(clash) > 0 {
+		code = CodeDuplicateName
+		issues = append(issues, clash...)
 	}
 	if len(issues) > 0 {
 		if len(as) == 1 && len(pre) == 0 && prepErr != nil {
@@ -150,7 +166,7 @@ func (r *Registry[C]) registerAll(as []Action[C], prefix func(int) string, pre [
 		return refusef(code, message, sortIssues(issues)...)
 	}
 	for _, reg := range regs {
-		r.actions.Store(reg.action.ID, reg)
+		r.storeLocked(reg)
 	}
 	return nil
 }
@@ -189,6 +205,9 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 		a.Parameters = append(json.RawMessage(nil), p...)
 	case []byte:
 		a.Parameters = append([]byte(nil), p...)
+	}
+	if err := a.Definition.own(); err != nil {
+		return nil, err
 	}
 	return &registered[C]{action: a, params: ps}, nil
 }
@@ -256,7 +275,9 @@ func (r *Registry[C]) Parameters(id string) (*ParameterSchema, bool) {
 func (r *Registry[C]) lookup(id string) (*registered[C], bool) {
 	v, ok := r.actions.Load(id)
 	if !ok {
-		return nil, false
+		if v, ok = r.gateOf().aliases.Load(id); !ok {
+			return nil, false
+		}
 	}
 	return v.(*registered[C]), true
 }
@@ -302,9 +323,14 @@ func (r *Registry[C]) Run(ctx context.Context, id string, params any, host *Host
 	if host == nil {
 		host = &Host[C]{}
 	}
-	result, entry, err := r.run(ctx, id, params, host, host.Resolve, 0)
+	result, entry, audit, err := r.gated(ctx, id, params, host)
 	if host.OnEntry != nil {
 		if perr := safeCall("host's OnEntry", func() { host.OnEntry(entry) }); perr != nil && err == nil {
+			result, err = nil, perr
+		}
+	}
+	if host.OnAudit != nil {
+		if perr := safeCall("host's OnAudit", func() { host.OnAudit(entry, audit) }); perr != nil && err == nil {
 			result, err = nil, perr
 		}
 	}
@@ -328,6 +354,7 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 		err = unknownAction()
 		return nil, entry.refused(err, r.givenParameters(params, limits.MaxParamBytes)), err
 	}
+	entry.Action = reg.action.ID // an alias is recorded under the id
 	if depth > limits.MaxCallDepth {
 		err = refusef(CodeConstraintViolation, "nested calls are too deep",
 			Issue{Path: "", Keyword: "call", Message: fmt.Sprintf("more than %d nested calls", limits.MaxCallDepth)})
@@ -339,6 +366,10 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	}
 	if entry.Parameters, err = canonicalString(checked); err != nil {
 		return nil, entry.refused(err, "null"), err
+	}
+	if host.hold != nil && depth == 0 {
+		err = host.hold(ctx)
+		return nil, entry.refused(err, entry.Parameters), err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, entry.refused(err, entry.Parameters), err
@@ -375,6 +406,7 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 			ir.cause = err
 			err = ir
 		}
+		err = reg.action.declared(err)
 		return nil, entry.refused(err, entry.Parameters), err
 	}
 	if result != nil {

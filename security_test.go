@@ -586,5 +586,6 @@ func TestManifestMemberNamesAreExact(t *testing.T) {
 	}
 	defs, err := DecodeManifest([]byte(`[{"id":"a/b","title":"T","description":"D","kind":"read","destructive":false,"exposure":"hidden","parameters":{"type":"object"},"writes":["x"]}]`))
 	require.NoError(t, err, "every member, spelt exactly")
-	assert.Equal(t, ExposureHidden, defs[0].Exposure)
+	assert.Equal(t, []Surface{}, defs[0].Surfaces, "exposure hidden folds into no surface")
+	assert.Equal(t, EffectRead, defs[0].Effect, "kind read folds into effect read")
 }

@@ -35,10 +35,17 @@ type Tool struct {
 // missing destructiveHint as true, which would mark every tool that does
 // not say otherwise as destructive.
 type ToolAnnotations struct {
-	// ReadOnlyHint is true when the action's kind is read.
+	// ReadOnlyHint is true when the action's effect is read.
 	ReadOnlyHint bool `json:"readOnlyHint"`
-	// DestructiveHint is the action's destructive flag.
+	// DestructiveHint is [Definition.IsDestructive]: a delete, or a write
+	// that is not additive.
 	DestructiveHint bool `json:"destructiveHint"`
+	// IdempotentHint is the action's Idempotent flag (MCP reads a missing
+	// one as false).
+	IdempotentHint bool `json:"idempotentHint"`
+	// OpenWorldHint is the action's OpenWorld flag (MCP reads a missing
+	// one as true).
+	OpenWorldHint bool `json:"openWorldHint"`
 }
 
 // MaxToolNameLength is the longest tool name MCP accepts. Most AI
@@ -62,11 +69,26 @@ type ToolOptions struct {
 	// recognised. The schema forbids nothing more than before: the
 	// languages are a hint.
 	Languages []string
+	// Caller, when set, exports only the actions the caller may see:
+	// those offered on its surface (protected personal data never on mcp
+	// or ai) whose capability it holds, as the gate would let it call
+	// them (docs/gate.md). Scopes, serving and read-only mode are decided
+	// per call, not in the list. Without it, every action offered on mcp.
+	Caller *Caller
 }
 
 // toolOptions are ToolOptions checked once per export.
 type toolOptions struct {
 	languages []string
+	caller    *Caller
+}
+
+// sees reports whether the export shows d.
+func (o *toolOptions) sees(d *Definition) bool {
+	if o.caller == nil {
+		return d.IsVisible()
+	}
+	return d.Offers(o.caller.Surface) && o.caller.Can(d.Capability)
 }
 
 func toolOptionsOf(opts *ToolOptions) toolOptions {
@@ -74,6 +96,7 @@ func toolOptionsOf(opts *ToolOptions) toolOptions {
 	if opts == nil {
 		return o
 	}
+	o.caller = opts.Caller
 	seen := map[string]bool{}
 	for _, l := range opts.Languages {
 		if l != "" && !seen[l] {
@@ -127,7 +150,8 @@ func checkToolName(id, name string) error {
 	return nil
 }
 
-// Tools returns the visible registered actions as MCP tools, sorted by
+// Tools returns the registered actions offered on mcp (or, with
+// opts.Caller, those the caller may see) as MCP tools, sorted by
 // name, from the schemas compiled at Register: nothing is decoded or
 // compiled again. opts may be nil. Each Tool is the caller's own copy;
 // changing it changes nothing in the registry. It returns an empty,
@@ -148,8 +172,14 @@ func checkToolName(id, name string) error {
 //   - a boolean schema directly under the root properties is written as
 //     the object schema of the same meaning (true as {}, false as
 //     {"not": {}}), which MCP 2025-11-25 requires;
-//   - Annotations: ReadOnlyHint for kind read, DestructiveHint for
-//     destructive.
+//   - the declared refusals, if any, become one more sentence ("It may
+//     refuse with: out_of_stock (retry later).");
+//   - Annotations: ReadOnlyHint for effect read, DestructiveHint for a
+//     delete or a write that is not additive, IdempotentHint and
+//     OpenWorldHint as declared; all four always written.
+//
+// Deprecated aliases are never exported. With opts.Caller, only what that
+// caller may see (docs/gate.md).
 //
 // Errors: none today, since Register bounds ids to tool names MCP
 // accepts; the error is there for exports that can fail.
@@ -157,7 +187,7 @@ func (r *Registry[C]) Tools(opts *ToolOptions) ([]Tool, error) {
 	o := toolOptionsOf(opts)
 	var regs []*registered[C]
 	r.actions.Range(func(_, v any) bool {
-		if reg := v.(*registered[C]); reg.action.IsVisible() {
+		if reg := v.(*registered[C]); o.sees(&reg.action.Definition) {
 			regs = append(regs, reg)
 		}
 		return true
@@ -215,12 +245,16 @@ func toolOf(def *Definition, doc map[string]any, o toolOptions) Tool {
 	if len(rule) > 0 {
 		desc = appendSentence(desc, "Give at least one of: "+strings.Join(rule, ", ")+".")
 	}
+	if s := refusalsSentence(def.Refusals); s != "" {
+		desc = appendSentence(desc, s)
+	}
 	return Tool{
 		Name:        ToolName(def.ID),
 		Title:       def.Title,
 		Description: desc,
 		InputSchema: in,
-		Annotations: ToolAnnotations{ReadOnlyHint: def.IsRead(), DestructiveHint: def.Destructive},
+		Annotations: ToolAnnotations{ReadOnlyHint: def.IsRead(), DestructiveHint: def.IsDestructive(),
+			IdempotentHint: def.Idempotent, OpenWorldHint: def.OpenWorld},
 	}
 }
 

@@ -56,7 +56,7 @@ func exportTools(defs []Definition, opts *ToolOptions) ([]Tool, error) {
 
 // exportTool is the tool of one definition, hidden or not.
 func exportTool(def Definition, opts *ToolOptions) (Tool, error) {
-	def.Exposure = ExposureVisible
+	def.Exposure, def.Surfaces = "", nil // offered everywhere
 	tools, err := exportTools([]Definition{def}, opts)
 	if err != nil {
 		return Tool{}, err
@@ -230,7 +230,7 @@ func checkRegistryTools(t *testing.T, f *toolFixture, defs []Definition, opts *T
 	r := NewRegistry[any](nil)
 	for _, d := range defs {
 		if err := r.Register(Action[any]{Definition: d, Run: noBody}); err != nil {
-			if d.Exposure == ExposureHidden && f.Error == "" {
+			if !d.IsVisible() && f.Error == "" {
 				continue // refused at Register, as the export skips it
 			}
 			require.NotEmpty(t, f.Error, "register %s: %v", d.ID, err)
@@ -508,7 +508,7 @@ func TestToolsConcurrentWithRegister(t *testing.T) {
 func TestToolJSONShape(t *testing.T) {
 	data, err := json.Marshal(Tool{Name: "a-b", InputSchema: map[string]any{"type": "object"}})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"name":"a-b","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":false}}`, string(data))
+	assert.JSONEq(t, `{"name":"a-b","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false}}`, string(data))
 }
 
 // The MCP schemas used above do refuse a broken tool, in both versions.

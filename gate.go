@@ -1,0 +1,536 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// The refusal codes of the gate (the plugin SDK seed's registry reasons,
+// in snake_case). Their transport and retry are the seed's; see
+// [PolicyOf] and docs/gate.md.
+const (
+	// CodeForbiddenSurface: the action is not offered on the caller's
+	// surface. A caller receives it as unknown_action (see [Caller]).
+	CodeForbiddenSurface Code = "forbidden_surface"
+	// CodeForbiddenCapability: the caller lacks the action's capability.
+	// A caller receives it as unknown_action.
+	CodeForbiddenCapability Code = "forbidden_capability"
+	// CodeInsufficientScope: the caller's token lacks the read or write
+	// scope the action's effect needs; the refusal carries an RFC 6750
+	// challenge.
+	CodeInsufficientScope Code = "insufficient_scope"
+	// CodeNotServing: the host stopped serving the action, or all.
+	CodeNotServing Code = "not_serving"
+	// CodeReadOnly: the registry is read-only and the action writes.
+	CodeReadOnly Code = "read_only"
+	// CodeRateLimited: the caller called the action too often; RetryAt
+	// says when a call may pass.
+	CodeRateLimited Code = "rate_limited"
+	// CodeConfirmationRequired: the call was checked in full and is held
+	// as a pending change (the refusal's Pending) until a person confirms
+	// it.
+	CodeConfirmationRequired Code = "confirmation_required"
+	// CodeUnknownChange: no pending change of this caller has the id, or
+	// it expired, or it was confirmed or rejected already.
+	CodeUnknownChange Code = "unknown_change"
+)
+
+// Sentinels of the gate's codes, for [errors.Is]. A forbidden call's
+// refusal is unknown_action for the caller, with the forbidden refusal as
+// its cause: errors.Is(err, ErrForbiddenCapability) tells the host.
+var (
+	ErrForbiddenSurface     = newSentinel(CodeForbiddenSurface)
+	ErrForbiddenCapability  = newSentinel(CodeForbiddenCapability)
+	ErrInsufficientScope    = newSentinel(CodeInsufficientScope)
+	ErrNotServing           = newSentinel(CodeNotServing)
+	ErrReadOnly             = newSentinel(CodeReadOnly)
+	ErrRateLimited          = newSentinel(CodeRateLimited)
+	ErrConfirmationRequired = newSentinel(CodeConfirmationRequired)
+	ErrUnknownChange        = newSentinel(CodeUnknownChange)
+)
+
+func newSentinel(c Code) error { return errors.New(string(c)) }
+
+// gateSentinel returns the sentinel and policy of a gate code.
+func gateSentinel(c Code) (error, Policy, bool) {
+	switch c {
+	case CodeForbiddenSurface:
+		return ErrForbiddenSurface, Policy{TransportToolResult, RetryNever}, true
+	case CodeForbiddenCapability:
+		return ErrForbiddenCapability, Policy{TransportToolResult, RetryNever}, true
+	case CodeInsufficientScope:
+		return ErrInsufficientScope, Policy{TransportToolResult, RetryNever}, true
+	case CodeNotServing:
+		return ErrNotServing, Policy{TransportToolResult, RetryNever}, true
+	case CodeReadOnly:
+		return ErrReadOnly, Policy{TransportToolResult, RetryAfterBackoff}, true
+	case CodeRateLimited:
+		return ErrRateLimited, Policy{TransportToolResult, RetryAfterBackoff}, true
+	case CodeConfirmationRequired:
+		return ErrConfirmationRequired, Policy{TransportToolResult, RetryNever}, true
+	case CodeUnknownChange:
+		return ErrUnknownChange, Policy{TransportToolResult, RetryNever}, true
+	}
+	return nil, Policy{}, false
+}
+
+func gateNextAction(c Code) string {
+	switch c {
+	case CodeForbiddenSurface, CodeForbiddenCapability:
+		return "Do not call this action; it is not offered to this caller."
+	case CodeInsufficientScope:
+		return "Ask the user to grant the scope named in the challenge, then call again."
+	case CodeNotServing:
+		return "Tell the user the action is not available now."
+	case CodeReadOnly, CodeRateLimited:
+		return "Wait, then make the same call again."
+	case CodeConfirmationRequired:
+		return "Tell the user the change waits for their confirmation; do not call again."
+	case CodeUnknownChange:
+		return "Propose the change again by calling the action."
+	}
+	return ""
+}
+
+var gateCodes = []Code{CodeForbiddenSurface, CodeForbiddenCapability, CodeInsufficientScope,
+	CodeNotServing, CodeReadOnly, CodeRateLimited, CodeConfirmationRequired, CodeUnknownChange}
+
+// Caller is who calls, built by the host for each call from what it
+// authenticated (a session, a verified token), never from the call's
+// arguments. Set it as [Host].Caller; a nil Caller is the host itself,
+// which the gate lets through (see [Registry.Run]). The token itself is
+// never held: only what the host derived from it.
+type Caller struct {
+	// Principal identifies the person (or service) acting, for rate
+	// limits, pending changes and the audit record.
+	Principal string `json:"principal"`
+	// Capabilities are the capabilities the host derived for this call.
+	Capabilities []string `json:"capabilities,omitempty"`
+	// Token says the call came with a bearer token; Scopes are then its
+	// scopes, and the scope check applies.
+	Token  bool     `json:"token,omitempty"`
+	Scopes []string `json:"scopes,omitempty"`
+	// Surface is where the call comes from: ui, mcp or ai.
+	Surface Surface `json:"surface"`
+	// Client is the connected app that called, when one did.
+	Client *Client `json:"client,omitempty"`
+	// PendingChange is the id of the pending change this call confirms.
+	// [Registry.Confirm] sets it; a host that sets it itself confirms
+	// nothing.
+	PendingChange string `json:"pendingChange,omitempty"`
+}
+
+// Client is the connected app a call came through: its id and host, never
+// its token.
+type Client struct {
+	ID   string `json:"id"`
+	Host string `json:"host,omitempty"`
+}
+
+// Can reports whether the caller holds the capability c ("" is held by
+// every caller).
+func (c *Caller) Can(capability string) bool {
+	return capability == "" || slices.Contains(c.Capabilities, capability)
+}
+
+// GateOptions configures the gate of a registry. The zero value is usable:
+// scopes "mcp:read" and "mcp:write", no rate limit, pending changes in
+// memory for at most 7 days.
+type GateOptions struct {
+	// ReadScope and WriteScope are the token scopes a read and a write
+	// (or delete) need (defaults "mcp:read" and "mcp:write"). A token
+	// holding the write scope may also read.
+	ReadScope, WriteScope string
+	// ResourceMetadata is the URL of the protected resource metadata
+	// (RFC 9728), written into scope challenges when not empty.
+	ResourceMetadata string
+	// Rate and Burst limit calls per caller principal and action (a token
+	// bucket, golang.org/x/time/rate): Burst calls at once, then Rate per
+	// second. Rate 0 means no limit. RateOf, when set, gives the limit of
+	// one action instead (0 for none).
+	Rate   rate.Limit
+	Burst  int
+	RateOf func(id string) (rate.Limit, int)
+	// Pending holds the pending changes (nil: a [MemoryPendingStore]).
+	Pending PendingStore
+	// PendingFor is how long a pending change waits (default and at most
+	// MaxPendingFor, 7 days).
+	PendingFor time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// MaxPendingFor is the longest a pending change waits.
+const MaxPendingFor = 7 * 24 * time.Hour
+
+// gate is a registry's gate: its options and the switches and limiters
+// that change while it serves. Its zero value is usable.
+type gate struct {
+	opts     GateOptions
+	readOnly atomic.Bool
+	stopAll  atomic.Bool
+	stopped  sync.Map // id → struct{}
+	limiters sync.Map // principal "\x00" id → *rate.Limiter
+	aliases  sync.Map // alias → *registered[C]
+	pendOnce sync.Once
+	pending  PendingStore
+}
+
+func newGate(o GateOptions) *gate {
+	if o.ReadScope == "" {
+		o.ReadScope = "mcp:read"
+	}
+	if o.WriteScope == "" {
+		o.WriteScope = "mcp:write"
+	}
+	if o.PendingFor <= 0 || o.PendingFor > MaxPendingFor {
+		o.PendingFor = MaxPendingFor
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &gate{opts: o}
+}
+
+func (g *gate) store() PendingStore {
+	g.pendOnce.Do(func() {
+		g.pending = g.opts.Pending
+		if g.pending == nil {
+			g.pending = NewMemoryPendingStore()
+		}
+	})
+	return g.pending
+}
+
+// SetReadOnly switches the registry to read-only (true) or back: while
+// read-only, every call with a caller to an action whose effect is not
+// read is refused read_only (retry after backoff). The host's own calls
+// (no caller) are refused too.
+func (r *Registry[C]) SetReadOnly(on bool) { r.gateOf().readOnly.Store(on) }
+
+// StopServing stops serving the actions ids: their calls are refused
+// not_serving until [Registry.Serve] names them. An id not registered
+// yet is kept, so that an action registered later starts stopped. No id
+// stops nothing (see [Registry.StopServingAll]).
+func (r *Registry[C]) StopServing(ids ...string) {
+	g := r.gateOf()
+	for _, id := range ids {
+		g.stopped.Store(id, struct{}{})
+	}
+}
+
+// StopServingAll stops serving every action until [Registry.ServeAll].
+func (r *Registry[C]) StopServingAll() { r.gateOf().stopAll.Store(true) }
+
+// Serve serves the actions ids again (after StopServing). It does not undo
+// StopServingAll.
+func (r *Registry[C]) Serve(ids ...string) {
+	g := r.gateOf()
+	for _, id := range ids {
+		g.stopped.Delete(id)
+	}
+}
+
+// ServeAll serves every action again: it undoes StopServingAll and every
+// StopServing.
+func (r *Registry[C]) ServeAll() {
+	g := r.gateOf()
+	g.stopAll.Store(false)
+	g.stopped.Clear()
+}
+
+// Admit runs the checks of the gate that take nothing (unknown_action,
+// forbidden_surface, forbidden_capability, insufficient_scope,
+// not_serving, read_only) for a call of id (an id or a deprecated alias)
+// by caller, without calling anything, counting a rate limit or looking
+// at parameters. A connector uses it to answer before the call is
+// handled: mcpserver's HTTP middleware turns insufficient_scope into an
+// HTTP 403 with its challenge. It returns nil when those checks pass;
+// errors are as [Registry.Run]'s for the same checks.
+func (r *Registry[C]) Admit(ctx context.Context, id string, caller *Caller) error {
+	reg, ok := r.lookup(id)
+	if !ok {
+		return unknownAction()
+	}
+	return r.gateOf().admit(&reg.action.Definition, caller)
+}
+
+// admit runs the checks that take nothing, in order.
+func (g *gate) admit(d *Definition, c *Caller) error {
+	if c != nil {
+		if !d.Offers(c.Surface) {
+			return concealed(NewRefusal(CodeForbiddenSurface, "the action is not offered on this surface"))
+		}
+		if !c.Can(d.Capability) {
+			return concealed(NewRefusal(CodeForbiddenCapability, "the caller lacks the action's capability"))
+		}
+		if c.Token {
+			if need := g.scopeNeeded(d); !slices.Contains(c.Scopes, need) && !(need == g.opts.ReadScope && slices.Contains(c.Scopes, g.opts.WriteScope)) {
+				return g.scopeRefusal(c, need)
+			}
+		}
+	}
+	if g.stopAll.Load() {
+		return NewRefusal(CodeNotServing, "the host is not serving actions now")
+	}
+	if _, stopped := g.stopped.Load(d.ID); stopped {
+		return NewRefusal(CodeNotServing, "the host is not serving this action now")
+	}
+	if g.readOnly.Load() && d.EffectOf() != EffectRead {
+		return NewRefusal(CodeReadOnly, "the registry is read-only: only reads are served")
+	}
+	return nil
+}
+
+// check runs every check of the gate before the parameters: admit, then
+// the rate limit. Only a call with a caller counts towards a limit.
+func (g *gate) check(d *Definition, c *Caller) error {
+	if err := g.admit(d, c); err != nil {
+		return err
+	}
+	if c == nil {
+		return nil
+	}
+	return g.limit(d.ID, c.Principal)
+}
+
+func (g *gate) scopeNeeded(d *Definition) string {
+	if d.EffectOf() == EffectRead {
+		return g.opts.ReadScope
+	}
+	return g.opts.WriteScope
+}
+
+// scopeRefusal is insufficient_scope with its RFC 6750 §3 challenge. The
+// scope attribute names the scope needed together with the token's own
+// (sorted, each once), so that a client asking for exactly those loses
+// nothing it held (MCP 2025-11-25 authorization, runtime insufficient
+// scope errors).
+func (g *gate) scopeRefusal(c *Caller, need string) *Refusal {
+	scopes := append(slices.Clone(c.Scopes), need)
+	scopes = slices.DeleteFunc(scopes, func(s string) bool { return !scopeToken(s) })
+	sort.Strings(scopes)
+	scopes = slices.Compact(scopes)
+	r := NewRefusal(CodeInsufficientScope, "the token lacks the scope this action needs")
+	r.Scopes = []string{need}
+	var b strings.Builder
+	b.WriteString(`Bearer error="insufficient_scope", scope="`)
+	b.WriteString(strings.Join(scopes, " "))
+	b.WriteString(`"`)
+	if g.opts.ResourceMetadata != "" && quotable(g.opts.ResourceMetadata) {
+		b.WriteString(`, resource_metadata="`)
+		b.WriteString(g.opts.ResourceMetadata)
+		b.WriteString(`"`)
+	}
+	r.Challenge = b.String()
+	return r
+}
+
+// scopeToken reports whether s is a scope token RFC 6749 §3.3 allows
+// (%x21 / %x23-5B / %x5D-7E), so that it can stand in a quoted challenge.
+func scopeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func quotable(s string) bool { return scopeToken(s) }
+
+// limit takes one call from the (principal, action) bucket, or refuses
+// rate_limited with the moment a call may pass.
+func (g *gate) limit(id, principal string) error {
+	lim, burst := g.opts.Rate, g.opts.Burst
+	if g.opts.RateOf != nil {
+		lim, burst = g.opts.RateOf(id)
+	}
+	if lim <= 0 {
+		return nil
+	}
+	if burst < 1 {
+		burst = 1
+	}
+	key := principal + "\x00" + id
+	v, ok := g.limiters.Load(key)
+	if !ok {
+		v, _ = g.limiters.LoadOrStore(key, rate.NewLimiter(lim, burst))
+	}
+	l := v.(*rate.Limiter)
+	now := g.opts.Now()
+	res := l.ReserveN(now, 1)
+	if !res.OK() {
+		return NewRefusal(CodeRateLimited, "the caller calls this action too often")
+	}
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		r := NewRefusal(CodeRateLimited, "the caller calls this action too often")
+		r.RetryAt = now.Add(d)
+		return r
+	}
+	return nil
+}
+
+// concealed answers a forbidden call as an unknown action: a caller who
+// may not see an action learns nothing of it, not even that it exists.
+// The forbidden refusal is the cause, for the host (errors.Is, the run
+// entry's code and the audit record).
+func concealed(forbidden *Refusal) *Refusal {
+	r := unknownAction()
+	r.cause = forbidden
+	return r
+}
+
+// hostCode is the code the host records for err: a concealed refusal's
+// real code, otherwise the error's.
+func hostCode(err error) Code {
+	if r := asRefusal(err); r != nil && r.Code == CodeUnknownAction {
+		if f, ok := r.cause.(*Refusal); ok && f != nil {
+			return f.Code
+		}
+	}
+	return CodeOf(err)
+}
+
+// Audit is who made a call, recorded beside its run entry (never inside
+// it: the entry keeps the reference's shape). [Host].OnAudit receives one
+// per top-level call; a SQL store keeps its fields as columns.
+type Audit struct {
+	// At is when the call was admitted or refused (the gate's clock).
+	At time.Time `json:"at"`
+	// Caller is who called, nil for the host's own call.
+	Caller *Caller `json:"caller,omitempty"`
+	// Alias is the deprecated alias the call named, when it named one;
+	// the entry's action is the id.
+	Alias string `json:"alias,omitempty"`
+	// Code is the code of a refused call as the host sees it: the
+	// forbidden code of a call the caller was told was unknown.
+	Code Code `json:"code,omitempty"`
+	// PendingChange is the id of the change the call was held as
+	// (confirmation_required) or confirms.
+	PendingChange string `json:"pendingChange,omitempty"`
+}
+
+// gateOf returns the registry's gate, making a default one for a registry
+// built without gate options.
+func (r *Registry[C]) gateOf() *gate {
+	if g := r.gate.Load(); g != nil {
+		return g
+	}
+	r.gate.CompareAndSwap(nil, newGate(GateOptions{}))
+	return r.gate.Load()
+}
+
+// gated runs one top-level call through the gate: the checks before the
+// parameters, then [Registry.run] with the confirmation hook, then the
+// audit record. Called by Run only.
+func (r *Registry[C]) gated(ctx context.Context, id string, params any, host *Host[C]) (any, RunEntry, Audit, error) {
+	g := r.gateOf()
+	audit := Audit{At: g.opts.Now(), Caller: host.Caller}
+	if host.confirming != nil {
+		audit.PendingChange = host.confirming.ID
+	}
+	if reg, ok := r.lookup(id); ok {
+		if reg.action.ID != id {
+			audit.Alias = id
+		}
+		if err := g.check(&reg.action.Definition, host.Caller); err != nil {
+			entry := RunEntry{Action: reg.action.ID, Steps: []RunStep{}}.refused(err, r.givenParameters(params, r.Limits().MaxParamBytes))
+			entry.Error = hostCode(err)
+			audit.Code = hostCode(err)
+			return nil, entry, audit, err
+		}
+		if reg.action.NeedsConfirmation && host.Caller != nil && host.confirming == nil {
+			h := *host
+			h.hold = func(ctx context.Context) error {
+				rec, err := g.hold(ctx, reg.action.ID, audit.Alias, r.givenParameters(params, r.Limits().MaxParamBytes), host.Caller)
+				if err == nil {
+					audit.PendingChange = rec.ID
+					err = rec.refusal()
+				}
+				return err
+			}
+			host = &h
+		}
+	}
+	result, entry, err := r.run(ctx, id, params, host, host.Resolve, 0)
+	if err != nil {
+		audit.Code = hostCode(err)
+	}
+	return result, entry, audit, err
+}
+
+// declared gives a body's refusal the retry its action declared for its
+// code, or never for a code not declared, when the action declares its
+// refusals at all (one declaring none keeps the body's own verdict, as
+// before declarations existed). Registry codes keep their own. The body's
+// *Refusal is copied, never changed; a wrapped one is left as it is.
+func (d *Definition) declared(err error) error {
+	r, ok := err.(*Refusal)
+	if !ok || r == nil || len(d.Refusals) == 0 || registryCode(r.Code) {
+		return err
+	}
+	retry, ok := d.declaredRetry(r.Code)
+	if !ok {
+		retry = RetryNever
+	}
+	if r.Retry == retry {
+		return err
+	}
+	cp := *r
+	cp.Retry = retry
+	return &cp
+}
+
+// clashesLocked lists the names (id and aliases) of each prepared action
+// that a registered action or alias holds, or an earlier action of regs;
+// at(k) is the pointer of regs[k]. Called with r.mu held.
+func (r *Registry[C]) clashesLocked(regs []*registered[C], at func(k int) string) []Issue {
+	var issues []Issue
+	g := r.gateOf()
+	taken := map[string]bool{}
+	used := func(name string) bool {
+		_, isID := r.actions.Load(name)
+		_, isAlias := g.aliases.Load(name)
+		return isID || isAlias || taken[name]
+	}
+	for k, reg := range regs {
+		d := &reg.action.Definition
+		if used(d.ID) {
+			issues = append(issues, Issue{Path: at(k) + "/id", Keyword: "id", Message: "the id " + d.ID + " is taken"})
+		}
+		for i, a := range d.DeprecatedAliases {
+			if used(a) {
+				issues = append(issues, Issue{Path: at(k) + "/deprecatedAliases/" + strconv.Itoa(i), Keyword: "deprecatedAliases",
+					Message: "the alias " + a + " is taken by an id or another alias"})
+			}
+		}
+		taken[d.ID] = true
+		for _, a := range d.DeprecatedAliases {
+			taken[a] = true
+		}
+	}
+	return issues
+}
+
+// storeLocked stores a prepared action under its id and aliases. Called
+// with r.mu held, after clashes found none.
+func (r *Registry[C]) storeLocked(reg *registered[C]) {
+	r.actions.Store(reg.action.ID, reg)
+	for _, a := range reg.action.DeprecatedAliases {
+		r.gateOf().aliases.Store(a, reg)
+	}
+}

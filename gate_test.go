@@ -1,0 +1,251 @@
+package actions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
+)
+
+// gateFixture is testdata/gate/checks.json.
+type gateFixture struct {
+	Description string `json:"description"`
+	GateOptions struct {
+		ResourceMetadata string `json:"resourceMetadata"`
+	} `json:"gateOptions"`
+	Order []string   `json:"order"`
+	Cases []gateCase `json:"cases"`
+}
+
+type gateCase struct {
+	Name        string          `json:"name"`
+	Fails       []string        `json:"fails"`
+	Definitions json.RawMessage `json:"definitions"`
+	Caller      *Caller         `json:"caller"`
+	Gate        struct {
+		ReadOnly        bool     `json:"readOnly"`
+		Stopped         []string `json:"stopped"`
+		StopAll         bool     `json:"stopAll"`
+		Rate            float64  `json:"rate"`
+		Burst           int      `json:"burst"`
+		Before          int      `json:"before"`
+		BeforePrincipal string   `json:"beforePrincipal"`
+	} `json:"gate"`
+	Call struct {
+		Action     string          `json:"action"`
+		Parameters json.RawMessage `json:"parameters"`
+	} `json:"call"`
+	Expect struct {
+		Outcome   string    `json:"outcome"`
+		Code      Code      `json:"code"`
+		Reason    Code      `json:"reason"`
+		Transport Transport `json:"transport"`
+		Retry     Retry     `json:"retry"`
+		Challenge string    `json:"challenge"`
+		RetryAt   bool      `json:"retryAt"`
+		Alias     string    `json:"alias"`
+	} `json:"expect"`
+}
+
+func loadGateFixture(t *testing.T) gateFixture {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "gate", "checks.json"))
+	require.NoError(t, err)
+	var f gateFixture
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&f))
+	return f
+}
+
+// gateRun is what one fixture case gave.
+type gateRun struct {
+	ran     int
+	err     error
+	entry   RunEntry
+	audit   Audit
+	audited bool
+}
+
+// runGateCase registers the case's definitions on a fresh registry, sets
+// the gate and makes the call.
+func runGateCase(t *testing.T, f gateFixture, c gateCase) gateRun {
+	t.Helper()
+	defs, err := DecodeManifest(c.Definitions)
+	require.NoError(t, err)
+	now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	reg := NewRegistry[any](&Options{Gate: &GateOptions{
+		ResourceMetadata: f.GateOptions.ResourceMetadata,
+		Rate:             rate.Limit(c.Gate.Rate), Burst: c.Gate.Burst,
+		Now: func() time.Time { return now },
+	}})
+	var ran atomic.Int32
+	for _, d := range defs {
+		require.NoError(t, reg.Register(Action[any]{Definition: d, Run: func(context.Context, map[string]any, any) (any, error) {
+			ran.Add(1)
+			return map[string]any{"ok": true}, nil
+		}}))
+	}
+	for range c.Gate.Before {
+		before := &Caller{Principal: "alice", Capabilities: []string{"stock.write"}, Surface: SurfaceUI}
+		if c.Gate.BeforePrincipal != "" {
+			before.Principal = c.Gate.BeforePrincipal
+		}
+		_, _, err := reg.Run(context.Background(), defs[0].ID, `{"item":"pears","count":1}`, &Host[any]{Caller: before})
+		if !errors.Is(err, ErrConfirmationRequired) {
+			require.NoError(t, err, "a call made before the case")
+		}
+	}
+	ran.Store(0)
+	reg.SetReadOnly(c.Gate.ReadOnly)
+	reg.StopServing(c.Gate.Stopped...)
+	if c.Gate.StopAll {
+		reg.StopServingAll()
+	}
+	var out gateRun
+	host := &Host[any]{Caller: c.Caller, OnAudit: func(_ RunEntry, a Audit) { out.audit, out.audited = a, true }}
+	_, out.entry, out.err = reg.Run(context.Background(), c.Call.Action, []byte(c.Call.Parameters), host)
+	out.ran = int(ran.Load())
+	return out
+}
+
+func TestGateFixtures(t *testing.T) {
+	f := loadGateFixture(t)
+	require.GreaterOrEqual(t, len(f.Cases), 40)
+	for _, c := range f.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			got := runGateCase(t, f, c)
+			require.True(t, got.audited, "OnAudit receives every top-level call")
+			switch c.Expect.Outcome {
+			case "done":
+				require.NoError(t, got.err)
+				assert.Equal(t, 1, got.ran, "the body runs once")
+				assert.Equal(t, OutcomeDone, got.entry.Outcome)
+				assert.Equal(t, c.Expect.Alias, got.audit.Alias)
+				if c.Expect.Alias != "" {
+					assert.NotEqual(t, c.Expect.Alias, got.entry.Action, "an alias call is recorded under the id")
+				}
+				return
+			case "refused", "held":
+			default:
+				t.Fatalf("unknown outcome %q", c.Expect.Outcome)
+			}
+			require.Error(t, got.err)
+			assert.Equal(t, 0, got.ran, "a refused or held call runs nothing")
+			r := asRefusal(got.err)
+			require.NotNil(t, r, "a *Refusal: %v", got.err)
+			assert.Equal(t, c.Expect.Code, r.Code, "code")
+			assert.Equal(t, c.Expect.Transport, r.Transport, "transport")
+			assert.Equal(t, c.Expect.Retry, r.Retry, "retry")
+			assert.Equal(t, c.Expect.Challenge, r.Challenge, "challenge")
+			assert.Equal(t, c.Expect.RetryAt, !r.RetryAt.IsZero(), "retryAt")
+			assert.Equal(t, OutcomeRefused, got.entry.Outcome)
+			want := c.Expect.Code
+			if c.Expect.Reason != "" {
+				want = c.Expect.Reason
+				assert.True(t, errors.Is(got.err, sentinelOf(c.Expect.Reason)), "errors.Is finds the reason")
+				assert.Equal(t, unknownAction().Error(), r.Error(), "a forbidden call reads as an unknown one")
+			}
+			assert.Equal(t, want, got.entry.Error, "the entry records the host's code")
+			assert.Equal(t, want, got.audit.Code, "the audit records the host's code")
+			if c.Expect.Outcome == "held" {
+				require.NotNil(t, r.Pending, "a held call carries its receipt")
+				assert.Equal(t, r.Pending.ID, got.audit.PendingChange)
+				assert.Len(t, r.Pending.ID, 32)
+			}
+		})
+	}
+}
+
+// The table covers each check alone and each pair of checks, and the
+// expected winner of a pair is the earlier check: the fixture cannot
+// drift from the documented order.
+func TestGateFixturesCoverEveryPair(t *testing.T) {
+	f := loadGateFixture(t)
+	assert.Equal(t, []string{"surface", "capability", "scope", "serving", "readonly", "rate", "params", "confirmation"}, f.Order)
+	seen := map[string]bool{}
+	for _, c := range f.Cases {
+		fails := slices.Clone(c.Fails)
+		slices.SortFunc(fails, func(a, b string) int { return slices.Index(f.Order, a) - slices.Index(f.Order, b) })
+		seen[strings.Join(fails, "+")] = true
+	}
+	for i, a := range f.Order {
+		assert.True(t, seen[a], "no case where only %s fails", a)
+		for _, b := range f.Order[i+1:] {
+			assert.True(t, seen[a+"+"+b], "no case where %s and %s both fail", a, b)
+		}
+	}
+	assert.True(t, seen["unknown"], "no case of an unknown action")
+}
+
+// No gate refusal tells a caller anything of the parameters: not a value,
+// not a path, not a schema keyword or property name.
+func TestGateRefusalsLeakNothing(t *testing.T) {
+	f := loadGateFixture(t)
+	secrets := []string{"Secret Value 4711", "4711", "hunter2", "secretName", "apples", "item", "count", "pattern", "minimum", "^[a-z]+$", "/count", "/item"}
+	n := 0
+	for _, c := range f.Cases {
+		if c.Expect.Outcome == "done" || c.Expect.Code == CodeInvalidParameters {
+			continue
+		}
+		got := runGateCase(t, f, c)
+		r := asRefusal(got.err)
+		require.NotNil(t, r, c.Name)
+		// What a caller receives: the refusal's fields, as a connector
+		// renders them (the cause is the host's).
+		out, err := json.Marshal(r)
+		require.NoError(t, err)
+		text := string(out) + r.Error()
+		for _, s := range secrets {
+			assert.NotContains(t, text, s, "%s: the refusal names %q", c.Name, s)
+		}
+		n++
+	}
+	assert.GreaterOrEqual(t, n, 30)
+}
+
+func TestPoliciesIncludeGateCodes(t *testing.T) {
+	p := Policies()
+	for code, want := range map[Code]Policy{
+		CodeForbiddenSurface:     {TransportToolResult, RetryNever},
+		CodeForbiddenCapability:  {TransportToolResult, RetryNever},
+		CodeInsufficientScope:    {TransportToolResult, RetryNever},
+		CodeNotServing:           {TransportToolResult, RetryNever},
+		CodeReadOnly:             {TransportToolResult, RetryAfterBackoff},
+		CodeRateLimited:          {TransportToolResult, RetryAfterBackoff},
+		CodeConfirmationRequired: {TransportToolResult, RetryNever},
+	} {
+		assert.Equal(t, want, p[code], code)
+		assert.True(t, errors.Is(NewRefusal(code, ""), sentinelOf(code)), code)
+	}
+}
+
+func ExampleRegistry_Admit() {
+	reg := NewRegistry[any](nil)
+	_ = reg.Register(Action[any]{
+		Definition: Definition{ID: "shop/restock", Effect: EffectWrite, Capability: "stock.write"},
+		Run:        func(context.Context, map[string]any, any) (any, error) { return nil, nil },
+	})
+	reader := &Caller{Principal: "ann", Capabilities: []string{"stock.write"}, Token: true, Scopes: []string{"mcp:read"}, Surface: SurfaceMCP}
+	err := reg.Admit(context.Background(), "shop/restock", reader)
+	var r *Refusal
+	if errors.As(err, &r) {
+		fmt.Println(r.Code)
+		fmt.Println(r.Challenge)
+	}
+	// Output:
+	// insufficient_scope
+	// Bearer error="insufficient_scope", scope="mcp:read mcp:write"
+}

@@ -63,8 +63,10 @@ func noParameters() map[string]any {
 //   - a ref that is not a non-empty string, or that sits under not, if,
 //     contains, propertyNames, unevaluatedItems/Properties;
 //   - a default at the root, in a branch of anyOf or oneOf, under not,
-//     if, contains or propertyNames, anywhere but directly under
-//     properties, or that breaks its own subschema;
+//     if, contains or propertyNames (also through $ref), one no property
+//     gets (neither directly under properties nor at a schema a $ref
+//     there leads to, with no default beside that $ref), or one that
+//     breaks its own subschema;
 //   - anything the 2020-12 metaschema refuses, and a pattern that is not
 //     RE2 syntax (Go's regexp, not ECMA-262).
 func CompileParameters(s any, limits Limits) (*ParameterSchema, error) {

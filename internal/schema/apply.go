@@ -12,8 +12,10 @@ import (
 // the object holding it is present: under properties, through $ref and
 // allOf, in the then or else that applies, in a dependentSchemas whose
 // property is present, in the values of additionalProperties and
-// patternProperties, and in the entries of arrays. A property filled with
-// a default object then gets that object's own defaults. A present null is
+// patternProperties, and in the entries of arrays. A property's default
+// is the one of its schema, or else of the first schema along its chain of
+// $ref that has one. A property filled with a default object then gets
+// that object's own defaults. A present null is
 // kept. Defaults are deep-copied, so v owns everything it holds.
 //
 // v must hold only JSON's Go types (map[string]any, []any, string, bool,

@@ -81,6 +81,10 @@ type Report struct {
 	// References counts its $ref keywords: without one, no subschema is
 	// shared, and none can apply twice or recurse.
 	References int
+	// Reached maps the location of each schema object (as Refs) that has a
+	// default but is not directly under properties to the pointer of that
+	// default: Build accepts it only if a $ref under properties leads to it.
+	Reached map[string]string
 }
 
 // Check walks a schema document (as decoded by ijson: map[string]any,
@@ -94,7 +98,8 @@ type Report struct {
 //   - a $dynamicRef, whose target is only known while validating;
 //   - a ref that is not a non-empty string, or that sits where no value
 //     of the parameters can reach it;
-//   - a default at the root or where it can never be filled;
+//   - a default at the root or where it can never be filled (one outside
+//     properties is reported in Report.Reached, for Build to judge);
 //   - nesting deeper than maxDepth schema objects.
 //
 // objectRoot false lifts the first rule (for test suites whose schemas
@@ -114,7 +119,7 @@ func Check(doc any, base string, maxDepth int, objectRoot bool) (*Report, error)
 	if _, ok := root["default"]; ok {
 		return nil, &Error{"/default", "default", "a default at the root can never be filled"}
 	}
-	c := &checker{doc: root, maxDepth: maxDepth, ids: map[string]string{}, report: Report{Refs: map[string]string{}}}
+	c := &checker{doc: root, maxDepth: maxDepth, ids: map[string]string{}, report: Report{Refs: map[string]string{}, Reached: map[string]string{}}}
 	baseURL, err := url.Parse(base)
 	if err != nil {
 		return nil, &Error{"", "$id", "invalid base URI"}
@@ -373,7 +378,12 @@ func (c *checker) keyword(k string, v any, base *url.URL, resDepth int, at place
 		case at.branch != "":
 			return c.fail("a default inside "+at.branch+" can never be filled", k)
 		case !at.property:
-			return c.fail("a default is filled only in a schema under properties", k)
+			// Filled only if a $ref under properties leads here, which
+			// only the compiled schema tells.
+			if len(c.toks) == 0 {
+				return c.fail("a default at the root can never be filled", k)
+			}
+			c.report.Reached[location(base, c.toks[resDepth:])] = c.at(k)
 		}
 		c.report.Defaults++
 	}

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,7 +28,8 @@ type Plan struct {
 type member struct {
 	name  string
 	value any
-	size  int // the value's weight, as Fill counts it
+	size  int                // the value's weight, as Fill counts it
+	from  *jsonschema.Schema // the schema whose default it is
 }
 
 type named struct {
@@ -75,7 +77,7 @@ func Build(root *jsonschema.Schema, r *Report) (*Plan, error) {
 		}
 	}
 	refs := r.Refs
-	b := &builder{nodes: map[*jsonschema.Schema]*node{}, refs: refs}
+	b := &builder{nodes: map[*jsonschema.Schema]*node{}, refs: refs, used: map[string]bool{}}
 	p := &Plan{root: b.node(root), maxHops: len(b.nodes) + 1}
 	// A node leads somewhere when one of its children does; $ref cycles
 	// make this a fixpoint. b.order lists parents before their children,
@@ -91,13 +93,16 @@ func Build(root *jsonschema.Schema, r *Report) (*Plan, error) {
 		}
 	}
 	p.hasDefaults, p.hasRefs = p.root != nil && p.root.fills, p.root != nil && p.root.refs
+	if err := b.unreached(r.Reached); err != nil {
+		return nil, err
+	}
 	for _, n := range b.order {
 		for _, d := range n.defaults {
 			ps := n.sch.Properties[d.name]
 			v := Copy(d.value)
 			(&filler{p: p, seen: map[visit]bool{}}).fill(v, b.nodes[ps], 0)
 			if ps.Validate(v) != nil {
-				return nil, &Error{Pointer: fragment(ps.Location) + "/default", Keyword: "default", Reason: "the default breaks its own schema"}
+				return nil, &Error{Pointer: fragment(d.from.Location) + "/default", Keyword: "default", Reason: "the default breaks its own schema"}
 			}
 		}
 	}
@@ -123,6 +128,37 @@ type builder struct {
 	nodes map[*jsonschema.Schema]*node
 	order []*node
 	refs  map[string]string
+	used  map[string]bool // locations of the schemas whose default is filled
+}
+
+// defaultOf returns the schema whose default a property with schema ps
+// gets: ps itself, or the first along its chain of $ref that has one (a
+// default beside a $ref wins over the target's). nil if none has.
+func defaultOf(ps *jsonschema.Schema) *jsonschema.Schema {
+	seen := map[*jsonschema.Schema]bool{}
+	for s := ps; s != nil && !seen[s]; s = s.Ref {
+		if s.Default != nil {
+			return s
+		}
+		seen[s] = true
+	}
+	return nil
+}
+
+// unreached refuses a default outside properties (reached maps its
+// schema's location to its pointer) that no property gets through $ref:
+// it could never be filled. Of several, the first pointer in byte order.
+func (b *builder) unreached(reached map[string]string) error {
+	var ptrs []string
+	for loc, ptr := range reached {
+		if !b.used[loc] {
+			ptrs = append(ptrs, ptr)
+		}
+	}
+	if len(ptrs) == 0 {
+		return nil
+	}
+	return &Error{slices.Min(ptrs), "default", "a default is filled only in a schema under properties, or in one that a $ref there leads to with no default beside it"}
 }
 
 func (b *builder) node(s *jsonschema.Schema) *node {
@@ -142,8 +178,9 @@ func (b *builder) node(s *jsonschema.Schema) *node {
 	sort.Strings(names)
 	for _, name := range names {
 		ps := s.Properties[name]
-		if ps.Default != nil {
-			n.defaults = append(n.defaults, member{name, *ps.Default, len(name) + weight(*ps.Default)})
+		if from := defaultOf(ps); from != nil {
+			n.defaults = append(n.defaults, member{name, *from.Default, len(name) + weight(*from.Default), from})
+			b.used[from.Location] = true
 		}
 		if c := b.node(ps); c != nil {
 			n.props = append(n.props, named{name, c})
@@ -322,6 +359,10 @@ func tried(s *jsonschema.Schema, inTried bool, seen map[triedKey]bool) error {
 	}
 	seen[triedKey{s, inTried}] = true
 	if inTried {
+		if s.Default != nil {
+			// Reached from a tried subschema through $ref.
+			return &Error{fragment(s.Location) + "/default", "default", "a default reached from a subschema that is only tried (anyOf, oneOf, not, if, contains, propertyNames) can never be filled"}
+		}
 		for _, ps := range s.Properties {
 			if ps.Default != nil {
 				return &Error{fragment(ps.Location) + "/default", "default", "a default reached from a subschema that is only tried (anyOf, oneOf, not, if, contains, propertyNames) can never be filled"}

@@ -60,6 +60,8 @@ type Registry[C any] struct {
 	actions sync.Map   // id → *registered[C]
 	limits  Limits     // as given: zero fields mean their default
 	gate    atomic.Pointer[gate]
+	// portable refuses ids whose tool name some provider refuses.
+	portable bool
 }
 
 type registered[C any] struct {
@@ -75,6 +77,11 @@ type Options struct {
 	// Gate configures the gate (scopes, rate limits, the pending store,
 	// the clock: see [GateOptions]); nil means its defaults.
 	Gate *GateOptions
+	// PortableNames makes Register and Bind refuse, with
+	// constraint_violation, an id whose tool name is not portable to
+	// every export profile (see [CheckPortableName]: at most 64
+	// characters, where MCP allows 128).
+	PortableNames bool
 }
 
 // NewRegistry returns an empty registry whose bodies receive a C. opts may
@@ -86,6 +93,7 @@ func NewRegistry[C any](opts *Options) *Registry[C] {
 		if opts.Gate != nil {
 			r.gate.Store(newGate(*opts.Gate))
 		}
+		r.portable = opts.PortableNames
 	}
 	return r
 }
@@ -176,6 +184,11 @@ func (r *Registry[C]) registerAll(as []Action[C], prefix func(int) string, pre [
 func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 	if err := checkID(a.ID); err != nil {
 		return nil, err
+	}
+	if r.portable {
+		if err := CheckPortableName(a.ID); err != nil {
+			return nil, err
+		}
 	}
 	if a.Run == nil {
 		return nil, refusef(CodeConstraintViolation, "the action has no body",

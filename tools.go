@@ -235,6 +235,7 @@ func sortTools(tools []Tool) {
 // which it never changes: the tool gets a deep copy.
 func toolOf(def *Definition, doc map[string]any, o toolOptions) Tool {
 	in := schema.Copy(doc).(map[string]any)
+	delete(in, "$schema") // MCP reads a schema without $schema as 2020-12
 	rule := atLeastOneOf(in["anyOf"])
 	keepReferenced(in)
 	objectProperties(in)

@@ -1,0 +1,390 @@
+package actions
+
+import (
+	"sort"
+	"unicode/utf8"
+
+	"github.com/actionreg/actions/internal/ijson"
+)
+
+// OpenAI function tools (Chat Completions and Responses). Sources, checked
+// 2026-12-01: the Structured Outputs guide, "Supported schemas" (OpenAI
+// platform docs) and the function name rule of the API reference; see
+// docs/profiles.md.
+
+// The keywords OpenAI structured outputs (strict) accept.
+var openAIStrictKeys = setOf(
+	"type", "properties", "required", "additionalProperties", "items", "anyOf",
+	"enum", "const", "$defs", "$ref", "description", "title",
+	"pattern", "format",
+	"multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+	"minItems", "maxItems",
+)
+
+// The string formats OpenAI strict mode supports.
+var openAIFormats = setOf("date-time", "time", "date", "duration", "email",
+	"hostname", "ipv4", "ipv6", "uuid")
+
+// OpenAI's limits on one strict schema.
+const (
+	openAIMaxProperties  = 5000
+	openAIMaxDepth       = 10
+	openAIMaxEnumValues  = 1000
+	openAIMaxStringChars = 120000
+	openAIBigEnum        = 250
+	openAIBigEnumChars   = 15000
+)
+
+func openAIRules(p Profile) *profileRules {
+	return &profileRules{
+		profile:    p,
+		maxName:    64,
+		plain:      nil, // a non-strict tool takes the schema as it is
+		strictKeys: openAIStrictKeys,
+		why:        "left out: the provider does not take it",
+		formats:    openAIFormats,
+		strict:     strictOpenAI,
+		wire: func(name, desc string, s map[string]any, strict bool) map[string]any {
+			fn := map[string]any{"name": name, "parameters": s, "strict": strict}
+			if desc != "" {
+				fn["description"] = desc
+			}
+			if p == ProfileOpenAIChat {
+				return map[string]any{"type": "function", "function": fn}
+			}
+			fn["type"] = "function"
+			return fn
+		},
+	}
+}
+
+// openAIStrictObject applies strict mode's rules to one converted schema
+// object: a type is needed, every object is closed and lists all its
+// properties in required, an optional property becomes nullable.
+func (c *converter) openAIStrictObject(s map[string]any, ptr string) {
+	if ptr == "" {
+		defer c.openAILimits(s)
+	}
+	_, hasType := s["type"]
+	_, hasAnyOf := s["anyOf"]
+	_, hasRef := s["$ref"]
+	_, hasEnum := s["enum"]
+	_, hasConst := s["const"]
+	if !hasType && !hasAnyOf && !hasRef && !hasEnum && !hasConst && !isObjectSchema(s) {
+		c.cannot(ptr, "type", "a schema without a type accepts any value")
+		return
+	}
+	if !isObjectSchema(s) {
+		return
+	}
+	if !c.closeObject(s, ptr) {
+		return
+	}
+	props, _ := s["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+		s["properties"] = props
+	}
+	// A required property with a default may be left out too: the
+	// registry fills the default before it checks required.
+	req := requiredSet(s)
+	names := sortedKeys(props)
+	var optional []string
+	all := make([]any, 0, len(names))
+	if old, ok := s["required"].([]any); ok {
+		all = append(all, old...)
+	}
+	for _, n := range names {
+		if !req[n] {
+			optional = append(optional, n)
+			all = append(all, n)
+		} else if hasDefault(c.sourceAt(ijson.AppendToken(ijson.AppendToken(ptr, "properties"), n))) {
+			optional = append(optional, n)
+		}
+	}
+	s["required"] = all
+	if len(optional) == 0 {
+		return
+	}
+	var nulled, already []string
+	for _, n := range optional {
+		if acceptsNull(c.root, props[n], 0) {
+			already = append(already, n)
+			c.keptNull[ptr+"\x00"+n] = true
+			continue
+		}
+		props[n] = nullable(props[n])
+		c.nullable[ptr+"\x00"+n] = true
+		nulled = append(nulled, n)
+	}
+	if len(nulled) > 0 {
+		c.lose(ptr, "required", "optional properties listed as required and made nullable ("+joinNames(nulled)+"): a null sent for one is taken as left out")
+	}
+	if len(already) > 0 {
+		c.lose(ptr, "required", "optional properties that accept null listed as required ("+joinNames(already)+"): the model must send null to leave one out, and the null is kept")
+	}
+}
+
+// sourceAt returns the schema object of the MCP schema at ptr, or an
+// empty map.
+func (c *converter) sourceAt(ptr string) map[string]any {
+	v, _, ok := resolveLocal(c.root, "#"+ptr)
+	if m, isMap := v.(map[string]any); ok && isMap {
+		return m
+	}
+	return map[string]any{}
+}
+
+func hasDefault(s map[string]any) bool {
+	_, ok := s["default"]
+	return ok
+}
+
+// nullable returns a schema that accepts what s accepts and null.
+func nullable(s any) any {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+	}
+	_, hasConst := m["const"]
+	_, hasRef := m["$ref"]
+	_, hasAnyOf := m["anyOf"]
+	if !hasConst && !hasRef && !hasAnyOf {
+		switch t := m["type"].(type) {
+		case string:
+			m["type"] = []any{t, "null"}
+			addNullToEnum(m)
+			return m
+		case []any:
+			m["type"] = append(append([]any{}, t...), "null")
+			addNullToEnum(m)
+			return m
+		}
+	}
+	if hasAnyOf && !hasConst && !hasRef {
+		if _, typed := m["type"]; !typed {
+			branches := m["anyOf"].([]any)
+			m["anyOf"] = append(append([]any{}, branches...), map[string]any{"type": "null"})
+			addNullToEnum(m)
+			return m
+		}
+	}
+	inner := make(map[string]any, len(m))
+	out := map[string]any{}
+	for k, v := range m {
+		if k == "description" || k == "title" {
+			out[k] = v
+			continue
+		}
+		inner[k] = v
+	}
+	out["anyOf"] = []any{inner, map[string]any{"type": "null"}}
+	return out
+}
+
+func addNullToEnum(m map[string]any) {
+	if e, ok := m["enum"].([]any); ok && !containsValue(e, nil) {
+		m["enum"] = append(append([]any{}, e...), nil)
+	}
+}
+
+func joinNames(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}
+
+// openAILimits checks the limits on a whole strict schema.
+func (c *converter) openAILimits(root map[string]any) {
+	if c.fail != nil {
+		return
+	}
+	var props, enums, chars, maxDepth int
+	var bigEnum bool
+	var walk func(v any, depth int)
+	walk = func(v any, depth int) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		if isObjectSchema(m) {
+			depth++
+			if depth > maxDepth {
+				maxDepth = depth
+			}
+		}
+		if p, ok := m["properties"].(map[string]any); ok {
+			props += len(p)
+			for _, n := range sortedKeys(p) {
+				chars += utf8.RuneCountInString(n)
+				walk(p[n], depth)
+			}
+		}
+		if d, ok := m["$defs"].(map[string]any); ok {
+			for _, n := range sortedKeys(d) {
+				chars += utf8.RuneCountInString(n)
+				walk(d[n], 0)
+			}
+		}
+		if e, ok := m["enum"].([]any); ok {
+			enums += len(e)
+			n := 0
+			for _, x := range e {
+				if s, ok := x.(string); ok {
+					n += utf8.RuneCountInString(s)
+				}
+			}
+			chars += n
+			if len(e) > openAIBigEnum && n > openAIBigEnumChars {
+				bigEnum = true
+			}
+		}
+		if s, ok := m["const"].(string); ok {
+			chars += utf8.RuneCountInString(s)
+		}
+		walk(m["items"], depth)
+		if a, ok := m["anyOf"].([]any); ok {
+			for _, b := range a {
+				walk(b, depth)
+			}
+		}
+	}
+	walk(root, 0)
+	switch {
+	case props > openAIMaxProperties:
+		c.cannot("", "properties", "more than 5000 properties in all")
+	case maxDepth > openAIMaxDepth:
+		c.cannot("", "properties", "objects nest more than 10 levels deep")
+	case enums > openAIMaxEnumValues:
+		c.cannot("", "enum", "more than 1000 enum values in all")
+	case chars > openAIMaxStringChars:
+		c.cannot("", "enum", "names, enum values and consts pass 120,000 characters")
+	case bigEnum:
+		c.cannot("", "enum", "a string enum of more than 250 values passes 15,000 characters")
+	}
+}
+
+// nullToAbsent removes from a strict call's arguments each null that
+// stands for a property left out: a member named in nullable (by the
+// pointer of its object schema in root) whose value is null. It walks v
+// along root, through properties, items, prefixItems,
+// additionalProperties, local $refs and the branches of anyOf, oneOf and
+// allOf; v is the caller's own decoded copy and is changed in place.
+func nullToAbsent(root map[string]any, nullable map[string]bool, v any) {
+	if len(nullable) == 0 {
+		return
+	}
+	w := nullWalker{root: root, nullable: nullable}
+	w.walk([]place{{root, ""}}, v)
+}
+
+type nullWalker struct {
+	root     map[string]any
+	nullable map[string]bool
+}
+
+// place is a schema object and its pointer in root.
+type place struct {
+	s   map[string]any
+	ptr string
+}
+
+// expand adds s and every schema that applies with it to the same value
+// (the targets of its local $refs, the branches of its anyOf, oneOf and
+// allOf, transitively) to out, once each.
+func (w *nullWalker) expand(s any, ptr string, out []place, hops int) []place {
+	m, ok := s.(map[string]any)
+	if !ok || hops > 32 {
+		return out
+	}
+	for _, p := range out {
+		if p.ptr == ptr {
+			return out
+		}
+	}
+	out = append(out, place{m, ptr})
+	if ref, ok := m["$ref"].(string); ok {
+		if t, tptr, ok := resolveLocal(w.root, ref); ok {
+			out = w.expand(t, tptr, out, hops+1)
+		}
+	}
+	for _, kw := range []string{"allOf", "anyOf", "oneOf"} {
+		if bs, ok := m[kw].([]any); ok {
+			for i, b := range bs {
+				out = w.expand(b, ijson.AppendIndex(ijson.AppendToken(ptr, kw), i), out, hops+1)
+			}
+		}
+	}
+	return out
+}
+
+// walk maps the nulls of v, which the schemas starts describe. Each value
+// is visited once, with every schema that applies to it.
+func (w *nullWalker) walk(starts []place, v any) {
+	var places []place
+	for _, p := range starts {
+		places = w.expand(p.s, p.ptr, places, 0)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		names := make([]string, 0, len(x))
+		for k := range x {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+	members:
+		for _, k := range names {
+			if x[k] == nil {
+				for _, p := range places {
+					if w.nullable[p.ptr+"\x00"+k] {
+						delete(x, k)
+						continue members
+					}
+				}
+				continue
+			}
+			var subs []place
+			for _, p := range places {
+				props, _ := p.s["properties"].(map[string]any)
+				if sub, ok := props[k].(map[string]any); ok {
+					subs = append(subs, place{sub, ijson.AppendToken(ijson.AppendToken(p.ptr, "properties"), k)})
+				} else if ap, ok := p.s["additionalProperties"].(map[string]any); ok {
+					subs = append(subs, place{ap, ijson.AppendToken(p.ptr, "additionalProperties")})
+				}
+			}
+			if len(subs) > 0 {
+				w.walk(subs, x[k])
+			}
+		}
+	case []any:
+		for i, e := range x {
+			var subs []place
+			for _, p := range places {
+				prefix, _ := p.s["prefixItems"].([]any)
+				if i < len(prefix) {
+					if sub, ok := prefix[i].(map[string]any); ok {
+						subs = append(subs, place{sub, ijson.AppendIndex(ijson.AppendToken(p.ptr, "prefixItems"), i)})
+					}
+				} else if it, ok := p.s["items"].(map[string]any); ok {
+					subs = append(subs, place{it, ijson.AppendToken(p.ptr, "items")})
+				}
+			}
+			if len(subs) > 0 {
+				w.walk(subs, e)
+			}
+		}
+	}
+}
+
+func setOf(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}

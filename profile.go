@@ -215,19 +215,13 @@ func exportOne(rules *profileRules, def *Definition, doc map[string]any, budget 
 	return t, nil
 }
 
+// mcpWire is the Tool's JSON form as a map, numbers as json.Number.
 func mcpWire(t *Tool) map[string]any {
-	w := map[string]any{
-		"name":        t.Name,
-		"inputSchema": t.InputSchema,
-		"annotations": map[string]any{"readOnlyHint": t.Annotations.ReadOnlyHint, "destructiveHint": t.Annotations.DestructiveHint},
+	v, err := jsonValue(t)
+	if err != nil { // a Tool always marshals: its schema was decoded from JSON
+		panic(err)
 	}
-	if t.Title != "" {
-		w["title"] = t.Title
-	}
-	if t.Description != "" {
-		w["description"] = t.Description
-	}
-	return w
+	return v.(map[string]any)
 }
 
 // rootLosses reports the root combinators the MCP export leaves out.

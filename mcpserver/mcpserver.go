@@ -39,7 +39,9 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -65,6 +67,21 @@ type Options[C any] struct {
 	// first, passed to the export ([actions.ToolOptions]): each
 	// localized text parameter's description then names them.
 	Languages []string
+	// Caller builds who calls from what the transport authenticated: the
+	// verified bearer token (nil without one, and over stdio) and the
+	// HTTP header (nil over stdio); never from the call's arguments. Its
+	// result becomes the Host's Caller when Host leaves it nil, with the
+	// surface mcp when it names none, and Token and Scopes set from the
+	// token. It also decides what tools/list shows (see [AddTools]) and
+	// what [ScopeChallenge] answers. Nil: no caller, no gate but the
+	// registry's switches (docs/gate.md).
+	Caller func(ctx context.Context, token *auth.TokenInfo, header http.Header) *actions.Caller
+	// RequestStateKey signs the request state of a confirmation asked
+	// through a 2026-07-28 input request (HMAC-SHA256). Servers behind
+	// one address share it; nil: a random key per AddTools.
+	RequestStateKey []byte
+
+	state *requestState
 }
 
 // AddTools adds each visible action of reg to s as a tool, named and
@@ -88,6 +105,7 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 	if s == nil || reg == nil {
 		return errors.New("mcpserver: AddTools needs a server and a registry")
 	}
+	opts.state = newRequestState(opts.RequestStateKey)
 	tools, err := reg.Tools(&actions.ToolOptions{Languages: opts.Languages})
 	if err != nil {
 		return fmt.Errorf("mcpserver: %w", err)
@@ -108,10 +126,12 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 		}
 		all = append(all, pending{mt, &toolHandler[C]{reg: reg, id: id, name: t.Name, opts: opts}})
 	}
+	handlers := make([]*toolHandler[C], 0, len(all))
 	for _, p := range all {
 		s.AddTool(p.tool, p.handler.call)
+		handlers = append(handlers, p.handler)
 	}
-	s.AddReceivingMiddleware(hideUnknownToolName)
+	s.AddReceivingMiddleware(hideUnknownToolName, gateMiddleware(reg, opts, aliasHandlers(reg, handlers)))
 	return nil
 }
 
@@ -148,7 +168,7 @@ func sdkTool(t actions.Tool) (*mcp.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: tool %s: input schema: %w", t.Name, err)
 	}
-	destructive := t.Annotations.DestructiveHint
+	destructive, openWorld := t.Annotations.DestructiveHint, t.Annotations.OpenWorldHint
 	return &mcp.Tool{
 		Name:        t.Name,
 		Title:       t.Title,
@@ -157,6 +177,8 @@ func sdkTool(t actions.Tool) (*mcp.Tool, error) {
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    t.Annotations.ReadOnlyHint,
 			DestructiveHint: &destructive,
+			IdempotentHint:  t.Annotations.IdempotentHint,
+			OpenWorldHint:   &openWorld,
 		},
 	}, nil
 }
@@ -184,7 +206,14 @@ func (h *toolHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (re
 	if h.opts.Host != nil {
 		host = h.opts.Host(ctx, req)
 	}
+	host = h.withCaller(ctx, req, host)
+	if req.Params != nil && req.Params.RequestState != "" {
+		return h.resume(ctx, req, host) // the answer to a confirmation
+	}
 	_, entry, runErr := h.reg.Run(ctx, h.id, arguments(req), host)
+	if rf := (*actions.Refusal)(nil); errors.As(runErr, &rf) && rf.Code == actions.CodeConfirmationRequired {
+		return h.held(ctx, req, host, rf)
+	}
 	if runErr != nil {
 		return h.refused(ctx, runErr)
 	}
@@ -308,6 +337,7 @@ func refusalText(r *actions.Refusal) string {
 		b.WriteString("\nretry: ")
 		b.WriteString(string(retry))
 	}
+	gateText(&b, r)
 	if r.NextAction != "" {
 		b.WriteString("\nnext action: ")
 		b.WriteString(r.NextAction)
@@ -323,10 +353,15 @@ type refusalJSON struct {
 	Issues     []actions.Issue `json:"issues,omitempty"`
 	Retry      actions.Retry   `json:"retry,omitempty"`
 	NextAction string          `json:"nextAction,omitempty"`
+	// The gate's particulars (docs/gate.md).
+	Scopes  []string         `json:"scopes,omitempty"`
+	RetryAt time.Time        `json:"retryAt,omitzero"`
+	Pending *actions.Receipt `json:"pending,omitempty"`
 }
 
 func refusalData(r *actions.Refusal) refusalJSON {
-	return refusalJSON{Code: r.Code, Message: r.Message, Issues: r.Issues, Retry: r.Policy().Retry, NextAction: r.NextAction}
+	return refusalJSON{Code: r.Code, Message: r.Message, Issues: r.Issues, Retry: r.Policy().Retry, NextAction: r.NextAction,
+		Scopes: r.Scopes, RetryAt: r.RetryAt, Pending: r.Pending}
 }
 
 // protocolError is a JSON-RPC error whose data holds the refusal's code,

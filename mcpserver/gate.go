@@ -1,0 +1,373 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actionreg/actions"
+)
+
+// protocolMultiRoundTrip is the first MCP version whose servers send no
+// requests of their own: elicitation travels as input requests in a
+// tools/call result (SEP-2322), and ServerSession.Elicit is refused.
+const protocolMultiRoundTrip = "2026-07-28"
+
+// confirmInput is the id of the one input request a held call asks.
+const confirmInput = "confirm"
+
+// callerOf builds the caller of a request with opts.Caller, or nil. The
+// surface defaults to mcp; Token and Scopes always come from the verified
+// token (the transport's own knowledge), whatever the builder said.
+func (o *Options[C]) callerOf(ctx context.Context, token *auth.TokenInfo, header http.Header) *actions.Caller {
+	if o.Caller == nil {
+		return nil
+	}
+	c := o.Caller(ctx, token, header)
+	if c == nil {
+		return nil
+	}
+	cp := *c
+	if cp.Surface == "" {
+		cp.Surface = actions.SurfaceMCP
+	}
+	cp.Token, cp.Scopes = token != nil, nil
+	if token != nil {
+		cp.Scopes = slices.Clone(token.Scopes)
+	}
+	cp.PendingChange = ""
+	return &cp
+}
+
+// extraOf returns the token and header of a request, nil for none.
+func extraOf(req mcp.Request) (*auth.TokenInfo, http.Header) {
+	if req == nil {
+		return nil, nil
+	}
+	if ex := req.GetExtra(); ex != nil {
+		return ex.TokenInfo, ex.Header
+	}
+	return nil, nil
+}
+
+// withCaller returns host with its Caller built from the request, when
+// Options.Caller is set and host has none.
+func (h *toolHandler[C]) withCaller(ctx context.Context, req *mcp.CallToolRequest, host *actions.Host[C]) *actions.Host[C] {
+	if h.opts.Caller == nil || (host != nil && host.Caller != nil) {
+		return host
+	}
+	var hc actions.Host[C]
+	if host != nil {
+		hc = *host
+	}
+	token, header := extraOf(req)
+	hc.Caller = h.opts.callerOf(ctx, token, header)
+	return &hc
+}
+
+// gateMiddleware filters tools/list per caller and routes calls of a
+// deprecated alias's tool name to its action.
+func gateMiddleware[C any](reg *actions.Registry[C], opts Options[C], aliases map[string]*toolHandler[C]) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "tools/call":
+				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil {
+					if h := aliases[cr.Params.Name]; h != nil {
+						return h.call(ctx, cr)
+					}
+				}
+			case "tools/list":
+				res, err := next(ctx, method, req)
+				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && opts.Caller != nil {
+					token, header := extraOf(req)
+					filterTools(lr, reg, opts.callerOf(ctx, token, header))
+				}
+				return res, err
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// filterTools keeps the tools the caller may see (every tool for the
+// host's own view, a nil caller: none) and marks the list private: it
+// varies by authorization, so a cache must not share it between callers
+// (MCP 2026-07-28 cacheScope; older clients ignore the member, and the
+// list is filtered on every request whatever the version).
+func filterTools[C any](lr *mcp.ListToolsResult, reg *actions.Registry[C], c *actions.Caller) {
+	lr.Tools = slices.DeleteFunc(lr.Tools, func(t *mcp.Tool) bool {
+		if c == nil {
+			return true
+		}
+		id, err := actions.ActionID(t.Name)
+		if err != nil {
+			return true
+		}
+		a, ok := reg.Get(id)
+		return !ok || a.ID != id || !a.Offers(c.Surface) || !c.Can(a.Capability)
+	})
+	if lr.Tools == nil {
+		lr.Tools = []*mcp.Tool{}
+	}
+	lr.CacheScope = "private"
+}
+
+// aliasHandlers maps the tool name of each deprecated alias of the tools'
+// actions to a handler calling the action by that alias (recorded under
+// the id, the alias in the audit). Aliases are never listed.
+func aliasHandlers[C any](reg *actions.Registry[C], handlers []*toolHandler[C]) map[string]*toolHandler[C] {
+	out := map[string]*toolHandler[C]{}
+	for _, h := range handlers {
+		a, ok := reg.Get(h.id)
+		if !ok {
+			continue
+		}
+		for _, alias := range a.DeprecatedAliases {
+			name := actions.ToolName(alias)
+			hc := *h
+			hc.id, hc.name = alias, name
+			out[name] = &hc
+		}
+	}
+	return out
+}
+
+// held answers a call the registry held as a pending change (refusal r,
+// confirmation_required with its receipt). When the client can ask its
+// person, the server asks: on 2025-11-25 sessions through
+// elicitation/create (ServerSession.Elicit), on 2026-07-28 through an
+// input request in the result (multi round-trip), whose request state
+// binds the answer to this change, this principal and these arguments.
+// Accept confirms the change (every check again, the body once); decline,
+// cancel or no answer rejects it and nothing runs. Otherwise the client
+// gets r as a tool result: the receipt, to be confirmed later on the
+// host's own screen ([actions.Registry.Confirm]).
+func (h *toolHandler[C]) held(ctx context.Context, req *mcp.CallToolRequest, host *actions.Host[C], r *actions.Refusal) (*mcp.CallToolResult, error) {
+	rc := r.Pending
+	caps := req.ClientCapabilities()
+	if rc == nil || host == nil || host.Caller == nil || caps == nil || caps.Elicitation == nil {
+		return toolError(r), nil
+	}
+	ask := &mcp.ElicitParams{Mode: "form", Message: h.question(rc, req),
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
+	if req.ProtocolVersion() >= protocolMultiRoundTrip {
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{confirmInput: ask},
+			RequestState:  h.opts.state.sign(rc.ID, host.Caller.Principal, h.name, arguments(req)),
+		}, nil
+	}
+	if req.Session == nil {
+		return toolError(r), nil
+	}
+	answer, err := req.Session.Elicit(ctx, ask)
+	if err != nil {
+		h.report(ctx, err)
+	}
+	return h.decide(ctx, host, rc.ID, err == nil && answer != nil && answer.Action == "accept")
+}
+
+// resume answers the retry of a call whose result asked for input
+// (2026-07-28): the request state must be the one this server signed for
+// this principal, tool and arguments; the answer decides the change.
+func (h *toolHandler[C]) resume(ctx context.Context, req *mcp.CallToolRequest, host *actions.Host[C]) (*mcp.CallToolResult, error) {
+	if host == nil || host.Caller == nil {
+		return toolError(staleRequest()), nil
+	}
+	id, ok := h.opts.state.verify(req.Params.RequestState, host.Caller.Principal, h.name, arguments(req))
+	if !ok {
+		return toolError(staleRequest()), nil
+	}
+	answer, _ := req.Params.InputResponses[confirmInput].(*mcp.ElicitResult)
+	return h.decide(ctx, host, id, answer != nil && answer.Action == "accept")
+}
+
+// decide confirms the pending change id as host's caller, or rejects it.
+func (h *toolHandler[C]) decide(ctx context.Context, host *actions.Host[C], id string, accept bool) (*mcp.CallToolResult, error) {
+	if !accept {
+		// The answer ends the change even when the call was cancelled.
+		if err := h.reg.Reject(context.WithoutCancel(ctx), id, host.Caller); err != nil && !errors.Is(err, actions.ErrUnknownChange) {
+			h.report(ctx, err)
+		}
+		return toolError(declined()), nil
+	}
+	_, entry, err := h.reg.Confirm(ctx, id, host)
+	if err != nil {
+		return h.refused(ctx, err)
+	}
+	return resultOf(entry), nil
+}
+
+// question is what the person is asked: the tool and the exact arguments
+// the client sent (the person's own call, shown to that person).
+func (h *toolHandler[C]) question(rc *actions.Receipt, req *mcp.CallToolRequest) string {
+	title := h.name
+	if a, ok := h.reg.Get(rc.Action); ok && a.Title != "" {
+		title = a.Title + " (" + h.name + ")"
+	}
+	args := "{}"
+	if raw, ok := arguments(req).(json.RawMessage); ok {
+		if c, err := actions.CanonicalJSON(raw); err == nil {
+			args = string(c)
+		}
+	}
+	return "Run " + title + " with " + args + "? Nothing runs unless you accept."
+}
+
+func declined() *actions.Refusal {
+	r := actions.NewRefusal(actions.CodeConfirmationRequired, "the person did not confirm the call; nothing ran")
+	r.NextAction = "Do not call again unless the user asks for it."
+	return r
+}
+
+func staleRequest() *actions.Refusal {
+	r := actions.NewRefusal(actions.CodeUnknownChange, "the request state does not match a change of this caller and call")
+	return r
+}
+
+// requestState signs the state of a held call's input request: the
+// pending change's id, bound to the principal, the tool and a digest of
+// the arguments by an HMAC-SHA256 under the server's key. The change
+// itself is single use ([actions.Registry.Confirm] takes it), and expires
+// with the change.
+type requestState struct{ key []byte }
+
+func newRequestState(key []byte) *requestState {
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			panic("mcpserver: no randomness for the request-state key: " + err.Error())
+		}
+	}
+	return &requestState{key: slices.Clone(key)}
+}
+
+func (s *requestState) mac(id, principal, tool string, args any) []byte {
+	digest := sha256.New()
+	if raw, ok := args.(json.RawMessage); ok {
+		if c, err := actions.CanonicalJSON(raw); err == nil {
+			digest.Write(c)
+		}
+	}
+	m := hmac.New(sha256.New, s.key)
+	for _, part := range []string{"actions-confirm-v1", id, principal, tool, string(digest.Sum(nil))} {
+		m.Write([]byte(part))
+		m.Write([]byte{0})
+	}
+	return m.Sum(nil)
+}
+
+func (s *requestState) sign(id, principal, tool string, args any) string {
+	return id + "." + hex.EncodeToString(s.mac(id, principal, tool, args))
+}
+
+func (s *requestState) verify(state, principal, tool string, args any) (string, bool) {
+	id, sig, ok := strings.Cut(state, ".")
+	if !ok {
+		return "", false
+	}
+	got, err := hex.DecodeString(sig)
+	if err != nil {
+		return "", false
+	}
+	return id, hmac.Equal(got, s.mac(id, principal, tool, args))
+}
+
+// ScopeChallenge returns HTTP middleware that answers a tools/call whose
+// caller's token lacks the scope the tool's action needs with HTTP 403 and
+// the RFC 6750 challenge (WWW-Authenticate: Bearer
+// error="insufficient_scope", scope="...", resource_metadata="..."), as
+// the MCP authorization spec's scope challenge says (2025-11-25, runtime
+// insufficient scope errors; 2026-07-28, scope challenge handling). A
+// tool handler cannot set the HTTP status, so this runs before the MCP
+// handler: wrap the streamable HTTP handler with it, inside the SDK's
+// auth.RequireBearerToken (which puts the verified token on the request's
+// context).
+//
+// It reads the body of a POST (at most maxBody bytes, default 4 MiB as
+// the SDK's; a larger body passes untouched) and puts it back, and asks
+// [actions.Registry.Admit] as the caller opts.Caller builds: a call that
+// an earlier check refuses (an unknown or forbidden tool) or that passes
+// goes on to the MCP handler, which answers as for any call, so that the
+// 403 tells nothing to a caller who may not see the tool. Every other
+// request passes untouched.
+func ScopeChallenge[C any](reg *actions.Registry[C], opts Options[C], maxBody int64) func(http.Handler) http.Handler {
+	if maxBody <= 0 {
+		maxBody = 4 << 20
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost || opts.Caller == nil || r.Body == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+			if err != nil || int64(len(body)) > maxBody {
+				next.ServeHTTP(w, r)
+				return
+			}
+			var msg struct {
+				Method string `json:"method"`
+				Params struct {
+					Name string `json:"name"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			id, err := actions.ActionID(msg.Params.Name)
+			if err != nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			caller := opts.callerOf(r.Context(), auth.TokenInfoFromContext(r.Context()), r.Header)
+			var rf *actions.Refusal
+			if err := reg.Admit(r.Context(), id, caller); errors.As(err, &rf) && rf.Code == actions.CodeInsufficientScope && rf.Challenge != "" {
+				w.Header().Set("WWW-Authenticate", rf.Challenge)
+				http.Error(w, "insufficient_scope: the token lacks the scope this tool needs", http.StatusForbidden)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// gateText writes the gate's particulars of a refusal for a model: the
+// scopes a call needs, when to retry, the receipt of a held call.
+func gateText(b *strings.Builder, r *actions.Refusal) {
+	if len(r.Scopes) > 0 {
+		b.WriteString("\nscopes needed: ")
+		b.WriteString(strings.Join(r.Scopes, " "))
+	}
+	if !r.RetryAt.IsZero() {
+		b.WriteString("\nretry at: ")
+		b.WriteString(r.RetryAt.UTC().Format(time.RFC3339))
+	}
+	if p := r.Pending; p != nil {
+		b.WriteString("\npending change: ")
+		b.WriteString(p.ID)
+		b.WriteString(" (")
+		b.WriteString(p.Action)
+		b.WriteString("), expires ")
+		b.WriteString(p.Expires.UTC().Format(time.RFC3339))
+		b.WriteString("; the user confirms it on the host's own screen")
+	}
+}

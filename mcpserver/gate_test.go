@@ -380,4 +380,3 @@ func mustJSON(t *testing.T, v any) []byte {
 	require.NoError(t, err)
 	return data
 }
-

@@ -104,6 +104,12 @@ type Definition struct {
 	// Writes lists the model schemas the action may write. The registry
 	// keeps it for hosts and does not read it.
 	Writes []string `json:"writes,omitempty"`
+	// OutputSchema is a JSON Schema 2020-12 that every result of the
+	// action must satisfy (MCP's Tool.outputSchema), in the forms
+	// Parameters takes; its root may be any schema object. Nil means no
+	// contract: results are not checked. [Typed] infers it from the
+	// result's Go type. See docs/typed.md for what a breach gives.
+	OutputSchema any `json:"outputSchema,omitempty"`
 }
 
 // Action is a definition with its body. C is the context the host builds
@@ -120,6 +126,9 @@ type Definition struct {
 type Action[C any] struct {
 	Definition
 	Run Body[C]
+
+	// err is what [Typed] found wrong, reported by Register.
+	err error
 }
 
 // New returns the action of def whose body is body, for [Registry.Register]:
@@ -148,7 +157,8 @@ func (d *Definition) UnmarshalJSON(data []byte) error {
 	type plain Definition
 	var raw struct {
 		plain
-		Parameters json.RawMessage `json:"parameters,omitempty"`
+		Parameters   json.RawMessage `json:"parameters,omitempty"`
+		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	}
 	// encoding/json matches member names without regard to case, so that
 	// "Exposure" would silently win over "exposure": names must be exact.
@@ -170,19 +180,12 @@ func (d *Definition) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("definition: data after the object")
 	}
 	*d = Definition(raw.plain)
-	d.Parameters = nil
-	switch p := bytes.TrimSpace(raw.Parameters); {
-	case len(p) == 0 || string(p) == "null":
-	case p[0] == '"':
-		var text string
-		if err := json.Unmarshal(p, &text); err != nil {
-			return fmt.Errorf("definition %q: parameters: %w", d.ID, err)
-		}
-		d.Parameters = json.RawMessage(text)
-	case p[0] == '{':
-		d.Parameters = json.RawMessage(p)
-	default:
-		return fmt.Errorf("definition %q: parameters must be a schema object or its JSON text", d.ID)
+	var err error
+	if d.Parameters, err = schemaMember(d.ID, "parameters", raw.Parameters); err != nil {
+		return err
+	}
+	if d.OutputSchema, err = schemaMember(d.ID, "outputSchema", raw.OutputSchema); err != nil {
+		return err
 	}
 	switch d.Kind {
 	case "", KindRead, KindAction:
@@ -200,6 +203,24 @@ func (d *Definition) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("definition %q: %w", d.ID, err)
 	}
 	return nil
+}
+
+// schemaMember reads a member holding a schema object or a string of its
+// JSON text, as json.RawMessage; nil when absent or null.
+func schemaMember(id, name string, raw json.RawMessage) (any, error) {
+	switch p := bytes.TrimSpace(raw); {
+	case len(p) == 0 || string(p) == "null":
+		return nil, nil
+	case p[0] == '"':
+		var text string
+		if err := json.Unmarshal(p, &text); err != nil {
+			return nil, fmt.Errorf("definition %q: %s: %w", id, name, err)
+		}
+		return json.RawMessage(text), nil
+	case p[0] == '{':
+		return json.RawMessage(p), nil
+	}
+	return nil, fmt.Errorf("definition %q: %s must be a schema object or its JSON text", id, name)
 }
 
 // definitionMember reports whether name is the exact JSON name of a

@@ -38,6 +38,11 @@ const (
 	// Not a fault of the server, nor of the call: retry as the caller
 	// sees fit.
 	CodeCancelled Code = "cancelled"
+	// CodeOutputInvalid: the body's result breaks the action's output
+	// schema (the plugin SDK seed's output-invalid). The body ran; the
+	// result is withheld, and the issues are for the host (errors.As
+	// with *OutputError).
+	CodeOutputInvalid Code = "output_invalid"
 )
 
 // Sentinels for [errors.Is]: a *Refusal matches the sentinel of its code.
@@ -52,6 +57,7 @@ var (
 	ErrUnknownReference    = errors.New(string(CodeUnknownReference))
 	ErrInternal            = errors.New(string(CodeInternal))
 	ErrCancelled           = errors.New(string(CodeCancelled))
+	ErrOutputInvalid       = errors.New(string(CodeOutputInvalid))
 )
 
 func sentinelOf(c Code) error {
@@ -72,6 +78,8 @@ func sentinelOf(c Code) error {
 		return ErrInternal
 	case CodeCancelled:
 		return ErrCancelled
+	case CodeOutputInvalid:
+		return ErrOutputInvalid
 	}
 	s, _, _ := gateSentinel(c)
 	return s
@@ -109,7 +117,7 @@ type Policy struct {
 // (a body that knows better sets Retry on its [Refusal]).
 func PolicyOf(c Code) Policy {
 	switch c {
-	case CodeUnknownAction, CodeDuplicateName, CodeConstraintViolation:
+	case CodeUnknownAction, CodeDuplicateName, CodeConstraintViolation, CodeOutputInvalid:
 		return Policy{TransportProtocol, RetryNever}
 	case CodeInvalidParameters, CodeUnknownReference, CodeInvalidScriptStep:
 		return Policy{TransportToolResult, RetryAfterEdit}
@@ -140,7 +148,7 @@ func Policies() map[Code]Policy {
 // registryCodes are the codes the registry itself raises.
 func registryCodes() []Code {
 	return append([]Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
-		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled},
+		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled, CodeOutputInvalid},
 		gateCodes...)
 }
 
@@ -286,6 +294,8 @@ func nextActionOf(c Code) string {
 		return "The call was cancelled before it ended; call again if it is still wanted."
 	case CodeDuplicateName, CodeConstraintViolation:
 		return "Fix the definition; calling again will not help."
+	case CodeOutputInvalid:
+		return "Do not retry: the action's result broke its own contract; tell the user the action failed."
 	}
 	return gateNextAction(c)
 }

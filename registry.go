@@ -67,6 +67,7 @@ type Registry[C any] struct {
 type registered[C any] struct {
 	action Action[C]
 	params *ParameterSchema
+	output *ParameterSchema // nil: no output contract
 }
 
 // Options configures a registry. The zero value means every default.
@@ -190,6 +191,9 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 			return nil, err
 		}
 	}
+	if a.err != nil {
+		return nil, a.err
+	}
 	if a.Run == nil {
 		return nil, refusef(CodeConstraintViolation, "the action has no body",
 			Issue{Path: "/run", Keyword: "run", Message: "the body is nil"})
@@ -222,7 +226,14 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 	if err := a.Definition.own(); err != nil {
 		return nil, err
 	}
-	return &registered[C]{action: a, params: ps}, nil
+	out, err := compileOutput(a.OutputSchema, r.limits)
+	if err != nil {
+		return nil, err
+	}
+	if out != nil {
+		a.OutputSchema = out.Schema()
+	}
+	return &registered[C]{action: a, params: ps, output: out}, nil
 }
 
 // Bind registers the definitions of a manifest with the bodies of the same
@@ -422,8 +433,14 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 		err = reg.action.declared(err)
 		return nil, entry.refused(err, entry.Parameters), err
 	}
+	written := result
+	if reg.output != nil {
+		if written, err = reg.output.checkOutput(id, result); err != nil {
+			return nil, entry.refused(err, entry.Parameters), err
+		}
+	}
 	if result != nil {
-		if entry.Result, err = canonicalString(result); err != nil {
+		if entry.Result, err = canonicalString(written); err != nil {
 			return nil, entry.refused(err, entry.Parameters), err
 		}
 	}

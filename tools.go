@@ -217,6 +217,9 @@ func (r *Registry[C]) Definitions() []Definition {
 		if d.Parameters != nil {
 			d.Parameters = reg.params.Schema()
 		}
+		if reg.output != nil {
+			d.OutputSchema = reg.output.Schema()
+		}
 		if d.Writes != nil {
 			d.Writes = append([]string{}, d.Writes...)
 		}

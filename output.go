@@ -1,0 +1,113 @@
+package actions
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// An output contract is an action's promise about its results: the
+// output schema of its [Definition] (MCP's Tool.outputSchema). The
+// registry compiles it at Register with the same strict rules as a
+// parameters schema, except that its root may be any schema object, and
+// checks each result against it after the body returns: a result that
+// breaks it never reaches the caller.
+
+// compileOutput compiles an output schema; nil gives nil. Refusals are
+// those of [CompileParameters] without the rule on the root:
+// constraint_violation, "invalid output schema", each issue's pointer
+// prefixed with /outputSchema (as Register prefixes a parameters schema's
+// with /parameters).
+func compileOutput(s any, limits Limits) (*ParameterSchema, error) {
+	if s == nil {
+		return nil, nil
+	}
+	ps, err := compileParameters(s, limits.withDefaults(), false)
+	if err != nil {
+		if r := asRefusal(err); r != nil && r.Code == CodeConstraintViolation {
+			c := *r
+			c.Message = "invalid output schema"
+			c.Issues = make([]Issue, len(r.Issues))
+			for i, is := range r.Issues {
+				is.Path = "/outputSchema" + is.Path
+				is.Message = strings.Replace(is.Message, "parameters schema", "output schema", 1)
+				c.Issues[i] = is
+			}
+			return nil, &c
+		}
+		return nil, err
+	}
+	return ps, nil
+}
+
+// OutputError is the cause (errors.Unwrap, errors.As) of an
+// output_invalid refusal: which action's result broke its output schema,
+// and where. Its issues point (RFC 6901) into the result; their messages,
+// as every issue's, hold no value of the result.
+type OutputError struct {
+	Action string  // the action id
+	Issues []Issue // sorted by path, then keyword
+}
+
+func (e *OutputError) Error() string {
+	var b strings.Builder
+	b.WriteString("actions: the result of ")
+	b.WriteString(e.Action)
+	b.WriteString(" breaks its output schema")
+	for i, is := range e.Issues {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		if is.Path != "" {
+			b.WriteString(is.Path)
+			b.WriteString(" ")
+		}
+		b.WriteString(is.Message)
+	}
+	return b.String()
+}
+
+// checkOutput returns the result of action id in JSON's Go types, after
+// checking it against the output schema ps. A result without a JSON form
+// gives an internal refusal; a breach gives an output_invalid refusal
+// whose cause is an *OutputError.
+func (ps *ParameterSchema) checkOutput(id string, result any) (any, error) {
+	v, err := resultValue(result)
+	if err != nil {
+		return nil, err
+	}
+	if err := ps.validate(v); err != nil {
+		var ve *jsonschema.ValidationError
+		issues := []Issue{{Path: "", Keyword: "schema", Message: "breaks the output schema"}}
+		if errors.As(err, &ve) {
+			issues = issuesOf(ve)
+		} else if r := asRefusal(err); r != nil {
+			return nil, r // the engine panicked
+		}
+		msg, issues := capIssues("the action's result breaks its output schema", issues)
+		r := refusef(CodeOutputInvalid, msg, issues...)
+		r.cause = &OutputError{Action: id, Issues: issues}
+		return nil, r
+	}
+	return v, nil
+}
+
+// resultValue returns a result in JSON's Go types (numbers as
+// json.Number), as its JSON text says: a Go value goes through
+// encoding/json, so that its own MarshalJSON methods apply, as they do in
+// the run entry.
+func resultValue(result any) (any, error) {
+	if result == nil {
+		return nil, nil
+	}
+	v, cerr := copyValue(result, canonicalMaxDepth)
+	if cerr != nil {
+		r := refusef(CodeInternal, "the result has no JSON form")
+		r.cause = cerr
+		return nil, r
+	}
+	return v, nil
+}

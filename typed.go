@@ -1,0 +1,501 @@
+package actions
+
+import (
+	"context"
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/actionreg/actions/internal/ijson"
+)
+
+// Typed returns an action whose body takes its parameters as a Go value P
+// and returns its result as a Go value R. It is an ordinary [Action]: the
+// registry checks each call against the parameters schema as for any
+// action, then decodes the checked copy (defaults filled, refs resolved)
+// into a P, runs body, and records R's canonical JSON in the run entry.
+// Batches, replay, tools and mcpserver see no difference.
+//
+// The parameters schema:
+//   - when def.Parameters is nil, it is inferred from P with
+//     github.com/google/jsonschema-go (jsonschema.ForType, the function
+//     the official MCP Go SDK uses), so the struct tags written for the
+//     SDK mean the same here: json for names and omitempty (a field
+//     without omitempty or omitzero is required), jsonschema for a
+//     description. The tag actions:"ref=SCHEMA" on a string field (or
+//     *string, []string) adds the ref keyword: the value names an
+//     instance of the model schema SCHEMA and reaches the body resolved
+//     (see [RefResolver]). A struct has additionalProperties false;
+//     *big.Int is "type": "integer", json.Number "type": "number",
+//     time.Time and []byte strings (RFC 3339, base64);
+//   - when def.Parameters is given (to declare defaults, enums, bounds,
+//     formats, refs: what tags cannot say), it is kept, and checked
+//     against P when Register runs: every required property must have a
+//     field, every field a property, and their types must agree (a
+//     property of type number for an int field is refused, as 1.5 would
+//     pass the schema and fit no int).
+//
+// P must be a struct, a pointer to one, or a map with string keys
+// (map[string]any receives the checked copy as it is). Decoding follows
+// encoding/json's names and rules, with numbers exact: an integer field
+// takes any JSON number whose value is an integer within the field's
+// range (1e2 and 100.0 fit an int8; 300 and 1.5 do not); a float field
+// takes the nearest value; json.Number and *big.Int fields take the
+// number's exact value; time.Time takes RFC 3339 text; a pointer field
+// stays nil when its property is absent; null leaves a field at its zero
+// value. A value that does not fit its field refuses the call with
+// invalid_parameters, one issue (keyword "type") at each value's
+// pointer, and the body does not run.
+//
+// The output schema, when def.OutputSchema is nil and R is not an
+// interface type, is inferred from R the same way; for a pointer R, from
+// the type it points to. [Registry.Run] checks each result against it
+// (see [Definition].OutputSchema): a typed nil pointer is JSON null and
+// breaks an object schema (output_invalid: return a pointer to a value);
+// a nil slice is null and passes, since jsonschema-go allows null for a
+// slice; an empty struct is {} and passes its schema, which allows no
+// property.
+//
+// Errors: Typed itself never fails; what it finds wrong is kept in the
+// action and returned by Register, as a *Refusal constraint_violation
+// whose issues point into the schema and name the Go type and field: a
+// nil body; a P that is not a struct or string-keyed map; a type that
+// refers to itself, or holds a channel, a function, a complex number, an
+// unsafe pointer, a map with keys other than strings, an interface other
+// than any (in P), a field with the json option ",string", an embedded
+// field with a json name, or (for inference) a type with its own JSON
+// methods that jsonschema-go does not know; a disagreement between the
+// given schema and P.
+func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C) (R, error)) Action[C] {
+	a := Action[C]{Definition: def}
+	if body == nil {
+		a.err = refusef(CodeConstraintViolation, "the action has no body",
+			Issue{Path: "/run", Keyword: "run", Message: "the body is nil"})
+		return a
+	}
+	dec, doc, err := typedParameters(def.Parameters, reflect.TypeFor[P]())
+	if err != nil {
+		a.err = err
+		return a
+	}
+	if def.Parameters == nil {
+		a.Parameters = doc
+	}
+	if def.OutputSchema == nil {
+		out, err := inferOutput(reflect.TypeFor[R]())
+		if err != nil {
+			a.err = err
+			return a
+		}
+		if out != nil {
+			a.OutputSchema = out
+		}
+	}
+	decode := decoderFunc[P](dec)
+	a.Run = func(ctx context.Context, params map[string]any, c C) (any, error) {
+		p, err := decode(params)
+		if err != nil {
+			return nil, err
+		}
+		r, err := body(ctx, p, c)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	return a
+}
+
+// decoderFunc returns the function that turns the checked copy into a P.
+func decoderFunc[P any](dec *decoder) func(map[string]any) (P, error) {
+	if dec.kind == decJSONMap {
+		return func(m map[string]any) (P, error) { return any(m).(P), nil }
+	}
+	return func(m map[string]any) (P, error) {
+		var p P
+		st := decodeState{}
+		dec.decode(m, reflect.ValueOf(&p).Elem(), &st)
+		if len(st.issues) > 0 {
+			msg, issues := capIssues("the parameters do not fit the action's Go type", sortIssues(st.issues))
+			return p, refusef(CodeInvalidParameters, msg, issues...)
+		}
+		return p, nil
+	}
+}
+
+// typedParameters plans the decoding of P and, without a given schema,
+// infers the parameters schema; with one, it checks that P agrees.
+func typedParameters(given any, pt reflect.Type) (*decoder, map[string]any, error) {
+	root := pt
+	if root.Kind() == reflect.Pointer {
+		root = root.Elem()
+	}
+	switch {
+	case root.Kind() == reflect.Struct:
+	case root.Kind() == reflect.Map && root.Key().Kind() == reflect.String:
+	default:
+		return nil, nil, typeRefusal("", fmt.Sprintf("the parameters type %s is not a struct or a map with string keys: parameters are a JSON object", pt))
+	}
+	w := &typeWalk{input: true, overrides: map[reflect.Type]*jsonschema.Schema{}}
+	dec, err := w.plan(pt, "", "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if given != nil {
+		doc, err := schemaDocument(given, Limits{}.withDefaults())
+		if err != nil {
+			// The compile at Register refuses it, with the right limits.
+			return dec, nil, nil
+		}
+		if err := agree(doc, dec); err != nil {
+			return nil, nil, err
+		}
+		return dec, nil, nil
+	}
+	doc, err := w.infer(pt)
+	if err != nil {
+		return nil, nil, err
+	}
+	applyRefs(doc, dec)
+	return dec, doc, nil
+}
+
+// inferOutput infers R's output schema, or nil for an interface R.
+func inferOutput(rt reflect.Type) (map[string]any, error) {
+	if rt.Kind() == reflect.Interface {
+		return nil, nil
+	}
+	if rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	w := &typeWalk{overrides: map[reflect.Type]*jsonschema.Schema{}}
+	if _, err := w.plan(rt, "", ""); err != nil {
+		r := asRefusal(err)
+		r.Message = "the result type cannot be described by an output schema"
+		return nil, r
+	}
+	return w.infer(rt)
+}
+
+func typeRefusal(ptr, msg string) *Refusal {
+	return refusef(CodeConstraintViolation, "the Go type cannot be used as the action's parameters",
+		Issue{Path: ptr, Keyword: "gotype", Message: msg})
+}
+
+// typeSchemas are the schemas of the types whose JSON form is not what
+// their Go structure says; jsonschema-go knows time.Time, slog.Level and
+// the big numbers as strings, but encoding/json writes a big.Int and a
+// json.Number as numbers.
+func typeSchemas() map[reflect.Type]*jsonschema.Schema {
+	return map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[big.Int]():     {Type: "integer"},
+		reflect.TypeFor[json.Number](): {Type: "number"},
+	}
+}
+
+// knownJSON are the types with JSON methods that the decoder or
+// jsonschema-go know.
+var knownJSON = map[reflect.Type]bool{
+	reflect.TypeFor[time.Time]():   true,
+	reflect.TypeFor[big.Int]():     true,
+	reflect.TypeFor[big.Float]():   true,
+	reflect.TypeFor[big.Rat]():     true,
+	reflect.TypeFor[slog.Level]():  true,
+	reflect.TypeFor[json.Number](): true,
+}
+
+var (
+	jsonMarshaler   = reflect.TypeFor[json.Marshaler]()
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textMarshaler   = reflect.TypeFor[encoding.TextMarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// hasJSONMethods reports whether t or *t writes or reads its own JSON.
+func hasJSONMethods(t reflect.Type) bool {
+	pt := reflect.PointerTo(t)
+	for _, m := range []reflect.Type{jsonMarshaler, jsonUnmarshaler, textMarshaler, textUnmarshaler} {
+		if t.Implements(m) || pt.Implements(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// typeWalk checks a Go type and plans its decoding. input is true for
+// parameters (the decoder must be able to fill every part); overrides
+// gathers the schemas of byte slices, which encoding/json writes as base64
+// strings.
+type typeWalk struct {
+	input     bool
+	stack     []reflect.Type // the named types being walked, for cycles
+	overrides map[reflect.Type]*jsonschema.Schema
+	custom    bool // a type with its own JSON methods was met
+}
+
+// plan walks t, at schema pointer ptr, reached through the Go field
+// named field ("Order.Lines"; "" at the root).
+func (w *typeWalk) plan(t reflect.Type, ptr, field string) (*decoder, error) {
+	where := func() string {
+		if field == "" {
+			return t.String()
+		}
+		return "field " + field + " (" + t.String() + ")"
+	}
+	for _, s := range w.stack {
+		if s == t {
+			return nil, typeRefusal(ptr, fmt.Sprintf("%s refers to the type %s it is part of: an inferred schema cannot refer to itself", where(), t))
+		}
+	}
+	if t.Name() != "" {
+		w.stack = append(w.stack, t)
+		defer func() { w.stack = w.stack[:len(w.stack)-1] }()
+	}
+	d := &decoder{t: t}
+	switch {
+	case t == reflect.TypeFor[json.Number]():
+		d.kind = decNumber
+		return d, nil
+	case t == reflect.TypeFor[time.Time]():
+		d.kind = decTime
+		return d, nil
+	case t == reflect.TypeFor[big.Int]():
+		d.kind = decBigInt
+		return d, nil
+	case t == reflect.TypeFor[json.RawMessage]():
+		d.kind = decRaw
+		return d, nil
+	case knownJSON[t] || (t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && hasJSONMethods(t)):
+		if !knownJSON[t] {
+			w.custom = true
+		}
+		d.kind = decUnmarshal
+		return d, nil
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		d.kind = decBool
+	case reflect.String:
+		d.kind = decString
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		d.kind = decInt
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		d.kind = decUint
+	case reflect.Float32, reflect.Float64:
+		d.kind = decFloat
+	case reflect.Interface:
+		if w.input && t.NumMethod() > 0 {
+			return nil, typeRefusal(ptr, where()+" is an interface with methods: a JSON value cannot fill it")
+		}
+		d.kind = decAny
+	case reflect.Pointer:
+		elem, err := w.plan(t.Elem(), ptr, field)
+		if err != nil {
+			return nil, err
+		}
+		d.kind, d.elem = decPointer, elem
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && !hasJSONMethods(t.Elem()) {
+			if t.Kind() == reflect.Slice {
+				// encoding/json writes a byte slice as base64 text.
+				w.overrides[t] = &jsonschema.Schema{Type: "string", ContentEncoding: "base64"}
+				d.kind = decBytes
+				return d, nil
+			}
+		}
+		elem, err := w.plan(t.Elem(), ptr+"/items", field+"[]")
+		if err != nil {
+			return nil, err
+		}
+		d.kind, d.elem = decSlice, elem
+		if t.Kind() == reflect.Array {
+			d.kind = decArray
+		}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String || hasJSONMethods(t.Key()) {
+			return nil, typeRefusal(ptr, where()+" is a map whose keys are not strings: JSON object names are strings")
+		}
+		elem, err := w.plan(t.Elem(), ptr+"/additionalProperties", field+"[]")
+		if err != nil {
+			return nil, err
+		}
+		d.kind, d.elem = decMap, elem
+		if t == reflect.TypeFor[map[string]any]() {
+			d.kind = decJSONMap
+		}
+	case reflect.Struct:
+		if err := w.planStruct(d, t, ptr); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, typeRefusal(ptr, where()+" has no JSON form ("+t.Kind().String()+")")
+	}
+	return d, nil
+}
+
+// planStruct plans the fields of a struct as jsonschema-go lists them
+// (reflect.VisibleFields: exported, promoted through embedded structs),
+// refusing what encoding/json would read otherwise.
+func (w *typeWalk) planStruct(d *decoder, t reflect.Type, ptr string) error {
+	d.kind = decStruct
+	d.byName = map[string]int{}
+	for _, f := range reflect.VisibleFields(t) {
+		goName := t.Name() + "." + f.Name
+		if t.Name() == "" {
+			goName = t.String() + "." + f.Name
+		}
+		if f.Anonymous {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case name == "-":
+				return typeRefusal(ptr, "the embedded field "+goName+" is tagged json:\"-\": encoding/json skips it, jsonschema-go does not")
+			case name != "" || ft.Kind() != reflect.Struct:
+				return typeRefusal(ptr, "the embedded field "+goName+" is a named member for encoding/json but promoted by jsonschema-go: give it a field name")
+			case f.Type.Kind() == reflect.Pointer && !f.IsExported():
+				return typeRefusal(ptr, "the embedded field "+goName+" points to an unexported struct, which a decoder cannot allocate")
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag, hasTag := f.Tag.Lookup("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if hasTag && name == "-" && opts == "" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		for _, o := range strings.Split(opts, ",") {
+			if o == "string" {
+				return typeRefusal(ijson.AppendToken(ptr+"/properties", name), "field "+goName+" has the json option \",string\", which no inferred schema describes")
+			}
+		}
+		at := ijson.AppendToken(ptr+"/properties", name)
+		if _, dup := d.byName[name]; dup {
+			return typeRefusal(at, "two fields of "+t.String()+" have the JSON name "+name)
+		}
+		fd, err := w.plan(f.Type, at, goName)
+		if err != nil {
+			return err
+		}
+		gf := goField{name: name, goName: goName, index: f.Index, dec: fd}
+		if ref, ok := refTag(f); ok {
+			if !refTarget(f.Type) {
+				return typeRefusal(at, "field "+goName+" has a ref tag but is not a string, *string or []string")
+			}
+			gf.ref = ref
+		} else if hasRefTag(f) {
+			return typeRefusal(at, "field "+goName+" has an actions tag other than ref=SCHEMA")
+		}
+		d.byName[name] = len(d.fields)
+		d.fields = append(d.fields, gf)
+	}
+	return nil
+}
+
+// refTag reads actions:"ref=SCHEMA".
+func refTag(f reflect.StructField) (string, bool) {
+	v, ok := f.Tag.Lookup("actions")
+	if !ok {
+		return "", false
+	}
+	schema, ok := strings.CutPrefix(v, "ref=")
+	return schema, ok && schema != ""
+}
+
+func hasRefTag(f reflect.StructField) bool {
+	_, ok := f.Tag.Lookup("actions")
+	return ok
+}
+
+// refTarget reports whether a ref tag may sit on a field of type t.
+func refTarget(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String:
+		return true
+	case reflect.Pointer, reflect.Slice:
+		return t.Elem().Kind() == reflect.String
+	}
+	return false
+}
+
+// infer runs jsonschema-go on t and returns the schema in JSON's Go types.
+func (w *typeWalk) infer(t reflect.Type) (map[string]any, error) {
+	if w.custom {
+		return nil, typeRefusal("", "the type "+t.String()+" holds a type with its own JSON methods that jsonschema-go describes by its Go structure: give the schema in the Definition")
+	}
+	over := typeSchemas()
+	for k, v := range w.overrides {
+		over[k] = v
+	}
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: over})
+	if err != nil {
+		r := typeRefusal("", "jsonschema-go cannot infer a schema from "+t.String())
+		r.cause = err
+		return nil, r
+	}
+	text, err := json.Marshal(s)
+	if err != nil {
+		r := typeRefusal("", "the inferred schema of "+t.String()+" has no JSON form")
+		r.cause = err
+		return nil, r
+	}
+	v, err := ijson.Decode(text, 0)
+	if err != nil {
+		r := typeRefusal("", "the inferred schema of "+t.String()+" is not I-JSON")
+		r.cause = err
+		return nil, r
+	}
+	doc, ok := v.(map[string]any)
+	if !ok {
+		return nil, typeRefusal("", "the inferred schema of "+t.String()+" is not an object")
+	}
+	return doc, nil
+}
+
+// applyRefs writes the ref keyword of each field tagged actions:"ref=S"
+// into the inferred schema doc, which follows dec's structure.
+func applyRefs(doc map[string]any, dec *decoder) {
+	for dec.kind == decPointer {
+		dec = dec.elem
+	}
+	switch dec.kind {
+	case decStruct:
+		props, _ := doc["properties"].(map[string]any)
+		for _, f := range dec.fields {
+			p, ok := props[f.name].(map[string]any)
+			if !ok {
+				continue
+			}
+			if f.ref != "" {
+				if items, ok := p["items"].(map[string]any); ok {
+					items["ref"] = f.ref
+				} else {
+					p["ref"] = f.ref
+				}
+			}
+			applyRefs(p, f.dec)
+		}
+	case decSlice, decArray:
+		if items, ok := doc["items"].(map[string]any); ok {
+			applyRefs(items, dec.elem)
+		}
+	case decMap:
+		if ap, ok := doc["additionalProperties"].(map[string]any); ok {
+			applyRefs(ap, dec.elem)
+		}
+	}
+}

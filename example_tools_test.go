@@ -73,6 +73,7 @@ func ExampleRegistry_Tools_languages() {
 	//           "type": "string"
 	//         },
 	//         "item": {
+	//           "description": "The id or the exact display name of an Item.",
 	//           "ref": "Item",
 	//           "type": "string"
 	//         },

@@ -26,6 +26,13 @@ type Tool struct {
 	// "type": "object", without anyOf, oneOf or allOf at its root. It is
 	// the caller's own copy.
 	InputSchema map[string]any `json:"inputSchema"`
+	// OutputSchema is the action's output schema (see
+	// [Definition].OutputSchema) in JSON's Go types, or nil for an action
+	// without one. Its root may be any schema object: MCP 2025-11-25
+	// accepts only "type": "object" there, 2026-07-28 any schema, so a
+	// connector leaves it out for a client of the older version
+	// (mcpserver does). It is the caller's own copy.
+	OutputSchema map[string]any `json:"outputSchema,omitempty"`
 	// Annotations are the hints MCP clients read; both are always written.
 	Annotations ToolAnnotations `json:"annotations"`
 }
@@ -199,7 +206,7 @@ func (r *Registry[C]) Tools(opts *ToolOptions) ([]Tool, error) {
 		if err := checkToolName(def.ID, ToolName(def.ID)); err != nil {
 			return nil, fmt.Errorf("actions: exporting %s: %w", def.ID, err)
 		}
-		tools = append(tools, toolOf(&def, reg.params.doc, o))
+		tools = append(tools, toolOf(&def, reg.params.doc, reg.output, o))
 	}
 	sortTools(tools)
 	return tools, nil
@@ -234,9 +241,10 @@ func sortTools(tools []Tool) {
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 }
 
-// toolOf builds the tool of def from its decoded, compiled schema doc,
-// which it never changes: the tool gets a deep copy.
-func toolOf(def *Definition, doc map[string]any, o toolOptions) Tool {
+// toolOf builds the tool of def from its decoded, compiled schema doc
+// and its compiled output schema (nil for none), which it never changes:
+// the tool gets deep copies.
+func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o toolOptions) Tool {
 	in := schema.Copy(doc).(map[string]any)
 	delete(in, "$schema") // MCP reads a schema without $schema as 2020-12
 	rule := atLeastOneOf(in["anyOf"])
@@ -244,6 +252,11 @@ func toolOf(def *Definition, doc map[string]any, o toolOptions) Tool {
 	objectProperties(in)
 	if len(o.languages) > 0 {
 		describeLocalized(in, o.languages)
+	}
+	describeRefs(in)
+	var out map[string]any
+	if output != nil {
+		out = output.Schema()
 	}
 	desc := def.Description
 	if len(rule) > 0 {
@@ -253,10 +266,11 @@ func toolOf(def *Definition, doc map[string]any, o toolOptions) Tool {
 		desc = appendSentence(desc, s)
 	}
 	return Tool{
-		Name:        ToolName(def.ID),
-		Title:       def.Title,
-		Description: desc,
-		InputSchema: in,
+		Name:         ToolName(def.ID),
+		Title:        def.Title,
+		Description:  desc,
+		InputSchema:  in,
+		OutputSchema: out,
 		Annotations: ToolAnnotations{ReadOnlyHint: def.IsRead(), DestructiveHint: def.IsDestructive(),
 			IdempotentHint: def.Idempotent, OpenWorldHint: def.OpenWorld},
 	}
@@ -473,6 +487,49 @@ func describeLocalized(s map[string]any, languages []string) {
 			}
 		}
 	}
+}
+
+// describeRefs adds, to each schema under s (s included) whose ref
+// keyword names a model schema, a sentence saying what the value may be:
+// the instance's id or its exact display name. s is the export's own
+// copy; the ref keyword stays.
+func describeRefs(s map[string]any) {
+	if ref, ok := s["ref"].(string); ok && ref != "" {
+		d, _ := s["description"].(string)
+		s["description"] = appendSentence(d, refSentence(ref))
+	}
+	visit := func(v any) {
+		if m, ok := v.(map[string]any); ok {
+			describeRefs(m)
+		}
+	}
+	for _, k := range oneSubschema {
+		visit(s[k])
+	}
+	for _, k := range subschemaMaps {
+		if m, ok := s[k].(map[string]any); ok {
+			for _, sub := range m {
+				visit(sub)
+			}
+		}
+	}
+	for _, k := range subschemaArrays {
+		if a, ok := s[k].([]any); ok {
+			for _, sub := range a {
+				visit(sub)
+			}
+		}
+	}
+}
+
+// refSentence is the description of a ref value of the model schema
+// named schema.
+func refSentence(schema string) string {
+	article := "a "
+	if schema != "" && strings.ContainsRune("AEIOUaeiou", rune(schema[0])) {
+		article = "an "
+	}
+	return "The id or the exact display name of " + article + schema + "."
 }
 
 func languagesSentence(languages []string) string {

@@ -129,6 +129,9 @@ type Action[C any] struct {
 
 	// err is what [Typed] found wrong, reported by Register.
 	err error
+	// agree, set by [Typed] for a given parameters schema, compares the
+	// compiled schema document with the Go type of the parameters.
+	agree func(doc map[string]any) error
 }
 
 // New returns the action of def whose body is body, for [Registry.Register]:

@@ -226,6 +226,11 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 	if err := a.Definition.own(); err != nil {
 		return nil, err
 	}
+	if a.agree != nil {
+		if err := a.agree(ps.doc); err != nil {
+			return nil, err
+		}
+	}
 	out, err := compileOutput(a.OutputSchema, r.limits)
 	if err != nil {
 		return nil, err

@@ -257,6 +257,7 @@ func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o tool
 	var out map[string]any
 	if output != nil {
 		out = output.Schema()
+		objectProperties(out)
 	}
 	desc := def.Description
 	if len(rule) > 0 {

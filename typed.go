@@ -87,6 +87,8 @@ func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C)
 	}
 	if def.Parameters == nil {
 		a.Parameters = doc
+	} else {
+		a.agree = func(doc map[string]any) error { return agree(doc, dec) }
 	}
 	if def.OutputSchema == nil {
 		out, err := inferOutput(reflect.TypeFor[R]())
@@ -149,17 +151,11 @@ func typedParameters(given any, pt reflect.Type) (*decoder, map[string]any, erro
 		return nil, nil, err
 	}
 	if given != nil {
-		doc, err := schemaDocument(given, Limits{}.withDefaults())
-		if err != nil {
-			// The compile at Register refuses it, with the right limits.
-			return dec, nil, nil
-		}
-		if err := agree(doc, dec); err != nil {
-			return nil, nil, err
-		}
-		return dec, nil, nil
+		return dec, nil, nil // compared at Register, once compiled
 	}
-	doc, err := w.infer(pt)
+	// A pointer P is never nil in a body: infer from what it points to,
+	// so that the root is "type": "object", not ["null", "object"].
+	doc, err := w.infer(root)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,12 +172,17 @@ func inferOutput(rt reflect.Type) (map[string]any, error) {
 		rt = rt.Elem()
 	}
 	w := &typeWalk{overrides: map[reflect.Type]*jsonschema.Schema{}}
-	if _, err := w.plan(rt, "", ""); err != nil {
+	_, err := w.plan(rt, "", "")
+	var doc map[string]any
+	if err == nil {
+		doc, err = w.infer(rt)
+	}
+	if err != nil {
 		r := asRefusal(err)
 		r.Message = "the result type cannot be described by an output schema"
 		return nil, r
 	}
-	return w.infer(rt)
+	return doc, nil
 }
 
 func typeRefusal(ptr, msg string) *Refusal {
@@ -197,6 +198,8 @@ func typeSchemas() map[reflect.Type]*jsonschema.Schema {
 	return map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[big.Int]():     {Type: "integer"},
 		reflect.TypeFor[json.Number](): {Type: "number"},
+		// Any JSON value: the decoder writes its canonical text.
+		reflect.TypeFor[json.RawMessage](): {},
 	}
 }
 

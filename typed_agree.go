@@ -47,16 +47,25 @@ func (a *agreement) walk(s map[string]any, dec *decoder, ptr, field string, dept
 	// Follow a local $ref that stands alone, to compare its target.
 	if ref, ok := s["$ref"].(string); ok && len(s) <= 2 {
 		if target, ok := a.resolve(ref); ok {
-			a.walk(target, dec, ptr, field, depth+1)
+			a.walk(target, dec, strings.TrimPrefix(ref, "#"), field, depth+1)
 		}
 		return
 	}
 	types := schemaTypes(s)
 	if types != nil {
+		held := false
 		for _, t := range types {
-			if t != "null" && !fits(t, dec) {
+			if t == "null" {
+				continue
+			}
+			if fits(t, dec) {
+				held = true
+			} else {
 				a.add(ptr+"/type", "type", fmt.Sprintf("the schema allows %s, which %s (%s) cannot hold", t, field, dec.t))
 			}
+		}
+		if !held {
+			return // the parts below would only repeat the fault
 		}
 	}
 	switch dec.kind {

@@ -115,6 +115,7 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 		handler *toolHandler[C]
 	}
 	all := make([]pending, 0, len(tools))
+	later := map[string]json.RawMessage{} // output schemas for 2026-07-28 only
 	for _, t := range tools {
 		id, err := actions.ActionID(t.Name)
 		if err != nil {
@@ -124,7 +125,16 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 		if err != nil {
 			return err
 		}
-		all = append(all, pending{mt, &toolHandler[C]{reg: reg, id: id, name: t.Name, opts: opts}})
+		out, err := outputOf(t)
+		if err != nil {
+			return err
+		}
+		if out.objectRoot {
+			mt.OutputSchema = out.schema
+		} else if out.schema != nil {
+			later[t.Name] = out.schema
+		}
+		all = append(all, pending{mt, &toolHandler[C]{reg: reg, id: id, name: t.Name, opts: opts, output: out}})
 	}
 	handlers := make([]*toolHandler[C], 0, len(all))
 	for _, p := range all {
@@ -132,6 +142,9 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 		handlers = append(handlers, p.handler)
 	}
 	s.AddReceivingMiddleware(hideUnknownToolName, gateMiddleware(reg, opts, aliasHandlers(reg, handlers)))
+	if len(later) > 0 {
+		s.AddReceivingMiddleware(listOutputSchemas(later))
+	}
 	return nil
 }
 
@@ -185,10 +198,11 @@ func sdkTool(t actions.Tool) (*mcp.Tool, error) {
 
 // toolHandler runs the calls of one tool.
 type toolHandler[C any] struct {
-	reg  *actions.Registry[C]
-	id   string // the action id
-	name string // the tool name
-	opts Options[C]
+	reg    *actions.Registry[C]
+	id     string // the action id
+	name   string // the tool name
+	opts   Options[C]
+	output output // the tool's output schema, if any
 }
 
 // call is the SDK's raw ToolHandler: it never returns a plain error (the
@@ -216,6 +230,9 @@ func (h *toolHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (re
 	}
 	if runErr != nil {
 		return h.refused(ctx, runErr)
+	}
+	if h.output.schema != nil {
+		return h.output.result(entry, protocolVersion(req)), nil
 	}
 	return resultOf(entry), nil
 }
@@ -264,7 +281,7 @@ func (h *toolHandler[C]) refused(ctx context.Context, err error) (*mcp.CallToolR
 		// A body's plain error, a resolver's failure, a cancelled
 		// context: the text stays on the server.
 		h.report(ctx, err)
-		return toolError(plainRefusal(err)), nil
+		return h.toolError(plainRefusal(err)), nil
 	}
 	transport := r.Policy().Transport
 	switch {
@@ -277,7 +294,19 @@ func (h *toolHandler[C]) refused(ctx context.Context, err error) (*mcp.CallToolR
 		h.report(ctx, err)
 		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, r)
 	}
-	return toolError(r), nil
+	return h.toolError(r), nil
+}
+
+// toolError renders a refusal as a tool result. A tool with an output
+// schema gets no structuredContent: the refusal object would break that
+// schema, and some clients (the TypeScript SDK v1) reject such a result
+// whatever isError says; the text still holds the refusal.
+func (h *toolHandler[C]) toolError(r *actions.Refusal) *mcp.CallToolResult {
+	res := toolError(r)
+	if h.output.schema != nil {
+		res.StructuredContent = nil
+	}
+	return res
 }
 
 // plainRefusal stands for an error that is not a refusal: its code (that

@@ -1,0 +1,323 @@
+package actions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// typedFixture is one file of testdata/typed: cases of one kind.
+type typedFixture struct {
+	Description string      `json:"description"`
+	Cases       []typedCase `json:"cases"`
+}
+
+// typedCase is one case. type names a Go type of goTypes; as says whether
+// it is the parameters (P) or the result (R). parameters and
+// outputSchema are given schemas (nil: inferred); schema and output are
+// the schemas expected after Register. params are a call's parameters
+// (JSON text), resolve the ref resolver's table (value → key), decoded
+// the P the body receives (see dumpGo). return is what the body returns
+// ("zero": R's zero value, "new": a pointer to a zero value, or JSON
+// text decoded into R); result is the entry's result text.
+type typedCase struct {
+	Name         string            `json:"name"`
+	Type         string            `json:"type"`
+	As           string            `json:"as"`
+	Parameters   json.RawMessage   `json:"parameters"`
+	OutputSchema json.RawMessage   `json:"outputSchema"`
+	Schema       json.RawMessage   `json:"schema"`
+	Output       json.RawMessage   `json:"output"`
+	Params       json.RawMessage   `json:"params"`
+	Resolve      map[string]string `json:"resolve"`
+	Decoded      json.RawMessage   `json:"decoded"`
+	Return       json.RawMessage   `json:"return"`
+	Untyped      bool              `json:"untyped"`
+	Result       *string           `json:"result"`
+	Error        *typedError       `json:"error"`
+}
+
+type typedError struct {
+	Code    Code         `json:"code"`
+	Message string       `json:"message"`
+	Issues  []typedIssue `json:"issues"`
+}
+
+// typedIssue is an expected issue; contains is a part of its message.
+type typedIssue struct {
+	Path     string `json:"path"`
+	Keyword  string `json:"keyword"`
+	Contains string `json:"contains"`
+}
+
+func loadTyped(t *testing.T, name string) []typedCase {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "typed", name+".json"))
+	require.NoError(t, err)
+	var f typedFixture
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&f), name)
+	require.NotEmpty(t, f.Cases, name)
+	return f.Cases
+}
+
+func (c *typedCase) goType(t *testing.T) goType {
+	t.Helper()
+	gt, ok := goTypes[c.Type]
+	require.True(t, ok, "unknown type %q (known: %s)", c.Type, goTypeNames())
+	return gt
+}
+
+func rawOrNil(r json.RawMessage) any {
+	if len(r) == 0 {
+		return nil
+	}
+	return r
+}
+
+// requireTypedRefusal checks err against an expected refusal: the code, the
+// message when given, and the issues in order (path, keyword, a part of
+// the message).
+func requireTypedRefusal(t *testing.T, want *typedError, err error) {
+	t.Helper()
+	var r *Refusal
+	require.ErrorAs(t, err, &r)
+	assert.Equal(t, want.Code, r.Code)
+	if want.Message != "" {
+		assert.Equal(t, want.Message, r.Message)
+	}
+	require.Len(t, r.Issues, len(want.Issues), "issues: %+v", r.Issues)
+	for i, w := range want.Issues {
+		assert.Equal(t, w.Path, r.Issues[i].Path, "issue %d", i)
+		if w.Keyword != "" {
+			assert.Equal(t, w.Keyword, r.Issues[i].Keyword, "issue %d", i)
+		}
+		assert.Contains(t, r.Issues[i].Message, w.Contains, "issue %d", i)
+	}
+}
+
+// TestTypedSchemas: Go types → the inferred parameters and output
+// schemas, or the registration refusal; each inferred tool is valid
+// against $defs/Tool of both MCP versions.
+func TestTypedSchemas(t *testing.T) {
+	for _, c := range append(loadTyped(t, "schemas"), loadTyped(t, "agree")...) {
+		t.Run(c.Name, func(t *testing.T) {
+			gt := c.goType(t)
+			def := Definition{ID: "typed/case", Parameters: rawOrNil(c.Parameters), OutputSchema: rawOrNil(c.OutputSchema)}
+			var a Action[any]
+			switch c.As {
+			case "parameters":
+				var got any
+				a = gt.params(def, &got)
+			case "result":
+				a = gt.result(def, func() (any, error) { return gt.zero(), nil })
+			default:
+				t.Fatalf("as must be parameters or result, not %q", c.As)
+			}
+			reg := NewRegistry[any]()
+			err := reg.Register(a)
+			if c.Error != nil {
+				requireTypedRefusal(t, c.Error, err)
+				return
+			}
+			require.NoError(t, err)
+			d := reg.Definitions()[0]
+			if c.Schema != nil {
+				assert.JSONEq(t, string(c.Schema), toolsJSON(t, d.Parameters), "parameters")
+			}
+			switch {
+			case c.Output != nil:
+				assert.JSONEq(t, string(c.Output), toolsJSON(t, d.OutputSchema), "output schema")
+			case c.As == "result":
+				assert.Nil(t, d.OutputSchema, "output schema")
+			}
+			tools, err := reg.Tools()
+			require.NoError(t, err)
+			require.Len(t, tools, 1)
+			requireMCPToolAnyOutput(t, tools[0])
+		})
+	}
+}
+
+// requireMCPToolAnyOutput checks a tool against $defs/Tool of both MCP
+// versions, as mcpserver lists it: without its output schema for
+// 2025-11-25 when the schema's root is not an object.
+func requireMCPToolAnyOutput(t *testing.T, tool Tool) {
+	t.Helper()
+	schemas, err := mcpToolSchemas()
+	require.NoError(t, err)
+	for version, sch := range schemas {
+		tv := tool
+		if version == "2025-11-25" && tv.OutputSchema != nil && tv.OutputSchema["type"] != "object" {
+			tv.OutputSchema = nil
+		}
+		data, err := json.Marshal(tv)
+		require.NoError(t, err)
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		require.NoError(t, err)
+		assert.NoError(t, sch.Validate(v), "tool %s against MCP %s", tool.Name, version)
+	}
+	_, err = CompileParameters(tool.InputSchema)
+	assert.NoError(t, err, "the inputSchema is a parameters schema")
+}
+
+// TestTypedDecode: parameters → the P the body receives, or the refusal
+// (the body then does not run).
+func TestTypedDecode(t *testing.T) {
+	for _, c := range loadTyped(t, "decode") {
+		t.Run(c.Name, func(t *testing.T) {
+			gt := c.goType(t)
+			var got any
+			ran := false
+			def := Definition{ID: "typed/case", Parameters: rawOrNil(c.Parameters)}
+			a := gt.params(def, &got)
+			body := a.Run
+			a.Run = func(ctx context.Context, p map[string]any, c any) (any, error) {
+				ran = true
+				return body(ctx, p, c)
+			}
+			reg := NewRegistry[any]()
+			require.NoError(t, reg.Register(a))
+			host := &Host[any]{}
+			if c.Resolve != nil {
+				host.Resolve = func(_ context.Context, _, value string) (RefMatches, error) {
+					if k, ok := c.Resolve[value]; ok {
+						return RefMatches{Names: []string{k}}, nil
+					}
+					return RefMatches{}, nil
+				}
+			}
+			_, entry, err := reg.Run(context.Background(), "typed/case", json.RawMessage(c.Params), host)
+			if c.Error != nil {
+				requireTypedRefusal(t, c.Error, err)
+				assert.Equal(t, OutcomeRefused, entry.Outcome)
+				assert.Equal(t, string(c.Error.Code), string(entry.Error))
+				if c.Error.Code == CodeInvalidParameters && got == nil {
+					// A decoding refusal happens inside Run, before the
+					// typed body: it never sees a half-filled P.
+					assert.Nil(t, got)
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.True(t, ran)
+			assert.JSONEq(t, string(c.Decoded), toolsJSON(t, got))
+		})
+	}
+}
+
+// TestTypedOutput: what a body's result gives against the output schema:
+// the entry's result text, or the output_invalid refusal.
+func TestTypedOutput(t *testing.T) {
+	for _, c := range loadTyped(t, "output") {
+		t.Run(c.Name, func(t *testing.T) {
+			ret := func() (any, error) { return nil, nil }
+			gt, typed := goTypes[c.Type]
+			switch s := string(c.Return); {
+			case !typed && !c.Untyped:
+				t.Fatalf("unknown type %q", c.Type)
+			case s == `"zero"`:
+				ret = func() (any, error) { return gt.zero(), nil }
+			case s == `"new"`:
+				ret = func() (any, error) { return gt.newPtr(), nil }
+			case c.Untyped:
+				ret = func() (any, error) {
+					if s == "" {
+						return nil, nil
+					}
+					var v any
+					err := json.Unmarshal(c.Return, &v)
+					return v, err
+				}
+			default:
+				ret = func() (any, error) { return gt.decode(c.Return) }
+			}
+			def := Definition{ID: "typed/case", OutputSchema: rawOrNil(c.OutputSchema)}
+			var a Action[any]
+			if c.Untyped {
+				a = Action[any]{Definition: def, Run: func(context.Context, map[string]any, any) (any, error) { return ret() }}
+			} else {
+				a = gt.result(def, ret)
+			}
+			reg := NewRegistry[any]()
+			require.NoError(t, reg.Register(a))
+			var seen []RunEntry
+			host := &Host[any]{OnEntry: func(e RunEntry) { seen = append(seen, e) }}
+			result, entry, err := reg.Run(context.Background(), "typed/case", nil, host)
+			require.Len(t, seen, 1, "OnEntry sees the call once")
+			if c.Error != nil {
+				requireTypedRefusal(t, c.Error, err)
+				assert.Nil(t, result, "a refused result never reaches the caller")
+				assert.Equal(t, OutcomeRefused, entry.Outcome)
+				assert.Equal(t, string(c.Error.Code), string(entry.Error))
+				assert.Empty(t, entry.Result)
+				if c.Error.Code == CodeOutputInvalid {
+					assert.ErrorIs(t, err, ErrOutputInvalid)
+					var oe *OutputError
+					require.ErrorAs(t, err, &oe, "the issues reach the host through errors.Unwrap")
+					assert.Equal(t, "typed/case", oe.Action)
+					assert.Equal(t, PolicyOf(CodeOutputInvalid), Policy{TransportProtocol, RetryNever})
+					var r *Refusal
+					require.ErrorAs(t, err, &r)
+					assert.Equal(t, r.Issues, oe.Issues)
+					assert.True(t, errors.Is(errors.Unwrap(err), oe) || errors.Unwrap(err) == error(oe))
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, OutcomeDone, entry.Outcome)
+			require.NotNil(t, c.Result, "give the expected result text")
+			assert.Equal(t, *c.Result, entry.Result)
+		})
+	}
+}
+
+func TestTypedNilBody(t *testing.T) {
+	a := Typed[any, tOrder, tResult](Definition{ID: "typed/nil"}, nil)
+	err := NewRegistry[any]().Register(a)
+	requireCode(t, err, CodeConstraintViolation)
+}
+
+// TestTypedManifestOutputSchema: outputSchema is a member of a manifest
+// entry, as an object or its JSON text, and Definitions gives it back.
+func TestTypedManifestOutputSchema(t *testing.T) {
+	defs, err := DecodeManifest([]byte(`[
+		{"id": "m/a", "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+		{"id": "m/b", "outputSchema": "{\"type\": \"array\"}"},
+		{"id": "m/c"}
+	]`))
+	require.NoError(t, err)
+	require.Len(t, defs, 3)
+	assert.JSONEq(t, `{"type": "object", "properties": {"n": {"type": "integer"}}}`, toolsJSON(t, defs[0].OutputSchema))
+	assert.JSONEq(t, `{"type": "array"}`, toolsJSON(t, defs[1].OutputSchema))
+	assert.Nil(t, defs[2].OutputSchema)
+	_, err = DecodeManifest([]byte(`[{"id": "m/a", "outputSchema": 3}]`))
+	assert.Error(t, err)
+	_, err = DecodeManifest([]byte(`[{"id": "m/a", "OutputSchema": {}}]`))
+	assert.Error(t, err, "member names are exact")
+
+	reg := NewRegistry[any]()
+	require.NoError(t, reg.Bind(defs, map[string]Body[any]{"m/a": noBody, "m/b": noBody, "m/c": noBody}))
+	got := reg.Definitions()
+	assert.JSONEq(t, `{"type": "object", "properties": {"n": {"type": "integer"}}}`, toolsJSON(t, got[0].OutputSchema))
+	text, err := json.Marshal(got[1])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"id": "m/b", "outputSchema": {"type": "array"}}`, string(text))
+
+	// A broken output schema is refused at Register as the parameters
+	// schema would be.
+	err = reg.Register(Action[any]{Definition: Definition{ID: "m/d", OutputSchema: `{"type": "objekt"}`}, Run: noBody})
+	requireCode(t, err, CodeConstraintViolation)
+	var r *Refusal
+	require.ErrorAs(t, err, &r)
+	assert.Equal(t, "invalid output schema", r.Message)
+}

@@ -374,9 +374,9 @@ func (w *typeWalk) planStruct(d *decoder, t reflect.Type, ptr string) error {
 			continue
 		}
 		tag, hasTag := f.Tag.Lookup("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if hasTag && name == "-" && opts == "" {
-			continue
+		name, opts, comma := strings.Cut(tag, ",")
+		if hasTag && name == "-" && !comma {
+			continue // json:"-" skips the field; json:"-," names it "-"
 		}
 		if name == "" {
 			name = f.Name

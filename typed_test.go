@@ -260,6 +260,7 @@ func TestTypedOutput(t *testing.T) {
 				assert.Equal(t, OutcomeRefused, entry.Outcome)
 				assert.Equal(t, string(c.Error.Code), string(entry.Error))
 				assert.Empty(t, entry.Result)
+				assert.NotContains(t, err.Error(), "SECRET", "a refusal never quotes the result")
 				if c.Error.Code == CodeOutputInvalid {
 					assert.ErrorIs(t, err, ErrOutputInvalid)
 					var oe *OutputError
@@ -269,7 +270,8 @@ func TestTypedOutput(t *testing.T) {
 					var r *Refusal
 					require.ErrorAs(t, err, &r)
 					assert.Equal(t, r.Issues, oe.Issues)
-					assert.True(t, errors.Is(errors.Unwrap(err), oe) || errors.Unwrap(err) == error(oe))
+					assert.Same(t, oe, errors.Unwrap(err))
+					assert.NotContains(t, oe.Error(), "SECRET")
 				}
 				return
 			}

@@ -137,6 +137,14 @@ type tNested struct {
 	M map[string]int `json:"m,omitempty"`
 }
 
+type tWhen struct {
+	At time.Time `json:"at"`
+}
+
+type tArr struct {
+	AR [2]int `json:"ar"`
+}
+
 type tResult struct {
 	Key   string   `json:"key"`
 	Lines int      `json:"lines"`
@@ -213,6 +221,8 @@ var goTypes = map[string]goType{
 	"tResult":        typeFor[tResult](),
 	"tRefs":          typeFor[tRefs](),
 	"tNested":        typeFor[tNested](),
+	"tWhen":          typeFor[tWhen](),
+	"tArr":           typeFor[tArr](),
 	"*tResult":       typeFor[*tResult](),
 	"tEmpty":         typeFor[tEmpty](),
 	"[]string":       typeFor[[]string](),

@@ -1,0 +1,196 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/mcpserver"
+)
+
+type quoteParams struct {
+	Item string `json:"item" jsonschema:"the item to price"`
+	Qty  int    `json:"qty"`
+}
+
+type quote struct {
+	Item  string  `json:"item"`
+	Qty   int     `json:"qty"`
+	Total float64 `json:"total"`
+}
+
+type sizeParams struct {
+	Family string `json:"family,omitempty"`
+}
+
+// typedServer serves three typed tools: shop-quote (an object result),
+// shop-sizes (an array result) and shop-broken (a body that breaks its
+// own output contract by returning a nil pointer).
+type typedServer struct {
+	mu   sync.Mutex
+	errs []error
+	runs []actions.RunEntry
+}
+
+func (ts *typedServer) connect(t *testing.T, version string) *mcp.ClientSession {
+	t.Helper()
+	reg := actions.NewRegistry[caller]()
+	require.NoError(t, reg.Register(actions.Typed(
+		actions.Definition{ID: "shop/quote", Description: "Prices an item.", Kind: actions.KindRead},
+		func(_ context.Context, p quoteParams, _ caller) (*quote, error) {
+			return &quote{Item: p.Item, Qty: p.Qty, Total: 2.5 * float64(p.Qty)}, nil
+		})))
+	require.NoError(t, reg.Register(actions.Typed(
+		actions.Definition{ID: "shop/sizes", Kind: actions.KindRead},
+		func(context.Context, sizeParams, caller) ([]string, error) {
+			return []string{"S", "M", "L"}, nil
+		})))
+	require.NoError(t, reg.Register(actions.Typed(
+		actions.Definition{ID: "shop/broken"},
+		func(context.Context, quoteParams, caller) (*quote, error) {
+			return nil, nil // null breaks the object schema inferred from quote
+		})))
+	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
+	require.NoError(t, mcpserver.AddTools(server, reg, mcpserver.Options[caller]{
+		Host: func(context.Context, *mcp.CallToolRequest) *actions.Host[caller] {
+			return &actions.Host[caller]{OnEntry: func(e actions.RunEntry) {
+				ts.mu.Lock()
+				ts.runs = append(ts.runs, e)
+				ts.mu.Unlock()
+			}}
+		},
+		OnError: func(_ context.Context, _ string, err error) {
+			ts.mu.Lock()
+			ts.errs = append(ts.errs, err)
+			ts.mu.Unlock()
+		},
+	}))
+	ctx := context.Background()
+	serverT, clientT := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, serverT, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v0.0.1"}, nil)
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := client.Connect(ctx, clientT, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// compileListed compiles a listed output schema with jsonschema v6.
+func compileListed(t *testing.T, schema any) *jsonschema.Schema {
+	t.Helper()
+	text, err := json.Marshal(schema)
+	require.NoError(t, err)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(text))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("https://test.invalid/output.json", doc))
+	sch, err := c.Compile("https://test.invalid/output.json")
+	require.NoError(t, err)
+	return sch
+}
+
+// validateStructured checks a result's structuredContent against a
+// listed output schema, as a client would.
+func validateStructured(t *testing.T, sch *jsonschema.Schema, res *mcp.CallToolResult) {
+	t.Helper()
+	text, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(text))
+	require.NoError(t, err)
+	assert.NoError(t, sch.Validate(v), "structuredContent against the listed outputSchema")
+}
+
+func TestTypedTools(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) {
+			ts := &typedServer{}
+			cs := ts.connect(t, v.ask)
+			ctx := context.Background()
+			newer := v.want >= "2026-07-28"
+
+			list, err := cs.ListTools(ctx, nil)
+			require.NoError(t, err)
+			listed := map[string]*mcp.Tool{}
+			for _, tool := range list.Tools {
+				listed[tool.Name] = tool
+			}
+			require.Contains(t, listed, "shop-quote")
+			require.NotNil(t, listed["shop-quote"].OutputSchema, "an object output schema is listed to every version")
+			if newer {
+				require.NotNil(t, listed["shop-sizes"].OutputSchema, "2026-07-28 lists an array output schema")
+			} else {
+				assert.Nil(t, listed["shop-sizes"].OutputSchema, "2025-11-25 allows only an object root")
+			}
+
+			// A done call: structuredContent and its canonical text.
+			quoteSchema := compileListed(t, listed["shop-quote"].OutputSchema)
+			res, err := call(t, &fixture{session: cs}, "shop-quote", map[string]any{"item": "bolt", "qty": 4})
+			require.NoError(t, err)
+			assert.False(t, res.IsError)
+			assert.Equal(t, `{"item":"bolt","qty":4,"total":10}`, textOf(t, res))
+			require.NotNil(t, res.StructuredContent)
+			validateStructured(t, quoteSchema, res)
+
+			// A refused call of the same tool (point 3): isError, the
+			// refusal in the text, no structuredContent that would break
+			// the output schema.
+			res, err = call(t, &fixture{session: cs}, "shop-quote", map[string]any{"item": "bolt", "qty": "four"})
+			require.NoError(t, err)
+			assert.True(t, res.IsError)
+			assert.Nil(t, res.StructuredContent, "a tool with an output schema answers a refusal without structuredContent")
+			assert.Contains(t, textOf(t, res), "refused: invalid_parameters")
+			assert.Contains(t, textOf(t, res), "/qty [type]")
+
+			// An array result: structuredContent where the version allows.
+			res, err = call(t, &fixture{session: cs}, "shop-sizes", nil)
+			require.NoError(t, err)
+			assert.Equal(t, `["S","M","L"]`, textOf(t, res))
+			if newer {
+				require.NotNil(t, res.StructuredContent)
+				validateStructured(t, compileListed(t, listed["shop-sizes"].OutputSchema), res)
+			} else {
+				assert.Nil(t, res.StructuredContent, "2025-11-25: structuredContent is an object")
+			}
+
+			// A body that breaks its own contract: output_invalid is a
+			// protocol error with a generic message; the issues go to
+			// OnError, and the entry records the refusal.
+			_, err = call(t, &fixture{session: cs}, "shop-broken", map[string]any{"item": "bolt", "qty": 1})
+			var je *jsonrpc.Error
+			require.ErrorAs(t, err, &je)
+			assert.Equal(t, int64(jsonrpc.CodeInternalError), je.Code)
+			assert.NotContains(t, je.Message, "output")
+			assert.JSONEq(t, `{"code":"output_invalid","retry":"never","nextAction":"Do not retry: the action's result broke its own contract; tell the user the action failed."}`, string(je.Data))
+			ts.mu.Lock()
+			defer ts.mu.Unlock()
+			require.NotEmpty(t, ts.errs)
+			last := ts.errs[len(ts.errs)-1]
+			assert.ErrorIs(t, last, actions.ErrOutputInvalid)
+			var oe *actions.OutputError
+			require.True(t, errors.As(last, &oe), "OnError sees the issues")
+			assert.Equal(t, "shop/broken", oe.Action)
+			require.Len(t, oe.Issues, 1)
+			assert.Equal(t, "type", oe.Issues[0].Keyword)
+			entry := ts.runs[len(ts.runs)-1]
+			assert.Equal(t, "shop/broken", entry.Action)
+			assert.Equal(t, actions.OutcomeRefused, entry.Outcome)
+			assert.Equal(t, "output_invalid", string(entry.Error))
+		})
+	}
+}

@@ -123,7 +123,7 @@ func TestTypedSchemas(t *testing.T) {
 			default:
 				t.Fatalf("as must be parameters or result, not %q", c.As)
 			}
-			reg := NewRegistry[any]()
+			reg := NewRegistry[any](nil)
 			err := reg.Register(a)
 			if c.Error != nil {
 				requireTypedRefusal(t, c.Error, err)
@@ -140,7 +140,7 @@ func TestTypedSchemas(t *testing.T) {
 			case c.As == "result":
 				assert.Nil(t, d.OutputSchema, "output schema")
 			}
-			tools, err := reg.Tools()
+			tools, err := reg.Tools(nil)
 			require.NoError(t, err)
 			require.Len(t, tools, 1)
 			requireMCPToolAnyOutput(t, tools[0])
@@ -166,7 +166,7 @@ func requireMCPToolAnyOutput(t *testing.T, tool Tool) {
 		require.NoError(t, err)
 		assert.NoError(t, sch.Validate(v), "tool %s against MCP %s", tool.Name, version)
 	}
-	_, err = CompileParameters(tool.InputSchema)
+	_, err = CompileParameters(tool.InputSchema, Limits{})
 	assert.NoError(t, err, "the inputSchema is a parameters schema")
 }
 
@@ -185,7 +185,7 @@ func TestTypedDecode(t *testing.T) {
 				ran = true
 				return body(ctx, p, c)
 			}
-			reg := NewRegistry[any]()
+			reg := NewRegistry[any](nil)
 			require.NoError(t, reg.Register(a))
 			host := &Host[any]{}
 			if c.Resolve != nil {
@@ -248,7 +248,7 @@ func TestTypedOutput(t *testing.T) {
 			} else {
 				a = gt.result(def, ret)
 			}
-			reg := NewRegistry[any]()
+			reg := NewRegistry[any](nil)
 			require.NoError(t, reg.Register(a))
 			var seen []RunEntry
 			host := &Host[any]{OnEntry: func(e RunEntry) { seen = append(seen, e) }}
@@ -285,7 +285,7 @@ func TestTypedOutput(t *testing.T) {
 
 func TestTypedNilBody(t *testing.T) {
 	a := Typed[any, tOrder, tResult](Definition{ID: "typed/nil"}, nil)
-	err := NewRegistry[any]().Register(a)
+	err := NewRegistry[any](nil).Register(a)
 	requireCode(t, err, CodeConstraintViolation)
 }
 
@@ -307,13 +307,13 @@ func TestTypedManifestOutputSchema(t *testing.T) {
 	_, err = DecodeManifest([]byte(`[{"id": "m/a", "OutputSchema": {}}]`))
 	assert.Error(t, err, "member names are exact")
 
-	reg := NewRegistry[any]()
+	reg := NewRegistry[any](nil)
 	require.NoError(t, reg.Bind(defs, map[string]Body[any]{"m/a": noBody, "m/b": noBody, "m/c": noBody}))
 	got := reg.Definitions()
 	assert.JSONEq(t, `{"type": "object", "properties": {"n": {"type": "integer"}}}`, toolsJSON(t, got[0].OutputSchema))
 	text, err := json.Marshal(got[1])
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"id": "m/b", "outputSchema": {"type": "array"}}`, string(text))
+	assert.JSONEq(t, `{"id": "m/b", "effect": "write", "outputSchema": {"type": "array"}}`, string(text))
 
 	// A broken output schema is refused at Register as the parameters
 	// schema would be.

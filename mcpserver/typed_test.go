@@ -44,7 +44,7 @@ type typedServer struct {
 
 func (ts *typedServer) connect(t *testing.T, version string) *mcp.ClientSession {
 	t.Helper()
-	reg := actions.NewRegistry[caller]()
+	reg := actions.NewRegistry[caller](nil)
 	require.NoError(t, reg.Register(actions.Typed(
 		actions.Definition{ID: "shop/quote", Description: "Prices an item.", Kind: actions.KindRead},
 		func(_ context.Context, p quoteParams, _ caller) (*quote, error) {

@@ -158,7 +158,9 @@ func exportOne(rules *profileRules, def *Definition, doc map[string]any, budget 
 	if err := rules.checkName(def.ID, name); err != nil {
 		return nil, err
 	}
-	mcp := toolOf(def, doc, o)
+	// Output schemas are not part of the profiles' exports yet (issue 12
+	// adds them to Registry.Tools and mcpserver only).
+	mcp := toolOf(def, doc, nil, o)
 	base := []Loss{}
 	if _, ok := doc["$schema"]; ok {
 		base = append(base, Loss{def.ID, "", "$schema", "left out: MCP and the providers assume JSON Schema 2020-12"})
@@ -577,8 +579,11 @@ func (c *converter) refKeyword(s map[string]any, ptr string) {
 		return
 	}
 	delete(s, "ref")
-	d, _ := s["description"].(string)
-	s["description"] = appendSentence(d, "Names one "+name+", by id or by name.")
+	// The MCP export (toolOf) already says what a ref takes; the sentence
+	// here is for a schema that reached the converter without it.
+	if d, _ := s["description"].(string); !strings.Contains(d, refSentence(name)) {
+		s["description"] = appendSentence(d, "Names one "+name+", by id or by name.")
+	}
 	c.lose(ptr, "ref", "rewritten as a sentence of the description; the registry resolves the value when the call comes back")
 }
 

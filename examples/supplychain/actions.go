@@ -63,46 +63,52 @@ const (
 		"type": {"enum": ["plant", "warehouse", "depot", "supplier"], "description": "Only actors of this type."}}}`
 )
 
-// definitions returns the example's actions. Between them they use: kind
-// read (list_actors, get_actor, total_emissions), destructive
-// (delete_actor), hidden (clear_emissions), defaults (lang, type,
-// period), ref (actor), a localized text parameter (display_name),
-// Trace.Command (create_actor, record_emissions, delete_actor,
-// clear_emissions) and Trace.Call (delete_actor calls clear_emissions).
+// definitions returns the example's actions. Between them they use: effect
+// read (list_actors, get_actor, total_emissions), write (create_actor,
+// additive; record_emissions, which overwrites) and delete (delete_actor,
+// which also needs a person's confirmation), the capabilities
+// supply.read and supply.write (see gate.go), no surface at all
+// (clear_emissions, called by the host and by delete_actor only), a
+// declared domain refusal (id_taken), defaults (lang, type, period), ref
+// (actor), a localized text parameter (display_name), Trace.Command
+// (create_actor, record_emissions, delete_actor, clear_emissions) and
+// Trace.Call (delete_actor calls clear_emissions).
 func definitions() []actions.Action[*Env] {
 	return []actions.Action[*Env]{
 		{Definition: actions.Definition{
-			ID: "supply/list_actors", Title: "List actors", Kind: actions.KindRead,
+			ID: "supply/list_actors", Title: "List actors", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Lists the actors of the supply chain, sorted by id, with their names in one language.",
 			Parameters:  listActorsSchema,
 		}, Run: listActors},
 		{Definition: actions.Definition{
-			ID: "supply/get_actor", Title: "Get an actor", Kind: actions.KindRead,
+			ID: "supply/get_actor", Title: "Get an actor", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Gives one actor with its names in every language and its emissions per period.",
 			Parameters:  getActorSchema,
 		}, Run: getActor},
 		{Definition: actions.Definition{
-			ID: "supply/create_actor", Title: "Create an actor",
+			ID: "supply/create_actor", Title: "Create an actor", Effect: actions.EffectWrite, Additive: true, Capability: capWrite,
+			Refusals:    []actions.DeclaredRefusal{{Code: "id_taken", Retry: actions.RetryAfterEdit}},
 			Description: "Adds an actor to the supply chain and gives it back with its key.",
 			Parameters:  createActorSchema, Writes: []string{"actor"},
 		}, Run: createActor},
 		{Definition: actions.Definition{
-			ID: "supply/delete_actor", Title: "Delete an actor", Destructive: true,
-			Description: "Deletes an actor and every emission recorded for it.",
-			Parameters:  deleteActorSchema, Writes: []string{"actor", "emission"},
+			ID: "supply/delete_actor", Title: "Delete an actor", Effect: actions.EffectDelete, Capability: capWrite,
+			NeedsConfirmation: true,
+			Description:       "Deletes an actor and every emission recorded for it.",
+			Parameters:        deleteActorSchema, Writes: []string{"actor", "emission"},
 		}, Run: deleteActor},
 		{Definition: actions.Definition{
-			ID: "carbon/record_emissions", Title: "Record emissions",
+			ID: "carbon/record_emissions", Title: "Record emissions", Effect: actions.EffectWrite, Idempotent: true, Capability: capWrite,
 			Description: "Sets an actor's CO2 emissions for a period, replacing any earlier figure.",
 			Parameters:  recordEmissionsSchema, Writes: []string{"emission"},
 		}, Run: recordEmissions},
 		{Definition: actions.Definition{
-			ID: "carbon/clear_emissions", Title: "Clear emissions", Exposure: actions.ExposureHidden,
+			ID: "carbon/clear_emissions", Title: "Clear emissions", Effect: actions.EffectDelete, Surfaces: []actions.Surface{},
 			Description: "Removes every emission of an actor, by key. Called by delete_actor only.",
 			Parameters:  clearEmissionsSchema, Writes: []string{"emission"},
 		}, Run: clearEmissions},
 		{Definition: actions.Definition{
-			ID: "carbon/total_emissions", Title: "Total emissions", Kind: actions.KindRead,
+			ID: "carbon/total_emissions", Title: "Total emissions", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Sums the CO2 emissions of a period over the actors, or over the actors of one type.",
 			Parameters:  totalEmissionsSchema,
 		}, Run: totalEmissions},

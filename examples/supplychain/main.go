@@ -17,6 +17,15 @@
 //
 // While serving, standard output carries MCP messages only (stdio); the
 // run entries of the calls and the server's logs go to standard error.
+//
+// Who calls (gate.go): over stdio, the person who started the server, as
+// the editor; over HTTP, the user of the bearer token, viewer
+// (viewer-demo-token: reads, scope mcp:read) or editor
+// (editor-demo-token: reads and writes, scopes mcp:read mcp:write). Each
+// sees only the tools it may call. Deleting an actor needs the person's
+// confirmation: a client that supports elicitation is asked; any other
+// gets a receipt, confirmed with POST /pending/{id}/confirm (or /reject)
+// and the same token.
 package main
 
 import (
@@ -183,6 +192,7 @@ func newServer(model *Model, reg *actions.Registry[*Env], logger *slog.Logger, e
 			logger.Error("tool call failed", "tool", tool, "error", err)
 		},
 		Languages: model.Languages(),
+		Caller:    callerOf, // see gate.go
 	})
 	if err != nil {
 		return nil, err
@@ -227,17 +237,21 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	return serveHTTP(ctx, *addr, server, stderr)
+	entries := actions.NewEntryWriter(stderr)
+	return serveHTTP(ctx, *addr, server, stderr, func(mux *http.ServeMux, h http.Handler) {
+		protect(mux, h, reg, model, entries.Record) // bearer tokens, scopes, confirmations: gate.go
+	})
 }
 
-// serveHTTP serves server at http://addr/mcp until ctx ends.
-func serveHTTP(ctx context.Context, addr string, server *mcp.Server, stderr io.Writer) error {
+// serveHTTP serves server at http://addr/mcp, mounted by mount, until ctx
+// ends.
+func serveHTTP(ctx context.Context, addr string, server *mcp.Server, stderr io.Writer, mount func(*http.ServeMux, http.Handler)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpserver.HTTPHandler(server, nil))
+	mount(mux, mcpserver.HTTPHandler(server, nil))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "supplychain: serving MCP at http://%s/mcp\n", ln.Addr())
 	done := make(chan struct{})

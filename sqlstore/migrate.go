@@ -1,0 +1,121 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migration is one step of the store's schema, in both dialects. Steps
+// are applied in order, each once; the version reached is kept in
+// actions_schema.
+type migration struct {
+	version    int
+	sqlite, pg []string
+}
+
+// migrations lists the schema's steps. A new table (the gate's pending
+// changes: see docs/database.md) is a new step at the end; a step never
+// changes once released.
+var migrations = []migration{
+	{
+		version: 1,
+		sqlite: append([]string{
+			`CREATE TABLE IF NOT EXISTS actions_run_log (
+				seq INTEGER PRIMARY KEY AUTOINCREMENT,
+				recorded_at INTEGER NOT NULL,
+				unit TEXT NOT NULL,
+				position INTEGER NOT NULL,
+				action TEXT NOT NULL,
+				outcome TEXT NOT NULL,
+				error TEXT NOT NULL,
+				rolled_back BOOLEAN NOT NULL,
+				audit TEXT NOT NULL,
+				entry TEXT NOT NULL,
+				UNIQUE (unit, position))`,
+		}, indexes...),
+		pg: append([]string{
+			`CREATE TABLE IF NOT EXISTS actions_run_log (
+				seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+				recorded_at BIGINT NOT NULL,
+				unit TEXT NOT NULL,
+				position INTEGER NOT NULL,
+				action TEXT NOT NULL,
+				outcome TEXT NOT NULL,
+				error TEXT NOT NULL,
+				rolled_back BOOLEAN NOT NULL,
+				audit TEXT NOT NULL,
+				entry TEXT NOT NULL,
+				UNIQUE (unit, position))`,
+		}, indexes...),
+	},
+}
+
+// indexes belong to the first step; they are the same in both dialects.
+var indexes = []string{
+	`CREATE INDEX IF NOT EXISTS actions_run_log_action ON actions_run_log (action, seq)`,
+	`CREATE INDEX IF NOT EXISTS actions_run_log_outcome ON actions_run_log (outcome, seq)`,
+	`CREATE INDEX IF NOT EXISTS actions_run_log_time ON actions_run_log (recorded_at)`,
+}
+
+// SchemaVersion is the version of the store's tables that this package
+// writes and reads.
+const SchemaVersion = 1
+
+// Migrate creates the store's tables and indexes, or brings them to
+// [SchemaVersion], in one transaction. It is idempotent: run it at every
+// start, from every replica at once if need be (on PostgreSQL an
+// advisory lock makes concurrent runs wait for each other; on SQLite the
+// write lock does, and SQLITE_BUSY is retried).
+//
+// Errors: the database's; or a schema newer than this package knows
+// (written by a later release), which it leaves alone.
+func (s *Store) Migrate(ctx context.Context) error {
+	return s.retry(ctx, func(int) error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if s.dialect == PostgreSQL {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS actions_schema (version INTEGER NOT NULL)`); err != nil {
+			return err
+		}
+		var version int
+		err = tx.QueryRowContext(ctx, `SELECT version FROM actions_schema`).Scan(&version)
+		switch {
+		case err == sql.ErrNoRows:
+			if _, err := tx.ExecContext(ctx, `INSERT INTO actions_schema (version) VALUES (0)`); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		}
+		if version > SchemaVersion {
+			return fmt.Errorf("sqlstore: the database holds schema version %d; this package knows %d", version, SchemaVersion)
+		}
+		for _, m := range migrations {
+			if m.version <= version {
+				continue
+			}
+			stmts := m.sqlite
+			if s.dialect == PostgreSQL {
+				stmts = m.pg
+			}
+			for _, q := range stmts {
+				if _, err := tx.ExecContext(ctx, q); err != nil {
+					return fmt.Errorf("sqlstore: migration %d: %w", m.version, err)
+				}
+			}
+			version = m.version
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE actions_schema SET version = "+s.param(1), version); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+}

@@ -1,0 +1,376 @@
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/actionreg/actions"
+)
+
+// Dialect names the SQL a database speaks. The store writes each query in
+// both and picks one; it never looks at the driver.
+type Dialect int
+
+// The dialects a Store speaks.
+const (
+	// SQLite, as modernc.org/sqlite (pure Go) or any SQLite 3.35+ driver.
+	SQLite Dialect = iota + 1
+	// PostgreSQL 12 or later, as github.com/jackc/pgx/v5/stdlib.
+	PostgreSQL
+)
+
+func (d Dialect) String() string {
+	switch d {
+	case SQLite:
+		return "sqlite"
+	case PostgreSQL:
+		return "postgresql"
+	}
+	return "dialect(" + strconv.Itoa(int(d)) + ")"
+}
+
+// Options configures a [Store]. The zero value is ready.
+type Options struct {
+	// Isolation is the isolation level of the transactions [Runner] opens
+	// (default sql.LevelSerializable). SQLite transactions are
+	// serializable whatever this says.
+	Isolation sql.IsolationLevel
+	// MaxAttempts bounds how many times a [Runner] tries one call or
+	// batch whose transaction failed on a conflict (a serialization
+	// failure, a deadlock, SQLITE_BUSY): default 20, the first try
+	// included.
+	MaxAttempts int
+	// Backoff is the wait before attempt n+1 (n = 1 after the first
+	// failure). Default: [DefaultBackoff].
+	Backoff func(n int) time.Duration
+	// Serial runs a Runner's units one at a time across every process
+	// sharing the database. On PostgreSQL a session advisory lock is
+	// taken before each transaction begins (so its snapshot sees the
+	// previous unit's commit) and released after it ends: hot rows never
+	// conflict, and the log's order is the order the units ran in, so
+	// replaying it in order gives every read what it saw. On SQLite it
+	// changes nothing: open the database with _txlock=immediate, whose
+	// write lock does the same (see docs/database.md).
+	Serial bool
+	// Now stamps each record's recorded_at (default time.Now).
+	Now func() time.Time
+}
+
+// Store keeps run entries in one SQL table, actions_run_log (see
+// docs/database.md for its layout). It is safe for concurrent use. It
+// imports no driver: the host opens the *sql.DB with the driver it
+// chooses and tells the dialect.
+type Store struct {
+	db      *sql.DB
+	dialect Dialect
+	opts    Options
+	insert1 string // the insert of one record
+}
+
+// New returns a store on db speaking dialect. opts may be nil. Call
+// [Store.Migrate] once before use.
+func New(db *sql.DB, dialect Dialect, opts *Options) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("sqlstore: New needs a database")
+	}
+	if dialect != SQLite && dialect != PostgreSQL {
+		return nil, fmt.Errorf("sqlstore: unknown dialect %d", int(dialect))
+	}
+	s := &Store{db: db, dialect: dialect}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.Isolation == sql.LevelDefault {
+		s.opts.Isolation = sql.LevelSerializable
+	}
+	if s.opts.MaxAttempts <= 0 {
+		s.opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if s.opts.Backoff == nil {
+		s.opts.Backoff = DefaultBackoff
+	}
+	if s.opts.Now == nil {
+		s.opts.Now = time.Now
+	}
+	s.insert1 = s.insertQuery(1)
+	return s, nil
+}
+
+// DB returns the database the store writes to.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Dialect returns the store's dialect.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Record is one row of the run log: an entry and what the store keeps
+// beside it.
+type Record struct {
+	// Seq is the record's place in the log, given by the store: it grows
+	// in the order records were committed (see docs/database.md).
+	Seq int64
+	// RecordedAt is when the store wrote the record, to the microsecond.
+	RecordedAt time.Time
+	// Unit is the id of the call or batch the entry belongs to: one id
+	// per Runner.Run or Runner.RunBatch, whatever the attempts.
+	Unit string
+	// Position is the entry's index in its unit: 0 for a call, the step's
+	// index for a batch.
+	Position int
+	// RolledBack is true when the entry's transaction was rolled back:
+	// nothing it did was kept, and the record is there as an audit trail.
+	RolledBack bool
+	// Audit holds what the host says of the call beside the entry (who
+	// called, from which surface...): a JSON object as canonical text,
+	// "{}" for nothing. Never part of the entry itself.
+	Audit string
+	// Entry is the run entry, read back from Text.
+	Entry actions.RunEntry
+	// Text is the entry's canonical JSON (RFC 8785), byte for byte as it
+	// was written.
+	Text string
+}
+
+// Audit is what the host says of a call beside its entry; it is stored as
+// its canonical JSON. Keys are the host's; the gate's caller fields go
+// here.
+type Audit map[string]any
+
+// auditText is a's canonical JSON, "{}" for none.
+func auditText(a Audit) (string, error) {
+	if len(a) == 0 {
+		return "{}", nil
+	}
+	b, err := actions.CanonicalJSON(map[string]any(a))
+	if err != nil {
+		return "", fmt.Errorf("sqlstore: audit: %w", err)
+	}
+	return string(b), nil
+}
+
+// NewUnit returns a fresh unit id: 32 hexadecimal digits from
+// crypto/rand.
+func NewUnit() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Pending is a record to append: the entry, its unit and position, and
+// whether it was rolled back.
+type Pending struct {
+	Unit       string
+	Position   int
+	RolledBack bool
+	Audit      Audit
+	Entry      actions.RunEntry
+}
+
+// Append writes records inside tx, the host's transaction: they are
+// committed or rolled back with it. On PostgreSQL it first takes a
+// transaction-scoped advisory lock, held until tx ends, so that records
+// are numbered in the order their transactions commit: a reader that
+// follows the log by Seq never skips a record committed late.
+//
+// Errors: an entry or audit without canonical JSON form, a unit and
+// position already in the log (the unique key), or the database's.
+func (s *Store) Append(ctx context.Context, tx *sql.Tx, recs ...Pending) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if s.dialect == PostgreSQL {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", appendLockKey); err != nil {
+			return err
+		}
+	}
+	now := s.opts.Now().UnixMicro()
+	for start := 0; start < len(recs); start += maxRowsPerInsert {
+		chunk := recs[start:min(start+maxRowsPerInsert, len(recs))]
+		args := make([]any, 0, len(chunk)*columnsPerRow)
+		for _, r := range chunk {
+			text, err := actions.CanonicalJSON(r.Entry)
+			if err != nil {
+				return fmt.Errorf("sqlstore: entry: %w", err)
+			}
+			audit, err := auditText(r.Audit)
+			if err != nil {
+				return err
+			}
+			args = append(args, now, r.Unit, r.Position, r.Entry.Action, string(r.Entry.Outcome),
+				string(r.Entry.Error), r.RolledBack, audit, string(text))
+		}
+		q := s.insert1
+		if len(chunk) > 1 {
+			q = s.insertQuery(len(chunk))
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Write appends records in a transaction of their own, retried on
+// conflicts like a Runner's.
+func (s *Store) Write(ctx context.Context, recs ...Pending) error {
+	return s.retry(ctx, func(int) error {
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation})
+		if err != nil {
+			return err
+		}
+		if err := s.Append(ctx, tx, recs...); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+// appendLockKey is the PostgreSQL advisory lock that orders appends
+// ("actions" in ASCII).
+const appendLockKey int64 = 0x616374696f6e73
+
+// serialLockKey is the session advisory lock of Options.Serial.
+const serialLockKey int64 = 0x616374696f6e75
+
+// migrateLockKey serialises migrations of replicas starting together.
+const migrateLockKey int64 = 0x616374696f6e74
+
+const (
+	columnsPerRow    = 9
+	maxRowsPerInsert = 500
+)
+
+// insertQuery is the insert of n records.
+func (s *Store) insertQuery(n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO actions_run_log (recorded_at, unit, position, action, outcome, error, rolled_back, audit, entry) VALUES ")
+	p := 0
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j := range columnsPerRow {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			p++
+			b.WriteString(s.param(p))
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// param is the n-th (1-based) bind parameter.
+func (s *Store) param(n int) string {
+	if s.dialect == PostgreSQL {
+		return "$" + strconv.Itoa(n)
+	}
+	return "?"
+}
+
+// Which selects records by what became of their transaction.
+type Which int
+
+// The choices of Filter.Which.
+const (
+	// Committed records only: what a replay applies (the zero value).
+	Committed Which = iota
+	// RolledBack records only: the audit trail of undone calls.
+	RolledBack
+	// All records.
+	All
+)
+
+// Filter selects records. Zero fields select everything.
+type Filter struct {
+	// Action keeps the entries of this action id.
+	Action string
+	// Outcome keeps the entries with this outcome (done or refused).
+	Outcome actions.Outcome
+	// Since and Until keep records written at or after Since and before
+	// Until.
+	Since, Until time.Time
+	// After keeps records whose Seq is greater: a reader that follows the
+	// log passes the last Seq it read.
+	After int64
+	// Unit keeps the records of one call or batch.
+	Unit string
+	// Which keeps committed records (the default), rolled-back ones, or
+	// both.
+	Which Which
+	// Limit bounds the records returned (0: no bound).
+	Limit int
+}
+
+// Read returns the records f selects, in log order (by Seq). Each entry is
+// decoded from its text; a text that does not decode (a row written by
+// hand) is an error naming its seq.
+func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "?", s.param(len(args))))
+	}
+	if f.Action != "" {
+		add("action = ?", f.Action)
+	}
+	if f.Outcome != "" {
+		add("outcome = ?", string(f.Outcome))
+	}
+	if !f.Since.IsZero() {
+		add("recorded_at >= ?", f.Since.UnixMicro())
+	}
+	if !f.Until.IsZero() {
+		add("recorded_at < ?", f.Until.UnixMicro())
+	}
+	if f.After > 0 {
+		add("seq > ?", f.After)
+	}
+	if f.Unit != "" {
+		add("unit = ?", f.Unit)
+	}
+	switch f.Which {
+	case Committed:
+		add("rolled_back = ?", false)
+	case RolledBack:
+		add("rolled_back = ?", true)
+	}
+	q := "SELECT seq, recorded_at, unit, position, rolled_back, audit, entry FROM actions_run_log"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY seq"
+	if f.Limit > 0 {
+		q += " LIMIT " + strconv.Itoa(f.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		var at int64
+		if err := rows.Scan(&r.Seq, &at, &r.Unit, &r.Position, &r.RolledBack, &r.Audit, &r.Text); err != nil {
+			return nil, err
+		}
+		r.RecordedAt = time.UnixMicro(at).UTC()
+		if err := json.Unmarshal([]byte(r.Text), &r.Entry); err != nil {
+			return nil, fmt.Errorf("sqlstore: record %d: the entry does not decode: %w", r.Seq, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

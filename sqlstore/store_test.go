@@ -1,0 +1,182 @@
+package sqlstore_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/dbtest"
+	"github.com/actionreg/actions/sqlstore"
+)
+
+// newStore opens a migrated store on db.
+func newStore(t testing.TB, db *dbtest.DB, opts *sqlstore.Options) *sqlstore.Store {
+	t.Helper()
+	s, err := sqlstore.New(db.DB, db.Dialect, opts)
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(context.Background()))
+	return s
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		ctx := context.Background()
+		s, err := sqlstore.New(db.DB, db.Dialect, nil)
+		require.NoError(t, err)
+		// Replicas starting together migrate at once.
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() { errs[i] = s.Migrate(ctx) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "migration %d", i)
+		}
+		require.NoError(t, s.Migrate(ctx), "once more")
+		var version, rows int
+		require.NoError(t, db.QueryRow("SELECT version FROM actions_schema").Scan(&version))
+		require.NoError(t, db.QueryRow("SELECT count(*) FROM actions_schema").Scan(&rows))
+		assert.Equal(t, sqlstore.SchemaVersion, version)
+		assert.Equal(t, 1, rows)
+
+		// A schema from a later release is left alone.
+		_, err = db.Exec("UPDATE actions_schema SET version = 99")
+		require.NoError(t, err)
+		assert.ErrorContains(t, s.Migrate(ctx), "schema version 99")
+	})
+}
+
+// runFixtureEntries are the expected entries of every run fixture: texts
+// with every kind of content an entry holds (nested steps, commands,
+// unicode member names, big numbers, refusals).
+func runFixtureEntries(t *testing.T) []actions.RunEntry {
+	t.Helper()
+	files, err := filepath.Glob("../testdata/runs/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	var out []actions.RunEntry
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var fx struct {
+			Expect struct {
+				Entry json.RawMessage `json:"entry"`
+			} `json:"expect"`
+		}
+		require.NoError(t, json.Unmarshal(data, &fx), f)
+		if len(fx.Expect.Entry) == 0 {
+			continue
+		}
+		var e actions.RunEntry
+		require.NoError(t, json.Unmarshal(fx.Expect.Entry, &e), f)
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestAppendAndReadBackByteForByte(t *testing.T) {
+	entries := runFixtureEntries(t)
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		ctx := context.Background()
+		clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		s := newStore(t, db, &sqlstore.Options{Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
+		unit := sqlstore.NewUnit()
+		for i, e := range entries {
+			rec := sqlstore.Pending{Unit: unit, Position: i, Entry: e, RolledBack: i%5 == 4,
+				Audit: sqlstore.Audit{"caller": "tester", "n": i}}
+			require.NoError(t, s.Write(ctx, rec))
+		}
+		all, err := s.Read(ctx, sqlstore.Filter{Which: sqlstore.All})
+		require.NoError(t, err)
+		require.Len(t, all, len(entries))
+		for i, r := range all {
+			want, err := actions.CanonicalJSON(entries[i])
+			require.NoError(t, err)
+			assert.Equal(t, string(want), r.Text, "entry %d is stored byte for byte", i)
+			again, err := actions.CanonicalJSON(r.Entry)
+			require.NoError(t, err)
+			assert.Equal(t, r.Text, string(again), "entry %d decodes to the same entry", i)
+			assert.Equal(t, unit, r.Unit)
+			assert.Equal(t, i, r.Position)
+			assert.Equal(t, i%5 == 4, r.RolledBack)
+			assert.Equal(t, `{"caller":"tester","n":`+itoa(i)+`}`, r.Audit)
+			assert.Equal(t, time.Date(2026, 1, 1, 0, 0, i+1, 0, time.UTC), r.RecordedAt)
+			if i > 0 {
+				assert.Greater(t, r.Seq, all[i-1].Seq, "in order")
+			}
+		}
+
+		// Filters: each keeps exactly the records that match, in order.
+		check := func(name string, f sqlstore.Filter, keep func(i int, r sqlstore.Record) bool) {
+			t.Helper()
+			got, err := s.Read(ctx, f)
+			require.NoError(t, err, name)
+			var want []int64
+			for i, r := range all {
+				if keep(i, r) {
+					want = append(want, r.Seq)
+				}
+			}
+			var seqs []int64
+			for _, r := range got {
+				seqs = append(seqs, r.Seq)
+			}
+			assert.Equal(t, want, seqs, name)
+		}
+		committed := func(r sqlstore.Record) bool { return !r.RolledBack }
+		action := entries[0].Action
+		check("committed by default", sqlstore.Filter{}, func(_ int, r sqlstore.Record) bool { return committed(r) })
+		check("rolled back", sqlstore.Filter{Which: sqlstore.RolledBack}, func(_ int, r sqlstore.Record) bool { return r.RolledBack })
+		check("action", sqlstore.Filter{Action: action, Which: sqlstore.All}, func(_ int, r sqlstore.Record) bool { return r.Entry.Action == action })
+		check("refused", sqlstore.Filter{Outcome: actions.OutcomeRefused}, func(_ int, r sqlstore.Record) bool {
+			return committed(r) && r.Entry.Outcome == actions.OutcomeRefused
+		})
+		since, until := all[3].RecordedAt, all[7].RecordedAt
+		check("time", sqlstore.Filter{Since: since, Until: until, Which: sqlstore.All}, func(i int, _ sqlstore.Record) bool { return i >= 3 && i < 7 })
+		check("after and limit", sqlstore.Filter{After: all[2].Seq, Limit: 3, Which: sqlstore.All}, func(i int, _ sqlstore.Record) bool { return i >= 3 && i < 6 })
+		check("unit", sqlstore.Filter{Unit: "other", Which: sqlstore.All}, func(int, sqlstore.Record) bool { return false })
+
+		// A unit's position is written once.
+		err = s.Write(ctx, sqlstore.Pending{Unit: unit, Position: 0, Entry: entries[0]})
+		assert.Error(t, err, "the unique key refuses a second record at the same position")
+	})
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestEntryTextIsExact stores an entry whose texts hold what a lossy
+// column would change: non-ASCII text, escapes, a NUL escape, big and
+// small numbers.
+func TestEntryTextIsExact(t *testing.T) {
+	e := actions.RunEntry{
+		Action:     "t/exact",
+		Parameters: `{"a\u0000":"é😀ﬁ","big":1e+300,"n":-0,"s":"tab\there \"q\" \\"}`,
+		Steps:      []actions.RunStep{{Command: actions.JSONText(`{"at":"${now()}","v":[1,2.5,"x"]}`), Result: `"ok"`}},
+		Outcome:    actions.OutcomeDone,
+		Result:     `{"k":"Entrepôt Nord"}`,
+	}
+	want, err := actions.CanonicalJSON(e)
+	require.NoError(t, err)
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		ctx := context.Background()
+		s := newStore(t, db, nil)
+		require.NoError(t, s.Write(ctx, sqlstore.Pending{Unit: "u", Entry: e}))
+		got, err := s.Read(ctx, sqlstore.Filter{})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		assert.True(t, bytes.Equal(want, []byte(got[0].Text)), "stored %q, read %q", want, got[0].Text)
+		var raw string
+		require.NoError(t, db.QueryRow("SELECT entry FROM actions_run_log").Scan(&raw))
+		assert.Equal(t, string(want), raw, "the column holds the canonical text itself")
+	})
+}

@@ -60,6 +60,9 @@ type Options struct {
 	// changes nothing: open the database with _txlock=immediate, whose
 	// write lock does the same (see docs/database.md).
 	Serial bool
+	// Origin is written beside each record: which process or replica
+	// wrote it (a host name, a replica's name). Default "".
+	Origin string
 	// Now stamps each record's recorded_at (default time.Now).
 	Now func() time.Time
 }
@@ -124,35 +127,21 @@ type Record struct {
 	// Position is the entry's index in its unit: 0 for a call, the step's
 	// index for a batch.
 	Position int
+	// Origin is the Options.Origin of the store that wrote the record
+	// (which replica, say).
+	Origin string
 	// RolledBack is true when the entry's transaction was rolled back:
 	// nothing it did was kept, and the record is there as an audit trail.
 	RolledBack bool
-	// Audit holds what the host says of the call beside the entry (who
-	// called, from which surface...): a JSON object as canonical text,
-	// "{}" for nothing. Never part of the entry itself.
-	Audit string
+	// Audit is who made the call ([actions.Audit], from Host.OnAudit),
+	// nil when the writer gave none. Its principal, surface and pending
+	// change are also columns, for queries.
+	Audit *actions.Audit
 	// Entry is the run entry, read back from Text.
 	Entry actions.RunEntry
 	// Text is the entry's canonical JSON (RFC 8785), byte for byte as it
 	// was written.
 	Text string
-}
-
-// Audit is what the host says of a call beside its entry; it is stored as
-// its canonical JSON. Keys are the host's; the gate's caller fields go
-// here.
-type Audit map[string]any
-
-// auditText is a's canonical JSON, "{}" for none.
-func auditText(a Audit) (string, error) {
-	if len(a) == 0 {
-		return "{}", nil
-	}
-	b, err := actions.CanonicalJSON(map[string]any(a))
-	if err != nil {
-		return "", fmt.Errorf("sqlstore: audit: %w", err)
-	}
-	return string(b), nil
 }
 
 // NewUnit returns a fresh unit id: 32 hexadecimal digits from
@@ -163,14 +152,29 @@ func NewUnit() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Pending is a record to append: the entry, its unit and position, and
-// whether it was rolled back.
+// Pending is a record to append: the entry, its unit and position,
+// whether it was rolled back, and its audit record (nil for none).
 type Pending struct {
 	Unit       string
 	Position   int
 	RolledBack bool
-	Audit      Audit
+	Audit      *actions.Audit
 	Entry      actions.RunEntry
+}
+
+// auditColumns are the audit's text and the columns drawn from it.
+func auditColumns(a *actions.Audit) (text, principal, surface, pending string, err error) {
+	if a == nil {
+		return "{}", "", "", "", nil
+	}
+	b, err := actions.CanonicalJSON(a)
+	if err != nil {
+		return "", "", "", "", fmt.Errorf("sqlstore: audit: %w", err)
+	}
+	if a.Caller != nil {
+		principal, surface = a.Caller.Principal, string(a.Caller.Surface)
+	}
+	return string(b), principal, surface, a.PendingChange, nil
 }
 
 // Append writes records inside tx, the host's transaction: they are
@@ -199,12 +203,12 @@ func (s *Store) Append(ctx context.Context, tx *sql.Tx, recs ...Pending) error {
 			if err != nil {
 				return fmt.Errorf("sqlstore: entry: %w", err)
 			}
-			audit, err := auditText(r.Audit)
+			audit, principal, surface, pendingChange, err := auditColumns(r.Audit)
 			if err != nil {
 				return err
 			}
-			args = append(args, now, r.Unit, r.Position, r.Entry.Action, string(r.Entry.Outcome),
-				string(r.Entry.Error), r.RolledBack, audit, string(text))
+			args = append(args, now, r.Unit, r.Position, s.opts.Origin, r.Entry.Action, string(r.Entry.Outcome),
+				string(r.Entry.Error), r.RolledBack, principal, surface, pendingChange, audit, string(text))
 		}
 		q := s.insert1
 		if len(chunk) > 1 {
@@ -244,14 +248,14 @@ const serialLockKey int64 = 0x616374696f6e75
 const migrateLockKey int64 = 0x616374696f6e74
 
 const (
-	columnsPerRow    = 9
+	columnsPerRow    = 13
 	maxRowsPerInsert = 500
 )
 
 // insertQuery is the insert of n records.
 func (s *Store) insertQuery(n int) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO actions_run_log (recorded_at, unit, position, action, outcome, error, rolled_back, audit, entry) VALUES ")
+	b.WriteString("INSERT INTO actions_run_log (recorded_at, unit, position, origin, action, outcome, error, rolled_back, principal, surface, pending_change, audit, entry) VALUES ")
 	p := 0
 	for i := range n {
 		if i > 0 {
@@ -305,6 +309,10 @@ type Filter struct {
 	After int64
 	// Unit keeps the records of one call or batch.
 	Unit string
+	// Origin keeps the records written by the stores of this origin.
+	Origin string
+	// Principal keeps the calls of this principal (Audit.Caller).
+	Principal string
 	// Which keeps committed records (the default), rolled-back ones, or
 	// both.
 	Which Which
@@ -340,13 +348,19 @@ func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
 	if f.Unit != "" {
 		add("unit = ?", f.Unit)
 	}
+	if f.Origin != "" {
+		add("origin = ?", f.Origin)
+	}
+	if f.Principal != "" {
+		add("principal = ?", f.Principal)
+	}
 	switch f.Which {
 	case Committed:
 		add("rolled_back = ?", false)
 	case RolledBack:
 		add("rolled_back = ?", true)
 	}
-	q := "SELECT seq, recorded_at, unit, position, rolled_back, audit, entry FROM actions_run_log"
+	q := "SELECT seq, recorded_at, unit, position, origin, rolled_back, audit, entry FROM actions_run_log"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -363,10 +377,17 @@ func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
 	for rows.Next() {
 		var r Record
 		var at int64
-		if err := rows.Scan(&r.Seq, &at, &r.Unit, &r.Position, &r.RolledBack, &r.Audit, &r.Text); err != nil {
+		var audit string
+		if err := rows.Scan(&r.Seq, &at, &r.Unit, &r.Position, &r.Origin, &r.RolledBack, &audit, &r.Text); err != nil {
 			return nil, err
 		}
 		r.RecordedAt = time.UnixMicro(at).UTC()
+		if audit != "{}" {
+			r.Audit = new(actions.Audit)
+			if err := json.Unmarshal([]byte(audit), r.Audit); err != nil {
+				return nil, fmt.Errorf("sqlstore: record %d: the audit does not decode: %w", r.Seq, err)
+			}
+		}
 		if err := json.Unmarshal([]byte(r.Text), &r.Entry); err != nil {
 			return nil, fmt.Errorf("sqlstore: record %d: the entry does not decode: %w", r.Seq, err)
 		}

@@ -89,11 +89,11 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		ctx := context.Background()
 		clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		s := newStore(t, db, &sqlstore.Options{Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
+		s := newStore(t, db, &sqlstore.Options{Origin: "tester", Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
 		unit := sqlstore.NewUnit()
 		for i, e := range entries {
 			rec := sqlstore.Pending{Unit: unit, Position: i, Entry: e, RolledBack: i%5 == 4,
-				Audit: sqlstore.Audit{"caller": "tester", "n": i}}
+				Audit: &actions.Audit{At: clock, Caller: &actions.Caller{Principal: "p" + itoa(i%3), Surface: actions.SurfaceMCP}, PendingChange: "c" + itoa(i)}}
 			require.NoError(t, s.Write(ctx, rec))
 		}
 		all, err := s.Read(ctx, sqlstore.Filter{Which: sqlstore.All})
@@ -109,7 +109,10 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 			assert.Equal(t, unit, r.Unit)
 			assert.Equal(t, i, r.Position)
 			assert.Equal(t, i%5 == 4, r.RolledBack)
-			assert.Equal(t, `{"caller":"tester","n":`+itoa(i)+`}`, r.Audit)
+			require.NotNil(t, r.Audit)
+			assert.Equal(t, "p"+itoa(i%3), r.Audit.Caller.Principal)
+			assert.Equal(t, "c"+itoa(i), r.Audit.PendingChange)
+			assert.Equal(t, "tester", r.Origin)
 			assert.Equal(t, time.Date(2026, 1, 1, 0, 0, i+1, 0, time.UTC), r.RecordedAt)
 			if i > 0 {
 				assert.Greater(t, r.Seq, all[i-1].Seq, "in order")
@@ -145,6 +148,8 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 		check("time", sqlstore.Filter{Since: since, Until: until, Which: sqlstore.All}, func(i int, _ sqlstore.Record) bool { return i >= 3 && i < 7 })
 		check("after and limit", sqlstore.Filter{After: all[2].Seq, Limit: 3, Which: sqlstore.All}, func(i int, _ sqlstore.Record) bool { return i >= 3 && i < 6 })
 		check("unit", sqlstore.Filter{Unit: "other", Which: sqlstore.All}, func(int, sqlstore.Record) bool { return false })
+		check("origin", sqlstore.Filter{Origin: "tester", Which: sqlstore.All}, func(int, sqlstore.Record) bool { return true })
+		check("principal", sqlstore.Filter{Principal: "p1", Which: sqlstore.All}, func(i int, _ sqlstore.Record) bool { return i%3 == 1 })
 
 		// A unit's position is written once.
 		err = s.Write(ctx, sqlstore.Pending{Unit: unit, Position: 0, Entry: entries[0]})
@@ -161,7 +166,7 @@ func TestEntryTextIsExact(t *testing.T) {
 	e := actions.RunEntry{
 		Action:     "t/exact",
 		Parameters: `{"a\u0000":"é😀ﬁ","big":1e+300,"n":-0,"s":"tab\there \"q\" \\"}`,
-		Steps:      []actions.RunStep{{Command: actions.JSONText(`{"at":"${now()}","v":[1,2.5,"x"]}`), Result: `"ok"`}},
+		Steps:      []actions.RunStep{{Command: json.RawMessage(`{"at":"${now()}","v":[1,2.5,"x"]}`), Result: `"ok"`}},
 		Outcome:    actions.OutcomeDone,
 		Result:     `{"k":"Entrepôt Nord"}`,
 	}

@@ -105,8 +105,8 @@ func NewRunner[C any](store *Store, reg *actions.Registry[C]) *Runner[C] {
 // Run runs the action id in one transaction (see [Runner.RunBatch] for
 // what happens to the transaction and the entry); it returns what
 // [actions.Registry.Run] returns, or the database's error.
-func (r *Runner[C]) Run(ctx context.Context, id string, params any, host TxHost[C], audit Audit) (any, actions.RunEntry, error) {
-	result, entries, err := r.do(ctx, host, audit, func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error) {
+func (r *Runner[C]) Run(ctx context.Context, id string, params any, host TxHost[C]) (any, actions.RunEntry, error) {
+	result, entries, err := r.do(ctx, host, func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error) {
 		res, e, err := r.reg.Run(ctx, id, params, h)
 		return res, []actions.RunEntry{e}, err
 	})
@@ -117,7 +117,7 @@ func (r *Runner[C]) Run(ctx context.Context, id string, params any, host TxHost[
 	return result, entry, err
 }
 
-// RunBatch runs b ([actions.RunBatch]) in one transaction opened with the
+// RunBatch runs b ([actions.Registry.RunBatch]) in one transaction opened with the
 // store's isolation level (serializable by default), and records its
 // entries:
 //
@@ -137,19 +137,32 @@ func (r *Runner[C]) Run(ctx context.Context, id string, params any, host TxHost[
 //     log holds each call of the batch once, under one unit id.
 //
 // host builds each attempt's host on its transaction (see [TxHost]). Its
-// OnEntry, if any, is not called per attempt: it receives the final
-// attempt's entries once the outcome is settled (after the commit, or
-// after the rolled-back entries are written). audit is stored beside each
-// entry.
+// OnEntry and OnAudit, if any, are not called per attempt: they receive
+// the final attempt's entries and audit records once the outcome is
+// settled (after the commit, or after the rolled-back entries are
+// written). Each entry is stored with its audit record (who called:
+// [actions.Audit]).
 //
 // It returns the batch's result and entries and the error of
-// [actions.RunBatch], or the database's error (BeginTx, the append, the
+// [actions.Registry.RunBatch], or the database's error (BeginTx, the append, the
 // commit), the last conflict when the attempts ran out, or ctx.Err()
 // when ctx ended during a backoff.
-func (r *Runner[C]) RunBatch(ctx context.Context, b actions.Batch, host TxHost[C], audit Audit) (any, []actions.RunEntry, error) {
-	return r.do(ctx, host, audit, func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error) {
-		return actions.RunBatch(ctx, r.reg, b, h)
+func (r *Runner[C]) RunBatch(ctx context.Context, b actions.Batch, host TxHost[C]) (any, []actions.RunEntry, error) {
+	return r.do(ctx, host, func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error) {
+		return r.reg.RunBatch(ctx, b, h)
 	})
+}
+
+// txKey is the context key of the attempt's transaction.
+type txKey struct{}
+
+// TxFrom returns the transaction of the Runner attempt that ctx belongs
+// to: the context a body, a resolver or a [actions.PendingStore] receives
+// during [Runner.Run], [Runner.RunBatch] or [Runner.Confirm] carries it.
+// ok is false outside a Runner.
+func TxFrom(ctx context.Context) (tx *sql.Tx, ok bool) {
+	tx, ok = ctx.Value(txKey{}).(*sql.Tx)
+	return tx, ok
 }
 
 // rolledBackTimeout bounds the write of a rolled-back unit's entries.
@@ -157,13 +170,13 @@ const rolledBackTimeout = 10 * time.Second
 
 type runFunc[C any] func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error)
 
-func (r *Runner[C]) do(ctx context.Context, host TxHost[C], audit Audit, run runFunc[C]) (any, []actions.RunEntry, error) {
+func (r *Runner[C]) do(ctx context.Context, host TxHost[C], run runFunc[C]) (any, []actions.RunEntry, error) {
 	s := r.store
 	unit := NewUnit()
 	for attempt := 1; ; attempt++ {
-		result, entries, onEntry, err := r.attempt(ctx, host, audit, unit, run)
+		result, entries, out, err := r.attempt(ctx, host, unit, run)
 		if err == nil {
-			deliver(onEntry, entries)
+			out.deliver(entries)
 			return result, entries, nil
 		}
 		if IsConflict(err) && attempt < s.opts.MaxAttempts {
@@ -173,36 +186,46 @@ func (r *Runner[C]) do(ctx context.Context, host TxHost[C], audit Audit, run run
 		}
 		if len(entries) > 0 {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rolledBackTimeout)
-			werr := s.Write(wctx, pending(entries, unit, true, audit)...)
+			werr := s.Write(wctx, out.pending(entries, unit, true)...)
 			cancel()
 			if werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}
-		deliver(onEntry, entries)
+		out.deliver(entries)
 		return nil, entries, err
 	}
 }
 
+// outcome is what an attempt leaves for the caller: the audit records of
+// its calls, and the host's own hooks, called once the outcome is
+// settled.
+type outcome struct {
+	audits  []actions.Audit
+	onEntry func(actions.RunEntry)
+	onAudit func(actions.RunEntry, actions.Audit)
+}
+
 // attempt runs once in a new transaction and commits when all went well.
 // It returns the entries made (none when the transaction did not begin),
-// the host's OnEntry, and the error that stopped it.
-func (r *Runner[C]) attempt(ctx context.Context, host TxHost[C], audit Audit, unit string, run runFunc[C]) (any, []actions.RunEntry, func(actions.RunEntry), error) {
+// their audits and the host's hooks, and the error that stopped it.
+func (r *Runner[C]) attempt(ctx context.Context, host TxHost[C], unit string, run runFunc[C]) (any, []actions.RunEntry, *outcome, error) {
+	out := &outcome{}
 	s := r.store
 	var tx *sql.Tx
 	if s.opts.Serial && s.dialect == PostgreSQL {
 		conn, err := s.serialConn(ctx)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, out, err
 		}
 		defer s.releaseSerial(ctx, conn)
 		if tx, err = conn.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, out, err
 		}
 	} else {
 		var err error
 		if tx, err = s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, out, err
 		}
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit; runs before releaseSerial
@@ -212,24 +235,26 @@ func (r *Runner[C]) attempt(ctx context.Context, host TxHost[C], audit Audit, un
 			h = *hp
 		}
 	}
-	onEntry := h.OnEntry
+	out.onEntry, out.onAudit = h.OnEntry, h.OnAudit
 	h.OnEntry = nil
-	result, entries, err := run(ctx, &h)
+	h.OnAudit = func(_ actions.RunEntry, a actions.Audit) { out.audits = append(out.audits, a) }
+	tctx := context.WithValue(ctx, txKey{}, tx)
+	result, entries, err := run(tctx, &h)
 	if err != nil {
-		return nil, entries, onEntry, err
+		return nil, entries, out, err
 	}
-	if err := s.Append(ctx, tx, pending(entries, unit, false, audit)...); err != nil {
-		return nil, entries, onEntry, err
+	if err := s.Append(ctx, tx, out.pending(entries, unit, false)...); err != nil {
+		return nil, entries, out, err
 	}
 	if r.BeforeCommit != nil {
-		if err := r.BeforeCommit(ctx, tx); err != nil {
-			return nil, entries, onEntry, err
+		if err := r.BeforeCommit(tctx, tx); err != nil {
+			return nil, entries, out, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, entries, onEntry, err
+		return nil, entries, out, err
 	}
-	return result, entries, onEntry, nil
+	return result, entries, out, nil
 }
 
 // serialConn returns a connection holding the session advisory lock of
@@ -265,19 +290,27 @@ func (s *Store) discard(conn *sql.Conn) {
 	_ = conn.Close()
 }
 
-func pending(entries []actions.RunEntry, unit string, rolledBack bool, audit Audit) []Pending {
-	out := make([]Pending, len(entries))
+// pending are the records of entries, each with its audit record when
+// the registry gave one per entry.
+func (o *outcome) pending(entries []actions.RunEntry, unit string, rolledBack bool) []Pending {
+	recs := make([]Pending, len(entries))
 	for i, e := range entries {
-		out[i] = Pending{Unit: unit, Position: i, RolledBack: rolledBack, Audit: audit, Entry: e}
+		recs[i] = Pending{Unit: unit, Position: i, RolledBack: rolledBack, Entry: e}
+		if len(o.audits) == len(entries) {
+			recs[i].Audit = &o.audits[i]
+		}
 	}
-	return out
+	return recs
 }
 
-func deliver(onEntry func(actions.RunEntry), entries []actions.RunEntry) {
-	if onEntry == nil {
-		return
-	}
-	for _, e := range entries {
-		onEntry(e)
+// deliver gives the host's hooks the settled entries and audits.
+func (o *outcome) deliver(entries []actions.RunEntry) {
+	for i, e := range entries {
+		if o.onEntry != nil {
+			o.onEntry(e)
+		}
+		if o.onAudit != nil && len(o.audits) == len(entries) {
+			o.onAudit(e, o.audits[i])
+		}
 	}
 }

@@ -26,7 +26,7 @@ import (
 
 // txHost gives the bodies the attempt's transaction itself.
 func txHost(tx *sql.Tx) *actions.Host[*sql.Tx] {
-	return &actions.Host[*sql.Tx]{Context: func(*actions.Trace) *sql.Tx { return tx }}
+	return &actions.Host[*sql.Tx]{Env: func(*actions.Trace) *sql.Tx { return tx }}
 }
 
 // createModel makes the model table of the atomicity tests, with three
@@ -100,10 +100,10 @@ type batchFixture struct {
 // to the model through the transaction before they answer.
 func fixtureRegistry(t *testing.T, db *dbtest.DB, f *batchFixture) *actions.Registry[*sql.Tx] {
 	t.Helper()
-	reg := actions.NewRegistry[*sql.Tx](actions.WithLimits(actions.Limits{
+	reg := actions.NewRegistry[*sql.Tx](&actions.Options{Limits: actions.Limits{
 		MaxBatchCalls: f.Limits.MaxBatchCalls, MaxPlaceholderLength: f.Limits.MaxPlaceholderLength,
 		MaxPlaceholders: f.Limits.MaxPlaceholders,
-	}))
+	}})
 	for _, a := range f.Actions {
 		schema := any(map[string]any{"type": "object"})
 		if len(a.Parameters) > 0 {
@@ -159,13 +159,13 @@ func TestAtomicityOverBatchFixtures(t *testing.T) {
 			if f.BatchText != "" {
 				text = []byte(f.BatchText)
 			}
-			b, err := actions.DecodeBatchLimits(text, reg.Limits())
+			b, err := reg.DecodeBatch(text)
 			if err != nil {
 				continue // refused before any transaction
 			}
 			last := lastSeq(t, s)
 			before := dump(t, db)
-			_, entries, runErr := sqlstore.NewRunner(s, reg).RunBatch(ctx, b, txHost, sqlstore.Audit{"fixture": name})
+			_, entries, runErr := sqlstore.NewRunner(s, reg).RunBatch(ctx, b, txHost)
 
 			var want []string
 			for _, e := range f.Expect.Entries {
@@ -181,7 +181,8 @@ func TestAtomicityOverBatchFixtures(t *testing.T) {
 			for _, r := range recs {
 				stored = append(stored, r.Text)
 				assert.Equal(t, f.Expect.Error != nil, r.RolledBack, "%s: rolled back", name)
-				assert.Equal(t, `{"fixture":"`+name+`"}`, r.Audit)
+				require.NotNil(t, r.Audit, "%s: the audit record is kept", name)
+				assert.Nil(t, r.Audit.Caller, "%s: the host's own call", name)
 			}
 			assert.Equal(t, want, stored, "%s: the log holds the entries once, in order", name)
 
@@ -229,7 +230,7 @@ func texts(t testing.TB, entries []actions.RunEntry) []string {
 // then runs hook (when not nil).
 func writerRegistry(t testing.TB, db *dbtest.DB, hook func(ctx context.Context, tx *sql.Tx) error) *actions.Registry[*sql.Tx] {
 	t.Helper()
-	reg := actions.NewRegistry[*sql.Tx]()
+	reg := actions.NewRegistry[*sql.Tx](nil)
 	require.NoError(t, reg.Register(actions.Action[*sql.Tx]{
 		Definition: actions.Definition{ID: "t/write", Parameters: `{"type":"object"}`},
 		Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
@@ -245,7 +246,7 @@ func writerRegistry(t testing.TB, db *dbtest.DB, hook func(ctx context.Context, 
 	return reg
 }
 
-var twoWrites = actions.Batch{Commands: []actions.Step{
+var twoWrites = actions.Batch{Steps: []actions.Step{
 	{Call: "t/write", With: map[string]any{"n": 1}},
 	{Call: "t/write", With: map[string]any{"n": 2, "last": true}},
 }}
@@ -275,7 +276,7 @@ func TestKillBetweenChangesAndCommit(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			reg := writerRegistry(t, db, func(context.Context, *sql.Tx) error { cancel(); return nil })
-			_, entries, err := sqlstore.NewRunner(s, reg).RunBatch(ctx, twoWrites, txHost, nil)
+			_, entries, err := sqlstore.NewRunner(s, reg).RunBatch(ctx, twoWrites, txHost)
 			require.ErrorIs(t, err, context.Canceled)
 			assert.Len(t, entries, 2)
 			assertNeither(t, db, s, before)
@@ -285,7 +286,7 @@ func TestKillBetweenChangesAndCommit(t *testing.T) {
 			defer cancel()
 			r := sqlstore.NewRunner(s, writerRegistry(t, db, nil))
 			r.BeforeCommit = func(context.Context, *sql.Tx) error { cancel(); return nil }
-			_, _, err := r.RunBatch(ctx, twoWrites, txHost, nil)
+			_, _, err := r.RunBatch(ctx, twoWrites, txHost)
 			require.ErrorIs(t, err, context.Canceled)
 			assertNeither(t, db, s, before)
 		})
@@ -300,7 +301,7 @@ func TestKillBetweenChangesAndCommit(t *testing.T) {
 					_, err := db.ExecContext(ctx, "SELECT pg_terminate_backend($1)", pid)
 					return err
 				}
-				_, _, err := r.RunBatch(context.Background(), twoWrites, txHost, nil)
+				_, _, err := r.RunBatch(context.Background(), twoWrites, txHost)
 				require.Error(t, err)
 				assertNeither(t, db, s, before)
 			})
@@ -356,7 +357,7 @@ func TestKillChild(t *testing.T) {
 	require.NoError(t, err)
 	r := sqlstore.NewRunner(s, writerRegistry(t, db, nil))
 	r.BeforeCommit = func(context.Context, *sql.Tx) error { os.Exit(7); return nil }
-	_, _, err = r.RunBatch(context.Background(), twoWrites, txHost, nil)
+	_, _, err = r.RunBatch(context.Background(), twoWrites, txHost)
 	t.Fatalf("the child lived on: %v", err)
 }
 
@@ -371,7 +372,7 @@ func TestConflictIsRetriedEntriesOnce(t *testing.T) {
 		createModel(t, db)
 		s := newStore(t, db, nil)
 		var attempts atomic.Int32
-		reg := actions.NewRegistry[*sql.Tx]()
+		reg := actions.NewRegistry[*sql.Tx](nil)
 		require.NoError(t, reg.Register(actions.Action[*sql.Tx]{
 			Definition: actions.Definition{ID: "t/bump", Parameters: `{"type":"object"}`},
 			Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
@@ -390,7 +391,7 @@ func TestConflictIsRetriedEntriesOnce(t *testing.T) {
 				return params + "y", nil
 			},
 		}))
-		result, entry, err := sqlstore.NewRunner(s, reg).Run(ctx, "t/bump", nil, txHost, nil)
+		result, entry, err := sqlstore.NewRunner(s, reg).Run(ctx, "t/bump", nil, txHost)
 		require.NoError(t, err)
 		assert.Equal(t, int32(2), attempts.Load(), "the first attempt conflicted and was run again")
 		assert.Equal(t, "[]xy", result, "the second attempt saw the other writer's change")
@@ -433,7 +434,7 @@ func TestConcurrentConflictingBatches(t *testing.T) {
 			}
 			return sqlstore.DefaultBackoff(n)
 		}})
-		reg := actions.NewRegistry[*sql.Tx]()
+		reg := actions.NewRegistry[*sql.Tx](nil)
 		require.NoError(t, reg.Register(actions.Action[*sql.Tx]{
 			Definition: actions.Definition{ID: "t/add", Parameters: `{"type":"object","required":["counter","amount"],
 				"properties":{"counter":{"enum":["a","b"]},"amount":{"type":"integer"}}}`},
@@ -460,8 +461,8 @@ func TestConcurrentConflictingBatches(t *testing.T) {
 					if rand.IntN(2) == 0 {
 						first, second = second, first
 					}
-					batch := actions.Batch{Commands: []actions.Step{{Call: "t/add", With: first}, {Call: "t/add", With: second}}}
-					if _, _, err := runner.RunBatch(ctx, batch, txHost, nil); err != nil {
+					batch := actions.Batch{Steps: []actions.Step{{Call: "t/add", With: first}, {Call: "t/add", With: second}}}
+					if _, _, err := runner.RunBatch(ctx, batch, txHost); err != nil {
 						failed.Add(1)
 						t.Errorf("writer %d batch %d: %v", w, i, err)
 						continue

@@ -28,6 +28,9 @@ func cancelled(err error) bool {
 // session ended, the server is shutting down).
 func cancelCause(ctx context.Context, err error) error {
 	cause := context.Cause(ctx)
+	if rctx, ok := ctx.Value(requestKey{}).(context.Context); ok && rctx.Err() != nil && cause == context.Canceled {
+		cause = ErrClientGone // the SDK saw the stateless request end first
+	}
 	if cause == nil || errors.Is(err, cause) {
 		return fmt.Errorf("mcpserver: call cancelled: %w", err)
 	}

@@ -36,7 +36,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -216,6 +215,12 @@ func (h *toolHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (re
 			res, err = nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
 		}
 	}()
+	// The serving layer (calls.go) bounds and cancels calls per session.
+	ctx, end, busy := track(ctx, req)
+	if busy != nil {
+		return nil, busy
+	}
+	defer end()
 	var host *actions.Host[C]
 	if h.opts.Host != nil {
 		host = h.opts.Host(ctx, req)
@@ -409,22 +414,4 @@ func (h *toolHandler[C]) report(ctx context.Context, err error) {
 	if h.opts.OnError != nil {
 		h.opts.OnError(ctx, h.name, err)
 	}
-}
-
-// ServeStdio serves s on standard input and output (the SDK's
-// StdioTransport: one JSON-RPC message per line) until the client closes
-// the stream or ctx is done. Nothing else may write to standard output
-// meanwhile; log to standard error. It returns nil when the client closed
-// the stream, ctx.Err() when ctx ended the session, or the session's error.
-func ServeStdio(ctx context.Context, s *mcp.Server) error {
-	return s.Run(ctx, &mcp.StdioTransport{})
-}
-
-// HTTPHandler serves s over MCP's streamable HTTP transport (the SDK's
-// StreamableHTTPHandler; every session shares s). opts may be nil for the
-// SDK's defaults, which among others refuse a request that reaches a
-// localhost address with a non-localhost Host header (DNS rebinding).
-// Mount it on the path clients use, conventionally /mcp.
-func HTTPHandler(s *mcp.Server, opts *mcp.StreamableHTTPOptions) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, opts)
 }

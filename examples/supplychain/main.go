@@ -7,6 +7,8 @@
 //	supplychain [-batch FILE]      run a batch and print what it did
 //	supplychain serve              serve the actions as MCP tools on stdio
 //	supplychain serve -http ADDR   serve them over streamable HTTP at http://ADDR/mcp
+//	supplychain serve -http ADDR -stateless
+//	                               the same, each request on its own (for replicas)
 //
 // Without arguments it runs the sample batch (batch.json, embedded) on the
 // embedded model (model.json), then prints the batch's result, each run
@@ -16,7 +18,9 @@
 // status 1.
 //
 // While serving, standard output carries MCP messages only (stdio); the
-// run entries of the calls and the server's logs go to standard error.
+// run entries of the calls and the server's logs go to standard error. On
+// SIGTERM or an interrupt the server stops taking calls, lets the calls in
+// flight end for up to drainTime, cancels the rest, and exits.
 //
 // Who calls (gate.go): over stdio, the person who started the server, as
 // the editor; over HTTP, the user of the bearer token, viewer
@@ -210,16 +214,25 @@ func clientName(req *mcp.CallToolRequest) string {
 	return "mcp-client"
 }
 
-// serve runs "serve [-http ADDR]" until the client leaves or ctx ends.
+// drainTime is how long the calls in flight may run on when the server is
+// asked to stop, before they are cancelled.
+const drainTime = 10 * time.Second
+
+// serve runs "serve [-http ADDR [-stateless]]" until the client leaves or
+// ctx ends.
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("supplychain serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("http", "", "serve streamable HTTP on this address (host:port) instead of stdio")
+	stateless := fs.Bool("stateless", false, "with -http: no sessions, each request served on its own, so that replicas can share clients")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	if *stateless && *addr == "" {
+		return errors.New("serve: -stateless needs -http")
 	}
 	model, reg, err := setup()
 	if err != nil {
@@ -238,34 +251,69 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	entries := actions.NewEntryWriter(stderr)
-	return serveHTTP(ctx, *addr, server, stderr, func(mux *http.ServeMux, h http.Handler) {
+	opts := &mcpserver.HTTPOptions{Stateless: *stateless, Logger: logger}
+	return serveHTTP(ctx, *addr, server, opts, stderr, func(mux *http.ServeMux, h http.Handler) {
 		protect(mux, h, reg, model, entries.Record) // bearer tokens, scopes, confirmations: gate.go
 	})
 }
 
 // serveHTTP serves server at http://addr/mcp, mounted by mount, until ctx
-// ends.
-func serveHTTP(ctx context.Context, addr string, server *mcp.Server, stderr io.Writer, mount func(*http.ServeMux, http.Handler)) error {
+// ends, then drains.
+func serveHTTP(ctx context.Context, addr string, server *mcp.Server, opts *mcpserver.HTTPOptions, stderr io.Writer, mount func(*http.ServeMux, http.Handler)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
+	mcpHandler := mcpserver.HTTPHandler(server, opts)
 	mux := http.NewServeMux()
-	mount(mux, mcpserver.HTTPHandler(server, nil))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stderr, "supplychain: serving MCP at http://%s/mcp\n", ln.Addr())
-	done := make(chan struct{})
+	mount(mux, mcpHandler)
+	srv := newHTTPServer(mux)
+	mode := "sessions"
+	if opts.Stateless {
+		mode = "stateless"
+	}
+	fmt.Fprintf(stderr, "supplychain: serving MCP at http://%s/mcp (%s)\n", ln.Addr(), mode)
+	done := make(chan error, 1)
 	go func() {
-		defer close(done)
 		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Both at once: the server stops listening and waits for its
+		// connections; the MCP handler lets the calls in flight end, then
+		// cancels the rest and closes the sessions, which frees the
+		// connections the server waits for.
+		drain, cancel := context.WithTimeout(context.Background(), drainTime)
 		defer cancel()
-		_ = srv.Shutdown(shutdown)
+		go func() { _ = srv.Shutdown(drain) }()
+		err := mcpHandler.Shutdown(drain)
+		if errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintf(stderr, "supplychain: calls still running after %v were cancelled\n", drainTime)
+		}
+		// The connections left (an idle keep-alive, a stream the client
+		// holds open) get a moment, then are closed.
+		last, cancelLast := context.WithTimeout(context.Background(), time.Second)
+		defer cancelLast()
+		if err := srv.Shutdown(last); err != nil {
+			_ = srv.Close()
+		}
+		done <- nil
 	}()
 	err = srv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
-		<-done
-		return nil
+		return <-done
 	}
 	return err
+}
+
+// newHTTPServer sets the limits of the example's HTTP server. The request
+// body is bounded by the MCP handler (the SDK's 4 MiB), each write of a
+// response by its WriteTimeout (30 s): the server's own WriteTimeout would
+// bound a whole response, and cut a tool call's stream or the session's
+// GET stream however healthy.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second, // slow headers (slowloris)
+		ReadTimeout:       30 * time.Second, // the whole request, body included; no limit once it is read
+		IdleTimeout:       2 * time.Minute,  // a keep-alive connection between requests
+		MaxHeaderBytes:    64 << 10,
+	}
 }

@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -211,24 +213,83 @@ func TestServeInMemory(t *testing.T) {
 }
 
 func TestServeHTTP(t *testing.T) {
-	model, reg, err := setup()
-	require.NoError(t, err)
-	server, err := newServer(model, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
-	require.NoError(t, err)
-	httpServer := httptest.NewServer(mcpserver.HTTPHandler(server, nil))
-	defer httpServer.Close()
-
-	for _, version := range []string{"", "2025-11-25"} {
-		t.Run("protocol "+version, func(t *testing.T) {
-			var opts *mcp.ClientSessionOptions
-			if version != "" {
-				opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
-			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "v0"}, nil).
-				Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: httpServer.URL}, opts)
+	for _, stateless := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
+			model, reg, err := setup()
 			require.NoError(t, err)
-			defer cs.Close()
-			exerciseServer(t, cs)
+			server, err := newServer(model, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+			require.NoError(t, err)
+			h := mcpserver.HTTPHandler(server, &mcpserver.HTTPOptions{Stateless: stateless})
+			httpServer := httptest.NewServer(h)
+			defer httpServer.Close()
+			defer func() { require.NoError(t, h.Shutdown(context.Background())) }()
+
+			for _, version := range []string{"", "2025-11-25"} {
+				t.Run("protocol "+version, func(t *testing.T) {
+					var opts *mcp.ClientSessionOptions
+					if version != "" {
+						opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+					}
+					cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "v0"}, nil).
+						Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: httpServer.URL}, opts)
+					require.NoError(t, err)
+					defer cs.Close()
+					exerciseServer(t, cs)
+				})
+			}
 		})
 	}
+}
+
+// TestServeHTTPCommand runs "serve -http 127.0.0.1:0 [-stateless]" as the
+// command line does, calls it, and stops it as SIGTERM would (ctx ends):
+// it drains and returns nil.
+func TestServeHTTPCommand(t *testing.T) {
+	for _, args := range [][]string{{"-http", "127.0.0.1:0"}, {"-http", "127.0.0.1:0", "-stateless"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stderr := &syncBuffer{}
+			done := make(chan error, 1)
+			go func() { done <- serve(ctx, args, stderr) }()
+			var url string
+			require.Eventually(t, func() bool {
+				_, rest, ok := strings.Cut(stderr.String(), "serving MCP at ")
+				url, _, _ = strings.Cut(rest, " ")
+				return ok && strings.HasSuffix(url, "/mcp")
+			}, 10*time.Second, 10*time.Millisecond, "the server did not start")
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "cmd-test", Version: "v0"}, nil).
+				Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			require.NoError(t, err)
+			exerciseServer(t, cs)
+			cs.Close()
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(drainTime + 5*time.Second):
+				t.Fatal("serve did not return after ctx ended")
+			}
+		})
+	}
+	err := serve(context.Background(), []string{"-stateless"}, io.Discard)
+	require.ErrorContains(t, err, "-stateless needs -http")
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -141,7 +141,7 @@ func (g *gateShop) serveHTTP(t *testing.T, stateless bool) string {
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
 	opts := g.options()
 	require.NoError(t, mcpserver.AddTools(server, g.reg, opts))
-	handler := mcpserver.HTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: stateless})
+	var handler http.Handler = mcpserver.HTTPHandler(server, &mcpserver.HTTPOptions{Stateless: stateless})
 	handler = mcpserver.ScopeChallenge(g.reg, opts, 0)(handler)
 	handler = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: resourceMetadata})(handler)
 	ts := httptest.NewServer(handler)

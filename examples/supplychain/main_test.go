@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -259,7 +260,8 @@ func TestServeHTTPCommand(t *testing.T) {
 				return ok && strings.HasSuffix(url, "/mcp")
 			}, 10*time.Second, 10*time.Millisecond, "the server did not start")
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "cmd-test", Version: "v0"}, nil).
-				Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+				Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer("editor-demo-token")}},
+					&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			require.NoError(t, err)
 			exerciseServer(t, cs)
 			cs.Close()

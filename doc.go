@@ -7,11 +7,17 @@
 // The life of one call, [Registry.Run]:
 //
 //  1. look the action up by id ("namespace/name"), or refuse unknown_action;
+//     then the gate checks who calls ([Caller]: surface, capability,
+//     token scope, serving, read-only, rate), before any parameter is
+//     looked at;
 //  2. copy the parameters into JSON's Go types (the caller's value is never
 //     changed) and fill the schema's defaults;
 //  3. validate, listing every breach in one invalid_parameters refusal;
 //  4. resolve each ref value through the host's [RefResolver];
-//  5. run the body, then record a [RunEntry] and hand it to [Host].OnEntry.
+//  5. hold the call as a pending change when its action needs a person's
+//     confirmation ([Registry.Confirm] runs it later), or run the body;
+//     then record a [RunEntry] and hand it to [Host].OnEntry, with an
+//     [Audit] of who called to [Host].OnAudit.
 //
 // Declare actions with [New] and [Registry.Register], or bind a JSON
 // manifest with [Registry.Bind]; check parameters alone with

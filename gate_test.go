@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -230,22 +229,4 @@ func TestPoliciesIncludeGateCodes(t *testing.T) {
 		assert.Equal(t, want, p[code], code)
 		assert.True(t, errors.Is(NewRefusal(code, ""), sentinelOf(code)), code)
 	}
-}
-
-func ExampleRegistry_Admit() {
-	reg := NewRegistry[any](nil)
-	_ = reg.Register(Action[any]{
-		Definition: Definition{ID: "shop/restock", Effect: EffectWrite, Capability: "stock.write"},
-		Run:        func(context.Context, map[string]any, any) (any, error) { return nil, nil },
-	})
-	reader := &Caller{Principal: "ann", Capabilities: []string{"stock.write"}, Token: true, Scopes: []string{"mcp:read"}, Surface: SurfaceMCP}
-	err := reg.Admit(context.Background(), "shop/restock", reader)
-	var r *Refusal
-	if errors.As(err, &r) {
-		fmt.Println(r.Code)
-		fmt.Println(r.Challenge)
-	}
-	// Output:
-	// insufficient_scope
-	// Bearer error="insufficient_scope", scope="mcp:read mcp:write"
 }

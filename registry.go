@@ -322,13 +322,25 @@ func (r *Registry[C]) List() []Action[C] {
 	return out
 }
 
-// Run runs the action id: it checks params (see [ParameterSchema.Check]),
-// runs the body with the environment host builds, and records the call as
-// a run entry, which host.OnEntry also receives. host may be nil.
+// Run runs the action id (or a deprecated alias of it, recorded under the
+// id): the gate checks host.Caller first (docs/gate.md), then it checks
+// params (see [ParameterSchema.Check]), runs the body with the
+// environment host builds, and records the call as a run entry, which
+// host.OnEntry also receives, and host.OnAudit with who called. host may
+// be nil.
 //
 // It returns the body's result (nil whenever the error is not nil), the
 // entry, and an error:
-//   - *Refusal unknown_action: no action has this id;
+//   - *Refusal unknown_action: no action has this id, or host.Caller may
+//     not see it (its surface is not offered, or it lacks the
+//     capability: errors.Is finds ErrForbiddenSurface or
+//     ErrForbiddenCapability, and the entry records that code);
+//   - *Refusal insufficient_scope, not_serving, read_only, rate_limited:
+//     the gate's other checks, in that order, before the parameters are
+//     looked at;
+//   - *Refusal confirmation_required: the action needs confirmation and
+//     the call, checked in full, is held as a pending change (the
+//     refusal's Pending); see [Registry.Confirm];
 //   - *Refusal invalid_parameters: see [ParameterSchema.Check]; the body
 //     does not run, and the entry records the parameters as given;
 //   - the body's own error, as it is (a *Refusal the body raised keeps

@@ -26,6 +26,17 @@
 //     whose transport is protocol: JSON-RPC error -32603 (internal error)
 //     with a generic message, the cause going to OnError.
 //
+// The gate (docs/gate.md): with [Options].Caller, who calls comes from
+// the verified token and the request, never from the arguments. tools/list
+// then shows each caller only the tools it may call (cacheScope
+// "private"); a tool it may not call answers as an unknown one;
+// [ScopeChallenge] turns a call whose token lacks the read or write scope
+// into HTTP 403 with an RFC 6750 challenge; a call held for confirmation
+// asks the person through elicitation when the client supports it
+// (elicitation/create on 2025-11-25, an input request on 2026-07-28) and
+// runs on accept only, or answers with the receipt; a deprecated alias's
+// tool name calls its action without being listed.
+//
 // [ServeStdio] and [HTTPHandler] run a server on the SDK's own stdio and
 // streamable HTTP transports. docs/mcp.md in the repository has the full
 // mapping table and the commands to try a server with the MCP Inspector.

@@ -129,7 +129,7 @@ func exportAll(rules *profileRules, defs []Definition, docs []map[string]any, o 
 		if err != nil {
 			return nil, fmt.Errorf("actions: exporting %s: %w", defs[i].ID, err)
 		}
-		out.Tools = append(out.Tools, t.wire)
+		out.Tools = append(out.Tools, plainNumbers(t.wire).(map[string]any))
 		out.Losses = append(out.Losses, t.losses...)
 	}
 	return out, nil
@@ -1015,6 +1015,37 @@ func requiredSet(s map[string]any) map[string]bool {
 		}
 	}
 	return out
+}
+
+// plainNumbers replaces, in place, each json.Number under v by an int64
+// (an integer in its range) or a float64 (a number it holds exactly, as
+// canonical JSON tells), and returns v. The providers' Go SDKs (OpenAI
+// v3, Anthropic v2) write a json.Number as a JSON string, which would
+// turn "minimum": 1 into "minimum": "1"; a number neither type holds
+// exactly stays a json.Number.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plainNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = plainNumbers(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if f, err := x.Float64(); err == nil {
+			a, err1 := CanonicalJSON(x)
+			b, err2 := CanonicalJSON(f)
+			if err1 == nil && err2 == nil && string(a) == string(b) {
+				return f
+			}
+		}
+	}
+	return v
 }
 
 // jsonValue turns a Go value into JSON's Go types, numbers as

@@ -210,3 +210,21 @@ func ExampleMemoryPendingStore() {
 	// Output:
 	// 1
 }
+
+func ExampleTrace_Caller() {
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/whoami", Effect: actions.EffectRead},
+		func(_ context.Context, _ map[string]any, t *actions.Trace) (any, error) {
+			if c := t.Caller(); c != nil {
+				return c.Principal + " on " + string(c.Surface), nil
+			}
+			return "the host itself", nil
+		}))
+	res, _, _ := reg.Run(context.Background(), "shop/whoami", nil, &actions.Host[*actions.Trace]{Caller: viewer})
+	fmt.Println(res)
+	res, _, _ = reg.Run(context.Background(), "shop/whoami", nil, nil)
+	fmt.Println(res)
+	// Output:
+	// vera on mcp
+	// the host itself
+}

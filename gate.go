@@ -405,6 +405,13 @@ func hostCode(err error) Code {
 	return CodeOf(err)
 }
 
+// Caller returns who calls, as the host built it ([Host].Caller), for a
+// body that decides what an audience may see: nil for the host's own call
+// and for a trace from [NewTrace]. A call confirming a pending change has
+// PendingChange set. Nested calls see their caller's. The body must not
+// change it.
+func (t *Trace) Caller() *Caller { return t.caller }
+
 // Audit is who made a call, recorded beside its run entry (never inside
 // it: the entry keeps the reference's shape). [Host].OnAudit receives one
 // per top-level call; a SQL store keeps its fields as columns.

@@ -419,7 +419,7 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	// calls need.
 	f := &frame[C]{r: r, host: host, depth: depth}
 	t := &f.Trace
-	t.action, t.entry, t.runner = id, entry, f
+	t.action, t.entry, t.runner, t.caller = id, entry, f, host.Caller
 	var env C
 	switch {
 	case host.Env != nil:

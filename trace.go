@@ -19,6 +19,7 @@ import (
 type Trace struct {
 	action string
 	runner nestedRunner // runs the body's nested calls; nil for NewTrace's
+	caller *Caller      // who calls: the host's Caller (see Trace.Caller)
 
 	mu       sync.Mutex
 	entry    RunEntry

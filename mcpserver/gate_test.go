@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -235,13 +236,19 @@ func TestGateForbiddenLooksUnknownOverHTTP(t *testing.T) {
 	g := newGateShop(t)
 	url := g.serveHTTP(t, false)
 	cs, rec := connectHTTP(t, url, "viewer-token", "2025-11-25", nil)
+	var answers []string
 	for _, name := range []string{"shop-restock", "shop-nothing", "shop-tenants"} {
 		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"item": marker}})
 		require.Error(t, err, name)
+		var werr *jsonrpc.Error
+		require.ErrorAs(t, err, &werr, name)
+		answers = append(answers, string(mustJSON(t, werr)))
 		assert.Contains(t, err.Error(), "unknown tool: list the tools and call one of them", name)
 		assert.NotContains(t, err.Error(), marker)
 		assert.NotContains(t, err.Error(), "item")
 	}
+	assert.Equal(t, answers[1], answers[0], "a forbidden tool and a missing one give the same error, data included")
+	assert.Equal(t, answers[1], answers[2])
 	assert.Empty(t, rec.forbidden())
 }
 

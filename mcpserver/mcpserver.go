@@ -172,7 +172,9 @@ func hideUnknownToolName(next mcp.MethodHandler) mcp.MethodHandler {
 		res, err := next(ctx, method, req)
 		var je *jsonrpc.Error
 		if method == "tools/call" && errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams && strings.HasPrefix(je.Message, "unknown tool") {
-			return res, &jsonrpc.Error{Code: je.Code, Message: unknownToolMessage, Data: je.Data}
+			// One answer, data included, whether the SDK knows no such
+			// tool or the gate hides it from this caller.
+			return res, protocolError(je.Code, unknownToolMessage, actions.NewRefusal(actions.CodeUnknownAction, ""))
 		}
 		return res, err
 	}

@@ -132,6 +132,9 @@ type Action[C any] struct {
 	// agree, set by [Typed] for a given parameters schema, compares the
 	// compiled schema document with the Go type of the parameters.
 	agree func(doc map[string]any) error
+	// encode, set by [Typed], writes a result in JSON's Go types for its
+	// output check, without encoding/json's text in between.
+	encode func(result any) (any, error)
 }
 
 // New returns the action of def whose body is body, for [Registry.Register]:

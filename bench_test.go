@@ -1,9 +1,11 @@
 package actions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -483,3 +485,133 @@ var (
 	machineSink atomic.Uint64
 	keys8       = [8]string{"a", "b", "c", "d", "e", "f", "g", "h"}
 )
+
+// typicalTyped is the typical action's parameters as a Go type: the same
+// schema is given, so both actions check the same things; the typed one
+// then decodes into this struct.
+type typicalTyped struct {
+	Name     string   `json:"name"`
+	Owner    string   `json:"owner" actions:"ref=actor"`
+	Kind     string   `json:"kind,omitempty"`
+	Priority int      `json:"priority,omitempty"`
+	Email    string   `json:"email,omitempty"`
+	Active   bool     `json:"active,omitempty"`
+	Tags     []string `json:"tags,omitempty"`
+	Lines    []struct {
+		SKU string  `json:"sku"`
+		Qty float64 `json:"qty"`
+	} `json:"lines"`
+}
+
+// typicalResult is the typical body's result as a Go type.
+type typicalResult struct {
+	ID    string `json:"id"`
+	Owner string `json:"owner"`
+	Lines int    `json:"lines"`
+}
+
+// BenchmarkRunTyped compares, on the typical call, an untyped action with
+// typed ones on the same schema and parameters: typed/no-contract returns
+// any (no output schema), so the difference is the decoding into the Go
+// type; typed/contract has the output schema inferred from its result
+// type, compared with untyped/contract, the untyped action given the
+// same output schema.
+func BenchmarkRunTyped(b *testing.B) {
+	ctx := context.Background()
+	params := typicalMap(b)
+	host := &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(RunEntry) {}}
+	untyped := func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
+		return map[string]any{"id": "site:1", "owner": p["owner"], "lines": len(p["lines"].([]any))}, nil
+	}
+	outSchema, _, err := inferOutput(reflect.TypeFor[typicalResult]())
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := NewRegistry[*Trace](nil)
+	reg.MustRegister(
+		Action[*Trace]{Definition: Definition{ID: "u/plain", Parameters: typicalSchema}, Run: untyped},
+		Action[*Trace]{Definition: Definition{ID: "u/contract", Parameters: typicalSchema, OutputSchema: outSchema}, Run: untyped},
+		Typed(Definition{ID: "t/plain", Parameters: typicalSchema}, func(_ context.Context, p typicalTyped, _ *Trace) (any, error) {
+			return typicalResult{ID: "site:1", Owner: p.Owner, Lines: len(p.Lines)}, nil
+		}),
+		Typed(Definition{ID: "t/contract", Parameters: typicalSchema}, func(_ context.Context, p typicalTyped, _ *Trace) (typicalResult, error) {
+			return typicalResult{ID: "site:1", Owner: p.Owner, Lines: len(p.Lines)}, nil
+		}),
+	)
+	for _, c := range []struct{ name, id string }{
+		{"untyped/no-contract", "u/plain"},
+		{"typed/no-contract", "t/plain"},
+		{"untyped/contract", "u/contract"},
+		{"typed/contract", "t/contract"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := reg.Run(ctx, c.id, params, host); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkOutputCheck compares the registry's check of a typed result
+// against its inferred output schema (the result made JSON values, then
+// validated) with the bare jsonschema v6 Validate of the same result
+// already in JSON values, and with what a host would write to check a Go
+// value with v6 alone (json.Marshal, jsonschema.UnmarshalJSON, Validate).
+func BenchmarkOutputCheck(b *testing.B) {
+	doc, plan, err := inferOutput(reflect.TypeFor[typicalResult]())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ps, err := compileOutput(doc, Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	result := typicalResult{ID: "site:1", Owner: "actor:17", Lines: 3}
+	value, err := resultValue(result)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("actions/typed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ps.checkOutput("t/contract", result, plan.encodeResult); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("actions/map", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ps.checkOutput("t/contract", value, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("jsonschema-v6/validate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := ps.sch.Validate(value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("jsonschema-v6/marshal+validate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			text, err := json.Marshal(result)
+			if err != nil {
+				b.Fatal(err)
+			}
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader(text))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := ps.sch.Validate(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // An output contract is an action's promise about its results: the
@@ -71,15 +72,35 @@ func (e *OutputError) Error() string {
 }
 
 // checkOutput returns the result of action id in JSON's Go types, after
-// checking it against the output schema ps. A result without a JSON form
-// gives an internal refusal; a breach gives an output_invalid refusal
-// whose cause is an *OutputError.
-func (ps *ParameterSchema) checkOutput(id string, result any) (any, error) {
-	v, err := resultValue(result)
-	if err != nil {
-		return nil, err
+// checking it against the output schema ps. encode, when not nil, writes
+// the result in JSON's Go types (a typed action's plan); otherwise
+// [resultValue] does. A result without a JSON form gives an internal
+// refusal; a breach gives an output_invalid refusal whose cause is an
+// *OutputError.
+func (ps *ParameterSchema) checkOutput(id string, result any, encode func(any) (any, error)) (any, error) {
+	var v any
+	var err error
+	switch {
+	case encode != nil:
+		if v, err = encode(result); err != nil {
+			r := refusef(CodeInternal, "the result has no JSON form")
+			r.cause = err
+			return nil, r
+		}
+		err = ps.validate(v)
+	default:
+		// A result made of JSON's Go types (and Go numbers) is judged as
+		// it is, without a copy; one the engine cannot read is copied
+		// into JSON's Go types first.
+		v = result
+		if err = ps.validate(v); err != nil && holdsInvalidValue(err) {
+			if v, err = resultValue(result); err != nil {
+				return nil, err
+			}
+			err = ps.validate(v)
+		}
 	}
-	if err := ps.validate(v); err != nil {
+	if err != nil {
 		var ve *jsonschema.ValidationError
 		issues := []Issue{{Path: "", Keyword: "schema", Message: "breaks the output schema"}}
 		if errors.As(err, &ve) {
@@ -93,6 +114,28 @@ func (ps *ParameterSchema) checkOutput(id string, result any) (any, error) {
 		return nil, r
 	}
 	return v, nil
+}
+
+// holdsInvalidValue reports whether the engine met a value that is not
+// one of JSON's Go types (a struct, a typed map) while validating.
+func holdsInvalidValue(err error) bool {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return false
+	}
+	var walk func(e *jsonschema.ValidationError) bool
+	walk = func(e *jsonschema.ValidationError) bool {
+		if _, ok := e.ErrorKind.(*kind.InvalidJsonValue); ok {
+			return true
+		}
+		for _, c := range e.Causes {
+			if walk(c) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(ve)
 }
 
 // resultValue returns a result in JSON's Go types (numbers as

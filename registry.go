@@ -68,6 +68,9 @@ type registered[C any] struct {
 	action Action[C]
 	params *ParameterSchema
 	output *ParameterSchema // nil: no output contract
+	// encode writes a result in JSON's Go types (a typed action's plan),
+	// or is nil for resultValue.
+	encode func(result any) (any, error)
 }
 
 // Options configures a registry. The zero value means every default.
@@ -238,7 +241,7 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 	if out != nil {
 		a.OutputSchema = out.Schema()
 	}
-	return &registered[C]{action: a, params: ps, output: out}, nil
+	return &registered[C]{action: a, params: ps, output: out, encode: a.encode}, nil
 }
 
 // Bind registers the definitions of a manifest with the bodies of the same
@@ -452,7 +455,7 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	}
 	written := result
 	if reg.output != nil {
-		if written, err = reg.output.checkOutput(id, result); err != nil {
+		if written, err = reg.output.checkOutput(id, result, reg.encode); err != nil {
 			return nil, entry.refused(err, entry.Parameters), err
 		}
 	}

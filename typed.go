@@ -90,15 +90,16 @@ func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C)
 	} else {
 		a.agree = func(doc map[string]any) error { return agree(doc, dec) }
 	}
-	if def.OutputSchema == nil {
-		out, err := inferOutput(reflect.TypeFor[R]())
-		if err != nil {
-			a.err = err
-			return a
-		}
-		if out != nil {
-			a.OutputSchema = out
-		}
+	out, plan, err := inferOutput(reflect.TypeFor[R]())
+	switch {
+	case err != nil && def.OutputSchema == nil:
+		a.err = err
+		return a
+	case err == nil && def.OutputSchema == nil && out != nil:
+		a.OutputSchema = out
+	}
+	if plan != nil {
+		a.encode = plan.encodeResult
 	}
 	decode := decoderFunc[P](dec)
 	a.Run = func(ctx context.Context, params map[string]any, c C) (any, error) {
@@ -163,26 +164,30 @@ func typedParameters(given any, pt reflect.Type) (*decoder, map[string]any, erro
 	return dec, doc, nil
 }
 
-// inferOutput infers R's output schema, or nil for an interface R.
-func inferOutput(rt reflect.Type) (map[string]any, error) {
+// inferOutput infers R's output schema (nil for an interface R) and plans
+// the encoding of its results.
+func inferOutput(rt reflect.Type) (map[string]any, *decoder, error) {
 	if rt.Kind() == reflect.Interface {
-		return nil, nil
-	}
-	if rt.Kind() == reflect.Pointer {
-		rt = rt.Elem()
+		return nil, nil, nil
 	}
 	w := &typeWalk{overrides: map[reflect.Type]*jsonschema.Schema{}}
-	_, err := w.plan(rt, "", "")
+	plan, err := w.plan(rt, "", "")
 	var doc map[string]any
 	if err == nil {
-		doc, err = w.infer(rt)
+		// A pointer R is described by what it points to, as the MCP Go
+		// SDK does: a nil pointer is then null, which breaks the schema.
+		st := rt
+		if st.Kind() == reflect.Pointer {
+			st = st.Elem()
+		}
+		doc, err = w.infer(st)
 	}
 	if err != nil {
 		r := asRefusal(err)
 		r.Message = "the result type cannot be described by an output schema"
-		return nil, r
+		return nil, nil, r
 	}
-	return doc, nil
+	return doc, plan, nil
 }
 
 func typeRefusal(ptr, msg string) *Refusal {
@@ -381,9 +386,15 @@ func (w *typeWalk) planStruct(d *decoder, t reflect.Type, ptr string) error {
 		if name == "" {
 			name = f.Name
 		}
+		var omitEmpty, omitZero bool
 		for _, o := range strings.Split(opts, ",") {
-			if o == "string" {
+			switch o {
+			case "string":
 				return typeRefusal(ijson.AppendToken(ptr+"/properties", name), "field "+goName+" has the json option \",string\", which no inferred schema describes")
+			case "omitempty":
+				omitEmpty = true
+			case "omitzero":
+				omitZero = true
 			}
 		}
 		at := ijson.AppendToken(ptr+"/properties", name)
@@ -394,7 +405,7 @@ func (w *typeWalk) planStruct(d *decoder, t reflect.Type, ptr string) error {
 		if err != nil {
 			return err
 		}
-		gf := goField{name: name, goName: goName, index: f.Index, dec: fd}
+		gf := goField{name: name, goName: goName, index: f.Index, dec: fd, omitEmpty: omitEmpty, omitZero: omitZero}
 		if ref, ok := refTag(f); ok {
 			if !refTarget(f.Type) {
 				return typeRefusal(at, "field "+goName+" has a ref tag but is not a string, *string or []string")

@@ -56,6 +56,8 @@ type goField struct {
 	index  []int    // reflect's index path, through embedded structs
 	dec    *decoder // the field's type
 	ref    string   // the model schema of an actions:"ref=..." tag
+
+	omitEmpty, omitZero bool // the json options, for encoding a result
 }
 
 // decodeState gathers the issues of one decoding, and the path to the

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/big"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"time"
 
+	googleschema "github.com/google/jsonschema-go/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -322,4 +326,47 @@ func TestTypedManifestOutputSchema(t *testing.T) {
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
 	assert.Equal(t, "invalid output schema", r.Message)
+}
+
+// TestTypedEncodeMatchesEncodingJSON: a typed result is checked in the
+// JSON form encoding/json gives it (the encoder writes JSON values
+// directly, without text in between).
+func TestTypedEncodeMatchesEncodingJSON(t *testing.T) {
+	when := time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600))
+	s := "s"
+	f := 0.1
+	for _, v := range []any{
+		tOrder{Name: "n", Owner: "o", Count: -3, Due: when, Total: big.NewInt(-12), Tags: []string{}, Via: nil,
+			Blob: []byte("hi"), Discount: &f, Notes: map[string]string{"a": "b"}},
+		tOrder{},
+		&tOrder{Name: "p"},
+		tNumbers{I8: -1, I64: 1 << 60, U8: 255, U64: 1<<64 - 1, F32: 0.1, F64: 1e-7, N: "1.50", B: big.NewInt(7)},
+		tNumbers{},
+		tOptional{S: &s, P: &tSub{X: 1}, L: []int{}, M: map[string]string{}, A: map[string]any{"k": []any{1, "x"}},
+			AR: [2]int{1, 2}, T: &when, R: json.RawMessage(`{"b": 1, "a": [true]}`)},
+		tOptional{},
+		tEmbedded{TBase: TBase{ID: "i"}},
+		tEmbedded{TBase: TBase{ID: "i"}, TExtra: &TExtra{Note: "n"}, Own: "o"},
+		tPlain{Untagged: "u", Skipped: "s", Dash: "d"},
+		tResult{Key: "k", Lines: 1},
+		tEmpty{},
+		[]string(nil),
+		[]string{"a"},
+		map[string]int{"a": 1},
+		3,
+		"x",
+	} {
+		t.Run(reflect.TypeOf(v).String(), func(t *testing.T) {
+			w := &typeWalk{overrides: map[reflect.Type]*googleschema.Schema{}}
+			plan, err := w.plan(reflect.TypeOf(v), "", "")
+			require.NoError(t, err)
+			got, err := plan.encodeResult(v)
+			require.NoError(t, err)
+			gotText, err := CanonicalJSON(got)
+			require.NoError(t, err)
+			wantText, err := CanonicalJSON(v) // through encoding/json
+			require.NoError(t, err)
+			assert.Equal(t, string(wantText), string(gotText))
+		})
+	}
 }

@@ -22,6 +22,7 @@ out=${OUT:-bench.txt}
   rep -bench 'BenchmarkCanonicalJSON|BenchmarkMarshal'
   rep -bench 'BenchmarkRunBatch'
   rep -bench 'BenchmarkTools'
+  rep -bench 'BenchmarkRunTyped|BenchmarkOutputCheck'
   rep -cpu 1,2 -bench 'BenchmarkRunParallel|BenchmarkValidateParallel|BenchmarkMachineParallel'
   bench -count "$(( (count + 4) / 5 ))" -bench 'BenchmarkRegister'
 } | tee "$out" | grep '^Benchmark' >&2

@@ -90,6 +90,11 @@ func main() {
 		{name: "machine allocate cpu2/cpu1 (context, no limit)", num: "BenchmarkMachineParallel/allocate", numP: "1", den: "BenchmarkMachineParallel/allocate", denP: "2", unit: "ns/op", limit: 0, atLeast: true},
 		{name: "register/compile 1000", num: "BenchmarkRegister/actions", den: "BenchmarkRegister/jsonschema-v6/compile", unit: "ns/op", limit: 1.2},
 		{name: "tools allocs/output 1000", num: "BenchmarkTools/actions", den: "BenchmarkTools/output", unit: "B/op", limit: 1.05},
+		{name: "typed run/untyped run, no output schema", num: "BenchmarkRunTyped/typed/no-contract", den: "BenchmarkRunTyped/untyped/no-contract", unit: "ns/op", limit: 1.15},
+		{name: "typed run/untyped run, same output schema", num: "BenchmarkRunTyped/typed/contract", den: "BenchmarkRunTyped/untyped/contract", unit: "ns/op", limit: 1.15},
+		{name: "output check/validate, map result", num: "BenchmarkOutputCheck/actions/map", den: "BenchmarkOutputCheck/jsonschema-v6/validate", unit: "ns/op", limit: 1.3},
+		{name: "output check/validate, typed result", num: "BenchmarkOutputCheck/actions/typed", den: "BenchmarkOutputCheck/jsonschema-v6/validate", unit: "ns/op", limit: 1.3},
+		{name: "output check typed/v6 marshal+validate (context, no limit)", num: "BenchmarkOutputCheck/jsonschema-v6/marshal+validate", den: "BenchmarkOutputCheck/actions/typed", unit: "ns/op", limit: 0, atLeast: true},
 	}
 	over := 0
 	for _, t := range targets {

@@ -370,3 +370,25 @@ func TestTypedEncodeMatchesEncodingJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputUntypedGoValue: an untyped body's result that is not in
+// JSON's Go types (a struct, a typed map) is checked in its JSON form.
+func TestOutputUntypedGoValue(t *testing.T) {
+	reg := NewRegistry[any](nil)
+	ret := any(tResult{Key: "k", Lines: 2})
+	reg.MustRegister(Action[any]{
+		Definition: Definition{ID: "u/go", OutputSchema: `{"type": "object", "required": ["key", "lines"], "properties": {"lines": {"maximum": 2}}}`},
+		Run:        func(context.Context, map[string]any, any) (any, error) { return ret, nil },
+	})
+	_, entry, err := reg.Run(context.Background(), "u/go", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, `{"key":"k","lines":2,"tags":null}`, entry.Result)
+
+	ret = map[string]int{"key": 1}
+	_, _, err = reg.Run(context.Background(), "u/go", nil, nil)
+	requireTypedRefusal(t, &typedError{Code: CodeOutputInvalid, Issues: []typedIssue{{Path: "/lines", Keyword: "required", Contains: "is required"}}}, err)
+
+	ret = tResult{Key: "k", Lines: 3}
+	_, _, err = reg.Run(context.Background(), "u/go", nil, nil)
+	requireTypedRefusal(t, &typedError{Code: CodeOutputInvalid, Issues: []typedIssue{{Path: "/lines", Keyword: "maximum", Contains: "must be <= 2"}}}, err)
+}

@@ -1,0 +1,124 @@
+package actions_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/actionreg/actions"
+)
+
+// plantParams are the parameters of garden/plant as a Go type. The tags
+// are those the official MCP Go SDK reads: json for names and
+// optionality, jsonschema for descriptions.
+type plantParams struct {
+	Species string    `json:"species" jsonschema:"the plant's species"`
+	Count   int8      `json:"count,omitempty"`
+	At      time.Time `json:"at,omitzero"`
+}
+
+type plantResult struct {
+	Key   string `json:"key"`
+	Count int8   `json:"count"`
+}
+
+// A typed action: the parameters schema is inferred from the Go type, the
+// body receives a plantParams and returns a plantResult, whose own schema
+// becomes the action's output schema.
+func ExampleTyped() {
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg.MustRegister(actions.Typed(actions.Definition{ID: "garden/plant"},
+		func(_ context.Context, p plantParams, _ *actions.Trace) (plantResult, error) {
+			return plantResult{Key: "plant:1", Count: p.Count}, nil
+		}))
+	def := reg.Definitions()[0]
+	in, _ := actions.CanonicalJSON(def.Parameters)
+	out, _ := actions.CanonicalJSON(def.OutputSchema)
+	fmt.Println(string(in))
+	fmt.Println(string(out))
+
+	// 1e2 is an integer: it fits the int8 field as 100.
+	result, entry, err := reg.Run(context.Background(), "garden/plant", `{"species": "rose", "count": 1e2}`, nil)
+	fmt.Printf("%+v %v\n", result, err)
+	fmt.Println(entry.Result)
+
+	// 300 does not fit an int8: the inferred schema bounds it.
+	_, _, err = reg.Run(context.Background(), "garden/plant", `{"species": "rose", "count": 300}`, nil)
+	fmt.Println(err)
+	// Output:
+	// {"additionalProperties":false,"properties":{"at":{"type":"string"},"count":{"maximum":127,"minimum":-128,"type":"integer"},"species":{"description":"the plant's species","type":"string"}},"required":["species"],"type":"object"}
+	// {"additionalProperties":false,"properties":{"count":{"maximum":127,"minimum":-128,"type":"integer"},"key":{"type":"string"}},"required":["key","count"],"type":"object"}
+	// {Key:plant:1 Count:100} <nil>
+	// {"count":100,"key":"plant:1"}
+	// invalid_parameters: the parameters break the schema: /count must be <= 127
+}
+
+type orderParams struct {
+	Customer string `json:"customer" actions:"ref=customer"`
+	Size     string `json:"size"`
+	Qty      int    `json:"qty"`
+}
+
+// A typed action with a given schema, for what tags cannot say (a
+// default, an enum, a ref with its resolver): Register checks that the
+// schema and the Go type agree, and refuses drift with the pointer and
+// the field.
+func ExampleTyped_givenSchema() {
+	body := func(_ context.Context, p orderParams, _ any) (string, error) {
+		return fmt.Sprintf("%d %s for %s", p.Qty, p.Size, p.Customer), nil
+	}
+	reg := actions.NewRegistry[any](nil)
+	reg.MustRegister(actions.Typed(actions.Definition{ID: "shop/order", Parameters: `{
+		"type": "object", "required": ["customer"], "additionalProperties": false,
+		"properties": {
+			"customer": {"type": "string", "ref": "customer"},
+			"size": {"enum": ["S", "M", "L"], "default": "M"},
+			"qty": {"type": "integer", "minimum": 1, "default": 1}}}`}, body))
+	host := &actions.Host[any]{Resolve: func(_ context.Context, schema, value string) (actions.RefMatches, error) {
+		if value == "Ada Lovelace" {
+			return actions.RefMatches{Names: []string{"customer:7"}}, nil
+		}
+		return actions.RefMatches{}, nil
+	}}
+	result, _, err := reg.Run(context.Background(), "shop/order", `{"customer": "Ada Lovelace"}`, host)
+	fmt.Println(result, err)
+
+	// The same Go type with a schema that drifted from it.
+	err = reg.Register(actions.Typed(actions.Definition{ID: "shop/order2", Parameters: `{
+		"type": "object", "required": ["customer", "note"],
+		"properties": {"customer": {"type": "string", "ref": "customer"}, "size": {"type": "string"}, "qty": {"type": "number"}}}`}, body))
+	var r *actions.Refusal
+	if errors.As(err, &r) {
+		for _, is := range r.Issues {
+			fmt.Println(is.Path, is.Message)
+		}
+	}
+	// Output:
+	// 1 M for customer:7 <nil>
+	// /properties/qty/type the schema allows number, which field orderParams.Qty (int) cannot hold
+	// /required/1 the required property note has no field in actions_test.orderParams
+}
+
+// An output contract on an untyped action: a result that breaks it never
+// reaches the caller. The issues are for the host, in errors.Unwrap.
+func ExampleOutputError() {
+	reg := actions.NewRegistry[any](nil)
+	reg.MustRegister(actions.New(actions.Definition{
+		ID:           "stock/count",
+		OutputSchema: `{"type": "object", "required": ["items"], "properties": {"items": {"type": "integer", "minimum": 0}}}`,
+	}, func(context.Context, map[string]any, any) (any, error) {
+		return map[string]any{"items": -1}, nil
+	}))
+	result, entry, err := reg.Run(context.Background(), "stock/count", nil, nil)
+	fmt.Println(result, entry.Outcome, entry.Error)
+	fmt.Println(errors.Is(err, actions.ErrOutputInvalid), actions.PolicyOf(actions.CodeOutputInvalid))
+	var oe *actions.OutputError
+	if errors.As(err, &oe) {
+		fmt.Println(oe)
+	}
+	// Output:
+	// <nil> refused output_invalid
+	// true {protocol never}
+	// actions: the result of stock/count breaks its output schema: /items must be >= 0
+}

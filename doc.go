@@ -19,7 +19,9 @@
 //     then record a [RunEntry] and hand it to [Host].OnEntry, with an
 //     [Audit] of who called to [Host].OnAudit.
 //
-// Declare actions with [New] and [Registry.Register], or bind a JSON
+// Declare actions with [New] and [Registry.Register], or with [Typed] for
+// a body that takes and returns Go values (schemas inferred from the
+// types, results checked against an output schema), or bind a JSON
 // manifest with [Registry.Bind]; check parameters alone with
 // [CompileParameters]; run call-only scripts with [Registry.RunBatch];
 // test a body alone with [NewTrace]; replay a recorded entry with

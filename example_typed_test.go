@@ -96,8 +96,8 @@ func ExampleTyped_givenSchema() {
 	}
 	// Output:
 	// 1 M for customer:7 <nil>
-	// /properties/qty/type the schema allows number, which field orderParams.Qty (int) cannot hold
-	// /required/1 the required property note has no field in actions_test.orderParams
+	// /parameters/properties/qty/type the schema allows number, which field orderParams.Qty (int) cannot hold
+	// /parameters/required/1 the required property note has no field in actions_test.orderParams
 }
 
 // An output contract on an untyped action: a result that breaks it never

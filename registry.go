@@ -110,11 +110,13 @@ func (r *Registry[C]) Limits() Limits { return r.limits.withDefaults() }
 //
 // Errors (*Refusal), and nothing is registered: constraint_violation when
 // an id is not namespace/name with both parts identifiers or is longer
-// than MaxToolNameLength (128) bytes, when a body is nil, or when a schema
-// is refused (see [CompileParameters]); duplicate_name when an id is
-// already registered or given twice. Every fault is listed, each issue at
-// its RFC 6901 pointer into the action: "/id", "/run", "/parameters/..."
-// into the schema. With several actions, the pointers start with the
+// than MaxToolNameLength (128) bytes, when a body is nil, when a schema
+// is refused (see [CompileParameters]; an output schema under the same
+// rules, any root allowed), or when a typed action's Go types cannot be
+// described or disagree with its given schema (see [Typed]);
+// duplicate_name when an id is already registered or given twice. Every
+// fault is listed, each issue at its RFC 6901 pointer into the action:
+// "/id", "/run", "/parameters/..." or "/outputSchema/..." into a schema. With several actions, the pointers start with the
 // action's index: "/2/parameters/properties/name".
 func (r *Registry[C]) Register(as ...Action[C]) error {
 	prefix := func(i int) string { return fmt.Sprintf("/%d", i) }
@@ -359,6 +361,12 @@ func (r *Registry[C]) List() []Action[C] {
 //   - C needs an environment and host.Env is nil (see [Host]): the body
 //     does not run;
 //   - the result has no canonical JSON form;
+//   - *Refusal invalid_parameters from a typed action ([Typed]) whose
+//     checked parameters do not fit its Go type: the body does not run;
+//   - *Refusal output_invalid: the action has an output schema
+//     ([Definition].OutputSchema) and the result breaks it; the body ran,
+//     the result is withheld, the issues point into the result, and
+//     errors.Unwrap gives an *[OutputError];
 //   - ctx.Err() when ctx is done before the body starts;
 //   - a resolver's error, wrapped.
 //

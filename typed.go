@@ -65,7 +65,8 @@ import (
 //
 // Errors: Typed itself never fails; what it finds wrong is kept in the
 // action and returned by Register, as a *Refusal constraint_violation
-// whose issues point into the schema and name the Go type and field: a
+// whose issues point into the action's schema ("/parameters/properties/
+// next", "/outputSchema/...") and name the Go type and field: a
 // nil body; a P that is not a struct or string-keyed map; a type that
 // refers to itself, or holds a channel, a function, a complex number, an
 // unsafe pointer, a map with keys other than strings, an interface other
@@ -82,18 +83,18 @@ func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C)
 	}
 	dec, doc, err := typedParameters(def.Parameters, reflect.TypeFor[P]())
 	if err != nil {
-		a.err = err
+		a.err = inAction(err, "/parameters")
 		return a
 	}
 	if def.Parameters == nil {
 		a.Parameters = doc
 	} else {
-		a.agree = func(doc map[string]any) error { return agree(doc, dec) }
+		a.agree = func(doc map[string]any) error { return inAction(agree(doc, dec), "/parameters") }
 	}
 	out, plan, err := inferOutput(reflect.TypeFor[R]())
 	switch {
 	case err != nil && def.OutputSchema == nil:
-		a.err = err
+		a.err = inAction(err, "/outputSchema")
 		return a
 	case err == nil && def.OutputSchema == nil && out != nil:
 		a.OutputSchema = out
@@ -114,6 +115,23 @@ func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C)
 		return r, nil
 	}
 	return a
+}
+
+// inAction returns err with each issue's pointer, which points into a
+// schema, prefixed by the schema's own pointer in the action
+// ("/parameters", "/outputSchema"), as Register reports every fault.
+func inAction(err error, prefix string) error {
+	r := asRefusal(err)
+	if r == nil {
+		return err
+	}
+	c := *r
+	c.Issues = make([]Issue, len(r.Issues))
+	for i, is := range r.Issues {
+		is.Path = prefix + is.Path
+		c.Issues[i] = is
+	}
+	return &c
 }
 
 // decoderFunc returns the function that turns the checked copy into a P.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -17,9 +16,6 @@ type Env struct {
 	Trace  *actions.Trace
 	Caller string
 }
-
-// Body is the signature of the example's action bodies.
-type Body = func(ctx context.Context, p map[string]any, env *Env) (any, error)
 
 // The parameters schemas. Each is JSON Schema 2020-12 with the registry's
 // ref keyword; see docs/parameters.md.
@@ -73,45 +69,54 @@ const (
 // (actor), a localized text parameter (display_name), Trace.Command
 // (create_actor, record_emissions, delete_actor, clear_emissions) and
 // Trace.Call (delete_actor calls clear_emissions).
+//
+// All but one are typed ([actions.Typed]): their bodies take a Go struct
+// and return one, whose schema becomes the tool's output schema. Each
+// keeps its hand-written parameters schema (defaults, enums, patterns,
+// refs), which Register checks against the struct. create_actor stays
+// untyped ([actions.New]): its localized display_name is a string or an
+// object, which a map[string]any reads as naturally as any Go type would;
+// it declares its output schema by hand.
 func definitions() []actions.Action[*Env] {
 	return []actions.Action[*Env]{
-		{Definition: actions.Definition{
+		actions.Typed(actions.Definition{
 			ID: "supply/list_actors", Title: "List actors", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Lists the actors of the supply chain, sorted by id, with their names in one language.",
 			Parameters:  listActorsSchema,
-		}, Run: listActors},
-		{Definition: actions.Definition{
+		}, listActors),
+		actions.Typed(actions.Definition{
 			ID: "supply/get_actor", Title: "Get an actor", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Gives one actor with its names in every language and its emissions per period.",
 			Parameters:  getActorSchema,
-		}, Run: getActor},
-		{Definition: actions.Definition{
+		}, getActor),
+		actions.New(actions.Definition{
 			ID: "supply/create_actor", Title: "Create an actor", Effect: actions.EffectWrite, Additive: true, Capability: capWrite,
 			Refusals:    []actions.DeclaredRefusal{{Code: "id_taken", Retry: actions.RetryAfterEdit}},
 			Description: "Adds an actor to the supply chain and gives it back with its key.",
 			Parameters:  createActorSchema, Writes: []string{"actor"},
-		}, Run: createActor},
-		{Definition: actions.Definition{
+			OutputSchema: actorViewSchema,
+		}, createActor),
+		actions.Typed(actions.Definition{
 			ID: "supply/delete_actor", Title: "Delete an actor", Effect: actions.EffectDelete, Capability: capWrite,
 			NeedsConfirmation: true,
 			Description:       "Deletes an actor and every emission recorded for it.",
 			Parameters:        deleteActorSchema, Writes: []string{"actor", "emission"},
-		}, Run: deleteActor},
-		{Definition: actions.Definition{
+		}, deleteActor),
+		actions.Typed(actions.Definition{
 			ID: "carbon/record_emissions", Title: "Record emissions", Effect: actions.EffectWrite, Idempotent: true, Capability: capWrite,
 			Description: "Sets an actor's CO2 emissions for a period, replacing any earlier figure.",
 			Parameters:  recordEmissionsSchema, Writes: []string{"emission"},
-		}, Run: recordEmissions},
-		{Definition: actions.Definition{
+		}, recordEmissions),
+		actions.Typed(actions.Definition{
 			ID: "carbon/clear_emissions", Title: "Clear emissions", Effect: actions.EffectDelete, Surfaces: []actions.Surface{},
 			Description: "Removes every emission of an actor, by key. Called by delete_actor only.",
 			Parameters:  clearEmissionsSchema, Writes: []string{"emission"},
-		}, Run: clearEmissions},
-		{Definition: actions.Definition{
+		}, clearEmissions),
+		actions.Typed(actions.Definition{
 			ID: "carbon/total_emissions", Title: "Total emissions", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Sums the CO2 emissions of a period over the actors, or over the actors of one type.",
 			Parameters:  totalEmissionsSchema,
-		}, Run: totalEmissions},
+		}, totalEmissions),
 	}
 }
 
@@ -135,28 +140,89 @@ func NewHost(model *Model, caller string, onEntry func(actions.RunEntry)) *actio
 	}
 }
 
-func listActors(_ context.Context, p map[string]any, env *Env) (any, error) {
-	typ, _ := p["type"].(string)
-	lang := p["lang"].(string) // the schema gives a default
-	list := []any{}
-	for _, a := range env.Model.Actors(typ) {
-		list = append(list, map[string]any{"key": a.Key, "id": a.ID, "type": a.Type, "name": nameIn(a, lang, env.Model)})
+// The parameters and results of the typed actions. The json tags name
+// the members; the schemas above add what tags cannot say.
+type (
+	listActorsParams struct {
+		Type string `json:"type,omitempty"`
+		Lang string `json:"lang,omitempty"`
 	}
-	return map[string]any{"actors": list}, nil
+	actorSummary struct {
+		Key  string `json:"key"`
+		ID   string `json:"id"`
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	actorList struct {
+		Actors []actorSummary `json:"actors"`
+	}
+	// actorParams names one actor; the registry has resolved the ref to
+	// the actor's key before the body runs.
+	actorParams struct {
+		Actor string `json:"actor" actions:"ref=actor"`
+	}
+	actorDetail struct {
+		Key         string             `json:"key"`
+		ID          string             `json:"id"`
+		Type        string             `json:"type"`
+		DisplayName map[string]string  `json:"display_name"`
+		CO2t        map[string]float64 `json:"co2_t"`
+	}
+	deletion struct {
+		Deleted   string `json:"deleted"`
+		Key       string `json:"key"`
+		Emissions any    `json:"emissions"` // clear_emissions' result
+	}
+	emissionsParams struct {
+		Actor  string  `json:"actor" actions:"ref=actor"`
+		Period string  `json:"period"`
+		CO2t   float64 `json:"co2_t"`
+	}
+	emissionsRecord struct {
+		Actor    string   `json:"actor"`
+		Period   string   `json:"period"`
+		CO2t     float64  `json:"co2_t"`
+		Previous *float64 `json:"previous_co2_t,omitempty"`
+	}
+	clearParams struct {
+		Actor string `json:"actor"`
+	}
+	totalParams struct {
+		Period string `json:"period"`
+		Type   string `json:"type,omitempty"`
+	}
+	total struct {
+		Period string  `json:"period"`
+		CO2t   float64 `json:"total_co2_t"`
+		Actors int     `json:"actors"`
+		Type   string  `json:"type,omitempty"`
+	}
+)
+
+// actorViewSchema is the output schema of create_actor, the untyped
+// action: an actor with its key.
+const actorViewSchema = `{"type": "object", "required": ["key", "id", "type", "display_name"], "additionalProperties": false,
+	"properties": {"key": {"type": "string"}, "id": {"type": "string"}, "type": {"type": "string"},
+		"display_name": {"type": "object", "additionalProperties": {"type": "string"}}}}`
+
+func listActors(_ context.Context, p listActorsParams, env *Env) (actorList, error) {
+	list := actorList{Actors: []actorSummary{}}
+	for _, a := range env.Model.Actors(p.Type) {
+		list.Actors = append(list.Actors, actorSummary{Key: a.Key, ID: a.ID, Type: a.Type, Name: nameIn(a, p.Lang, env.Model)})
+	}
+	return list, nil
 }
 
-func getActor(_ context.Context, p map[string]any, env *Env) (any, error) {
-	a, err := actorOf(p, env)
+func getActor(_ context.Context, p actorParams, env *Env) (*actorDetail, error) {
+	a, err := actorOf(p.Actor, env)
 	if err != nil {
 		return nil, err
 	}
-	view := actorView(a)
-	periods := map[string]any{}
+	d := &actorDetail{Key: a.Key, ID: a.ID, Type: a.Type, DisplayName: a.DisplayName, CO2t: map[string]float64{}}
 	for _, e := range env.Model.Emissions(a.Key) {
-		periods[e.Period] = e.CO2t
+		d.CO2t[e.Period] = e.CO2t
 	}
-	view["co2_t"] = periods
-	return view, nil
+	return d, nil
 }
 
 func createActor(_ context.Context, p map[string]any, env *Env) (any, error) {
@@ -178,11 +244,11 @@ func createActor(_ context.Context, p map[string]any, env *Env) (any, error) {
 	if err := env.Trace.Command(cmd, map[string]any{"key": a.Key}); err != nil {
 		return nil, err
 	}
-	return actorView(a), nil
+	return map[string]any{"key": a.Key, "id": a.ID, "type": a.Type, "display_name": anyMap(a.DisplayName)}, nil
 }
 
-func deleteActor(ctx context.Context, p map[string]any, env *Env) (any, error) {
-	a, err := actorOf(p, env)
+func deleteActor(ctx context.Context, p actorParams, env *Env) (*deletion, error) {
+	a, err := actorOf(p.Actor, env)
 	if err != nil {
 		return nil, err
 	}
@@ -196,57 +262,44 @@ func deleteActor(ctx context.Context, p map[string]any, env *Env) (any, error) {
 	if err := env.Trace.Command(map[string]any{"op": "delete", "schema": "actor", "key": a.Key, "by": env.Caller}, nil); err != nil {
 		return nil, err
 	}
-	return map[string]any{"deleted": a.ID, "key": a.Key, "emissions": cleared}, nil
+	return &deletion{Deleted: a.ID, Key: a.Key, Emissions: cleared}, nil
 }
 
-func recordEmissions(_ context.Context, p map[string]any, env *Env) (any, error) {
-	a, err := actorOf(p, env)
+func recordEmissions(_ context.Context, p emissionsParams, env *Env) (*emissionsRecord, error) {
+	a, err := actorOf(p.Actor, env)
 	if err != nil {
 		return nil, err
 	}
-	period := p["period"].(string)
-	co2t, err := p["co2_t"].(json.Number).Float64()
-	if err != nil {
-		return nil, err
-	}
-	previous, had := env.Model.SetEmissions(a.Key, period, co2t)
+	previous, had := env.Model.SetEmissions(a.Key, p.Period, p.CO2t)
 	cmd := map[string]any{"op": "upsert", "schema": "emission", "by": env.Caller,
-		"values": map[string]any{"actor": a.Key, "period": period, "co2_t": co2t}}
+		"values": map[string]any{"actor": a.Key, "period": p.Period, "co2_t": p.CO2t}}
 	if err := env.Trace.Command(cmd, nil); err != nil {
 		return nil, err
 	}
-	res := map[string]any{"actor": a.ID, "period": period, "co2_t": co2t}
+	res := &emissionsRecord{Actor: a.ID, Period: p.Period, CO2t: p.CO2t}
 	if had {
-		res["previous_co2_t"] = previous
+		res.Previous = &previous
 	}
 	return res, nil
 }
 
-func clearEmissions(_ context.Context, p map[string]any, env *Env) (any, error) {
-	key := p["actor"].(string)
-	n := env.Model.ClearEmissions(key)
-	if err := env.Trace.Command(map[string]any{"op": "delete", "schema": "emission", "where": map[string]any{"actor": key}}, map[string]any{"deleted": n}); err != nil {
-		return nil, err
+func clearEmissions(_ context.Context, p clearParams, env *Env) (int, error) {
+	n := env.Model.ClearEmissions(p.Actor)
+	if err := env.Trace.Command(map[string]any{"op": "delete", "schema": "emission", "where": map[string]any{"actor": p.Actor}}, map[string]any{"deleted": n}); err != nil {
+		return 0, err
 	}
 	return n, nil
 }
 
-func totalEmissions(_ context.Context, p map[string]any, env *Env) (any, error) {
-	period := p["period"].(string)
-	typ, _ := p["type"].(string)
-	co2t, n := env.Model.Total(period, typ)
-	res := map[string]any{"period": period, "total_co2_t": co2t, "actors": n}
-	if typ != "" {
-		res["type"] = typ
-	}
-	return res, nil
+func totalEmissions(_ context.Context, p totalParams, env *Env) (total, error) {
+	co2t, n := env.Model.Total(p.Period, p.Type)
+	return total{Period: p.Period, CO2t: co2t, Actors: n, Type: p.Type}, nil
 }
 
-// actorOf returns the actor a resolved ref names. The registry resolved
-// the ref before the body ran, so it is a key; a concurrent delete may
-// still have removed it since.
-func actorOf(p map[string]any, env *Env) (Actor, error) {
-	key := p["actor"].(string)
+// actorOf returns the actor of a resolved ref. The registry resolved the
+// ref before the body ran, so it is a key; a concurrent delete may still
+// have removed it since.
+func actorOf(key string, env *Env) (Actor, error) {
 	a, ok := env.Model.Actor(key)
 	if !ok {
 		r := actions.NewRefusal("not_found", "the actor was deleted meanwhile")
@@ -254,11 +307,6 @@ func actorOf(p map[string]any, env *Env) (Actor, error) {
 		return Actor{}, r
 	}
 	return a, nil
-}
-
-// actorView is the JSON form of an actor in results.
-func actorView(a Actor) map[string]any {
-	return map[string]any{"key": a.Key, "id": a.ID, "type": a.Type, "display_name": anyMap(a.DisplayName)}
 }
 
 // nameIn is the actor's name in lang, else in the source language, else

@@ -175,6 +175,7 @@ func exerciseServer(t *testing.T, cs *mcp.ClientSession) {
 	var names []string
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
+		assert.NotNil(t, tl.OutputSchema, "%s lists an output schema", tl.Name)
 	}
 	assert.Equal(t, visibleTools, names)
 
@@ -182,11 +183,13 @@ func exerciseServer(t *testing.T, cs *mcp.ClientSession) {
 	require.NoError(t, err)
 	require.False(t, res.IsError)
 	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, `"id":"marseille_depot"`)
+	assert.NotNil(t, res.StructuredContent, "a typed tool answers structuredContent")
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "supply-get_actor", Arguments: map[string]any{"actor": "Harbour Depot"}})
 	require.NoError(t, err)
 	assert.True(t, res.IsError, "a name two actors share is refused")
 	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, "/actor [ref]")
+	assert.Nil(t, res.StructuredContent, "a refusal of a tool with an output schema has no structuredContent")
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "supply-create_actor", Arguments: map[string]any{"id": "lyon_plant", "display_name": "Lyon"}})
 	require.NoError(t, err)

@@ -37,9 +37,17 @@
 // runs on accept only, or answers with the receipt; a deprecated alias's
 // tool name calls its action without being listed.
 //
-// [ServeStdio] and [HTTPHandler] run a server on the SDK's own stdio and
-// streamable HTTP transports. docs/mcp.md in the repository has the full
-// mapping table and the commands to try a server with the MCP Inspector.
+// [ServeStdio] (or [Serve], on any stream transport) and [HTTPHandler]
+// run a server on the SDK's own stdio and streamable HTTP transports,
+// wrapped so that serving is safe by default: a foreign Origin refused,
+// sessions bounded in number and idle time, calls bounded per session, and
+// every call ended, cancelled if need be, when its client or session or
+// the server goes ([Handler.Shutdown]). A call whose context was done is
+// recorded as cancelled and answered, when anyone still listens, with
+// JSON-RPC [CodeRequestCancelled]. docs/mcp.md in the repository has the
+// full mapping table, how a call ends on each transport, what HTTP
+// refuses by default, and the commands to try a server with the MCP
+// Inspector.
 package mcpserver
 
 import (

@@ -2,7 +2,10 @@
 // declared once, with a JSON Schema 2020-12 for its parameters, and every
 // call is checked before its body runs and recorded as a replayable run
 // entry in RFC 8785 canonical JSON. Visible actions are published as MCP
-// tools (see [Registry.Tools] and the mcpserver package).
+// tools (see [Registry.Tools] and the mcpserver package), or as the tools
+// of a model provider's API ([Registry.Export] with a [Profile]: OpenAI,
+// Anthropic, Gemini), whose calls come back through
+// [Registry.RunToolCall].
 //
 // The life of one call, [Registry.Run]:
 //

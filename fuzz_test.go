@@ -69,6 +69,10 @@ func FuzzCheckParameters(f *testing.F) {
 		got, err := ps.Check(context.Background(), json.RawMessage(text), resolve)
 		if err != nil {
 			var r *Refusal
+			var ce *contradictionError
+			if errors.As(err, &r) && r.Code == CodeInternal && errors.As(err, &ce) {
+				return // a schema whose defaults contradict it, for these parameters
+			}
 			if !errors.As(err, &r) || r.Code != CodeInvalidParameters {
 				t.Fatalf("want invalid_parameters, got %v", err)
 			}

@@ -12,54 +12,32 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
-	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/schema"
 )
 
 // issuesOf flattens a validation error into issues: one per failed
 // keyword, at the pointer of the value at fault.
 func issuesOf(ve *jsonschema.ValidationError) []Issue {
-	var out []Issue
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		at := ijson.Pointer(e.InstanceLocation)
-		switch k := e.ErrorKind.(type) {
-		case *kind.Schema, *kind.Group, *kind.AllOf, *kind.Reference:
-			for _, c := range e.Causes {
-				walk(c)
-			}
+	bs := schema.Breaches(ve)
+	out := make([]Issue, 0, len(bs))
+	for _, b := range bs {
+		var msg string
+		switch k := b.Kind.(type) {
 		case *kind.Required:
-			for _, name := range k.Missing {
-				out = append(out, Issue{ijson.AppendToken(at, name), "required", "is required"})
-			}
+			msg = "is required"
 		case *kind.DependentRequired:
-			for _, name := range k.Missing {
-				out = append(out, Issue{ijson.AppendToken(at, name), "dependentRequired", "is required when " + k.Prop + " is present"})
-			}
+			msg = "is required when " + k.Prop + " is present"
 		case *kind.AdditionalProperties:
-			for _, name := range k.Properties {
-				out = append(out, Issue{ijson.AppendToken(at, name), "additionalProperties", "is not allowed"})
-			}
-		case *kind.PropertyNames:
-			// The engine files these at a location a later sibling may
-			// overwrite; schema.NameCheck reports the same names at the
-			// right one.
+			msg = "is not allowed"
 		case *schema.NameBreach:
-			for _, name := range k.Names {
-				out = append(out, Issue{ijson.AppendToken(at, name), "propertyNames", "this property name is not allowed"})
-			}
+			msg = "this property name is not allowed"
 		case *kind.FalseSchema:
-			kw := "false"
-			if t := lastToken(locationPointer(e.SchemaURL)); t == "unevaluatedProperties" || t == "unevaluatedItems" || t == "additionalProperties" || t == "items" {
-				kw = t
-			}
-			out = append(out, Issue{at, kw, falseMessage(kw)})
+			msg = falseMessage(b.Keyword)
 		default:
-			kw, msg := describe(e.ErrorKind)
-			out = append(out, Issue{at, kw, msg})
+			b.Keyword, msg = describe(k)
 		}
+		out = append(out, Issue{b.Path, b.Keyword, msg})
 	}
-	walk(ve)
 	return sortIssues(out)
 }
 

@@ -105,7 +105,10 @@ func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema,
 			return nil, schemaRefusal(se.Pointer, se.Keyword, se.Reason, nil)
 		}
 	}
-	plan, err := schema.Build(sch, report)
+	plan, err := schema.Build(sch, report, limits.MaxParamBytes)
+	if err == nil {
+		err = plan.Contradictions(limits.MaxParamBytes)
+	}
 	if err != nil {
 		var se *schema.Error
 		errors.As(err, &se)
@@ -263,7 +266,10 @@ func (ps *ParameterSchema) Schema() map[string]any {
 // nesting or size past the limits), a ref naming no instance or several
 // (keyword "ref"), more ref values than Limits.MaxRefs. A resolver's own
 // error is returned wrapped, and a resolver's panic as a *Refusal with
-// code internal.
+// code internal. A breach that the defaults made (at a member they filled,
+// or one the parameters as sent do not have; a missing member excepted)
+// is the schema contradicting itself: a *Refusal with code internal and
+// no issues, whose cause lists the breaches for the host.
 func (ps *ParameterSchema) Check(ctx context.Context, params any, resolve RefResolver) (map[string]any, error) {
 	if nullText(params) {
 		params = nil
@@ -288,7 +294,13 @@ func (ps *ParameterSchema) check(ctx context.Context, params any, resolve RefRes
 	if err := ps.validate(v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			msg, issues := capIssues("the parameters break the schema", issuesOf(ve))
+			issues := issuesOf(ve)
+			if ps.plan.HasDefaults() {
+				if r := ps.contradiction(params, v, issues); r != nil {
+					return nil, r
+				}
+			}
+			msg, issues := capIssues("the parameters break the schema", issues)
 			return nil, refusef(CodeInvalidParameters, msg, issues...)
 		}
 		return nil, refusef(CodeInvalidParameters, "the parameters break the schema")

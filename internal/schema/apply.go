@@ -5,7 +5,12 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"unsafe"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/actionreg/actions/internal/ijson"
 )
 
 // Fill sets, in place, every absent property that has a default, wherever
@@ -29,11 +34,27 @@ func (p *Plan) Fill(v any, budget int) bool {
 		return true
 	}
 	f := filler{p: p, budget: budget}
-	if p.memo {
-		f.seen = map[visit]bool{}
-	}
-	f.fill(v, p.root, 0)
+	f.run(v, p.root)
 	return !f.over
+}
+
+// run fills v with n. When an if decides what is filled, the walk is
+// repeated while it adds members: an if sees the value before the
+// defaults of its own object and of later subschemas, and a default filled
+// after it may change its answer. Filling is then idempotent: the filled
+// value, checked again (as a replay does), gains nothing more. Filling
+// only adds members, so the rounds end.
+func (f *filler) run(v any, n *node) {
+	for {
+		if f.p.memo {
+			f.seen = map[visit]bool{}
+		}
+		before := f.spent
+		f.fill(v, n, 0)
+		if f.over || !f.p.conditional || f.spent == before {
+			return
+		}
+	}
 }
 
 // fillDependent fills the dependentSchemas whose property v holds, again
@@ -84,6 +105,35 @@ type filler struct {
 	budget int            // what may still be filled, if positive
 	spent  int
 	over   bool
+
+	// Set only while Build tries the defaults together (see contradict):
+	// every fill is logged with the member's location, members are walked
+	// in name order, and past limit fills (if positive) the walk stops.
+	log   *fillLog
+	path  []string
+	limit int
+}
+
+// fillLog is what a logged fill did, in order.
+type fillLog struct {
+	fills   []filled
+	endless bool // a default was met inside its own value
+}
+
+type filled struct {
+	path string             // the member's pointer
+	from *jsonschema.Schema // the schema whose default filled it
+}
+
+// child walks into a member or entry of the current value.
+func (f *filler) child(v any, n *node, tok string) {
+	if f.log == nil {
+		f.fill(v, n, 0)
+		return
+	}
+	f.path = append(f.path, tok)
+	f.fill(v, n, 0)
+	f.path = f.path[:len(f.path)-1]
 }
 
 // fill walks v with n; hops counts the schema edges taken without moving
@@ -121,7 +171,23 @@ func (f *filler) fill(v any, n *node, hops int) {
 	switch v := v.(type) {
 	case map[string]any:
 		for _, d := range n.defaults {
-			if _, ok := v[d.name]; !ok {
+			if _, present := v[d.name]; !present {
+				if f.log != nil {
+					if f.limit > 0 && len(f.log.fills) >= f.limit {
+						f.over = true
+						return
+					}
+					at := ijson.Pointer(append(f.path[:len(f.path):len(f.path)], d.name))
+					for _, r := range f.log.fills {
+						// The same default inside itself: it would
+						// be filled again at every level, without end.
+						if r.from == d.from && strings.HasPrefix(at, r.path+"/") {
+							f.over, f.log.endless = true, true
+							return
+						}
+					}
+					f.log.fills = append(f.log.fills, filled{at, d.from})
+				}
 				if f.spent += d.size; f.budget > 0 && f.spent > f.budget {
 					f.over = true
 					return
@@ -131,18 +197,17 @@ func (f *filler) fill(v any, n *node, hops int) {
 		}
 		for _, c := range n.props {
 			if pv, ok := v[c.name]; ok {
-				f.fill(pv, c.n, 0)
+				f.child(pv, c.n, c.name)
 			}
 		}
 		if len(n.patterns) > 0 || n.additional != nil {
-			for k, pv := range v {
-				if c := n.additional; c != nil && !n.declares(k) {
-					f.fill(pv, c, 0)
+			if f.log == nil {
+				for k, pv := range v {
+					f.member(n, k, pv)
 				}
-				for _, c := range n.patterns {
-					if c.re.MatchString(k) {
-						f.fill(pv, c.n, 0)
-					}
+			} else {
+				for _, k := range slices.Sorted(maps.Keys(v)) {
+					f.member(n, k, v[k])
 				}
 			}
 		}
@@ -150,10 +215,23 @@ func (f *filler) fill(v any, n *node, hops int) {
 	case []any:
 		for i, e := range v {
 			if i < len(n.prefix) {
-				f.fill(e, n.prefix[i], 0)
+				f.child(e, n.prefix[i], strconv.Itoa(i))
 			} else if i >= len(n.sch.PrefixItems) {
-				f.fill(e, n.items, 0)
+				f.child(e, n.items, strconv.Itoa(i))
 			}
+		}
+	}
+}
+
+// member fills the member k of an object with the additionalProperties
+// and patternProperties subschemas of n that apply to it.
+func (f *filler) member(n *node, k string, pv any) {
+	if c := n.additional; c != nil && !n.declares(k) {
+		f.child(pv, c, k)
+	}
+	for _, c := range n.patterns {
+		if c.re.MatchString(k) {
+			f.child(pv, c.n, k)
 		}
 	}
 }

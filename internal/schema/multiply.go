@@ -27,6 +27,9 @@ import (
 // (a strongly connected set of schemas reached by members), each schema
 // may lead to at most one schema of the recursion per label.
 func Multiplies(root *jsonschema.Schema) error {
+	if err := inPlaceCycle(root); err != nil {
+		return err
+	}
 	m := &multiplier{
 		count: map[*jsonschema.Schema]int{},
 		desc:  map[*jsonschema.Schema]map[edge]int{},
@@ -198,4 +201,41 @@ func components(nodes []*jsonschema.Schema, adj map[*jsonschema.Schema]map[edge]
 		}
 	}
 	return out
+}
+
+// inPlaceCycle refuses subschemas that apply to one value through a cycle
+// of in-place keywords ($ref, allOf, anyOf, oneOf, not, if, then, else,
+// dependentSchemas) without moving into a member or entry: validating
+// such a value never ends (JSON Schema 2020-12 core §9.4.1), and the
+// engine refuses every such call. Of several cycles, the one holding the
+// first pointer in byte order is reported, at that pointer.
+func inPlaceCycle(root *jsonschema.Schema) error {
+	all := []*jsonschema.Schema{root}
+	seen := map[*jsonschema.Schema]bool{root: true}
+	adj := map[*jsonschema.Schema]map[edge]int{}
+	for i := 0; i < len(all); i++ {
+		s := all[i]
+		eachChild(s, func(c child) {
+			if c.sameValue {
+				if adj[s] == nil {
+					adj[s] = map[edge]int{}
+				}
+				adj[s][edge{to: c.s}]++
+			}
+			if !seen[c.s] {
+				seen[c.s] = true
+				all = append(all, c.s)
+			}
+		})
+	}
+	var at []string
+	for _, scc := range components(all, adj) {
+		for _, s := range scc {
+			at = append(at, fragment(s.Location))
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	return &Error{slices.Min(at), "$ref", "the schema applies itself to the same value without end (through $ref and in-place keywords, without moving into a member or entry)"}
 }

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -18,6 +19,12 @@ type Plan struct {
 	hasDefaults bool
 	hasRefs     bool
 	maxHops     int
+	// conditional is set when an if decides which defaults are filled:
+	// Fill then repeats its walk while it adds members.
+	conditional bool
+	// entries are the nodes a value is checked against as a whole that
+	// fill defaults, for Contradictions.
+	entries []*node
 	// memo is set when one value may be reached by a node more than once
 	// (a $ref, or two subschemas applying in place): the walks then
 	// remember what they visited, which keeps diamonds and cycles of
@@ -67,7 +74,11 @@ type node struct {
 // refuses a default that, once its own nested defaults are filled, breaks
 // the subschema that declares it. A schema with neither defaults nor refs
 // gets an empty plan at no cost.
-func Build(root *jsonschema.Schema, r *Report) (*Plan, error) {
+//
+// budget bounds, in Fill's weight, what the defaults may fill into one
+// value at registration: defaults that fill without end (a default object
+// whose schema recurses into another default object) are refused.
+func Build(root *jsonschema.Schema, r *Report, budget int) (*Plan, error) {
 	if r.Defaults == 0 && len(r.Refs) == 0 {
 		return &Plan{}, nil
 	}
@@ -100,16 +111,32 @@ func Build(root *jsonschema.Schema, r *Report) (*Plan, error) {
 		for _, d := range n.defaults {
 			ps := n.sch.Properties[d.name]
 			v := Copy(d.value)
-			(&filler{p: p, seen: map[visit]bool{}}).fill(v, b.nodes[ps], 0)
+			f := &filler{p: p, seen: map[visit]bool{}, budget: budget, log: &fillLog{}}
+			f.fill(v, b.nodes[ps], 0)
+			// (Build has not pruned yet, and p.conditional is not yet
+			// known: Contradictions tries the defaults again with the
+			// rounds of Fill.)
+			if f.log.endless {
+				return nil, &Error{fragment(d.from.Location) + "/default", "default", "the default fills without end: its own nested defaults hold it again"}
+			}
+			if f.over {
+				return nil, &Error{fragment(d.from.Location) + "/default", "default", "with its own nested defaults, the default passes " + strconv.Itoa(budget) + " bytes"}
+			}
 			if ps.Validate(v) != nil {
 				return nil, &Error{Pointer: fragment(d.from.Location) + "/default", Keyword: "default", Reason: "the default breaks its own schema"}
 			}
 		}
 	}
+	if p.hasDefaults {
+		p.entries = b.entries()
+	}
 	for _, n := range b.order {
 		n.prune()
 		if n.target != nil || n.inPlace() > 1 {
 			p.memo = true
+		}
+		if n.then != nil || n.els != nil {
+			p.conditional = true
 		}
 	}
 	return p, nil

@@ -95,7 +95,7 @@ func compile(t *testing.T, s string) (*Plan, *jsonschema.Schema, error) {
 	require.NoError(t, c.AddResource(base, doc))
 	sch, err := c.Compile(base)
 	require.NoError(t, err)
-	p, err := Build(sch, r)
+	p, err := Build(sch, r, 1<<20)
 	return p, sch, err
 }
 
@@ -122,7 +122,7 @@ func TestFill(t *testing.T) {
 		{"items", `{"type":"object","properties":{"l":{"items":{"properties":{"n":{"default":0}}}}}}`, `{"l":[{},{"n":5}]}`, `{"l":[{"n":0},{"n":5}]}`},
 		{"prefixItems then items", `{"type":"object","properties":{"l":{"prefixItems":[{"properties":{"p":{"default":"p"}}}],"items":{"properties":{"i":{"default":"i"}}}}}}`, `{"l":[{},{}]}`, `{"l":[{"p":"p"},{"i":"i"}]}`},
 		{"ref and allOf win", `{"type":"object","$defs":{"d":{"properties":{"m":{"default":"ref"}}}},"$ref":"#/$defs/d","properties":{"m":{"default":"own"}}}`, `{}`, `{"m":"ref"}`},
-		{"else before own defaults", `{"type":"object","properties":{"mode":{"default":"fast"}},"if":{"required":["mode"]},"then":{"properties":{"w":{"default":4}}},"else":{"properties":{"r":{"default":3}}}}`, `{}`, `{"mode":"fast","r":3}`},
+		{"else before own defaults, then a second walk", `{"type":"object","properties":{"mode":{"default":"fast"}},"if":{"required":["mode"]},"then":{"properties":{"w":{"default":4}}},"else":{"properties":{"r":{"default":3}}}}`, `{}`, `{"mode":"fast","r":3,"w":4}`},
 		{"then applies", `{"type":"object","properties":{"mode":{}},"if":{"required":["mode"]},"then":{"properties":{"w":{"default":4}}},"else":{"properties":{"r":{"default":3}}}}`, `{"mode":1}`, `{"mode":1,"w":4}`},
 		{"dependentSchemas after own defaults", `{"type":"object","properties":{"a":{"default":1}},"dependentSchemas":{"a":{"properties":{"b":{"default":2}}}}}`, `{}`, `{"a":1,"b":2}`},
 		{"additional and pattern", `{"type":"object","properties":{"k":{}},"patternProperties":{"^p":{"properties":{"x":{"default":"p"}}}},"additionalProperties":{"properties":{"y":{"default":"a"}}}}`, `{"k":{},"p1":{},"o":{}}`, `{"k":{},"p1":{"x":"p"},"o":{"y":"a"}}`},

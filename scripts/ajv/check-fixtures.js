@@ -189,6 +189,14 @@ function lintCase(where, c, refs) {
     if (c.issues !== undefined) fail(where, "valid case with issues");
   } else {
     if ("checked" in c) fail(where, "invalid case with checked");
+    if (c.code !== undefined) {
+      // A refusal other than invalid_parameters (internal, for a schema
+      // whose defaults contradict it) lists no issues.
+      if (typeof c.code !== "string" || !c.code) fail(where, "empty code");
+      if (c.issues !== undefined) fail(where, "a case with code has no issues");
+      if (c.ajv_note === undefined) fail(where, "a case with code needs an ajv_note");
+      return;
+    }
     if (!Array.isArray(c.issues) || c.issues.length === 0) {
       fail(where, "invalid case without issues");
       return;
@@ -204,7 +212,7 @@ function lintCase(where, c, refs) {
       fail(where, "issues are not sorted by path then keyword, or not unique");
     }
   }
-  const known = new Set(["description", "params", "params_text", "params_base64", "valid", "checked", "issues", "ajv_note"]);
+  const known = new Set(["description", "params", "params_text", "params_base64", "valid", "checked", "issues", "ajv_note", "code"]);
   for (const k of Object.keys(c)) if (!known.has(k)) fail(where, `unknown case member ${k}`);
   if (c.ajv_note !== undefined && (typeof c.ajv_note !== "string" || !c.ajv_note)) fail(where, "empty ajv_note");
 }
@@ -291,7 +299,7 @@ function checkParamsFile(file, doc) {
         // A noted difference is about validity or keywords, never about
         // where a value is: when both refuse, each of our paths must be
         // one of Ajv's.
-        if (!r.runError && !r.valid && !c.valid) {
+        if (!r.runError && !r.valid && !c.valid && c.issues) {
           const paths = new Set(toIssues(r.errors, g.schema).map((i) => i.path));
           const stray = c.issues.filter((i) => !paths.has(i.path));
           if (stray.length) fail(where, `paths [${show(stray)}] are none of Ajv's instancePaths`);

@@ -3,13 +3,16 @@
 # did not write: the MCP Inspector CLI, @modelcontextprotocol/inspector-cli
 # 1.0.3, pinned in scripts/inspector/package.json and package-lock.json.
 #
-# It builds the example, starts it over stdio through the Inspector, and
-# checks that:
+# It builds the example and, in each of three modes (over stdio, started
+# by the Inspector; over streamable HTTP with sessions; over streamable
+# HTTP stateless, `serve -http ADDR -stateless`), checks that:
 #   1. tools/list gives exactly the example's visible tools;
 #   2. a valid tools/call comes back with a result (isError not set);
 #   3. an invalid tools/call comes back as a result with isError: true that
 #      names the parameter at fault (MCP SEP-1303);
 #   4. a call of the hidden action fails with JSON-RPC -32602.
+# Over HTTP it calls as the example's editor (its demo bearer token), and
+# then stops the server with SIGTERM, which must drain and exit 0.
 # It ends with "mcp-inspector: N passed, M failed" and exits 1 on a failure.
 #
 # Needs Go, Node.js >= 20 and npm. The Inspector is installed with `npm ci`
@@ -30,7 +33,12 @@ if [ "$version" != "1.0.3" ]; then
 fi
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+server_pid=
+cleanup() {
+	if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
 bin="$work/supplychain"
 (cd "$root" && go build -o "$bin" ./examples/supplychain)
 
@@ -43,9 +51,10 @@ fail() {
 	sed 's/^/     | /' "$2"
 }
 
-# inspect NAME ARGS... runs the Inspector CLI against the example over
-# stdio; stdout goes to $work/NAME.json, stderr (the Inspector's notices,
-# the server's run entries) to $work/NAME.err. It returns the CLI's status.
+# inspect NAME ARGS... runs the Inspector CLI against the example, over
+# stdio when $url is empty, else over HTTP at $url; stdout goes to
+# $work/NAME.json, stderr (the Inspector's notices, the server's run
+# entries) to $work/NAME.err. It returns the CLI's status.
 #
 # The 1.0.3 CLI reads its own version from "../package.json" when that
 # path exists relative to the working directory, else from
@@ -55,7 +64,12 @@ fail() {
 inspect() {
 	local name=$1
 	shift
-	(cd "$cli_dir/build" && node cli.js --cli "$bin" serve "$@") >"$work/$name.json" 2>"$work/$name.err"
+	if [ -z "$url" ]; then
+		(cd "$cli_dir/build" && node cli.js --cli "$bin" serve "$@") >"$work/$name.json" 2>"$work/$name.err"
+	else
+		(cd "$cli_dir/build" && node cli.js --cli "$url" --transport http \
+			--header "Authorization: Bearer editor-demo-token" "$@") >"$work/$name.json" 2>"$work/$name.err"
+	fi
 }
 
 # check FILE JS: runs JS with `r` bound to FILE's JSON; JS throws to fail.
@@ -73,58 +87,99 @@ check() {
 
 export WANT='["carbon-record_emissions","carbon-total_emissions","supply-create_actor","supply-delete_actor","supply-get_actor","supply-list_actors"]'
 
-# 1. The tool list.
-if inspect list --method tools/list &&
-	check "$work/list.json" '
-		const got = JSON.stringify(r.tools.map(t => t.name).sort());
-		if (got !== process.env.WANT) throw new Error("tools " + got);
-		for (const t of r.tools) {
-			const a = t.annotations || {};
-			if (typeof a.readOnlyHint !== "boolean" || typeof a.destructiveHint !== "boolean")
-				throw new Error(t.name + ": both hints must be written");
-		}
-		const del = r.tools.find(t => t.name === "supply-delete_actor");
-		if (del.annotations.destructiveHint !== true) throw new Error("delete_actor is destructive");
-	' 2>"$work/list.check"; then
-	pass "tools/list gives the 6 visible tools with both hints"
-else
-	cat "$work/list.check" >>"$work/list.err" 2>/dev/null || true
-	fail "tools/list" "$work/list.err"
-fi
+# checks runs the four checks in the current mode ($mode, $url).
+checks() {
+	# 1. The tool list.
+	if inspect list --method tools/list &&
+		check "$work/list.json" '
+			const got = JSON.stringify(r.tools.map(t => t.name).sort());
+			if (got !== process.env.WANT) throw new Error("tools " + got);
+			for (const t of r.tools) {
+				const a = t.annotations || {};
+				if (typeof a.readOnlyHint !== "boolean" || typeof a.destructiveHint !== "boolean")
+					throw new Error(t.name + ": both hints must be written");
+			}
+			const del = r.tools.find(t => t.name === "supply-delete_actor");
+			if (del.annotations.destructiveHint !== true) throw new Error("delete_actor is destructive");
+		' 2>"$work/list.check"; then
+		pass "$mode: tools/list gives the 6 visible tools with both hints"
+	else
+		cat "$work/list.check" >>"$work/list.err" 2>/dev/null || true
+		fail "$mode: tools/list" "$work/list.err"
+	fi
 
-# 2. A valid call: an actor named in French, resolved by the ref.
-if inspect valid --method tools/call --tool-name supply-get_actor --tool-arg 'actor=Usine de Lyon' &&
-	check "$work/valid.json" '
-		if (r.isError) throw new Error("isError is set: " + JSON.stringify(r.content));
-		const v = JSON.parse(r.content[0].text);
-		if (v.id !== "lyon_plant" || r.structuredContent.id !== "lyon_plant") throw new Error("result " + r.content[0].text);
-	' 2>"$work/valid.check"; then
-	pass "tools/call supply-get_actor gives the actor"
-else
-	cat "$work/valid.check" >>"$work/valid.err" 2>/dev/null || true
-	fail "tools/call supply-get_actor" "$work/valid.err"
-fi
+	# 2. A valid call: an actor named in French, resolved by the ref.
+	if inspect valid --method tools/call --tool-name supply-get_actor --tool-arg 'actor=Usine de Lyon' &&
+		check "$work/valid.json" '
+			if (r.isError) throw new Error("isError is set: " + JSON.stringify(r.content));
+			const v = JSON.parse(r.content[0].text);
+			if (v.id !== "lyon_plant" || r.structuredContent.id !== "lyon_plant") throw new Error("result " + r.content[0].text);
+		' 2>"$work/valid.check"; then
+		pass "$mode: tools/call supply-get_actor gives the actor"
+	else
+		cat "$work/valid.check" >>"$work/valid.err" 2>/dev/null || true
+		fail "$mode: tools/call supply-get_actor" "$work/valid.err"
+	fi
 
-# 3. An invalid call: a negative figure breaks the schema's minimum.
-if inspect invalid --method tools/call --tool-name carbon-record_emissions --tool-arg actor=lyon_plant co2_t=-5 &&
-	check "$work/invalid.json" '
-		if (r.isError !== true) throw new Error("isError is not true");
-		const text = r.content[0].text;
-		if (!text.includes("invalid_parameters") || !text.includes("/co2_t")) throw new Error("text " + text);
-	' 2>"$work/invalid.check"; then
-	pass "tools/call carbon-record_emissions with co2_t=-5 gives isError: true"
-else
-	cat "$work/invalid.check" >>"$work/invalid.err" 2>/dev/null || true
-	fail "tools/call carbon-record_emissions (invalid)" "$work/invalid.err"
-fi
+	# 3. An invalid call: a negative figure breaks the schema's minimum.
+	if inspect invalid --method tools/call --tool-name carbon-record_emissions --tool-arg actor=lyon_plant co2_t=-5 &&
+		check "$work/invalid.json" '
+			if (r.isError !== true) throw new Error("isError is not true");
+			const text = r.content[0].text;
+			if (!text.includes("invalid_parameters") || !text.includes("/co2_t")) throw new Error("text " + text);
+		' 2>"$work/invalid.check"; then
+		pass "$mode: tools/call carbon-record_emissions with co2_t=-5 gives isError: true"
+	else
+		cat "$work/invalid.check" >>"$work/invalid.err" 2>/dev/null || true
+		fail "$mode: tools/call carbon-record_emissions (invalid)" "$work/invalid.err"
+	fi
 
-# 4. The hidden action is no tool: the call is a JSON-RPC error.
-if ! inspect hidden --method tools/call --tool-name carbon-clear_emissions --tool-arg actor=act_1 &&
-	grep -q -- "-32602" "$work/hidden.err"; then
-	pass "tools/call of the hidden action gives -32602"
-else
-	fail "tools/call carbon-clear_emissions (hidden)" "$work/hidden.err"
-fi
+	# 4. The hidden action is no tool: the call is a JSON-RPC error.
+	if ! inspect hidden --method tools/call --tool-name carbon-clear_emissions --tool-arg actor=act_1 &&
+		grep -q -- "-32602" "$work/hidden.err"; then
+		pass "$mode: tools/call of the hidden action gives -32602"
+	else
+		fail "$mode: tools/call carbon-clear_emissions (hidden)" "$work/hidden.err"
+	fi
+}
+
+# start_http ARGS... starts the example's HTTP server on a free port and
+# sets $url; the address comes from its first line on standard error.
+start_http() {
+	"$bin" serve -http 127.0.0.1:0 "$@" 2>"$work/server.err" &
+	server_pid=$!
+	url=
+	for _ in $(seq 100); do
+		url=$(sed -n 's/.*serving MCP at \(http:[^ ]*\).*/\1/p' "$work/server.err" | head -n 1)
+		[ -n "$url" ] && return 0
+		sleep 0.1
+	done
+	echo "mcp-inspector: the HTTP server did not start" >&2
+	cat "$work/server.err" >&2
+	return 1
+}
+
+# stop_http sends SIGTERM and checks that the server drains and exits 0.
+stop_http() {
+	kill -TERM "$server_pid"
+	if wait "$server_pid"; then
+		pass "$mode: SIGTERM: the server drains and exits 0"
+	else
+		fail "$mode: SIGTERM: the server exit status" "$work/server.err"
+	fi
+	server_pid=
+}
+
+mode=stdio url=
+checks
+mode=http
+start_http
+checks
+stop_http
+mode=http-stateless
+start_http -stateless
+checks
+stop_http
 
 echo "mcp-inspector: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -179,7 +179,7 @@ type gate struct {
 	readOnly atomic.Bool
 	stopAll  atomic.Bool
 	stopped  sync.Map // id → struct{}
-	limiters sync.Map // principal "\x00" id → *rate.Limiter
+	limiters sync.Map // principal "\x00" id → *bucket
 	aliases  sync.Map // alias → *registered[C]
 	pendOnce sync.Once
 	pending  PendingStore
@@ -367,21 +367,42 @@ func (g *gate) limit(id, principal string) error {
 	key := principal + "\x00" + id
 	v, ok := g.limiters.Load(key)
 	if !ok {
-		v, _ = g.limiters.LoadOrStore(key, rate.NewLimiter(lim, burst))
+		v, _ = g.limiters.LoadOrStore(key, &bucket{l: rate.NewLimiter(lim, burst)})
 	}
-	l := v.(*rate.Limiter)
-	now := g.opts.Now()
-	res := l.ReserveN(now, 1)
-	if !res.OK() {
-		return NewRefusal(CodeRateLimited, "the caller calls this action too often")
-	}
-	if d := res.DelayFrom(now); d > 0 {
-		res.CancelAt(now)
+	if at, ok := v.(*bucket).take(g.opts.Now); !ok {
 		r := NewRefusal(CodeRateLimited, "the caller calls this action too often")
-		r.RetryAt = now.Add(d)
+		r.RetryAt = at
 		return r
 	}
 	return nil
+}
+
+// bucket is one (principal, action) limiter. x/time/rate trusts the time
+// it is given: two calls reading the clock in one order and reserving in
+// the other move its last update back, and the interval between is
+// counted twice. Reading the clock under the bucket's own lock keeps the
+// times in order, so the limiter's bound (Burst + Rate·t calls over t
+// seconds) holds; only calls of one principal to one action wait on it.
+type bucket struct {
+	mu sync.Mutex
+	l  *rate.Limiter
+}
+
+// take reserves one call now, or returns when one may pass (the zero
+// time when none ever may).
+func (b *bucket) take(now func() time.Time) (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := now()
+	res := b.l.ReserveN(t, 1)
+	if !res.OK() {
+		return time.Time{}, false
+	}
+	if d := res.DelayFrom(t); d > 0 {
+		res.CancelAt(t)
+		return t.Add(d), false
+	}
+	return t, true
 }
 
 // concealed answers a forbidden call as an unknown action: a caller who
@@ -461,14 +482,15 @@ func (r *Registry[C]) gated(ctx context.Context, id string, params any, host *Ho
 			return nil, entry, audit, err
 		}
 		if reg.action.NeedsConfirmation && host.Caller != nil && host.confirming == nil {
-			h := *host
+			// The hook captures no more than it needs, so that a call
+			// without confirmation allocates nothing for it.
+			h, alias, caller := *host, audit.Alias, host.Caller
 			h.hold = func(ctx context.Context) error {
-				rec, err := g.hold(ctx, reg.action.ID, audit.Alias, r.givenParameters(params, r.Limits().MaxParamBytes), host.Caller)
-				if err == nil {
-					audit.PendingChange = rec.ID
-					err = rec.refusal()
+				rec, err := g.hold(ctx, reg.action.ID, alias, r.givenParameters(params, r.Limits().MaxParamBytes), caller)
+				if err != nil {
+					return err
 				}
-				return err
+				return rec.refusal()
 			}
 			host = &h
 		}
@@ -476,6 +498,9 @@ func (r *Registry[C]) gated(ctx context.Context, id string, params any, host *Ho
 	result, entry, err := r.run(ctx, id, params, host, host.Resolve, 0)
 	if err != nil {
 		audit.Code = hostCode(err)
+		if rf := asRefusal(err); host.hold != nil && rf != nil && rf.Code == CodeConfirmationRequired && rf.Pending != nil {
+			audit.PendingChange = rf.Pending.ID
+		}
 	}
 	return result, entry, audit, err
 }

@@ -230,3 +230,22 @@ func TestPoliciesIncludeGateCodes(t *testing.T) {
 		assert.True(t, errors.Is(NewRefusal(code, ""), sentinelOf(code)), code)
 	}
 }
+
+// BenchmarkRunGated is BenchmarkRun's call made by a caller: the surface,
+// capability, scope, serving, read-only and rate checks (a limit high
+// enough never to refuse) before the parameters, and the audit record.
+// Compare with BenchmarkRun in the same run.
+func BenchmarkRunGated(b *testing.B) {
+	reg, _ := typicalRegistry(b)
+	reg.gate.Store(newGate(GateOptions{Rate: rate.Inf}))
+	ctx := context.Background()
+	params := typicalMap(b)
+	caller := &Caller{Principal: "ann", Capabilities: []string{"supply.write"}, Token: true, Scopes: []string{"mcp:read", "mcp:write"}, Surface: SurfaceMCP}
+	host := &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(RunEntry) {}, OnAudit: func(RunEntry, Audit) {}, Caller: caller}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := reg.Run(ctx, "supply/create_site", params, host); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

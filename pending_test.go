@@ -335,3 +335,19 @@ func TestFoldOldSpellings(t *testing.T) {
 		Run: func(context.Context, map[string]any, any) (any, error) { return nil, nil }})
 	assert.ErrorIs(t, err, ErrConstraintViolation)
 }
+
+// What the registry hands out cannot change what it checks.
+func TestPolicyIsNotShared(t *testing.T) {
+	reg := NewRegistry[any](nil)
+	surfaces := []Surface{SurfaceUI}
+	require.NoError(t, reg.Register(Action[any]{Definition: Definition{ID: "a/b", Surfaces: surfaces, DeprecatedAliases: []string{"a/old"}},
+		Run: func(context.Context, map[string]any, any) (any, error) { return nil, nil }}))
+	surfaces[0] = SurfaceMCP
+	a, ok := reg.Get("a/old")
+	require.True(t, ok)
+	assert.Equal(t, "a/b", a.ID)
+	a.Surfaces[0] = SurfaceMCP
+	reg.Definitions()[0].Surfaces[0] = SurfaceMCP
+	_, _, err := reg.Run(context.Background(), "a/b", nil, &Host[any]{Caller: &Caller{Principal: "p", Surface: SurfaceMCP}})
+	assert.ErrorIs(t, err, ErrForbiddenSurface)
+}

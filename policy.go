@@ -296,12 +296,18 @@ func (d *Definition) own() error {
 	if err := d.Fold(); err != nil {
 		return err
 	}
-	d.Capability = strings.Clone(d.Capability)
+	d.clonePolicy()
+	return nil
+}
+
+// clonePolicy gives d its own copy of every policy slice (a nil slice
+// stays nil, an empty one empty), so that what the registry hands out
+// cannot change what it checks.
+func (d *Definition) clonePolicy() {
 	if d.Surfaces != nil {
 		d.Surfaces = append([]Surface{}, d.Surfaces...)
 	}
 	d.PersonalData = slices.Clone(d.PersonalData)
 	d.Refusals = slices.Clone(d.Refusals)
 	d.DeprecatedAliases = slices.Clone(d.DeprecatedAliases)
-	return nil
 }

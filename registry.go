@@ -288,13 +288,17 @@ func hasDefinition(defs []Definition, id string) bool {
 	return false
 }
 
-// Get returns the action registered under id.
+// Get returns the action registered under id, or under the deprecated
+// alias id (its ID is then the action's own). Its policy slices are the
+// caller's own copies.
 func (r *Registry[C]) Get(id string) (Action[C], bool) {
 	reg, ok := r.lookup(id)
 	if !ok {
 		return Action[C]{}, false
 	}
-	return reg.action, true
+	a := reg.action
+	a.Definition.clonePolicy()
+	return a, true
 }
 
 // Parameters returns the compiled parameters schema of the action id.

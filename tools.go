@@ -230,6 +230,7 @@ func (r *Registry[C]) Definitions() []Definition {
 		if d.Writes != nil {
 			d.Writes = append([]string{}, d.Writes...)
 		}
+		d.clonePolicy()
 		out = append(out, d)
 		return true
 	})

@@ -598,3 +598,75 @@ func TestProfileRoundTrip(t *testing.T) {
 	t.Logf("%d strict tools, %d round trips", strictTools, trips)
 	assert.Greater(t, trips, 20)
 }
+
+// The way back costs one walk of the schema more than Run: compare
+// RunToolCall under a strict OpenAI tool with Run on the same call.
+func BenchmarkRunToolCall(b *testing.B) {
+	reg := NewRegistry[*Trace](nil)
+	require.NoError(b, reg.Register(New[*Trace](Definition{ID: "shop/order", Parameters: `{"type":"object",
+		"properties":{"item":{"type":"string"},"qty":{"type":"integer","default":1},"note":{"type":["string","null"]},
+			"ship":{"type":"object","properties":{"fast":{"type":"boolean","default":false}},"additionalProperties":false}},
+		"required":["item"],"additionalProperties":false}`}, echo)))
+	ctx := context.Background()
+	strictArgs := []byte(`{"item":"tea","qty":null,"note":null,"ship":{"fast":null}}`)
+	plainArgs := []byte(`{"item":"tea","note":null,"ship":{}}`)
+	b.Run("run", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := reg.Run(ctx, "shop/order", json.RawMessage(plainArgs), nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("openai-strict", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := reg.RunToolCall(ctx, ProfileOpenAIChat, "shop-order", strictArgs, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("anthropic", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := reg.RunToolCall(ctx, ProfileAnthropic, "shop-order", plainArgs, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// Export of every fixture action, per profile.
+func BenchmarkExport(b *testing.B) {
+	reg := NewRegistry[*Trace](nil)
+	n := 0
+	for _, dir := range []string{"params", "refs"} {
+		names, _ := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
+		for _, name := range names {
+			data, err := os.ReadFile(name)
+			require.NoError(b, err)
+			var f paramsFile
+			require.NoError(b, json.Unmarshal(data, &f))
+			for gi, g := range f.Groups {
+				d := Definition{ID: fmt.Sprintf("fx/%s_%d", strings.TrimSuffix(filepath.Base(name), ".json"), gi)}
+				if len(g.Schema) > 0 {
+					d.Parameters = json.RawMessage(g.Schema)
+				}
+				if reg.Register(New[*Trace](d, echo)) == nil {
+					n++
+				}
+			}
+		}
+	}
+	for _, p := range []Profile{ProfileMCP, ProfileOpenAIChat, ProfileAnthropicStrict, ProfileGemini} {
+		b.Run(string(p), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := reg.Export(p, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/tool")
+		})
+	}
+}

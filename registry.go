@@ -62,6 +62,9 @@ type Registry[C any] struct {
 	gate    atomic.Pointer[gate]
 	// portable refuses ids whose tool name some provider refuses.
 	portable bool
+	// strictBack caches, per *registered[C], the OpenAI strict export
+	// RunToolCall maps nulls back with (see profile_call.go).
+	strictBack sync.Map
 }
 
 type registered[C any] struct {

@@ -249,3 +249,27 @@ func BenchmarkRunGated(b *testing.B) {
 		}
 	}
 }
+
+// A batch step that needs confirmation is held like any call: the batch
+// stops there, and the earlier steps stay done.
+func TestBatchStepNeedingConfirmation(t *testing.T) {
+	reg := NewRegistry[*Trace](nil)
+	var ran []string
+	body := func(id string) Body[*Trace] {
+		return func(context.Context, map[string]any, *Trace) (any, error) {
+			ran = append(ran, id)
+			return map[string]any{}, nil
+		}
+	}
+	reg.MustRegister(
+		New(Definition{ID: "shop/count", Effect: EffectRead}, body("count")),
+		New(Definition{ID: "shop/discard", Effect: EffectDelete, NeedsConfirmation: true}, body("discard")),
+	)
+	b, err := reg.DecodeBatch([]byte(`{"commands":[{"call":"shop/count"},{"call":"shop/discard"},{"call":"shop/count"}]}`))
+	require.NoError(t, err)
+	_, entries, err := reg.RunBatch(context.Background(), b, &Host[*Trace]{Caller: &Caller{Principal: "p", Surface: SurfaceAI}})
+	require.ErrorIs(t, err, ErrConfirmationRequired)
+	assert.Equal(t, []string{"count"}, ran)
+	require.Len(t, entries, 2)
+	assert.Equal(t, CodeConfirmationRequired, entries[1].Error)
+}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -221,10 +222,26 @@ func (h *toolHandler[C]) question(rc *actions.Receipt, req *mcp.CallToolRequest)
 	args := "{}"
 	if raw, ok := arguments(req).(json.RawMessage); ok {
 		if c, err := actions.CanonicalJSON(raw); err == nil {
-			args = string(c)
+			args = shorten(string(c), maxQuestionArgs)
 		}
 	}
 	return "Run " + title + " with " + args + "? Nothing runs unless you accept."
+}
+
+// maxQuestionArgs bounds the arguments quoted in a confirmation question,
+// in bytes: a person reads it, and a call may bring megabytes.
+const maxQuestionArgs = 2000
+
+// shorten cuts s to at most n bytes on a character boundary, marking the
+// cut with an ellipsis.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func declined() *actions.Refusal {

@@ -27,9 +27,11 @@ func TestRequestState(t *testing.T) {
 		"another principal": func() (string, bool) { return s.verify(state, "mallory", "shop-discard", args) },
 		"another tool":      func() (string, bool) { return s.verify(state, "eve", "shop-restock", args) },
 		"other arguments":   func() (string, bool) { return s.verify(state, "eve", "shop-discard", json.RawMessage(`{"a":3,"b":1}`)) },
-		"another key":       func() (string, bool) { return newRequestState([]byte("other")).verify(state, "eve", "shop-discard", args) },
-		"another change":    func() (string, bool) { return s.verify("c2"+state[2:], "eve", "shop-discard", args) },
-		"no signature":      func() (string, bool) { return s.verify("c1", "eve", "shop-discard", args) },
+		"another key": func() (string, bool) {
+			return newRequestState([]byte("other")).verify(state, "eve", "shop-discard", args)
+		},
+		"another change": func() (string, bool) { return s.verify("c2"+state[2:], "eve", "shop-discard", args) },
+		"no signature":   func() (string, bool) { return s.verify("c1", "eve", "shop-discard", args) },
 	} {
 		_, ok := bad()
 		assert.False(t, ok, name)

@@ -95,7 +95,7 @@ func gateMiddleware[C any](reg *actions.Registry[C], opts Options[C], aliases ma
 				res, err := next(ctx, method, req)
 				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && opts.Caller != nil {
 					token, header := extraOf(req)
-					filterTools(lr, reg, opts.callerOf(ctx, token, header))
+					filterTools(lr, reg, opts.callerOf(ctx, token, header), opts.batchName())
 				}
 				return res, err
 			}
@@ -109,10 +109,13 @@ func gateMiddleware[C any](reg *actions.Registry[C], opts Options[C], aliases ma
 // varies by authorization, so a cache must not share it between callers
 // (MCP 2026-07-28 cacheScope; older clients ignore the member, and the
 // list is filtered on every request whatever the version).
-func filterTools[C any](lr *mcp.ListToolsResult, reg *actions.Registry[C], c *actions.Caller) {
+func filterTools[C any](lr *mcp.ListToolsResult, reg *actions.Registry[C], c *actions.Caller, batch string) {
 	lr.Tools = slices.DeleteFunc(lr.Tools, func(t *mcp.Tool) bool {
 		if c == nil {
 			return true
+		}
+		if batch != "" && t.Name == batch {
+			return false // each step is gated as a call of its own
 		}
 		id, err := actions.ActionID(t.Name)
 		if err != nil {

@@ -99,6 +99,10 @@ type Options[C any] struct {
 	// through a 2026-07-28 input request (HMAC-SHA256). Servers behind
 	// one address share it; nil: a random key per AddTools.
 	RequestStateKey []byte
+	// Batch, when set, adds one more tool that runs a call-only batch of
+	// the listed tools' actions as one unit (see [BatchTool]). Nil: no
+	// batch tool.
+	Batch *BatchTool[C]
 
 	state *requestState
 }
@@ -159,6 +163,11 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 	for _, p := range all {
 		s.AddTool(p.tool, p.handler.call)
 		handlers = append(handlers, p.handler)
+	}
+	if opts.Batch != nil {
+		if err := addBatchTool(s, reg, opts, tools); err != nil {
+			return err
+		}
 	}
 	s.AddReceivingMiddleware(hideUnknownToolName, gateMiddleware(reg, opts, aliasHandlers(reg, handlers)))
 	if len(later) > 0 {

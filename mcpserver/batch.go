@@ -1,0 +1,293 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actionreg/actions"
+)
+
+// BatchTool is the opt-in tool that runs a call-only batch of the other
+// tools' actions as one unit ([Options].Batch): a model that plans several
+// calls sends them together, and a refused step undoes the steps before it
+// when Run runs the batch in a transaction.
+type BatchTool[C any] struct {
+	// Name is the tool's name (default "run_batch"); it must not be the
+	// name of an action's tool.
+	Name string
+	// Description replaces the default description, which says what a
+	// batch is and that it runs as one unit.
+	Description string
+	// Run runs the checked batch for one request, as one unit: typically
+	// in one database transaction (sqlstore.Runner.RunBatch), with a host
+	// whose Caller is caller (what [Options].Caller built; nil without
+	// it) so that the gate checks each step. It returns what
+	// [actions.Registry.RunBatch] returns. Nil runs Registry.RunBatch with
+	// the host of [Options].Host and no transaction: the calls done before
+	// a refused one stay done, and the tool's description says so.
+	Run func(ctx context.Context, req *mcp.CallToolRequest, b actions.Batch, caller *actions.Caller) (any, []actions.RunEntry, error)
+}
+
+// batchName is the batch tool's name, "" without one.
+func (o *Options[C]) batchName() string {
+	if o.Batch == nil {
+		return ""
+	}
+	return o.Batch.name()
+}
+
+// defaultBatchToolName is BatchTool.Name when left empty.
+const defaultBatchToolName = "run_batch"
+
+func (b *BatchTool[C]) name() string {
+	if b.Name == "" {
+		return defaultBatchToolName
+	}
+	return b.Name
+}
+
+// batchHandler serves the batch tool.
+type batchHandler[C any] struct {
+	toolHandler[C]
+	batch    *BatchTool[C]
+	callable map[string]bool // the action ids a step may call
+}
+
+// addBatchTool adds the batch tool over the actions of tools.
+func addBatchTool[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C], tools []actions.Tool) error {
+	bt := opts.Batch
+	name := bt.name()
+	ids := make([]any, 0, len(tools))
+	callable := map[string]bool{}
+	for _, t := range tools {
+		if t.Name == name {
+			return fmt.Errorf("mcpserver: the batch tool's name %s is an action's tool name", name)
+		}
+		id, err := actions.ActionID(t.Name)
+		if err != nil {
+			return fmt.Errorf("mcpserver: tool %s: %w", t.Name, err)
+		}
+		ids = append(ids, id)
+		callable[id] = true
+	}
+	schema, err := actions.CanonicalJSON(batchSchema(ids, reg.Limits().MaxBatchCalls))
+	if err != nil {
+		return fmt.Errorf("mcpserver: batch tool schema: %w", err)
+	}
+	desc := bt.Description
+	if desc == "" {
+		desc = batchDescription
+		if bt.Run == nil {
+			desc = batchDescriptionNoTx
+		}
+	}
+	falseHint, trueHint := false, true
+	h := &batchHandler[C]{
+		toolHandler: toolHandler[C]{reg: reg, id: "", name: name, opts: opts},
+		batch:       bt,
+		callable:    callable,
+	}
+	s.AddTool(&mcp.Tool{
+		Name:        name,
+		Title:       "Run several calls as one unit",
+		Description: desc,
+		InputSchema: json.RawMessage(schema),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: &trueHint, OpenWorldHint: &falseHint},
+	}, h.call)
+	return nil
+}
+
+const batchDescription = "Runs several tool calls in order as one unit: either every call is done, or none is kept. " +
+	"Each step names an action id in \"call\" (a tool's name with its first '-' written '/'), its arguments in \"with\", " +
+	"and may name its result in \"as\" for later steps to use as \"${name}\" or \"${name.field}\" in their strings. " +
+	"\"result\", optional, is one such placeholder: the batch's result (default: the last call's). " +
+	"A refused step stops the batch and undoes the steps before it; the answer names the step, such as /commands/2."
+
+const batchDescriptionNoTx = "Runs several tool calls in order: a refused step stops the batch, and the steps before it stay done. " +
+	"Each step names an action id in \"call\" (a tool's name with its first '-' written '/'), its arguments in \"with\", " +
+	"and may name its result in \"as\" for later steps to use as \"${name}\" or \"${name.field}\" in their strings. " +
+	"\"result\", optional, is one such placeholder: the batch's result (default: the last call's). " +
+	"The answer names a refused step, such as /commands/2."
+
+// batchSchema is the batch grammar ([actions.Batch]) as a JSON Schema
+// whose "call" lists the callable action ids.
+func batchSchema(ids []any, maxSteps int) map[string]any {
+	return map[string]any{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []any{"commands"},
+		"properties": map[string]any{
+			"commands": map[string]any{
+				"type":     "array",
+				"maxItems": maxSteps,
+				"items": map[string]any{
+					"type":                 "object",
+					"additionalProperties": false,
+					"required":             []any{"call"},
+					"properties": map[string]any{
+						"call": map[string]any{"enum": ids, "description": "The action id to call."},
+						"with": map[string]any{"type": "object", "description": "The call's arguments; strings may hold ${name.path} placeholders."},
+						"as":   map[string]any{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "description": "A name for this call's result."},
+					},
+				},
+			},
+			"result": map[string]any{"type": "string", "description": "One placeholder naming the batch's result, such as ${total}."},
+		},
+	}
+}
+
+// stepOutcome is one step's line in the batch tool's answer.
+type stepOutcome struct {
+	Call    string          `json:"call"`
+	Outcome actions.Outcome `json:"outcome"`
+	Error   actions.Code    `json:"error,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
+// batchAnswer is a done batch's structured content.
+type batchAnswer struct {
+	Result json.RawMessage `json:"result"`
+	Steps  []stepOutcome   `json:"steps"`
+}
+
+// batchRefusal is a refused batch's structured content: the refusal, the
+// pointer of the step at fault, and the outcome of each step made.
+type batchRefusal struct {
+	refusalJSON
+	At    string        `json:"at"`
+	Kept  bool          `json:"kept"`
+	Steps []stepOutcome `json:"steps"`
+}
+
+func outcomes(entries []actions.RunEntry) []stepOutcome {
+	out := make([]stepOutcome, len(entries))
+	for i, e := range entries {
+		out[i] = stepOutcome{Call: e.Action, Outcome: e.Outcome, Error: e.Error}
+		if e.Result != "" {
+			out[i].Result = json.RawMessage(e.Result)
+		}
+	}
+	return out
+}
+
+func (h *batchHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.report(ctx, fmt.Errorf("mcpserver: panic while serving tool %s: %v\n%s", h.name, p, debug.Stack()))
+			res, err = nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
+		}
+	}()
+	args, _ := arguments(req).(json.RawMessage)
+	if args == nil {
+		args = json.RawMessage("{}")
+	}
+	b, err := h.reg.DecodeBatch(args)
+	if err != nil {
+		return h.batchRefused(ctx, err, nil)
+	}
+	var unknown []actions.Issue
+	for i, st := range b.Steps {
+		if !h.callable[st.Call] {
+			unknown = append(unknown, actions.Issue{Path: fmt.Sprintf("/commands/%d/call", i), Keyword: "call",
+				Message: "not the id of a tool this server lists"})
+		}
+	}
+	if len(unknown) > 0 {
+		r := actions.NewRefusal(actions.CodeUnknownAction, "a step calls an action that is not offered")
+		r.Issues = unknown
+		r.Transport = actions.TransportToolResult
+		r.NextAction = "List the tools and call their action ids (the tool name with its first '-' written '/')."
+		return h.batchRefused(ctx, r, nil)
+	}
+	var result any
+	var entries []actions.RunEntry
+	if h.batch.Run != nil {
+		token, header := extraOf(req)
+		result, entries, err = h.batch.Run(ctx, req, b, h.opts.callerOf(ctx, token, header))
+	} else {
+		var host *actions.Host[C]
+		if h.opts.Host != nil {
+			host = h.opts.Host(ctx, req)
+		}
+		result, entries, err = h.reg.RunBatch(ctx, b, h.withCaller(ctx, req, host))
+	}
+	if err != nil {
+		return h.batchRefused(ctx, err, entries)
+	}
+	text, err := actions.CanonicalJSON(result)
+	if err != nil {
+		h.report(ctx, err)
+		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
+	}
+	answer, err := actions.CanonicalJSON(batchAnswer{Result: text, Steps: outcomes(entries)})
+	if err != nil {
+		h.report(ctx, err)
+		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(answer)}},
+		StructuredContent: json.RawMessage(answer),
+	}, nil
+}
+
+// batchRefused answers a refused batch: a refusal whose issues point into
+// the batch (a step's issues under its pointer, /commands/2/with/name),
+// the step at fault, and the outcome of the steps made. A refusal whose
+// transport is protocol (internal, a cancelled call) is answered as a
+// tool's is.
+func (h *batchHandler[C]) batchRefused(ctx context.Context, err error, entries []actions.RunEntry) (*mcp.CallToolResult, error) {
+	var se *actions.StepError
+	at := ""
+	if errors.As(err, &se) {
+		at = se.Pointer()
+	}
+	var r *actions.Refusal
+	if !errors.As(err, &r) || r == nil {
+		if cancelled(err) {
+			return h.refused(ctx, err)
+		}
+		h.report(ctx, err)
+		r = plainRefusal(err)
+	} else if r.Policy().Transport == actions.TransportProtocol && r.Code != actions.CodeUnknownAction {
+		return h.refused(ctx, err)
+	}
+	located := *r
+	located.Issues = make([]actions.Issue, len(r.Issues))
+	for i, is := range r.Issues {
+		if se != nil {
+			prefix := at
+			if r.Code == actions.CodeInvalidParameters {
+				prefix += "/with"
+			}
+			is.Path = prefix + is.Path
+		}
+		located.Issues[i] = is
+	}
+	kept := len(entries) > 0 && h.batch.Run == nil
+	var b strings.Builder
+	if at != "" {
+		fmt.Fprintf(&b, "step %s was refused; ", at)
+	}
+	switch {
+	case len(entries) == 0:
+		b.WriteString("no step ran\n")
+	case kept:
+		b.WriteString("the steps before it stay done\n")
+	default:
+		b.WriteString("nothing of the batch was kept\n")
+	}
+	b.WriteString(refusalText(&located))
+	data := batchRefusal{refusalJSON: refusalData(&located), At: at, Kept: kept, Steps: outcomes(entries)}
+	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}
+	if raw, err := json.Marshal(data); err == nil {
+		res.StructuredContent = json.RawMessage(raw)
+	}
+	return res, nil
+}

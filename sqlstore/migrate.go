@@ -14,9 +14,8 @@ type migration struct {
 	sqlite, pg []string
 }
 
-// migrations lists the schema's steps. A new table (the gate's pending
-// changes: see docs/database.md) is a new step at the end; a step never
-// changes once released.
+// migrations lists the schema's steps. A new table is a new step at the
+// end; a step never changes once released.
 var migrations = []migration{
 	{
 		version: 1,
@@ -57,7 +56,23 @@ var migrations = []migration{
 				UNIQUE (unit, position))`,
 		}, indexes...),
 	},
+	{
+		// The gate's pending changes (actions.PendingStore).
+		version: 2,
+		sqlite:  []string{pendingTable("INTEGER"), pendingIndex},
+		pg:      []string{pendingTable("BIGINT"), pendingIndex},
+	},
 }
+
+func pendingTable(integer string) string {
+	return `CREATE TABLE IF NOT EXISTS actions_pending (
+		id TEXT PRIMARY KEY,
+		principal TEXT NOT NULL,
+		expires ` + integer + ` NOT NULL,
+		change TEXT NOT NULL)`
+}
+
+const pendingIndex = `CREATE INDEX IF NOT EXISTS actions_pending_expires ON actions_pending (expires)`
 
 // indexes belong to the first step; they are the same in both dialects.
 var indexes = []string{
@@ -69,7 +84,7 @@ var indexes = []string{
 
 // SchemaVersion is the version of the store's tables that this package
 // writes and reads.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Migrate creates the store's tables and indexes, or brings them to
 // [SchemaVersion], in one transaction. It is idempotent: run it at every

@@ -105,6 +105,13 @@ func NewRunner[C any](store *Store, reg *actions.Registry[C]) *Runner[C] {
 // Run runs the action id in one transaction (see [Runner.RunBatch] for
 // what happens to the transaction and the entry); it returns what
 // [actions.Registry.Run] returns, or the database's error.
+//
+// A call the gate holds for confirmation (confirmation_required: its body
+// did not run) commits its transaction: with a [PendingStore] as the
+// gate's store, the pending change and the call's refused entry are kept
+// together. In a batch such a step is refused like any other and rolled
+// back with the batch, its pending change with it: call the action alone
+// to have it held.
 func (r *Runner[C]) Run(ctx context.Context, id string, params any, host TxHost[C]) (any, actions.RunEntry, error) {
 	result, entries, err := r.do(ctx, host, func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error) {
 		res, e, err := r.reg.Run(ctx, id, params, h)
@@ -153,6 +160,26 @@ func (r *Runner[C]) RunBatch(ctx context.Context, b actions.Batch, host TxHost[C
 	})
 }
 
+// Confirm runs the pending change id ([actions.Registry.Confirm]) in one
+// transaction, as [Runner.RunBatch] runs a batch: with a [PendingStore]
+// as the gate's store, the change is taken in that transaction, so the
+// change, what its body changed and its entry are kept or undone
+// together.
+func (r *Runner[C]) Confirm(ctx context.Context, id string, host TxHost[C]) (any, actions.RunEntry, error) {
+	result, entries, err := r.do(ctx, host, func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error) {
+		res, e, err := r.reg.Confirm(ctx, id, h)
+		if e.Action == "" {
+			return res, nil, err // refused before any call: no entry
+		}
+		return res, []actions.RunEntry{e}, err
+	})
+	var entry actions.RunEntry
+	if len(entries) > 0 {
+		entry = entries[0]
+	}
+	return result, entry, err
+}
+
 // txKey is the context key of the attempt's transaction.
 type txKey struct{}
 
@@ -175,9 +202,9 @@ func (r *Runner[C]) do(ctx context.Context, host TxHost[C], run runFunc[C]) (any
 	unit := NewUnit()
 	for attempt := 1; ; attempt++ {
 		result, entries, out, err := r.attempt(ctx, host, unit, run)
-		if err == nil {
+		if err == nil || out.committed {
 			out.deliver(entries)
-			return result, entries, nil
+			return result, entries, err
 		}
 		if IsConflict(err) && attempt < s.opts.MaxAttempts {
 			if werr := s.wait(ctx, attempt); werr == nil {
@@ -201,9 +228,12 @@ func (r *Runner[C]) do(ctx context.Context, host TxHost[C], run runFunc[C]) (any
 // its calls, and the host's own hooks, called once the outcome is
 // settled.
 type outcome struct {
-	audits  []actions.Audit
-	onEntry func(actions.RunEntry)
-	onAudit func(actions.RunEntry, actions.Audit)
+	// committed is true when the transaction committed although the run
+	// returned an error: a call held for confirmation.
+	committed bool
+	audits    []actions.Audit
+	onEntry   func(actions.RunEntry)
+	onAudit   func(actions.RunEntry, actions.Audit)
 }
 
 // attempt runs once in a new transaction and commits when all went well.
@@ -240,21 +270,29 @@ func (r *Runner[C]) attempt(ctx context.Context, host TxHost[C], unit string, ru
 	h.OnAudit = func(_ actions.RunEntry, a actions.Audit) { out.audits = append(out.audits, a) }
 	tctx := context.WithValue(ctx, txKey{}, tx)
 	result, entries, err := run(tctx, &h)
-	if err != nil {
+	held := err != nil && len(entries) == 1 && errors.Is(err, actions.ErrConfirmationRequired) && !isStep(err)
+	if err != nil && !held {
 		return nil, entries, out, err
 	}
-	if err := s.Append(ctx, tx, out.pending(entries, unit, false)...); err != nil {
-		return nil, entries, out, err
+	if aerr := s.Append(ctx, tx, out.pending(entries, unit, false)...); aerr != nil {
+		return nil, entries, out, aerr
 	}
 	if r.BeforeCommit != nil {
-		if err := r.BeforeCommit(tctx, tx); err != nil {
-			return nil, entries, out, err
+		if berr := r.BeforeCommit(tctx, tx); berr != nil {
+			return nil, entries, out, berr
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, entries, out, err
+	if cerr := tx.Commit(); cerr != nil {
+		return nil, entries, out, cerr
 	}
-	return result, entries, out, nil
+	out.committed = true
+	return result, entries, out, err
+}
+
+// isStep reports whether err is a batch step's.
+func isStep(err error) bool {
+	var se *actions.StepError
+	return errors.As(err, &se)
 }
 
 // serialConn returns a connection holding the session advisory lock of

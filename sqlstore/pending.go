@@ -1,0 +1,108 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/actionreg/actions"
+)
+
+// PendingStore keeps the gate's pending changes ([actions.PendingStore])
+// in the table actions_pending of the store's database, so that every
+// replica sees the changes any of them held, and a confirmation runs in
+// one transaction with its entry: inside [Runner.Confirm], Take deletes
+// the change in the attempt's transaction, so a confirmed call whose
+// transaction rolls back leaves the change in place, and two
+// confirmations of one change run it once (the second finds nothing, or
+// conflicts and finds nothing when retried).
+//
+// Inside a Runner, Hold writes in the attempt's transaction too: the
+// Runner commits a call held for confirmation, so the change is kept with
+// the held call's entry (see [Runner.Run]).
+type PendingStore struct {
+	s *Store
+}
+
+// Pending returns the store's pending-change store; pass it as
+// actions.GateOptions.Pending.
+func (s *Store) Pending() *PendingStore { return &PendingStore{s: s} }
+
+// queryer is what both *sql.DB and *sql.Tx offer.
+type queryer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// on returns the Runner's transaction that ctx carries, or the database.
+func (p *PendingStore) on(ctx context.Context) queryer {
+	if tx, ok := TxFrom(ctx); ok {
+		return tx
+	}
+	return p.s.db
+}
+
+// Hold stores c, and drops the changes that expired before c was made.
+func (p *PendingStore) Hold(ctx context.Context, c actions.PendingChange) error {
+	text, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("sqlstore: pending change: %w", err)
+	}
+	s := p.s
+	if tx, ok := TxFrom(ctx); ok {
+		return p.hold(ctx, tx, c, string(text))
+	}
+	return s.retry(ctx, func(int) error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if err := p.hold(ctx, tx, c, string(text)); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+func (p *PendingStore) hold(ctx context.Context, tx *sql.Tx, c actions.PendingChange, text string) error {
+	s := p.s
+	if _, err := tx.ExecContext(ctx, "DELETE FROM actions_pending WHERE expires <= "+s.param(1), c.Created.UnixMicro()); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "INSERT INTO actions_pending (id, principal, expires, change) VALUES ("+
+		s.param(1)+", "+s.param(2)+", "+s.param(3)+", "+s.param(4)+")",
+		c.ID, c.Proposer.Principal, c.Expires.UnixMicro(), text)
+	return err
+}
+
+// Get returns the change with the id, or actions.ErrNoPendingChange.
+func (p *PendingStore) Get(ctx context.Context, id string) (actions.PendingChange, error) {
+	var text string
+	err := p.on(ctx).QueryRowContext(ctx, "SELECT change FROM actions_pending WHERE id = "+p.s.param(1), id).Scan(&text)
+	return decodeChange(text, err)
+}
+
+// Take deletes the change with the id and returns it, once; inside a
+// Runner, in its transaction.
+func (p *PendingStore) Take(ctx context.Context, id string) (actions.PendingChange, error) {
+	var text string
+	err := p.on(ctx).QueryRowContext(ctx, "DELETE FROM actions_pending WHERE id = "+p.s.param(1)+" RETURNING change", id).Scan(&text)
+	return decodeChange(text, err)
+}
+
+func decodeChange(text string, err error) (actions.PendingChange, error) {
+	if errors.Is(err, sql.ErrNoRows) {
+		return actions.PendingChange{}, actions.ErrNoPendingChange
+	}
+	if err != nil {
+		return actions.PendingChange{}, err
+	}
+	var c actions.PendingChange
+	if err := json.Unmarshal([]byte(text), &c); err != nil {
+		return actions.PendingChange{}, fmt.Errorf("sqlstore: pending change: %w", err)
+	}
+	return c, nil
+}

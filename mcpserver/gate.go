@@ -163,7 +163,10 @@ func aliasHandlers[C any](reg *actions.Registry[C], handlers []*toolHandler[C]) 
 func (h *toolHandler[C]) held(ctx context.Context, req *mcp.CallToolRequest, host *actions.Host[C], r *actions.Refusal) (*mcp.CallToolResult, error) {
 	rc := r.Pending
 	caps := req.ClientCapabilities()
-	if rc == nil || host == nil || host.Caller == nil || caps == nil || caps.Elicitation == nil {
+	if rc == nil || host == nil || host.Caller == nil || caps == nil || caps.Elicitation == nil ||
+		(caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
+		// No one to ask, or only by URL (a form asks yes or no): the
+		// receipt, confirmed later on the host's own screen.
 		return toolError(r), nil
 	}
 	ask := &mcp.ElicitParams{Mode: "form", Message: h.question(rc, req),

@@ -387,3 +387,29 @@ func mustJSON(t *testing.T, v any) []byte {
 	require.NoError(t, err)
 	return data
 }
+
+// A client that elicits by URL only is not asked with a form: it gets the
+// receipt, and nothing runs.
+func TestGateURLOnlyElicitationGetsTheReceipt(t *testing.T) {
+	g := newGateShop(t)
+	url := g.serveHTTP(t, false)
+	rec := &recorder{token: "editor-token"}
+	asked := false
+	client := mcp.NewClient(&mcp.Implementation{Name: "url-only", Version: "v0"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = true
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+	})
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rec}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.NoError(t, err)
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "shop-discard", Arguments: map[string]any{"item": "milk"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, textOf(t, res), "pending change: ")
+	assert.False(t, asked)
+	assert.Equal(t, int32(0), g.discarded.Load())
+}

@@ -15,8 +15,8 @@ import (
 )
 
 // The encoding of a typed result into JSON's Go types, for its output
-// check: what encoding/json would write, read back with numbers as
-// json.Number, without writing text. A part with its own JSON methods
+// check: what encoding/json would write, read back (numbers as int64,
+// uint64, float64 or json.Number), without writing text. A part with its own JSON methods
 // (MarshalJSON, MarshalText) goes through encoding/json itself.
 
 var errNoJSONForm = errors.New("actions: the value has no JSON form")
@@ -52,16 +52,23 @@ func (d *decoder) encode(v reflect.Value, depth int) (any, error) {
 			return nil, errNoJSONForm
 		}
 		return s, nil
+	// Numbers stay Go numbers, which the engine and the canonical writer
+	// read exactly (an int64 or uint64 below 256 is boxed without an
+	// allocation); a float32 becomes the text encoding/json writes for it,
+	// so that 0.1 is judged as 0.1, not as its float64 widening.
 	case decInt:
-		return json.Number(strconv.FormatInt(v.Int(), 10)), nil
+		return v.Int(), nil
 	case decUint:
-		return json.Number(strconv.FormatUint(v.Uint(), 10)), nil
+		return v.Uint(), nil
 	case decFloat:
 		f := v.Float()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, errNoJSONForm
 		}
-		return json.Number(strconv.FormatFloat(f, 'g', -1, d.t.Bits())), nil
+		if d.t.Bits() == 32 {
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 32)), nil
+		}
+		return f, nil
 	case decNumber:
 		s := v.String()
 		if s == "" {

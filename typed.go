@@ -20,8 +20,10 @@ import (
 // and returns its result as a Go value R. It is an ordinary [Action]: the
 // registry checks each call against the parameters schema as for any
 // action, then decodes the checked copy (defaults filled, refs resolved)
-// into a P, runs body, and records R's canonical JSON in the run entry.
-// Batches, replay, tools and mcpserver see no difference.
+// into a P, runs body, and records R's canonical JSON in the run entry;
+// [Registry.Run] returns the R itself to a Go caller. Batches, replay,
+// tools and mcpserver see no difference. docs/typed.md compares it with
+// the MCP Go SDK's mcp.AddTool.
 //
 // The parameters schema:
 //   - when def.Parameters is nil, it is inferred from P with
@@ -65,8 +67,8 @@ import (
 //
 // Errors: Typed itself never fails; what it finds wrong is kept in the
 // action and returned by Register, as a *Refusal constraint_violation
-// whose issues point into the action's schema ("/parameters/properties/
-// next", "/outputSchema/...") and name the Go type and field: a
+// whose issues point into the action's schemas (/parameters/properties/x,
+// /outputSchema/...) and name the Go type and field: a
 // nil body; a P that is not a struct or string-keyed map; a type that
 // refers to itself, or holds a channel, a function, a complex number, an
 // unsafe pointer, a map with keys other than strings, an interface other

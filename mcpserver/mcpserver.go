@@ -11,12 +11,16 @@
 //
 //   - a result: isError false, one text content item holding the result's
 //     canonical JSON (RFC 8785), and structuredContent holding the same
-//     value when it is a JSON object;
+//     value when it is a JSON object, or whatever it is for a tool with
+//     an output schema called at protocol 2026-07-28 or later;
 //   - a refusal the model can act on (invalid_parameters, a body's own
 //     domain refusal, every code whose transport is tool-result): isError
 //     true, a text listing the code, each issue's path, keyword and
 //     message, and the next action (MCP SEP-1303), with the refusal as
-//     structuredContent;
+//     structuredContent unless the tool has an output schema (which the
+//     refusal would break);
+//   - a result that breaks the tool's output schema (output_invalid):
+//     JSON-RPC error -32603, the refusal with its issues going to OnError;
 //   - a body's plain error: isError true with a generic text; the error
 //     itself goes to [Options].OnError only, since its text may hold
 //     anything (a value, a path on the server);
@@ -25,6 +29,10 @@
 //   - a recovered panic (refusal code internal) and every other refusal
 //     whose transport is protocol: JSON-RPC error -32603 (internal error)
 //     with a generic message, the cause going to OnError.
+//
+// Output schemas (docs/typed.md): a tool lists its action's output
+// schema as outputSchema; one whose root is not "type": "object" only to
+// requests at 2026-07-28 or later, since 2025-11-25 allows nothing else.
 //
 // The gate (docs/gate.md): with [Options].Caller, who calls comes from
 // the verified token and the request, never from the arguments. tools/list

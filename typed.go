@@ -143,7 +143,8 @@ func decoderFunc[P any](dec *decoder) func(map[string]any) (P, error) {
 	}
 	return func(m map[string]any) (P, error) {
 		var p P
-		st := decodeState{}
+		var st decodeState
+		st.path = st.buf[:0]
 		dec.decode(m, reflect.ValueOf(&p).Elem(), &st)
 		if len(st.issues) > 0 {
 			msg, issues := capIssues("the parameters do not fit the action's Go type", sortIssues(st.issues))

@@ -66,6 +66,7 @@ type goField struct {
 type decodeState struct {
 	path   []pathToken
 	issues []Issue
+	buf    [8]pathToken // path's first backing array: no growth for shallow values
 }
 
 type pathToken struct {

@@ -77,11 +77,15 @@ type Export struct {
 	Losses []Loss `json:"losses"`
 }
 
-// Export exports the visible registered actions for profile p, sorted
-// by tool name, from the schemas compiled at Register: nothing is
-// compiled again. opts may be nil; its Languages describe localized text
-// parameters as [Registry.Tools] does. The tools are the caller's own
-// copies. See docs/profiles.md for each profile's rules.
+// Export exports registered actions for profile p, sorted by tool name,
+// from the schemas compiled at Register: nothing is compiled again. opts
+// may be nil. With opts.Caller, the actions that caller may see (as
+// [Registry.Tools]); without, those offered on the mcp surface for
+// ProfileMCP and on the ai surface for the provider profiles. Its
+// Languages describe localized text parameters as Tools does. Under
+// ProfileMCP each tool is what Tools gives (output schema included), as
+// JSON values. The tools are the caller's own copies. See
+// docs/profiles.md for each profile's rules.
 //
 // Errors (*Refusal, constraint_violation, wrapped with the action's id):
 // an unknown profile; a tool name the provider refuses (longer than 64
@@ -95,34 +99,52 @@ func (r *Registry[C]) Export(p Profile, opts *ToolOptions) (*Export, error) {
 	if err != nil {
 		return nil, err
 	}
+	o := toolOptionsOf(opts)
 	var regs []*registered[C]
 	r.actions.Range(func(_, v any) bool {
-		if reg := v.(*registered[C]); reg.action.IsVisible() {
+		if reg := v.(*registered[C]); exportSees(p, &o, &reg.action.Definition) {
 			regs = append(regs, reg)
 		}
 		return true
 	})
 	sort.Slice(regs, func(i, j int) bool { return regs[i].action.ID < regs[j].action.ID })
-	defs := make([]Definition, len(regs))
-	docs := make([]map[string]any, len(regs))
+	sources := make([]exportSource, len(regs))
 	for i, reg := range regs {
-		defs[i], docs[i] = reg.action.Definition, reg.params.doc
+		sources[i] = exportSource{def: reg.action.Definition, doc: reg.params.doc, output: reg.output}
 	}
-	return exportAll(rules, defs, docs, toolOptionsOf(opts))
+	return exportAll(rules, sources, o)
 }
 
-// exportAll exports defs (sorted by id, visible) with their compiled
-// schema documents, which it never changes.
-func exportAll(rules *profileRules, defs []Definition, docs []map[string]any, o toolOptions) (*Export, error) {
-	out := &Export{Profile: rules.profile, Tools: make([]map[string]any, 0, len(defs)), Losses: []Loss{}}
+// exportSees reports whether the export for p shows d: what opts.Caller
+// may see, or without one what is offered on mcp (ProfileMCP, as
+// [Registry.Tools]) or on ai (the provider profiles).
+func exportSees(p Profile, o *toolOptions, d *Definition) bool {
+	if o.caller != nil || p == ProfileMCP {
+		return o.sees(d)
+	}
+	return d.Offers(SurfaceAI)
+}
+
+// exportSource is what one tool is exported from: the definition and the
+// compiled schemas, which the export never changes.
+type exportSource struct {
+	def    Definition
+	doc    map[string]any
+	output *ParameterSchema
+}
+
+// exportAll exports the sources, sorted by id.
+func exportAll(rules *profileRules, sources []exportSource, o toolOptions) (*Export, error) {
+	out := &Export{Profile: rules.profile, Tools: make([]map[string]any, 0, len(sources)), Losses: []Loss{}}
 	var budget *strictBudget
 	if rules.caps != nil {
 		budget = &strictBudget{}
 	}
-	for i := range defs {
-		t, err := exportOne(rules, &defs[i], docs[i], budget, o)
+	for i := range sources {
+		src := &sources[i]
+		t, err := exportOne(rules, &src.def, src.doc, src.output, budget, o)
 		if err != nil {
-			return nil, fmt.Errorf("actions: exporting %s: %w", defs[i].ID, err)
+			return nil, fmt.Errorf("actions: exporting %s: %w", src.def.ID, err)
 		}
 		out.Tools = append(out.Tools, plainNumbers(t.wire).(map[string]any))
 		out.Losses = append(out.Losses, t.losses...)
@@ -148,14 +170,17 @@ type exported struct {
 
 // exportOne builds one tool for rules from its definition and compiled
 // schema document.
-func exportOne(rules *profileRules, def *Definition, doc map[string]any, budget *strictBudget, o toolOptions) (*exported, error) {
+func exportOne(rules *profileRules, def *Definition, doc map[string]any, output *ParameterSchema, budget *strictBudget, o toolOptions) (*exported, error) {
 	name := ToolName(def.ID)
 	if err := rules.checkName(def.ID, name); err != nil {
 		return nil, err
 	}
 	// Output schemas are not part of the profiles' exports yet (issue 12
 	// adds them to Registry.Tools and mcpserver only).
-	mcp := toolOf(def, doc, nil, o)
+	if rules.profile != ProfileMCP {
+		output = nil // no provider shape has a place for it
+	}
+	mcp := toolOf(def, doc, output, o)
 	base := []Loss{}
 	if _, ok := doc["$schema"]; ok {
 		base = append(base, Loss{def.ID, "", "$schema", "left out: MCP and the providers assume JSON Schema 2020-12"})

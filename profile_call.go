@@ -31,6 +31,9 @@ import (
 // refuses it with invalid_parameters. The strict export of each action
 // is worked out on its first call and kept.
 //
+// The gate checks host.Caller as for Run: a host serving a model API
+// sets its Surface to SurfaceAI.
+//
 // Errors: as [Registry.Run]; a name that no action id gives is a *Refusal
 // unknown_action whose entry names the tool; an unknown profile is a
 // *Refusal constraint_violation, and no entry is recorded.
@@ -74,7 +77,7 @@ func (r *Registry[C]) strictArguments(rules *profileRules, id string, arguments 
 	} else {
 		def := reg.action.Definition
 		var err error
-		if t, err = exportOne(rules, &def, reg.params.doc, nil, toolOptions{}); err != nil {
+		if t, err = exportOne(rules, &def, reg.params.doc, nil, nil, toolOptions{}); err != nil {
 			t = &exported{}
 		}
 		t.wire = nil // only the strictness and the nulls are kept

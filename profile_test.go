@@ -553,7 +553,7 @@ func TestProfileRoundTrip(t *testing.T) {
 				require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: id, Parameters: json.RawMessage(g.Schema)}, Run: echo}))
 				reg2, _ := reg.lookup(id)
 				def := reg2.action.Definition
-				ex, err := exportOne(openAIRules(ProfileOpenAIChat), &def, reg2.params.doc, nil, toolOptions{})
+				ex, err := exportOne(openAIRules(ProfileOpenAIChat), &def, reg2.params.doc, nil, nil, toolOptions{})
 				require.NoError(t, err)
 				if !ex.strict {
 					continue
@@ -669,4 +669,38 @@ func BenchmarkExport(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/tool")
 		})
 	}
+}
+
+// The MCP profile is Registry.Tools as JSON values; the provider profiles
+// show what is offered on the ai surface.
+func TestProfileMCPIsTools(t *testing.T) {
+	reg := NewRegistry[*Trace](nil)
+	for _, defs := range fixtureActions(t) {
+		for _, d := range defs {
+			require.NoError(t, reg.Register(New[*Trace](d, echo)))
+		}
+	}
+	require.NoError(t, reg.Register(
+		New[*Trace](Definition{ID: "only/mcp", Surfaces: []Surface{SurfaceMCP}}, echo),
+		New[*Trace](Definition{ID: "only/ai", Surfaces: []Surface{SurfaceAI}}, echo)))
+	tools, err := reg.Tools(nil)
+	require.NoError(t, err)
+	e, err := reg.Export(ProfileMCP, nil)
+	require.NoError(t, err)
+	assert.Equal(t, canonical(t, exportJSON(t, tools)), canonical(t, exportJSON(t, e.Tools)))
+
+	names := func(p Profile, opts *ToolOptions) []string {
+		e, err := reg.Export(p, opts)
+		require.NoError(t, err)
+		var out []string
+		for _, tool := range e.Tools {
+			if n, ok := tool["name"].(string); ok && strings.HasPrefix(n, "only-") {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	assert.Equal(t, []string{"only-mcp"}, names(ProfileMCP, nil))
+	assert.Equal(t, []string{"only-ai"}, names(ProfileGemini, nil))
+	assert.Equal(t, []string{"only-mcp"}, names(ProfileGemini, &ToolOptions{Caller: &Caller{Surface: SurfaceMCP}}))
 }

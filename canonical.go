@@ -131,7 +131,22 @@ func CanonicalJSON(v any) ([]byte, error) {
 
 // canonicalText is CanonicalJSON as a string, with one allocation.
 func canonicalText(v any) (string, error) {
+	return canonicalTextOf(v, false)
+}
+
+// exactText is canonicalText for what an entry records (parameters,
+// results, commands): a number its RFC 8785 text would round (a double
+// does not hold it: 2^53+1, a 20-digit integer) keeps its own digits, so
+// that the entry records what the body received or returned and a replay
+// hands the body the same number. RFC 8785 itself rounds such text (its
+// test vectors do), which CanonicalJSON keeps.
+func exactText(v any) (string, error) {
+	return canonicalTextOf(v, true)
+}
+
+func canonicalTextOf(v any, exact bool) (string, error) {
 	w := canonicalPool.Get().(*canonicalWriter)
+	w.exact = exact
 	err := w.value(v, 0)
 	var out string
 	if err == nil {
@@ -173,6 +188,7 @@ type canonicalWriter struct {
 	buf     []byte
 	members []member    // a stack: each open object's members, sorted
 	open    []container // the objects and arrays being written, to catch a cycle
+	exact   bool        // refuse numbers a double does not hold (exactText)
 }
 
 // container tells an object or array from any other: a map by its
@@ -193,6 +209,7 @@ type member struct {
 var canonicalPool = sync.Pool{New: func() any { return new(canonicalWriter) }}
 
 func (w *canonicalWriter) release() {
+	w.exact = false
 	clear(w.members)
 	w.members = w.members[:0]
 	clear(w.open)
@@ -267,33 +284,41 @@ func (w *canonicalWriter) value(v any, depth int) error {
 		}
 		return w.float(f)
 	case int:
-		w.int(int64(x))
+		return w.int(int64(x))
 	case int8:
-		w.int(int64(x))
+		return w.int(int64(x))
 	case int16:
-		w.int(int64(x))
+		return w.int(int64(x))
 	case int32:
-		w.int(int64(x))
+		return w.int(int64(x))
 	case int64:
-		w.int(x)
+		return w.int(x)
 	case uint:
-		w.uint(uint64(x))
+		return w.uint(uint64(x))
 	case uint8:
-		w.uint(uint64(x))
+		return w.uint(uint64(x))
 	case uint16:
-		w.uint(uint64(x))
+		return w.uint(uint64(x))
 	case uint32:
-		w.uint(uint64(x))
+		return w.uint(uint64(x))
 	case uint64:
-		w.uint(x)
+		return w.uint(x)
 	case uintptr:
-		w.uint(uint64(x))
+		return w.uint(uint64(x))
 	case json.RawMessage:
 		if x == nil {
 			w.buf = append(w.buf, "null"...)
 			return nil
 		}
 		return w.raw(x, depth)
+	case RunEntry, *RunEntry, RunStep, *RunStep, []RunEntry:
+		// An entry is written in the entry's form whoever writes it: a
+		// number a double does not hold keeps its digits (exactText).
+		exact := w.exact
+		w.exact = true
+		err := w.marshal(v, depth)
+		w.exact = exact
+		return err
 	default:
 		return w.marshal(v, depth)
 	}
@@ -526,6 +551,13 @@ func (w *canonicalWriter) number(s string) error {
 	if err != nil {
 		return &CanonicalError{Reason: reasonRange}
 	}
+	if w.exact && !ijson.Exact(s) {
+		// Its canonical text would state another number: the entry keeps
+		// the digits the body received or returned instead (outside
+		// I-JSON, RFC 7493 §2.2, the one place it departs from RFC 8785).
+		w.buf = exactDecimal(w.buf, s)
+		return nil
+	}
 	w.buf = canonicalNumber(w.buf, f)
 	return nil
 }
@@ -591,20 +623,72 @@ func (w *canonicalWriter) float(f float64) error {
 // maxExact is 2^53: every integer of smaller magnitude is exact as a double.
 const maxExact = 1 << 53
 
-func (w *canonicalWriter) int(i int64) {
+// int writes an integer. Past 2^53 RFC 8785 writes the nearest double;
+// in exact mode one the double does not hold keeps its digits.
+func (w *canonicalWriter) int(i int64) error {
 	if i > -maxExact && i < maxExact {
 		w.buf = strconv.AppendInt(w.buf, i, 10)
-		return
+		return nil
+	}
+	if w.exact {
+		return w.number(strconv.FormatInt(i, 10))
 	}
 	w.buf = canonicalNumber(w.buf, float64(i))
+	return nil
 }
 
-func (w *canonicalWriter) uint(u uint64) {
+func (w *canonicalWriter) uint(u uint64) error {
 	if u < maxExact {
 		w.buf = strconv.AppendUint(w.buf, u, 10)
-		return
+		return nil
+	}
+	if w.exact {
+		return w.number(strconv.FormatUint(u, 10))
 	}
 	w.buf = canonicalNumber(w.buf, float64(u))
+	return nil
+}
+
+// exactDecimal appends number text that a double does not hold as the
+// digits it states, laid out as ECMAScript lays out a number's digits
+// (ECMA-262 Number::toString: plain up to 21 integer digits, a point, or
+// an exponent), so that one value always gets one text.
+func exactDecimal(dst []byte, s string) []byte {
+	digits, exp, neg := ijson.Decimal(s)
+	if neg {
+		dst = append(dst, '-')
+	}
+	k := len(digits)
+	n := k + exp // the point's place, counted from the first digit
+	switch {
+	case k <= n && n <= 21:
+		dst = append(dst, digits...)
+		for range n - k {
+			dst = append(dst, '0')
+		}
+	case 0 < n && n <= 21:
+		dst = append(dst, digits[:n]...)
+		dst = append(dst, '.')
+		dst = append(dst, digits[n:]...)
+	case -6 < n && n <= 0:
+		dst = append(dst, "0."...)
+		for range -n {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, digits...)
+	default:
+		dst = append(dst, digits[0])
+		if k > 1 {
+			dst = append(dst, '.')
+			dst = append(dst, digits[1:]...)
+		}
+		dst = append(dst, 'e')
+		if n-1 >= 0 {
+			dst = append(dst, '+')
+		}
+		dst = strconv.AppendInt(dst, int64(n-1), 10)
+	}
+	return dst
 }
 
 // canonicalNumber appends a finite double as ECMAScript's

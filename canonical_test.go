@@ -506,3 +506,40 @@ func TestCanonicalJSONSlicesOfOneArray(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "cycle", ce.Reason)
 }
+
+// TestExactText checks the entry's form: RFC 8785, except that a number
+// a double does not hold keeps its digits, laid out as ECMAScript lays out
+// a number, so that one value has one text.
+func TestExactText(t *testing.T) {
+	for in, want := range map[string]string{
+		`9007199254740993`:           `9007199254740993`,
+		`9007199254740992`:           `9007199254740992`,
+		`12345678901234567890`:       `12345678901234567890`,
+		`1.2345678901234567890e1`:    `12.34567890123456789`,
+		`123456789012345678901234`:   `1.23456789012345678901234e+23`,
+		`0.000012345678901234567891`: `0.000012345678901234567891`,
+		`1.2345678901234567891e-9`:   `1.2345678901234567891e-9`,
+		`-3.14159265358979323846`:    `-3.14159265358979323846`,
+		`3.1415926535897930`:         `3.141592653589793`,
+		`1.50`:                       `1.5`,
+		`[1E30, 4.50, 2e-3]`:         `[1e+30,4.5,0.002]`,
+	} {
+		got, err := exactText(json.RawMessage(in))
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+		again, err := exactText(json.RawMessage(got))
+		require.NoError(t, err)
+		assert.Equal(t, got, again, "idempotent: %s", in)
+	}
+	got, err := exactText(map[string]any{"i": int64(9007199254740993), "u": uint64(18446744073709551615), "n": json.Number("9007199254740993")})
+	require.NoError(t, err)
+	assert.Equal(t, `{"i":9007199254740993,"n":9007199254740993,"u":18446744073709551615}`, got)
+	// CanonicalJSON stays RFC 8785: the double's text.
+	b, err := CanonicalJSON(json.RawMessage(`9007199254740993`))
+	require.NoError(t, err)
+	assert.Equal(t, `9007199254740992`, string(b))
+	// An entry, written by whoever, keeps the digits in its command.
+	b, err = CanonicalJSON(RunEntry{Action: "a/b", Parameters: "{}", Steps: []RunStep{{Command: json.RawMessage(`{"id":9007199254740993}`)}}, Outcome: OutcomeDone})
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"command":{"id":9007199254740993}`)
+}

@@ -521,7 +521,7 @@ func (r *Registry[C]) givenParameters(params any, limit int) string {
 		}
 		params = json.RawMessage(text)
 	}
-	text, err := canonicalText(params)
+	text, err := exactText(params)
 	if err != nil || len(text) > limit {
 		return "null"
 	}
@@ -531,7 +531,7 @@ func (r *Registry[C]) givenParameters(params any, limit int) string {
 // canonicalString writes a value for an entry; a value without canonical
 // form gives an internal refusal carrying the cause.
 func canonicalString(v any) (string, error) {
-	text, err := canonicalText(v)
+	text, err := exactText(v)
 	if err != nil {
 		r := refusef(CodeInternal, "a value has no canonical JSON form")
 		r.cause = err

@@ -192,7 +192,7 @@ func canonicalForm(text string) string {
 	if text == "" {
 		return ""
 	}
-	c, err := canonicalText(json.RawMessage(text))
+	c, err := exactText(json.RawMessage(text))
 	if err != nil {
 		return text
 	}
@@ -206,7 +206,7 @@ func (r *Registry[C]) stepText(s *RunStep, depth int) string {
 	if s == nil || callsDeeper(s, r.limits.MaxCallDepth+1-depth) {
 		return ""
 	}
-	text, err := canonicalText(s)
+	text, err := exactText(s)
 	if err != nil {
 		return ""
 	}

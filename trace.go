@@ -52,20 +52,22 @@ func (t *Trace) Steps() []RunStep {
 
 // Command records a command the body emitted, as emitted, with its result
 // (nil for none). Both must have a canonical JSON form; otherwise the step
-// is not recorded and a *CanonicalError is returned. After the body has
+// is not recorded and a *CanonicalError is returned. A number a double
+// does not hold (2^53+1) is recorded with its own digits, as in
+// parameters and results (see docs/runlog.md). After the body has
 // returned, the step is not recorded either.
 func (t *Trace) Command(cmd, result any) error {
-	c, err := CanonicalJSON(cmd)
+	c, err := exactText(cmd)
 	if err != nil {
 		return err
 	}
 	step := RunStep{Command: json.RawMessage(c)}
 	if result != nil {
-		r, err := CanonicalJSON(result)
+		r, err := exactText(result)
 		if err != nil {
 			return err
 		}
-		step.Result = string(r)
+		step.Result = r
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -509,6 +509,83 @@ func leadingExponent(text []byte, intDigits int) (int, bool) {
 	return 0, false
 }
 
+// Exact reports whether the value of JSON number text s (within the
+// bounds of NumberRange) is the value of the double nearest to it written
+// in its shortest form, as RFC 8785 writes numbers: "1.50", "0.1" and
+// "12345678901234567000" are, "9007199254740993" and
+// "12345678901234567890" are not (their canonical text, 9007199254740992
+// and 12345678901234567000, states another number). A number of at most
+// 15 significant digits always is.
+func Exact(s string) bool {
+	if significant(s) <= 15 {
+		return true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return false
+	}
+	return sameDecimal(s, strconv.FormatFloat(f, 'g', -1, 64))
+}
+
+// significant counts the digits of number text s from its first nonzero
+// digit to its last nonzero digit.
+func significant(s string) int {
+	first, last, n := -1, -1, 0
+	for _, c := range []byte(s) {
+		if c == 'e' || c == 'E' {
+			break
+		}
+		if c < '0' || c > '9' {
+			continue
+		}
+		if c != '0' {
+			if first < 0 {
+				first = n
+			}
+			last = n
+		}
+		n++
+	}
+	if first < 0 {
+		return 0
+	}
+	return last - first + 1
+}
+
+// sameDecimal reports whether two number texts state the same value.
+func sameDecimal(a, b string) bool {
+	ad, ae, an := decimal(a)
+	bd, be, bn := decimal(b)
+	return ad == bd && (ad == "" || (ae == be && an == bn))
+}
+
+// Decimal returns the value of number text s as its significant digits
+// (no leading or trailing zeros), the decimal exponent of the last of them
+// and its sign: "-1.50e2" is ("15", 1, true); zero is ("", 0, false).
+func Decimal(s string) (digits string, exp int, neg bool) { return decimal(s) }
+
+// decimal writes number text as its significant digits, the exponent of
+// the last of them and its sign: "-1.50e2" is ("15", 1, true); zero is
+// ("", 0, false).
+func decimal(s string) (digits string, exp int, neg bool) {
+	neg = strings.HasPrefix(s, "-")
+	mant, e := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		e, _ = strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+	}
+	mant = strings.TrimPrefix(mant, "-")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	all := strings.TrimLeft(intPart+frac, "0")
+	trimmed := strings.TrimRight(all, "0")
+	if trimmed == "" {
+		return "", 0, false
+	}
+	// The last kept digit's exponent: past the point by len(frac), plus the
+	// zeros trimmed on the right.
+	return trimmed, e - len(frac) + (len(all) - len(trimmed)), neg
+}
+
 // ValidNumber reports whether s is JSON number text (RFC 8259 §6) within
 // the bounds of NumberRange, as Decode would accept it.
 func ValidNumber(s string) bool {

@@ -249,3 +249,21 @@ func FuzzDecode(f *testing.F) {
 		require.Equal(t, stdDecode(t, data), v)
 	})
 }
+
+func TestExact(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0": true, "-0": true, "1.50": true, "0.1": true, "1e21": true, "100e-2": true,
+		"12345678901234567000": true, "123456789012345680000": true, "9007199254740992": true,
+		"0.30000000000000004": true, "5e-324": true, "1.7976931348623157e308": true,
+		"9007199254740993": false, "12345678901234567890": false, "-9007199254740993": false,
+		"3.14159265358979323846": false, "0.10000000000000000001": false, "1.0000000000000000": true,
+		"123456789012345678e3": false, "1234567890123456e5": true,
+	} {
+		if got := Exact(s); got != want {
+			t.Errorf("Exact(%s) = %v, want %v", s, got, want)
+		}
+	}
+	if _, err := Decode([]byte(`9007199254740993`), 0); err != nil {
+		t.Fatalf("Decode refused: %v", err)
+	}
+}

@@ -271,12 +271,13 @@ func (h *Handler) serveOpening(rw *responseWriter, req *http.Request) {
 		}
 	}
 	h.sdk.ServeHTTP(rw, req)
+	if s := opened.Load(); s != nil {
+		h.release(s) // open counted it among the sessions already
+		return
+	}
 	h.mu.Lock()
 	h.opening--
 	h.mu.Unlock()
-	if s := opened.Load(); s != nil {
-		h.release(s)
-	}
 }
 
 // serveSession serves a request of the session id.
@@ -311,12 +312,14 @@ func sameUser(opened, now context.Context) bool {
 	return caller != nil && caller.UserID == owner.UserID
 }
 
-// open records the session id, opened by req, still in progress.
+// open records the session id, opened by req, still in progress: it
+// moves from the requests opening a session to the sessions.
 func (h *Handler) open(id string, req *http.Request) *httpSession {
 	ctx := context.WithValue(context.WithoutCancel(req.Context()), hostKey{}, req.Host)
 	s := &httpSession{id: id, ctx: ctx, refs: 1}
 	h.mu.Lock()
 	h.sessions[id] = s
+	h.opening--
 	h.mu.Unlock()
 	return s
 }

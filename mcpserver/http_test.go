@@ -208,13 +208,14 @@ func TestHTTPAbandonedSessions(t *testing.T) {
 	base := runtime.NumGoroutine()
 	heapBefore := heapAfterGC()
 	w := newWaiter(t)
-	h := mcpserver.HTTPHandler(w.server(t), &mcpserver.HTTPOptions{MaxSessions: sessions, SessionTimeout: 5 * time.Second})
+	h := mcpserver.HTTPHandler(w.server(t), &mcpserver.HTTPOptions{MaxSessions: sessions, SessionTimeout: 20 * time.Second})
 	srv := httptest.NewServer(h)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	var (
 		wg     sync.WaitGroup
 		failed atomic.Int64
 		next   atomic.Int64
+		first  atomic.Value // the first failure, for the message
 	)
 	for range 8 {
 		wg.Add(1)
@@ -225,21 +226,21 @@ func TestHTTPAbandonedSessions(t *testing.T) {
 			for next.Add(1) <= sessions {
 				resp, err := c.post(context.Background(), initializeBody)
 				if err != nil {
-					t.Log(err)
+					first.CompareAndSwap(nil, err.Error())
 					failed.Add(1)
 					continue
 				}
 				body := readAll(t, resp)
 				if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
-					t.Log(resp.StatusCode, body)
+					first.CompareAndSwap(nil, fmt.Sprintf("%d %s", resp.StatusCode, body))
 					failed.Add(1)
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	require.Zero(t, failed.Load(), "initialize requests that failed")
-	// The first sessions expire 5 s after they opened: on a machine that
+	require.Zero(t, failed.Load(), "initialize requests that failed, the first: %v", first.Load())
+	// The first sessions expire 20 s after they opened: on a machine that
 	// slow, the cap is not reached any more and cannot be checked here
 	// (TestHTTPSessionCap checks it on its own).
 	if open := h.Sessions(); open == sessions {

@@ -25,14 +25,14 @@ type BatchTool[C any] struct {
 	// Description replaces the default description, which says what a
 	// batch is and that it runs as one unit.
 	Description string
-	// Run runs the checked batch for one request, as one unit: typically
-	// in one database transaction (sqlstore.Runner.RunBatch), with a host
-	// whose Caller is caller (what [Options].Caller built; nil without
-	// it) so that the gate checks each step. It returns what
-	// [actions.Registry.RunBatch] returns. Nil runs Registry.RunBatch with
-	// the host of [Options].Host and no transaction: the calls done before
-	// a refused one stay done, and the tool's description says so.
-	Run func(ctx context.Context, req *mcp.CallToolRequest, b actions.Batch, caller *actions.Caller) (any, []actions.RunEntry, error)
+	// Run runs the checked batch as one unit, with the host built for the
+	// request ([Options].Host, its Caller from [Options].Caller, so that
+	// the gate checks each step): typically in one database transaction,
+	// as sqlstore.Runner.RunBatch does with a TxHost that binds host's Env
+	// to it. It returns what [actions.Registry.RunBatch] returns. Nil runs
+	// Registry.RunBatch, with no transaction: the calls done before a
+	// refused one stay done, and the tool's description says so.
+	Run func(ctx context.Context, b actions.Batch, host *actions.Host[C]) (any, []actions.RunEntry, error)
 }
 
 // batchName is the batch tool's name, "" without one.
@@ -208,15 +208,15 @@ func (h *batchHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (r
 	}
 	var result any
 	var entries []actions.RunEntry
+	var host *actions.Host[C]
+	if h.opts.Host != nil {
+		host = h.opts.Host(ctx, req)
+	}
+	host = h.withCaller(ctx, req, host)
 	if h.batch.Run != nil {
-		token, header := extraOf(req)
-		result, entries, err = h.batch.Run(ctx, req, b, h.opts.callerOf(ctx, token, header))
+		result, entries, err = h.batch.Run(ctx, b, host)
 	} else {
-		var host *actions.Host[C]
-		if h.opts.Host != nil {
-			host = h.opts.Host(ctx, req)
-		}
-		result, entries, err = h.reg.RunBatch(ctx, b, h.withCaller(ctx, req, host))
+		result, entries, err = h.reg.RunBatch(ctx, b, host)
 	}
 	if err != nil {
 		return h.batchRefused(ctx, err, entries)

@@ -73,7 +73,7 @@ func TestBatchToolRollsBackARefusedBatch(t *testing.T) {
 		server := mcp.NewServer(&mcp.Implementation{Name: "stock", Version: "v0.0.1"}, nil)
 		require.NoError(t, mcpserver.AddTools(server, reg, mcpserver.Options[*sql.Tx]{
 			Batch: &mcpserver.BatchTool[*sql.Tx]{
-				Run: func(ctx context.Context, _ *mcp.CallToolRequest, b actions.Batch, _ *actions.Caller) (any, []actions.RunEntry, error) {
+				Run: func(ctx context.Context, b actions.Batch, _ *actions.Host[*sql.Tx]) (any, []actions.RunEntry, error) {
 					return runner.RunBatch(ctx, b, txHost)
 				},
 			},

@@ -107,6 +107,14 @@ type Options[C any] struct {
 	// through a 2026-07-28 input request (HMAC-SHA256). Servers behind
 	// one address share it; nil: a random key per AddTools.
 	RequestStateKey []byte
+	// Run, when set, runs each tool call in place of
+	// [actions.Registry.Run], with the host built for it (Host, then
+	// Caller): typically in a database transaction, as
+	// sqlstore.Runner.Run does with a TxHost that binds host's Env to the
+	// transaction. It returns what Registry.Run returns. Nil:
+	// Registry.Run. (The answer to a confirmation asked through an input
+	// request runs Registry.Confirm, outside Run.)
+	Run func(ctx context.Context, id string, params any, host *actions.Host[C]) (any, actions.RunEntry, error)
 	// Batch, when set, adds one more tool that runs a call-only batch of
 	// the listed tools' actions as one unit (see [BatchTool]). Nil: no
 	// batch tool.
@@ -268,7 +276,11 @@ func (h *toolHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (re
 	if req.Params != nil && req.Params.RequestState != "" {
 		return h.resume(ctx, req, host) // the answer to a confirmation
 	}
-	_, entry, runErr := h.reg.Run(ctx, h.id, arguments(req), host)
+	run := h.reg.Run
+	if h.opts.Run != nil {
+		run = h.opts.Run
+	}
+	_, entry, runErr := run(ctx, h.id, arguments(req), host)
 	if rf := (*actions.Refusal)(nil); errors.As(runErr, &rf) && rf.Code == actions.CodeConfirmationRequired {
 		return h.held(ctx, req, host, rf)
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/sqlstore"
 )
 
 // Env is the context each body receives: the model, the body's own trace
@@ -120,9 +122,14 @@ func definitions() []actions.Action[*Env] {
 	}
 }
 
-// NewRegistry registers the example's actions.
-func NewRegistry() (*actions.Registry[*Env], error) {
-	reg := actions.NewRegistry[*Env](nil)
+// NewRegistry registers the example's actions; pending holds the changes
+// waiting for a person's confirmation (nil: in memory).
+func NewRegistry(pending actions.PendingStore) (*actions.Registry[*Env], error) {
+	var opts *actions.Options
+	if pending != nil {
+		opts = &actions.Options{Gate: &actions.GateOptions{Pending: pending}}
+	}
+	reg := actions.NewRegistry[*Env](opts)
 	if err := reg.Register(definitions()...); err != nil {
 		return nil, fmt.Errorf("register: %w", err)
 	}
@@ -131,12 +138,30 @@ func NewRegistry() (*actions.Registry[*Env], error) {
 
 // NewHost returns the host of the calls made by caller on model: bodies
 // get an *Env, refs resolve over the model, and each top-level entry goes
-// to onEntry (which may be nil).
+// to onEntry (which may be nil). On a model bound to the database each
+// statement commits on its own; inTx rebinds a host to a transaction.
 func NewHost(model *Model, caller string, onEntry func(actions.RunEntry)) *actions.Host[*Env] {
 	return &actions.Host[*Env]{
 		Env:     func(t *actions.Trace) *Env { return &Env{Model: model, Trace: t, Caller: caller} },
 		Resolve: model.ResolveRef,
 		OnEntry: onEntry,
+	}
+}
+
+// inTx returns a sqlstore.TxHost that runs host's calls on tx: the bodies
+// get the model bound to the transaction, and refs resolve in it.
+func inTx(host *actions.Host[*Env]) sqlstore.TxHost[*Env] {
+	return func(tx *sql.Tx) *actions.Host[*Env] {
+		h := *host
+		env := host.Env
+		h.Env = func(t *actions.Trace) *Env {
+			e := env(t)
+			e.Model = e.Model.On(tx)
+			return e
+		}
+		// h.Resolve, the model's ResolveRef, reads in the transaction the
+		// context carries (sqlstore.TxFrom).
+		return &h
 	}
 }
 
@@ -205,31 +230,39 @@ const actorViewSchema = `{"type": "object", "required": ["key", "id", "type", "d
 	"properties": {"key": {"type": "string"}, "id": {"type": "string"}, "type": {"type": "string"},
 		"display_name": {"type": "object", "additionalProperties": {"type": "string"}}}}`
 
-func listActors(_ context.Context, p listActorsParams, env *Env) (actorList, error) {
+func listActors(ctx context.Context, p listActorsParams, env *Env) (actorList, error) {
 	list := actorList{Actors: []actorSummary{}}
-	for _, a := range env.Model.Actors(p.Type) {
+	all, err := env.Model.Actors(ctx, p.Type)
+	if err != nil {
+		return actorList{}, err
+	}
+	for _, a := range all {
 		list.Actors = append(list.Actors, actorSummary{Key: a.Key, ID: a.ID, Type: a.Type, Name: nameIn(a, p.Lang, env.Model)})
 	}
 	return list, nil
 }
 
-func getActor(_ context.Context, p actorParams, env *Env) (*actorDetail, error) {
-	a, err := actorOf(p.Actor, env)
+func getActor(ctx context.Context, p actorParams, env *Env) (*actorDetail, error) {
+	a, err := actorOf(ctx, p.Actor, env)
 	if err != nil {
 		return nil, err
 	}
 	d := &actorDetail{Key: a.Key, ID: a.ID, Type: a.Type, DisplayName: a.DisplayName, CO2t: map[string]float64{}}
-	for _, e := range env.Model.Emissions(a.Key) {
+	list, err := env.Model.Emissions(ctx, a.Key)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range list {
 		d.CO2t[e.Period] = e.CO2t
 	}
 	return d, nil
 }
 
-func createActor(_ context.Context, p map[string]any, env *Env) (any, error) {
+func createActor(ctx context.Context, p map[string]any, env *Env) (any, error) {
 	id := p["id"].(string)
 	typ := p["type"].(string)
 	names := localized(p["display_name"], env.Model.Languages()[0])
-	a, err := env.Model.CreateActor(id, typ, names)
+	a, err := env.Model.CreateActor(ctx, id, typ, names)
 	if errors.Is(err, errIDTaken) {
 		r := actions.NewRefusal("id_taken", "an actor already has this id")
 		r.Retry = actions.RetryAfterEdit
@@ -248,7 +281,7 @@ func createActor(_ context.Context, p map[string]any, env *Env) (any, error) {
 }
 
 func deleteActor(ctx context.Context, p actorParams, env *Env) (*deletion, error) {
-	a, err := actorOf(p.Actor, env)
+	a, err := actorOf(ctx, p.Actor, env)
 	if err != nil {
 		return nil, err
 	}
@@ -258,19 +291,24 @@ func deleteActor(ctx context.Context, p actorParams, env *Env) (*deletion, error
 	if err != nil {
 		return nil, err
 	}
-	env.Model.DeleteActor(a.Key)
+	if _, err := env.Model.DeleteActor(ctx, a.Key); err != nil {
+		return nil, err
+	}
 	if err := env.Trace.Command(map[string]any{"op": "delete", "schema": "actor", "key": a.Key, "by": env.Caller}, nil); err != nil {
 		return nil, err
 	}
 	return &deletion{Deleted: a.ID, Key: a.Key, Emissions: cleared}, nil
 }
 
-func recordEmissions(_ context.Context, p emissionsParams, env *Env) (*emissionsRecord, error) {
-	a, err := actorOf(p.Actor, env)
+func recordEmissions(ctx context.Context, p emissionsParams, env *Env) (*emissionsRecord, error) {
+	a, err := actorOf(ctx, p.Actor, env)
 	if err != nil {
 		return nil, err
 	}
-	previous, had := env.Model.SetEmissions(a.Key, p.Period, p.CO2t)
+	previous, had, err := env.Model.SetEmissions(ctx, a.Key, p.Period, p.CO2t)
+	if err != nil {
+		return nil, err
+	}
 	cmd := map[string]any{"op": "upsert", "schema": "emission", "by": env.Caller,
 		"values": map[string]any{"actor": a.Key, "period": p.Period, "co2_t": p.CO2t}}
 	if err := env.Trace.Command(cmd, nil); err != nil {
@@ -283,24 +321,30 @@ func recordEmissions(_ context.Context, p emissionsParams, env *Env) (*emissions
 	return res, nil
 }
 
-func clearEmissions(_ context.Context, p clearParams, env *Env) (int, error) {
-	n := env.Model.ClearEmissions(p.Actor)
+func clearEmissions(ctx context.Context, p clearParams, env *Env) (int, error) {
+	n, err := env.Model.ClearEmissions(ctx, p.Actor)
+	if err != nil {
+		return 0, err
+	}
 	if err := env.Trace.Command(map[string]any{"op": "delete", "schema": "emission", "where": map[string]any{"actor": p.Actor}}, map[string]any{"deleted": n}); err != nil {
 		return 0, err
 	}
 	return n, nil
 }
 
-func totalEmissions(_ context.Context, p totalParams, env *Env) (total, error) {
-	co2t, n := env.Model.Total(p.Period, p.Type)
-	return total{Period: p.Period, CO2t: co2t, Actors: n, Type: p.Type}, nil
+func totalEmissions(ctx context.Context, p totalParams, env *Env) (total, error) {
+	co2t, n, err := env.Model.Total(ctx, p.Period, p.Type)
+	return total{Period: p.Period, CO2t: co2t, Actors: n, Type: p.Type}, err
 }
 
 // actorOf returns the actor of a resolved ref. The registry resolved the
 // ref before the body ran, so it is a key; a concurrent delete may still
 // have removed it since.
-func actorOf(key string, env *Env) (Actor, error) {
-	a, ok := env.Model.Actor(key)
+func actorOf(ctx context.Context, key string, env *Env) (Actor, error) {
+	a, ok, err := env.Model.Actor(ctx, key)
+	if err != nil {
+		return Actor{}, err
+	}
 	if !ok {
 		r := actions.NewRefusal("not_found", "the actor was deleted meanwhile")
 		r.NextAction = "Call supply-list_actors to see the actors that remain."

@@ -12,6 +12,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/sqlstore"
 )
 
 // The capabilities the example's actions need.
@@ -73,7 +74,9 @@ func protect(mux *http.ServeMux, mcpHandler http.Handler, reg *actions.Registry[
 		var entry actions.RunEntry
 		switch r.PathValue("decision") {
 		case "confirm":
-			_, entry, err = reg.Confirm(r.Context(), id, withCaller(NewHost(model, caller.Principal, onEntry), caller))
+			// The change is taken in the confirmation's transaction.
+			runner := sqlstore.NewRunner(model.Store(), reg)
+			_, entry, err = runner.Confirm(r.Context(), id, inTx(withCaller(NewHost(model, caller.Principal, onEntry), caller)))
 		case "reject":
 			err = reg.Reject(r.Context(), id, caller)
 		default:

@@ -76,8 +76,9 @@ func TestViewerAndEditor(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, []string{"carbon-total_emissions", "supply-get_actor", "supply-list_actors"}, names(viewer))
-	assert.Equal(t, visibleTools, names(editor))
+	assert.Equal(t, []string{"carbon-total_emissions", "run_batch", "supply-get_actor", "supply-list_actors"}, names(viewer),
+		"the batch tool is listed to both: each of its steps is gated")
+	assert.Equal(t, servedTools, names(editor))
 
 	_, err := viewer.CallTool(ctx, &mcp.CallToolParams{Name: "supply-create_actor", Arguments: map[string]any{"id": "x", "display_name": "X"}})
 	require.Error(t, err, "a viewer cannot tell a write from a tool that does not exist")

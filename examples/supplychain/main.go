@@ -1,14 +1,23 @@
 // Command supplychain is an example host of the actions registry: a small
 // supply chain model (actors named in English and French, and their CO2
-// emissions) held in memory, with seven actions on it.
+// emissions) in a SQL database, with seven actions on it.
 //
 // Usage:
 //
-//	supplychain [-batch FILE]      run a batch and print what it did
-//	supplychain serve              serve the actions as MCP tools on stdio
-//	supplychain serve -http ADDR   serve them over streamable HTTP at http://ADDR/mcp
-//	supplychain serve -http ADDR -stateless
-//	                               the same, each request on its own (for replicas)
+//	supplychain [-db DB] [-batch FILE]   run a batch and print what it did
+//	supplychain serve [-db DB]           serve the actions as MCP tools on stdio
+//	supplychain serve -http ADDR         serve them over streamable HTTP at http://ADDR/mcp
+//	supplychain serve -http ADDR -stateless [-replica NAME]
+//	                                     the same, each request on its own (for replicas)
+//	supplychain replay -db DB            replay the database's run log on a fresh model
+//
+// The database (-db, or the SUPPLYCHAIN_DB variable): by default SQLite in
+// memory (modernc.org/sqlite, pure Go: nothing to install), seeded from the
+// embedded model.json; a file path for SQLite in that file; postgres://...
+// for PostgreSQL (pgx), which replicas share (docs/database.md). The
+// model's tables, the run log and the pending changes live there; each
+// tool call and each batch runs in one transaction with its entries
+// (sqlstore.Runner), and the server also offers the batch tool run_batch.
 //
 // Without arguments it runs the sample batch (batch.json, embedded) on the
 // embedded model (model.json), then prints the batch's result, each run
@@ -52,6 +61,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/sqlstore"
 )
 
 //go:embed model.json
@@ -77,9 +87,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "serve" {
 		return serve(ctx, args[1:], stderr)
 	}
+	if len(args) > 0 && args[0] == "replay" {
+		return replayLog(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("supplychain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	batchFile := fs.String("batch", "", "run this batch file instead of the embedded batch.json")
+	dsn := dbFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,21 +108,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		text = b
 	}
-	return runJob(ctx, text, stdout)
+	return runJob(ctx, *dsn, text, stdout)
 }
 
-// runJob runs a batch on a fresh model and prints the result, the run
-// entries and the tools.
-func runJob(ctx context.Context, batchText []byte, w io.Writer) error {
-	model, reg, err := setup()
+// dbFlag adds -db to fs, its default from SUPPLYCHAIN_DB.
+func dbFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", os.Getenv("SUPPLYCHAIN_DB"),
+		"the database: empty for SQLite in memory, a file path for SQLite, postgres://... for PostgreSQL (default $SUPPLYCHAIN_DB)")
+}
+
+// runJob runs a batch on the model in the database dsn names, in one
+// transaction with its entries, and prints the result, the run entries
+// and the tools.
+func runJob(ctx context.Context, dsn string, batchText []byte, w io.Writer) error {
+	model, reg, err := setupDB(ctx, dsn, "batch")
 	if err != nil {
 		return err
 	}
+	defer model.Close()
 	b, err := reg.DecodeBatch(batchText)
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
-	result, entries, runErr := reg.RunBatch(ctx, b, NewHost(model, "batch", nil))
+	runner := sqlstore.NewRunner(model.Store(), reg)
+	result, entries, runErr := runner.RunBatch(ctx, b, inTx(NewHost(model, "batch", nil)))
 
 	if runErr == nil {
 		text, err := actions.CanonicalJSON(result)
@@ -151,6 +174,7 @@ func replayJob(ctx context.Context, reg *actions.Registry[*Env], entries []actio
 	if err != nil {
 		return err
 	}
+	defer fresh.Close()
 	host := NewHost(fresh, "batch", nil) // as the batch's caller
 	fmt.Fprintln(w, "replay on a fresh model:")
 	for i, e := range entries {
@@ -167,14 +191,22 @@ func replayJob(ctx context.Context, reg *actions.Registry[*Env], entries []actio
 	return nil
 }
 
-// setup loads the embedded model and registers the actions.
+// setup opens a fresh model in memory and registers the actions.
 func setup() (*Model, *actions.Registry[*Env], error) {
-	model, err := LoadModel(modelJSON)
+	return setupDB(context.Background(), memoryDSN, "")
+}
+
+// setupDB opens the model in the database dsn names (seeding it from the
+// embedded model when empty) and registers the actions; origin names the
+// writer in the run log.
+func setupDB(ctx context.Context, dsn, origin string) (*Model, *actions.Registry[*Env], error) {
+	model, err := OpenModel(ctx, dsn, modelJSON, origin)
 	if err != nil {
 		return nil, nil, err
 	}
-	reg, err := NewRegistry()
+	reg, err := NewRegistry(model.Store().Pending())
 	if err != nil {
+		model.Close()
 		return nil, nil, err
 	}
 	return model, reg, nil
@@ -188,9 +220,19 @@ func newServer(model *Model, reg *actions.Registry[*Env], logger *slog.Logger, e
 	server := mcp.NewServer(&mcp.Implementation{Name: "supplychain", Title: "Supply chain (actions example)", Version: "v0.1.0"},
 		&mcp.ServerOptions{Logger: logger})
 	log := actions.NewEntryWriter(entries)
+	runner := sqlstore.NewRunner(model.Store(), reg)
 	err := mcpserver.AddTools(server, reg, mcpserver.Options[*Env]{
 		Host: func(_ context.Context, req *mcp.CallToolRequest) *actions.Host[*Env] {
 			return NewHost(model, clientName(req), log.Record)
+		},
+		// Each call, and each batch, in one transaction with its entries.
+		Run: func(ctx context.Context, id string, params any, host *actions.Host[*Env]) (any, actions.RunEntry, error) {
+			return runner.Run(ctx, id, params, inTx(host))
+		},
+		Batch: &mcpserver.BatchTool[*Env]{
+			Run: func(ctx context.Context, b actions.Batch, host *actions.Host[*Env]) (any, []actions.RunEntry, error) {
+				return runner.RunBatch(ctx, b, inTx(host))
+			},
 		},
 		OnError: func(_ context.Context, tool string, err error) {
 			logger.Error("tool call failed", "tool", tool, "error", err)
@@ -225,6 +267,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	addr := fs.String("http", "", "serve streamable HTTP on this address (host:port) instead of stdio")
 	stateless := fs.Bool("stateless", false, "with -http: no sessions, each request served on its own, so that replicas can share clients")
+	dsn := dbFlag(fs)
+	replica := fs.String("replica", "", "this server's name in the run log (its origin), for replicas sharing a database")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -234,10 +278,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if *stateless && *addr == "" {
 		return errors.New("serve: -stateless needs -http")
 	}
-	model, reg, err := setup()
+	model, reg, err := setupDB(ctx, *dsn, *replica)
 	if err != nil {
 		return err
 	}
+	defer model.Close()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	server, err := newServer(model, reg, logger, stderr)
 	if err != nil {
@@ -316,4 +361,87 @@ func newHTTPServer(h http.Handler) *http.Server {
 		IdleTimeout:       2 * time.Minute,  // a keep-alive connection between requests
 		MaxHeaderBytes:    64 << 10,
 	}
+}
+
+// replayLog runs "replay -db DB": it replays the committed entries of the
+// database's run log, in the order they were committed, on a fresh model
+// in memory, as a replica or a new release checks the log; it prints one
+// line per entry ("SEQ ORIGIN ACTION: same", or where the replay departs)
+// and then whether the fresh model ends equal to the database's. Any
+// departure makes it fail.
+func replayLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("supplychain replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dsn := dbFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	model, reg, err := setupDB(ctx, *dsn, "replay")
+	if err != nil {
+		return err
+	}
+	defer model.Close()
+	recs, err := model.Store().Read(ctx, sqlstore.Filter{})
+	if err != nil {
+		return err
+	}
+	fresh, err := LoadModel(modelJSON)
+	if err != nil {
+		return err
+	}
+	defer fresh.Close()
+	departed := 0
+	for _, r := range recs {
+		by := "batch"
+		if r.Audit != nil && r.Audit.Caller != nil {
+			by = r.Audit.Caller.Principal
+		}
+		verdict := "same"
+		if _, err := reg.Replay(ctx, r.Entry, NewHost(fresh, callerOfEntry(r.Entry, by), nil)); err != nil {
+			var d *actions.Divergence
+			if !errors.As(err, &d) {
+				return fmt.Errorf("replay %d: %w", r.Seq, err)
+			}
+			verdict = "departs at " + d.Path
+			departed++
+		}
+		fmt.Fprintf(stdout, "%d %s %s: %s\n", r.Seq, r.Origin, r.Entry.Action, verdict)
+	}
+	want, err := model.Dump(ctx)
+	if err != nil {
+		return err
+	}
+	got, err := fresh.Dump(ctx)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		fmt.Fprintf(stdout, "model: differs\nthe database:\n%sthe replay:\n%s", want, got)
+		return errors.New("replay: the replayed model differs from the database's")
+	}
+	fmt.Fprintln(stdout, "model: same")
+	if departed > 0 {
+		return fmt.Errorf("replay: %d entries depart", departed)
+	}
+	return nil
+}
+
+// callerOfEntry is the name the entry's commands give as "by" (the
+// client's name, recorded by the bodies), so that the replay writes the
+// same commands; fallback when the entry has none.
+func callerOfEntry(e actions.RunEntry, fallback string) string {
+	for _, s := range e.Steps {
+		var cmd struct {
+			By string `json:"by"`
+		}
+		if len(s.Command) > 0 && json.Unmarshal(s.Command, &cmd) == nil && cmd.By != "" {
+			return cmd.By
+		}
+		if s.Call != nil {
+			if by := callerOfEntry(*s.Call, ""); by != "" {
+				return by
+			}
+		}
+	}
+	return fallback
 }

@@ -31,6 +31,13 @@ var visibleTools = []string{
 	"supply-delete_actor", "supply-get_actor", "supply-list_actors",
 }
 
+// servedTools are the tools the server lists: the actions' and the batch
+// tool.
+var servedTools = []string{
+	"carbon-record_emissions", "carbon-total_emissions", "run_batch", "supply-create_actor",
+	"supply-delete_actor", "supply-get_actor", "supply-list_actors",
+}
+
 // sections splits the default job's output into its four parts.
 func sections(t *testing.T, out string) (result string, entries, replays []string, tools string) {
 	t.Helper()
@@ -175,9 +182,11 @@ func exerciseServer(t *testing.T, cs *mcp.ClientSession) {
 	var names []string
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
-		assert.NotNil(t, tl.OutputSchema, "%s lists an output schema", tl.Name)
+		if tl.Name != "run_batch" {
+			assert.NotNil(t, tl.OutputSchema, "%s lists an output schema", tl.Name)
+		}
 	}
-	assert.Equal(t, visibleTools, names)
+	assert.Equal(t, servedTools, names)
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "supply-get_actor", Arguments: map[string]any{"actor": "Dépôt du port"}})
 	require.NoError(t, err)

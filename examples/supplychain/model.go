@@ -3,14 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strconv"
-	"sync"
+	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for -db postgres://...
+	_ "modernc.org/sqlite"             // the "sqlite" driver: pure Go, the default
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/sqlstore"
 )
 
 // Actor is one actor of the supply chain: a plant, a warehouse, a depot or
@@ -31,30 +36,42 @@ type Emission struct {
 	CO2t   float64 `json:"co2_t"`
 }
 
-// Model is the example's data set, held in memory and safe for concurrent
-// use. It stands for the host's real store: each method changes it in one
-// step, under one lock. It keeps no transaction: a host on a real store
-// would run each tool call, and each batch as a whole, in one.
+// Model is the example's data set in a SQL database (SQLite, embedded, by
+// default; PostgreSQL with -db postgres://...): the tables sc_actors,
+// sc_emissions and sc_counters beside the run log of sqlstore. A Model is
+// bound to the database (each statement commits on its own) or, through
+// On, to one transaction: the Runner gives each call or batch its own.
 type Model struct {
-	mu        sync.Mutex
+	db        *sql.DB
+	dialect   sqlstore.Dialect
+	q         queryer // db, or the transaction of On
 	languages []string
-	actors    map[string]*Actor // by key
-	emissions []Emission
-	nextKey   int
+	store     *sqlstore.Store
+}
+
+// queryer is what *sql.DB and *sql.Tx both offer.
+type queryer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // errIDTaken is returned by CreateActor for an id already used.
 var errIDTaken = errors.New("the id is taken")
 
-// LoadModel decodes a model file (see model.json): the dataset's languages,
-// source language first, its actors and their emissions. It refuses
-// unknown fields, repeated keys or ids, and emissions of unknown actors.
-func LoadModel(data []byte) (*Model, error) {
-	var file struct {
-		Languages []string   `json:"languages"`
-		Actors    []Actor    `json:"actors"`
-		Emissions []Emission `json:"emissions"`
-	}
+// modelFile is the shape of model.json.
+type modelFile struct {
+	Languages []string   `json:"languages"`
+	Actors    []Actor    `json:"actors"`
+	Emissions []Emission `json:"emissions"`
+}
+
+// readModelFile decodes a model file (see model.json): the dataset's
+// languages, source language first, its actors and their emissions. It
+// refuses unknown fields, repeated keys or ids, and emissions of unknown
+// actors.
+func readModelFile(data []byte) (*modelFile, error) {
+	var file modelFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&file); err != nil {
@@ -63,42 +80,227 @@ func LoadModel(data []byte) (*Model, error) {
 	if len(file.Languages) == 0 {
 		return nil, errors.New("model: no language")
 	}
-	m := &Model{languages: file.Languages, actors: map[string]*Actor{}}
-	ids := map[string]bool{}
-	for i := range file.Actors {
-		a := file.Actors[i]
-		if a.Key == "" || m.actors[a.Key] != nil || ids[a.ID] {
+	keys, ids := map[string]bool{}, map[string]bool{}
+	for i, a := range file.Actors {
+		if a.Key == "" || keys[a.Key] || ids[a.ID] {
 			return nil, fmt.Errorf("model: actor %d: empty or repeated key or id", i)
 		}
-		m.actors[a.Key] = &a
-		ids[a.ID] = true
+		keys[a.Key], ids[a.ID] = true, true
 	}
 	for i, e := range file.Emissions {
-		if m.actors[e.Actor] == nil {
+		if !keys[e.Actor] {
 			return nil, fmt.Errorf("model: emission %d: unknown actor %s", i, e.Actor)
 		}
 	}
-	m.emissions = file.Emissions
-	m.nextKey = len(m.actors) + 1
+	return &file, nil
+}
+
+// memoryDSN is the default database: SQLite in memory, on one connection
+// (each connection to :memory: is a database of its own).
+const memoryDSN = ":memory:"
+
+// openDB opens the database a -db value names: "" or ":memory:" for
+// SQLite in memory, postgres://... or postgresql://... for PostgreSQL
+// (pgx), any other value as the path of an SQLite file.
+func openDB(dsn string) (*sql.DB, sqlstore.Dialect, error) {
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		db, err := sql.Open("pgx", dsn)
+		return db, sqlstore.PostgreSQL, err
+	case dsn == "" || dsn == memoryDSN:
+		db, err := sql.Open("sqlite", "file::memory:?_pragma=foreign_keys(1)")
+		if err != nil {
+			return nil, 0, err
+		}
+		db.SetMaxOpenConns(1)
+		db.SetConnMaxIdleTime(0)
+		db.SetConnMaxLifetime(0)
+		return db, sqlstore.SQLite, nil
+	default:
+		db, err := sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)&_pragma=foreign_keys(1)&_txlock=immediate")
+		return db, sqlstore.SQLite, err
+	}
+}
+
+// OpenModel opens the database dsn names (see openDB), creates the
+// model's tables and the run log's when they are missing, and seeds the
+// model from the model file seed when it is empty. Replicas may open one
+// database at once: one seeds, the others find it seeded. origin names
+// the writer in the run log.
+func OpenModel(ctx context.Context, dsn string, seed []byte, origin string) (*Model, error) {
+	file, err := readModelFile(seed)
+	if err != nil {
+		return nil, err
+	}
+	db, dialect, err := openDB(dsn)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{db: db, dialect: dialect, q: db, languages: file.Languages}
+	// Serial: one call at a time across replicas, so that the log's order
+	// is the order the calls saw the model in, and replays are exact.
+	m.store, err = sqlstore.New(db, dialect, &sqlstore.Options{Origin: origin, Serial: true})
+	if err == nil {
+		err = m.store.Migrate(ctx)
+	}
+	if err == nil {
+		err = m.migrate(ctx, file)
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	return m, nil
+}
+
+// LoadModel returns a fresh model in memory (SQLite), seeded from a model
+// file.
+func LoadModel(data []byte) (*Model, error) {
+	return OpenModel(context.Background(), memoryDSN, data, "")
+}
+
+// Close closes the model's database.
+func (m *Model) Close() error { return m.db.Close() }
+
+// Store is the run log in the model's database.
+func (m *Model) Store() *sqlstore.Store { return m.store }
+
+// On returns the model bound to tx.
+func (m *Model) On(tx *sql.Tx) *Model {
+	c := *m
+	c.q = tx
+	return &c
+}
+
+// modelTables are the model's tables, in both dialects (DOUBLE PRECISION
+// is REAL to SQLite).
+var modelTables = []string{
+	`CREATE TABLE IF NOT EXISTS sc_actors (
+		actor_key TEXT PRIMARY KEY,
+		id TEXT NOT NULL UNIQUE,
+		type TEXT NOT NULL,
+		display_name TEXT NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS sc_emissions (
+		actor_key TEXT NOT NULL REFERENCES sc_actors (actor_key),
+		period TEXT NOT NULL,
+		co2_t DOUBLE PRECISION NOT NULL,
+		PRIMARY KEY (actor_key, period))`,
+	`CREATE TABLE IF NOT EXISTS sc_counters (
+		name TEXT PRIMARY KEY,
+		next BIGINT NOT NULL)`,
+}
+
+// migrate creates the tables and seeds them once, in one transaction.
+func (m *Model) migrate(ctx context.Context, file *modelFile) error {
+	tx, err := m.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if m.dialect == sqlstore.PostgreSQL {
+		// Replicas starting together: one creates and seeds, the others wait.
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(7370)"); err != nil {
+			return err
+		}
+	}
+	for _, q := range modelTables {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+	}
+	res, err := tx.ExecContext(ctx, m.bind("INSERT INTO sc_counters (name, next) VALUES ('actor', ?) ON CONFLICT (name) DO NOTHING"), len(file.Actors)+1)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil // seeded already
+	}
+	seeded := m.On(tx)
+	for _, a := range file.Actors {
+		if err := seeded.insertActor(ctx, a); err != nil {
+			return err
+		}
+	}
+	for _, e := range file.Emissions {
+		if _, _, err := seeded.SetEmissions(ctx, e.Actor, e.Period, e.CO2t); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// bind rewrites the ? parameters of q as $1, $2... for PostgreSQL.
+func (m *Model) bind(q string) string {
+	if m.dialect != sqlstore.PostgreSQL {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (m *Model) insertActor(ctx context.Context, a Actor) error {
+	names, err := actions.CanonicalJSON(a.DisplayName)
+	if err != nil {
+		return err
+	}
+	_, err = m.q.ExecContext(ctx, m.bind("INSERT INTO sc_actors (actor_key, id, type, display_name) VALUES (?, ?, ?, ?)"), a.Key, a.ID, a.Type, string(names))
+	return err
 }
 
 // Languages returns the dataset's languages, the source language first.
 func (m *Model) Languages() []string { return append([]string(nil), m.languages...) }
+
+// actors returns the actors the query selects (its columns: key, id,
+// type, display name).
+func (m *Model) actors(ctx context.Context, q string, args ...any) ([]Actor, error) {
+	rows, err := m.q.QueryContext(ctx, m.bind(q), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Actor
+	for rows.Next() {
+		var a Actor
+		var names string
+		if err := rows.Scan(&a.Key, &a.ID, &a.Type, &names); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(names), &a.DisplayName); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
 
 // ResolveRef is the host's [actions.RefResolver] over the model: for the
 // model schema "actor", the key of the actor whose id is value, and the
 // keys of the actors whose display name, in any language, is value. The
 // registry then applies the rule: an id wins, one name gives its key, no
 // match or several names are refused with invalid_parameters.
-func (m *Model) ResolveRef(_ context.Context, schema, value string) (actions.RefMatches, error) {
+func (m *Model) ResolveRef(ctx context.Context, schema, value string) (actions.RefMatches, error) {
 	if schema != "actor" {
 		return actions.RefMatches{}, fmt.Errorf("model: no schema %q", schema)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	// Inside a Runner's call, read in its transaction.
+	if tx, ok := sqlstore.TxFrom(ctx); ok {
+		m = m.On(tx)
+	}
+	all, err := m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors")
+	if err != nil {
+		return actions.RefMatches{}, err
+	}
 	var found actions.RefMatches
-	for _, a := range m.actors {
+	for _, a := range all {
 		if a.ID == value {
 			key := a.Key
 			found.ID = &key
@@ -114,111 +316,143 @@ func (m *Model) ResolveRef(_ context.Context, schema, value string) (actions.Ref
 	return found, nil
 }
 
-// Actor returns the actor of a key.
-func (m *Model) Actor(key string) (Actor, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a, ok := m.actors[key]
-	if !ok {
-		return Actor{}, false
+// Actor returns the actor of a key; ok is false when there is none.
+func (m *Model) Actor(ctx context.Context, key string) (Actor, bool, error) {
+	list, err := m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors WHERE actor_key = ?", key)
+	if err != nil || len(list) == 0 {
+		return Actor{}, false, err
 	}
-	return *a, true
+	return list[0], true, nil
 }
 
 // Actors returns the actors of a type ("" for all), sorted by id.
-func (m *Model) Actors(typ string) []Actor {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []Actor
-	for _, a := range m.actors {
-		if typ == "" || a.Type == typ {
-			out = append(out, *a)
-		}
+func (m *Model) Actors(ctx context.Context, typ string) ([]Actor, error) {
+	if typ == "" {
+		return m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors ORDER BY id")
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors WHERE type = ? ORDER BY id", typ)
 }
 
 // CreateActor adds an actor and returns it with its new key; errIDTaken
-// when the id is used.
-func (m *Model) CreateActor(id, typ string, names map[string]string) (Actor, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, a := range m.actors {
-		if a.ID == id {
-			return Actor{}, errIDTaken
-		}
+// when the id is used. The key comes from the counter row, updated in the
+// call's transaction: two calls at once conflict there, and the one
+// retried takes the next key.
+func (m *Model) CreateActor(ctx context.Context, id, typ string, names map[string]string) (Actor, error) {
+	var taken int
+	if err := m.q.QueryRowContext(ctx, m.bind("SELECT count(*) FROM sc_actors WHERE id = ?"), id).Scan(&taken); err != nil {
+		return Actor{}, err
 	}
-	a := &Actor{Key: "act_" + strconv.Itoa(m.nextKey), ID: id, Type: typ, DisplayName: names}
-	m.nextKey++
-	m.actors[a.Key] = a
-	return *a, nil
+	if taken > 0 {
+		return Actor{}, errIDTaken
+	}
+	var next int
+	if err := m.q.QueryRowContext(ctx, "UPDATE sc_counters SET next = next + 1 WHERE name = 'actor' RETURNING next - 1").Scan(&next); err != nil {
+		return Actor{}, err
+	}
+	a := Actor{Key: "act_" + strconv.Itoa(next), ID: id, Type: typ, DisplayName: names}
+	return a, m.insertActor(ctx, a)
 }
 
 // DeleteActor removes an actor; false when there was none.
-func (m *Model) DeleteActor(key string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.actors[key]
-	delete(m.actors, key)
-	return ok
+func (m *Model) DeleteActor(ctx context.Context, key string) (bool, error) {
+	res, err := m.q.ExecContext(ctx, m.bind("DELETE FROM sc_actors WHERE actor_key = ?"), key)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 // SetEmissions sets an actor's emissions for a period and returns the
 // previous value (ok false when there was none).
-func (m *Model) SetEmissions(key, period string, co2t float64) (previous float64, ok bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i, e := range m.emissions {
-		if e.Actor == key && e.Period == period {
-			m.emissions[i].CO2t = co2t
-			return e.CO2t, true
-		}
+func (m *Model) SetEmissions(ctx context.Context, key, period string, co2t float64) (previous float64, ok bool, err error) {
+	err = m.q.QueryRowContext(ctx, m.bind("SELECT co2_t FROM sc_emissions WHERE actor_key = ? AND period = ?"), key, period).Scan(&previous)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		_, err = m.q.ExecContext(ctx, m.bind("INSERT INTO sc_emissions (actor_key, period, co2_t) VALUES (?, ?, ?)"), key, period, co2t)
+		return 0, false, err
+	case err != nil:
+		return 0, false, err
 	}
-	m.emissions = append(m.emissions, Emission{Actor: key, Period: period, CO2t: co2t})
-	return 0, false
+	_, err = m.q.ExecContext(ctx, m.bind("UPDATE sc_emissions SET co2_t = ? WHERE actor_key = ? AND period = ?"), co2t, key, period)
+	return previous, true, err
 }
 
 // ClearEmissions removes every emission of an actor and returns how many.
-func (m *Model) ClearEmissions(key string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	kept := m.emissions[:0]
-	for _, e := range m.emissions {
-		if e.Actor != key {
-			kept = append(kept, e)
-		}
+func (m *Model) ClearEmissions(ctx context.Context, key string) (int, error) {
+	res, err := m.q.ExecContext(ctx, m.bind("DELETE FROM sc_emissions WHERE actor_key = ?"), key)
+	if err != nil {
+		return 0, err
 	}
-	n := len(m.emissions) - len(kept)
-	m.emissions = kept
-	return n
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// emissions returns the emissions the query selects (its columns: actor
+// key, period, tonnes).
+func (m *Model) emissions(ctx context.Context, q string, args ...any) ([]Emission, error) {
+	rows, err := m.q.QueryContext(ctx, m.bind(q), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Emission
+	for rows.Next() {
+		var e Emission
+		if err := rows.Scan(&e.Actor, &e.Period, &e.CO2t); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
 }
 
 // Emissions returns an actor's emissions, sorted by period.
-func (m *Model) Emissions(key string) []Emission {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []Emission
-	for _, e := range m.emissions {
-		if e.Actor == key {
-			out = append(out, e)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Period < out[j].Period })
-	return out
+func (m *Model) Emissions(ctx context.Context, key string) ([]Emission, error) {
+	return m.emissions(ctx, "SELECT actor_key, period, co2_t FROM sc_emissions WHERE actor_key = ? ORDER BY period", key)
 }
 
 // Total returns the emissions of a period summed over the actors of a type
-// ("" for all), and the number of actors counted.
-func (m *Model) Total(period, typ string) (co2t float64, actors int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, e := range m.emissions {
-		a := m.actors[e.Actor]
-		if e.Period == period && a != nil && (typ == "" || a.Type == typ) {
-			co2t += e.CO2t
-			actors++
-		}
+// ("" for all), and the number of actors counted. The sum is made here,
+// in key order, so that it is the same double on every database.
+func (m *Model) Total(ctx context.Context, period, typ string) (co2t float64, actors int, err error) {
+	q := "SELECT e.actor_key, e.period, e.co2_t FROM sc_emissions e JOIN sc_actors a ON a.actor_key = e.actor_key WHERE e.period = ?"
+	args := []any{period}
+	if typ != "" {
+		q += " AND a.type = ?"
+		args = append(args, typ)
 	}
-	return co2t, actors
+	list, err := m.emissions(ctx, q+" ORDER BY e.actor_key", args...)
+	for _, e := range list {
+		co2t += e.CO2t
+	}
+	return co2t, len(list), err
+}
+
+// Dump is the model's tables as text, one line per row in key order:
+// what two databases holding the same model agree on byte for byte.
+func (m *Model) Dump(ctx context.Context) (string, error) {
+	var b strings.Builder
+	all, err := m.Actors(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
+	for _, a := range all {
+		names, _ := actions.CanonicalJSON(a.DisplayName)
+		fmt.Fprintf(&b, "actor %s %s %s %s\n", a.Key, a.ID, a.Type, names)
+	}
+	list, err := m.emissions(ctx, "SELECT actor_key, period, co2_t FROM sc_emissions ORDER BY actor_key, period")
+	if err != nil {
+		return "", err
+	}
+	for _, e := range list {
+		fmt.Fprintf(&b, "emission %s %s %s\n", e.Actor, e.Period, strconv.FormatFloat(e.CO2t, 'g', -1, 64))
+	}
+	var next int
+	if err := m.q.QueryRowContext(ctx, "SELECT next FROM sc_counters WHERE name = 'actor'").Scan(&next); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&b, "next actor %d\n", next)
+	return b.String(), nil
 }

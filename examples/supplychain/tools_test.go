@@ -18,7 +18,7 @@ import (
 // mcpserver lists it (an output schema whose root is not an object only
 // from 2026-07-28).
 func TestToolsAgainstMCPSchemas(t *testing.T) {
-	reg, err := NewRegistry()
+	reg, err := NewRegistry(nil)
 	require.NoError(t, err)
 	tools, err := reg.Tools(nil)
 	require.NoError(t, err)

@@ -6,7 +6,7 @@
 # It builds the example and, in each of three modes (over stdio, started
 # by the Inspector; over streamable HTTP with sessions; over streamable
 # HTTP stateless, `serve -http ADDR -stateless`), checks that:
-#   1. tools/list gives exactly the example's visible tools;
+#   1. tools/list gives exactly the example's visible tools and run_batch;
 #   2. a valid tools/call comes back with a result (isError not set);
 #   3. an invalid tools/call comes back as a result with isError: true that
 #      names the parameter at fault (MCP SEP-1303);
@@ -85,7 +85,7 @@ check() {
 	' "$1"
 }
 
-export WANT='["carbon-record_emissions","carbon-total_emissions","supply-create_actor","supply-delete_actor","supply-get_actor","supply-list_actors"]'
+export WANT='["carbon-record_emissions","carbon-total_emissions","run_batch","supply-create_actor","supply-delete_actor","supply-get_actor","supply-list_actors"]'
 
 # checks runs the four checks in the current mode ($mode, $url).
 checks() {
@@ -102,7 +102,7 @@ checks() {
 			const del = r.tools.find(t => t.name === "supply-delete_actor");
 			if (del.annotations.destructiveHint !== true) throw new Error("delete_actor is destructive");
 		' 2>"$work/list.check"; then
-		pass "$mode: tools/list gives the 6 visible tools with both hints"
+		pass "$mode: tools/list gives the 6 visible tools and the batch tool, with both hints"
 	else
 		cat "$work/list.check" >>"$work/list.err" 2>/dev/null || true
 		fail "$mode: tools/list" "$work/list.err"

@@ -48,22 +48,29 @@ func ServeStdio(ctx context.Context, s *mcp.Server) error {
 //
 //   - At most MaxCallsInFlight requests are read and not yet answered;
 //     past that the server stops reading.
+//
 //   - Every request read is answered. When the input ends (or a last
 //     line is cut short, which counts as its end), nothing more is read,
 //     the calls in flight may end for DrainTime, the ones left are
 //     cancelled ([ErrClientGone]) and answered with JSON-RPC -32800, and
 //     only then does the session end: a call never runs, is recorded and
 //     goes unanswered, unless the client stops reading its output too.
+//
 //   - When ctx is done, the same happens, with [ErrShuttingDown].
+//
 //   - A request the client cancels with notifications/cancelled is not
 //     answered (MCP, cancellation: the receiver SHOULD NOT respond); its
 //     body sees its context done and its entry records cancelled.
 //
+//   - When the client's output is closed too (the client was killed), the
+//     first answer that fails to go out ends the session: the SDK cancels
+//     the calls left and writes nothing more, and nothing more is read.
+//
 // It returns nil when the client ended its input, ctx.Err() when ctx did,
-// or the session's error (a line that is not JSON, for one). The SDK's
-// check that a client of protocol 2025-06-18 or later sends no JSON-RPC
-// batch is lost behind the wrapper: batches are served whatever the
-// version.
+// or the session's error (a line that is not JSON; a write to a client
+// that is gone). The SDK's check that a client of protocol 2025-06-18 or
+// later sends no JSON-RPC batch is lost behind the wrapper: batches are
+// served whatever the version.
 func Serve(ctx context.Context, s *mcp.Server, t mcp.Transport, opts *ServeOptions) error {
 	var o ServeOptions
 	if opts != nil {
@@ -128,7 +135,17 @@ type pacedConn struct {
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]bool // requests read and not answered; true: cancelled by the client
-	changed chan struct{}       // closed and replaced when pending shrinks
+	changed chan struct{}       // closed and replaced when pending shrinks or broken is set
+	broken  error               // a write failed: no answer can go out any more
+}
+
+// errBroken ends the reading once the output is broken.
+var errBroken = errors.New("mcpserver: the client's end is closed")
+
+// signalLocked wakes the reader. c.mu is held.
+func (c *pacedConn) signalLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // stop ends the reading, with why the calls left after the drain are
@@ -139,8 +156,13 @@ func (c *pacedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		c.mu.Lock()
 		full := c.max > 0 && len(c.pending) >= c.max
-		changed := c.changed
+		changed, broken := c.changed, c.broken
 		c.mu.Unlock()
+		if broken != nil {
+			// The SDK answers nothing more once a write failed (the client
+			// is gone): nothing more is read either, lest it wait.
+			return nil, errBroken
+		}
 		if !full {
 			break
 		}
@@ -198,9 +220,11 @@ func (c *pacedConn) drainThen(err, cause error) error {
 	for {
 		c.mu.Lock()
 		n := len(c.pending)
-		changed := c.changed
+		changed, broken := c.changed, c.broken
 		c.mu.Unlock()
-		if n == 0 {
+		if n == 0 || broken != nil {
+			// All answered, or none can be: after a failed write the SDK
+			// cancels the calls in flight and writes nothing more.
 			return err
 		}
 		select {
@@ -215,25 +239,31 @@ func (c *pacedConn) drainThen(err, cause error) error {
 }
 
 func (c *pacedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	resp, ok := msg.(*jsonrpc.Response)
-	if !ok || !resp.ID.IsValid() {
-		return c.inner.Write(ctx, msg)
+	var id jsonrpc.ID
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		id = resp.ID
 	}
-	c.mu.Lock()
-	cancelled, tracked := c.pending[resp.ID]
-	c.mu.Unlock()
+	cancelled, tracked := false, false
+	if id.IsValid() {
+		c.mu.Lock()
+		cancelled, tracked = c.pending[id]
+		c.mu.Unlock()
+	}
 	var err error
 	if !cancelled {
 		err = c.inner.Write(ctx, msg)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if tracked {
 		// Counted as answered only once written, so that the drain ends
 		// after the last answer is out.
-		c.mu.Lock()
-		delete(c.pending, resp.ID)
-		close(c.changed)
-		c.changed = make(chan struct{})
-		c.mu.Unlock()
+		delete(c.pending, id)
+		c.signalLocked()
+	}
+	if err != nil && ctx.Err() == nil && c.broken == nil {
+		c.broken = err
+		c.signalLocked()
 	}
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -370,3 +371,36 @@ func TestStdioSDKClient(t *testing.T) {
 }
 
 var _ = bytes.MinRead
+
+// TestStdioClientKilled: the client dies with two calls in flight (its
+// input ends and its output is closed). The first answer fails to go out,
+// after which the SDK writes nothing more; Serve still returns, promptly
+// once the bodies end, and leaves nothing behind.
+func TestStdioClientKilled(t *testing.T) {
+	base := runtime.NumGoroutine()
+	w := newWaiter(t)
+	p := servePipes(t, w.server(t), nil)
+	lines := p.lines()
+	p.send(t, initializeBody, initializedLine)
+	awaitAnswer(t, lines, 1)
+	p.send(t, callBody(2, "wait-block"), callBody(3, "wait-block"))
+	w.awaitStart(t)
+	w.awaitStart(t)
+	p.out.Close()
+	for range lines {
+	}
+	p.in.Close()
+	close(w.release) // the bodies end; their answers cannot go out
+	select {
+	case err := <-p.done:
+		// The session's error: the failed write, when an answer was tried.
+		if err != nil {
+			assert.ErrorIs(t, err, syscall.EPIPE)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the client died")
+	}
+	entries, _, _ := w.snapshot()
+	assert.Len(t, entries, 2)
+	checkGoroutines(t, base)
+}

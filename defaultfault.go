@@ -18,9 +18,11 @@ import (
 
 // contradiction returns an internal refusal when some breach of the
 // filled parameters v is the defaults' doing: it lies at or under a
-// member a default filled, or the caller's parameters without the
-// defaults do not have it. A missing member (required, dependentRequired)
-// never is: the caller can send it. params is what the caller gave.
+// member a default filled, or at an object holding one (maxProperties,
+// not...) that the caller's parameters without the defaults do not
+// break. A missing member (required, dependentRequired) never is, nor a
+// breach of a value the caller sent that holds no filled member: the
+// caller can fix those. params is what the caller gave.
 func (ps *ParameterSchema) contradiction(params any, v any, issues []Issue) *Refusal {
 	sent, err := ps.copyParams(params)
 	if err != nil {
@@ -36,6 +38,12 @@ func (ps *ParameterSchema) contradiction(params any, v any, issues []Issue) *Ref
 		}
 		if under(is.Path, filled) {
 			fault = append(fault, is)
+			continue
+		}
+		if !holdsFilled(is.Path, filled) {
+			// A value the caller sent, holding nothing the defaults
+			// filled: its breach is the caller's to fix, even when a
+			// default chose the branch that judges it.
 			continue
 		}
 		if own == nil {
@@ -82,6 +90,16 @@ func filledPaths(sent, v any, at string, out *[]string) {
 			}
 		}
 	}
+}
+
+// holdsFilled reports whether the value at path holds a filled member.
+func holdsFilled(path string, filled []string) bool {
+	for _, p := range filled {
+		if strings.HasPrefix(p, path+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func under(path string, prefixes []string) bool {

@@ -69,7 +69,7 @@ func (c *converter) openAIStrictObject(s map[string]any, ptr string) {
 	_, hasRef := s["$ref"]
 	_, hasEnum := s["enum"]
 	_, hasConst := s["const"]
-	if !hasType && !hasAnyOf && !hasRef && !hasEnum && !hasConst && !isObjectSchema(s) {
+	if !hasType && !hasAnyOf && !hasRef && !hasEnum && !hasConst {
 		c.cannot(ptr, "type", "a schema without a type accepts any value")
 		return
 	}

@@ -6,7 +6,9 @@ package actions
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/actionreg/actions/internal/ijson"
@@ -252,8 +254,9 @@ func requiredSet(s map[string]any) map[string]bool {
 }
 
 // plainNumbers replaces, in place, each json.Number under v by an int64
-// (an integer in its range) or a float64 (a number it holds exactly, as
-// canonical JSON tells), and returns v. The providers' Go SDKs (OpenAI
+// (an integer in its range) or a float64 (when the shortest text of the
+// float64 has the number's exact value: 0.1 and 1.50 convert,
+// 12345678901234567890 does not), and returns v. The providers' Go SDKs (OpenAI
 // v3, Anthropic v2) write a json.Number as a JSON string, which would
 // turn "minimum": 1 into "minimum": "1"; a number neither type holds
 // exactly stays a json.Number.
@@ -271,12 +274,8 @@ func plainNumbers(v any) any {
 		if i, err := x.Int64(); err == nil {
 			return i
 		}
-		if f, err := x.Float64(); err == nil {
-			a, err1 := CanonicalJSON(x)
-			b, err2 := CanonicalJSON(f)
-			if err1 == nil && err2 == nil && string(a) == string(b) {
-				return f
-			}
+		if f, err := x.Float64(); err == nil && sameNumber(string(x), strconv.FormatFloat(f, 'g', -1, 64)) {
+			return f
 		}
 	}
 	return v
@@ -290,4 +289,12 @@ func jsonValue(v any) (any, error) {
 		return nil, err
 	}
 	return ijson.Decode(b, 0)
+}
+
+// sameNumber reports whether two JSON number texts have the same exact
+// value.
+func sameNumber(a, b string) bool {
+	x, ok1 := new(big.Rat).SetString(a)
+	y, ok2 := new(big.Rat).SetString(b)
+	return ok1 && ok2 && x.Cmp(y) == 0
 }

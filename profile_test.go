@@ -704,3 +704,52 @@ func TestProfileMCPIsTools(t *testing.T) {
 	assert.Equal(t, []string{"only-ai"}, names(ProfileGemini, nil))
 	assert.Equal(t, []string{"only-mcp"}, names(ProfileGemini, &ToolOptions{Caller: &Caller{Surface: SurfaceMCP}}))
 }
+
+// FuzzExportProfiles: any schema the registry accepts exports under every
+// profile without a panic, as a refusal or as tools that pass their
+// provider's checker; a strict OpenAI tool maps a call of nulls back
+// without a panic. Seeds: the fixture schemas.
+func FuzzExportProfiles(f *testing.F) {
+	for _, dir := range []string{"params", "refs"} {
+		names, _ := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
+		for _, name := range names {
+			data, err := os.ReadFile(name)
+			require.NoError(f, err)
+			var pf paramsFile
+			require.NoError(f, json.Unmarshal(data, &pf))
+			for _, g := range pf.Groups {
+				if len(g.Schema) > 0 {
+					f.Add([]byte(g.Schema))
+				}
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		reg := NewRegistry[*Trace](nil)
+		if reg.Register(New[*Trace](Definition{ID: "fz/tool", Parameters: json.RawMessage(text)}, echo)) != nil {
+			return
+		}
+		for _, p := range Profiles() {
+			e, err := reg.Export(p, nil)
+			if err != nil {
+				var r *Refusal
+				if !errors.As(err, &r) || r.Code != CodeConstraintViolation || p != ProfileGeminiOpenAPI {
+					t.Fatalf("%s: %v", p, err)
+				}
+				continue
+			}
+			if v := checkRequest(p, e.Tools); len(v) > 0 {
+				t.Fatalf("%s breaks %v", p, v)
+			}
+		}
+		_, _, _ = reg.RunToolCall(context.Background(), ProfileOpenAIChat, "fz-tool", []byte(`{"a":null,"b":{"c":null},"d":[null,{"e":null}]}`), nil)
+	})
+}
+
+func TestPlainNumbers(t *testing.T) {
+	in := map[string]any{"a": []any{json.Number("7"), json.Number("1.50"), json.Number("0.1"), json.Number("1e2"),
+		json.Number("12345678901234567890"), json.Number("-0"), json.Number("1e400")}}
+	out := plainNumbers(in).(map[string]any)["a"].([]any)
+	assert.Equal(t, []any{int64(7), 1.5, 0.1, 100.0, json.Number("12345678901234567890"), int64(0), json.Number("1e400")}, out,
+		"a number a float64 does not hold exactly stays as it was written")
+}

@@ -53,6 +53,8 @@ func TestHTTPOrigin(t *testing.T) {
 		{"foreign by fetch metadata", []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
 		{"same origin", []string{"Origin", "http://" + host}, http.StatusOK},
 		{"trusted", []string{"Origin", "https://app.example.com"}, http.StatusOK},
+		{"trusted, by fetch metadata", []string{"Origin", "https://app.example.com", "Sec-Fetch-Site", "cross-site"}, http.StatusOK},
+		{"same origin by fetch metadata", []string{"Sec-Fetch-Site", "same-origin"}, http.StatusOK},
 		{"no origin", nil, http.StatusOK},
 	}
 	opened := 0

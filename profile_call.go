@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strings"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -44,6 +45,11 @@ func (r *Registry[C]) RunToolCall(ctx context.Context, p Profile, name string, a
 	}
 	id, err := ActionID(name)
 	if err != nil {
+		if !strings.Contains(name, "/") {
+			// No id has this name (an id holds a slash): Run refuses it
+			// as it refuses any unknown id, entry, audit and all.
+			return r.Run(ctx, name, json.RawMessage(arguments), host)
+		}
 		entry := RunEntry{Action: name, Steps: []RunStep{}}.refused(err, r.givenParameters(json.RawMessage(arguments), r.Limits().MaxParamBytes))
 		if host != nil && host.OnEntry != nil {
 			if perr := safeCall("host's OnEntry", func() { host.OnEntry(entry) }); perr != nil {

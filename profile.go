@@ -188,7 +188,11 @@ func exportOne(rules *profileRules, def *Definition, doc map[string]any, output 
 	base = append(base, rootLosses(def.ID, doc)...)
 	t := &exported{source: mcp.InputSchema}
 	if rules.profile == ProfileMCP {
-		t.wire = mcpWire(&mcp)
+		wire, err := jsonValue(&mcp)
+		if err != nil {
+			return nil, err
+		}
+		t.wire = wire.(map[string]any)
 		t.losses = base
 		sortLosses(t.losses)
 		return t, nil
@@ -235,15 +239,6 @@ func exportOne(rules *profileRules, def *Definition, doc map[string]any, output 
 	sortLosses(t.losses)
 	t.wire = rules.wire(name, desc, s, t.strict)
 	return t, nil
-}
-
-// mcpWire is the Tool's JSON form as a map, numbers as json.Number.
-func mcpWire(t *Tool) map[string]any {
-	v, err := jsonValue(t)
-	if err != nil { // a Tool always marshals: its schema was decoded from JSON
-		panic(err)
-	}
-	return v.(map[string]any)
 }
 
 // rootLosses reports the root combinators the MCP export leaves out.

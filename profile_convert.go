@@ -6,6 +6,7 @@ package actions
 // reports each drop or rewrite as a Loss.
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/actionreg/actions/internal/ijson"
@@ -38,7 +39,14 @@ type converter struct {
 	keptNull map[string]bool
 	// inlining is the stack of $ref targets being inlined (OpenAPI).
 	inlining []string
+	// inlined counts the $refs inlined, bounded by maxInlines.
+	inlined int
 }
+
+// maxInlines bounds the $refs one tool inlines (Gemini's OpenAPI form):
+// references that fan out (each definition using the next twice) would
+// otherwise grow the export exponentially.
+const maxInlines = 1000
 
 func newConverter(rules *profileRules, action string, root map[string]any, strict bool) *converter {
 	return &converter{rules: rules, action: action, root: root, strict: strict, nullable: map[string]bool{}, keptNull: map[string]bool{}}
@@ -382,6 +390,10 @@ func (c *converter) inline(in map[string]any, ref, ptr string) (any, error) {
 			return nil, refusef(CodeConstraintViolation, "the profile cannot express the schema",
 				Issue{Path: ptr, Keyword: "$ref", Message: "a recursive schema cannot be inlined for " + string(c.rules.profile)})
 		}
+	}
+	if c.inlined++; c.inlined > maxInlines {
+		return nil, refusef(CodeConstraintViolation, "the profile cannot express the schema",
+			Issue{Path: ptr, Keyword: "$ref", Message: fmt.Sprintf("inlining the references would copy more than %d schemas", maxInlines)})
 	}
 	if len(c.inlining) >= 32 {
 		return nil, refusef(CodeConstraintViolation, "the profile cannot express the schema",

@@ -107,7 +107,7 @@ func (c *converter) openAIStrictObject(s map[string]any, ptr string) {
 	}
 	var nulled, already []string
 	for _, n := range optional {
-		if acceptsNull(c.root, props[n], 0) {
+		if acceptsNull(c.root, props[n]) {
 			already = append(already, n)
 			c.keptNull[ptr+"\x00"+n] = true
 			continue

@@ -95,18 +95,21 @@ func recursive(root map[string]any) bool {
 // acceptsNull reports whether s (resolved in root) lets null through, as
 // far as its type, enum, const and combinators tell; a schema that says
 // nothing about the type accepts null.
-func acceptsNull(root map[string]any, s any, hops int) bool {
+func acceptsNull(root map[string]any, s any) bool {
+	budget := 256
+	return acceptsNullWithin(root, s, &budget)
+}
+
+// acceptsNullWithin is acceptsNull spending one of *budget per schema it
+// reads: references that fan out cannot make it slow. With the budget
+// spent, it answers true, which keeps a null as it is (the safe side).
+func acceptsNullWithin(root map[string]any, s any, budget *int) bool {
 	m, ok := s.(map[string]any)
 	if !ok {
 		return s != false
 	}
-	if hops > 32 {
+	if *budget--; *budget < 0 {
 		return true
-	}
-	if ref, ok := m["$ref"].(string); ok {
-		if t, _, ok := resolveLocal(root, ref); ok && !acceptsNull(root, t, hops+1) {
-			return false
-		}
 	}
 	switch t := m["type"].(type) {
 	case string:
@@ -124,11 +127,16 @@ func acceptsNull(root map[string]any, s any, hops int) bool {
 	if v, ok := m["const"]; ok && v != nil {
 		return false
 	}
+	if ref, ok := m["$ref"].(string); ok {
+		if t, _, ok := resolveLocal(root, ref); ok && !acceptsNullWithin(root, t, budget) {
+			return false
+		}
+	}
 	for _, kw := range []string{"anyOf", "oneOf"} {
 		if bs, ok := m[kw].([]any); ok {
 			some := false
 			for _, b := range bs {
-				some = some || acceptsNull(root, b, hops+1)
+				some = some || acceptsNullWithin(root, b, budget)
 			}
 			if !some {
 				return false
@@ -137,7 +145,7 @@ func acceptsNull(root map[string]any, s any, hops int) bool {
 	}
 	if bs, ok := m["allOf"].([]any); ok {
 		for _, b := range bs {
-			if !acceptsNull(root, b, hops+1) {
+			if !acceptsNullWithin(root, b, budget) {
 				return false
 			}
 		}

@@ -755,3 +755,20 @@ func TestPlainNumbers(t *testing.T) {
 	assert.Equal(t, []any{int64(7), 1.5, 0.1, 100.0, json.Number("12345678901234567890"), int64(0), json.Number("1e400")}, out,
 		"a number a float64 does not hold exactly stays as it was written")
 }
+
+// References that fan out cannot blow up the inlined OpenAPI export.
+func TestProfileInliningBounded(t *testing.T) {
+	defs := map[string]any{"d0": map[string]any{"type": "string"}}
+	for i := 1; i <= 20; i++ {
+		ref := map[string]any{"$ref": fmt.Sprintf("#/$defs/d%d", i-1)}
+		defs[fmt.Sprintf("d%d", i)] = map[string]any{"type": "object", "properties": map[string]any{"a": ref, "b": ref}}
+	}
+	s := map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/d20"}}, "$defs": defs}
+	_, err := exportDefs([]Definition{{ID: "ns/fan", Parameters: s}}, ProfileGeminiOpenAPI)
+	require.Error(t, err, "2^20 copies")
+	assert.ErrorIs(t, err, ErrConstraintViolation)
+	assert.Contains(t, err.Error(), "more than 1000")
+	e, err := exportDefs([]Definition{{ID: "ns/fan", Parameters: s}}, ProfileGemini)
+	require.NoError(t, err, "parametersJsonSchema keeps the references")
+	assert.Len(t, e.Tools, 1)
+}

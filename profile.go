@@ -295,6 +295,9 @@ type profileRules struct {
 	strict strictKind
 	// caps are per-request caps on strict tools (Anthropic).
 	caps *strictCaps
+	// constAsEnum writes a const the profile does not keep as an enum of
+	// one value (of a string only, with openAPI).
+	constAsEnum bool
 	// openAPI turns the schema into Gemini's OpenAPI 3.0 subset: $ref
 	// inlined, one type plus nullable, string enums only.
 	openAPI bool

@@ -41,6 +41,9 @@ type converter struct {
 	inlining []string
 	// inlined counts the $refs inlined, bounded by maxInlines.
 	inlined int
+	// defaults holds the pointer of each schema that had a default, which
+	// strict mode leaves out but a required property's optionality needs.
+	defaults map[string]bool
 }
 
 // maxInlines bounds the $refs one tool inlines (Gemini's OpenAPI form):
@@ -49,7 +52,7 @@ type converter struct {
 const maxInlines = 1000
 
 func newConverter(rules *profileRules, action string, root map[string]any, strict bool) *converter {
-	return &converter{rules: rules, action: action, root: root, strict: strict, nullable: map[string]bool{}, keptNull: map[string]bool{}}
+	return &converter{rules: rules, action: action, root: root, strict: strict, nullable: map[string]bool{}, keptNull: map[string]bool{}, defaults: map[string]bool{}}
 }
 
 func (c *converter) lose(ptr, kw, why string) {
@@ -149,8 +152,18 @@ func (c *converter) object(in map[string]any, ptr string) (any, error) {
 			c.lose(ptr, "oneOf", "rewritten as anyOf: a value that passes several branches is refused by the registry when the call comes back")
 		}
 	}
+	if _, ok := s["default"]; ok {
+		c.defaults[ptr] = true
+	}
 	if c.strict {
 		c.strictFormat(s, ptr)
+	}
+	if v, ok := s["const"]; ok && c.rules.constAsEnum && !c.keeps("const") {
+		if _, taken := s["enum"]; !taken && (!c.rules.openAPI || isString(v)) {
+			s["enum"] = []any{v}
+			delete(s, "const")
+			c.lose(ptr, "const", "rewritten as an enum of one value")
+		}
 	}
 	if _, ok := s["prefixItems"]; ok && !c.keeps("prefixItems") {
 		if _, ok := s["items"]; ok {

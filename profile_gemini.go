@@ -26,11 +26,11 @@ var geminiOpenAPIKeys = setOf(
 
 func geminiRules(p Profile) *profileRules {
 	r := &profileRules{
-		profile: p,
-		maxName: 64,
-		plain:   geminiJSONKeys,
-		why:     "left out: outside the JSON Schema subset Gemini documents; the registry checks it when the call comes back",
-		hook:    geminiConst,
+		profile:     p,
+		maxName:     64,
+		plain:       geminiJSONKeys,
+		why:         "left out: outside the JSON Schema subset Gemini documents; the registry checks it when the call comes back",
+		constAsEnum: true,
 		wire: func(name, desc string, s map[string]any, _ bool) map[string]any {
 			t := map[string]any{"name": name, "parametersJsonSchema": s}
 			if desc != "" {
@@ -55,38 +55,11 @@ func geminiRules(p Profile) *profileRules {
 	return r
 }
 
-// geminiConst writes a const as a one-value enum, which both Gemini forms
-// take where const is not listed. It runs after the keywords were
-// converted, so it reads const from the source.
-func geminiConst(c *converter, s map[string]any, ptr string) {
-	src := c.sourceAt(ptr)
-	v, ok := src["const"]
-	if !ok || c.rules.openAPI && !isString(v) {
-		return
-	}
-	if _, taken := s["enum"]; taken {
-		return
-	}
-	s["enum"] = []any{v}
-	c.relabel(ptr, "const", "rewritten as an enum of one value")
-}
-
-// relabel replaces the loss of kw at ptr (its being left out) by why.
-func (c *converter) relabel(ptr, kw, why string) {
-	for i := range c.losses {
-		if c.losses[i].Pointer == ptr && c.losses[i].Keyword == kw {
-			c.losses[i].Why = why
-			return
-		}
-	}
-	c.lose(ptr, kw, why)
-}
-
 func isString(v any) bool { _, ok := v.(string); return ok }
 
 // geminiOpenAPI turns a converted schema object into Gemini's OpenAPI
 // subset: one type (upper case, as the API's Type enum spells it) plus
-// nullable, enums of strings, the const as a one-value enum.
+// nullable, enums of strings.
 func geminiOpenAPI(c *converter, s map[string]any, ptr string) {
 	if t, ok := s["type"].([]any); ok {
 		var types []string
@@ -149,5 +122,4 @@ func geminiOpenAPI(c *converter, s map[string]any, ptr string) {
 			c.lose(ptr, "enum", "null in the enum written as nullable")
 		}
 	}
-	geminiConst(c, s, ptr)
 }

@@ -97,7 +97,7 @@ func (c *converter) openAIStrictObject(s map[string]any, ptr string) {
 		if !req[n] {
 			optional = append(optional, n)
 			all = append(all, n)
-		} else if hasDefault(c.sourceAt(ijson.AppendToken(ijson.AppendToken(ptr, "properties"), n))) {
+		} else if c.hasDefault(ijson.AppendToken(ijson.AppendToken(ptr, "properties"), n)) {
 			optional = append(optional, n)
 		}
 	}
@@ -124,6 +124,31 @@ func (c *converter) openAIStrictObject(s map[string]any, ptr string) {
 	}
 }
 
+// hasDefault reports whether the property schema at ptr gives a default:
+// its own, or one along its $ref chain (the registry fills those too).
+func (c *converter) hasDefault(ptr string) bool {
+	if c.defaults[ptr] {
+		return true
+	}
+	src := c.sourceAt(ptr)
+	for range 32 {
+		if _, ok := src["default"]; ok {
+			return true
+		}
+		ref, ok := src["$ref"].(string)
+		if !ok {
+			return false
+		}
+		t, _, ok := resolveLocal(c.root, ref)
+		m, isMap := t.(map[string]any)
+		if !ok || !isMap {
+			return false
+		}
+		src = m
+	}
+	return false
+}
+
 // sourceAt returns the schema object of the MCP schema at ptr, or an
 // empty map.
 func (c *converter) sourceAt(ptr string) map[string]any {
@@ -132,11 +157,6 @@ func (c *converter) sourceAt(ptr string) map[string]any {
 		return m
 	}
 	return map[string]any{}
-}
-
-func hasDefault(s map[string]any) bool {
-	_, ok := s["default"]
-	return ok
 }
 
 // nullable returns a schema that accepts what s accepts and null.

@@ -772,3 +772,20 @@ func TestProfileInliningBounded(t *testing.T) {
 	require.NoError(t, err, "parametersJsonSchema keeps the references")
 	assert.Len(t, e.Tools, 1)
 }
+
+// A required property with a default (its own or behind its $ref) may be
+// left out of a call, so strict mode makes it nullable too.
+func TestRunToolCallRequiredWithDefault(t *testing.T) {
+	reg := NewRegistry[*Trace](nil)
+	require.NoError(t, reg.Register(New[*Trace](Definition{ID: "ns/say", Parameters: `{"type":"object",
+		"properties":{"lang":{"$ref":"#/$defs/lang"},"tone":{"type":"string","default":"plain"}},
+		"required":["lang","tone"],"additionalProperties":false,
+		"$defs":{"lang":{"type":"string","default":"en"}}}`}, echo)))
+	e, err := reg.Export(ProfileOpenAIChat, nil)
+	require.NoError(t, err)
+	fn := e.Tools[0]["function"].(map[string]any)
+	assert.Equal(t, true, fn["strict"])
+	res, _, err := reg.RunToolCall(context.Background(), ProfileOpenAIChat, "ns-say", []byte(`{"lang":null,"tone":null}`), nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"lang": "en", "tone": "plain"}, res)
+}

@@ -135,6 +135,8 @@ type Action[C any] struct {
 	// encode, set by [Typed], writes a result in JSON's Go types for its
 	// output check, without encoding/json's text in between.
 	encode func(result any) (any, error)
+	// release hands back what encode made, once the value is written.
+	release func(v any)
 }
 
 // New returns the action of def whose body is body, for [Registry.Register]:

@@ -73,7 +73,8 @@ type registered[C any] struct {
 	output *ParameterSchema // nil: no output contract
 	// encode writes a result in JSON's Go types (a typed action's plan),
 	// or is nil for resultValue.
-	encode func(result any) (any, error)
+	encode  func(result any) (any, error)
+	release func(v any) // gives back what encode made; nil with encode
 }
 
 // Options configures a registry. The zero value means every default.
@@ -246,7 +247,7 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 	if out != nil {
 		a.OutputSchema = out.Schema()
 	}
-	return &registered[C]{action: a, params: ps, output: out, encode: a.encode}, nil
+	return &registered[C]{action: a, params: ps, output: out, encode: a.encode, release: a.release}, nil
 }
 
 // Bind registers the definitions of a manifest with the bodies of the same
@@ -475,7 +476,11 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 		}
 	}
 	if result != nil {
-		if entry.Result, err = canonicalString(written); err != nil {
+		entry.Result, err = canonicalString(written)
+		if reg.output != nil && reg.release != nil {
+			reg.release(written) // the encoded value is written: its maps are free
+		}
+		if err != nil {
 			return nil, entry.refused(err, entry.Parameters), err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -102,7 +103,7 @@ func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C)
 		a.OutputSchema = out
 	}
 	if plan != nil {
-		a.encode = plan.encodeResult
+		a.encode, a.release = plan.encodeResult, plan.releaseResult
 	}
 	decode := decoderFunc[P](dec)
 	a.Run = func(ctx context.Context, params map[string]any, c C) (any, error) {
@@ -375,6 +376,7 @@ func (w *typeWalk) plan(t reflect.Type, ptr, field string) (*decoder, error) {
 func (w *typeWalk) planStruct(d *decoder, t reflect.Type, ptr string) error {
 	d.kind = decStruct
 	d.byName = map[string]int{}
+	d.maps = &sync.Pool{}
 	for _, f := range reflect.VisibleFields(t) {
 		goName := t.Name() + "." + f.Name
 		if t.Name() == "" {

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"reflect"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
@@ -47,6 +48,7 @@ type decoder struct {
 	elem   *decoder       // pointer, slice, array and map
 	fields []goField      // struct
 	byName map[string]int // struct: JSON name → index in fields
+	maps   *sync.Pool     // struct: the maps encodeStruct fills, reused
 }
 
 // goField is one JSON member of a struct.

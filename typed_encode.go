@@ -155,7 +155,10 @@ func (d *decoder) encodeMap(v reflect.Value, depth int) (any, error) {
 }
 
 func (d *decoder) encodeStruct(v reflect.Value, depth int) (any, error) {
-	out := make(map[string]any, len(d.fields))
+	out, _ := d.maps.Get().(map[string]any)
+	if out == nil {
+		out = make(map[string]any, len(d.fields))
+	}
 	for i := range d.fields {
 		f := &d.fields[i]
 		fv, ok := fieldIfSet(v, f.index)
@@ -172,6 +175,50 @@ func (d *decoder) encodeStruct(v reflect.Value, depth int) (any, error) {
 		out[f.name] = e
 	}
 	return out, nil
+}
+
+// releaseResult hands the maps encodeResult made for a struct back to
+// their plan, once nothing refers to the encoded value any more (its
+// canonical text is written). Maps of other origins are left alone.
+func (d *decoder) releaseResult(v any) {
+	if v == nil {
+		return
+	}
+	d.release(v, 0)
+}
+
+func (d *decoder) release(v any, depth int) {
+	if v == nil || depth > canonicalMaxDepth {
+		return
+	}
+	switch d.kind {
+	case decPointer:
+		d.elem.release(v, depth+1)
+	case decSlice, decArray:
+		if a, ok := v.([]any); ok {
+			for _, e := range a {
+				d.elem.release(e, depth+1)
+			}
+		}
+	case decMap:
+		if m, ok := v.(map[string]any); ok {
+			for _, e := range m {
+				d.elem.release(e, depth+1)
+			}
+		}
+	case decStruct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		for i := range d.fields {
+			if e, ok := m[d.fields[i].name]; ok {
+				d.fields[i].dec.release(e, depth+1)
+			}
+		}
+		clear(m)
+		d.maps.Put(m)
+	}
 }
 
 // fieldIfSet returns the field at index, and false when an embedded

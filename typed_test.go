@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -391,4 +393,44 @@ func TestOutputUntypedGoValue(t *testing.T) {
 	ret = tResult{Key: "k", Lines: 3}
 	_, _, err = reg.Run(context.Background(), "u/go", nil, nil)
 	requireTypedRefusal(t, &typedError{Code: CodeOutputInvalid, Issues: []typedIssue{{Path: "/lines", Keyword: "maximum", Contains: "must be <= 2"}}}, err)
+}
+
+// TestTypedConcurrentResults: the maps a typed result is encoded into
+// are reused once its entry is written; concurrent calls never see
+// another call's values.
+func TestTypedConcurrentResults(t *testing.T) {
+	type inner struct {
+		N int    `json:"n"`
+		S string `json:"s"`
+	}
+	type outer struct {
+		ID    int     `json:"id"`
+		Inner inner   `json:"inner"`
+		List  []inner `json:"list"`
+	}
+	reg := NewRegistry[any](nil)
+	reg.MustRegister(Typed(Definition{ID: "c/echo"}, func(_ context.Context, p struct {
+		N int `json:"n"`
+	}, _ any) (*outer, error) {
+		return &outer{ID: p.N, Inner: inner{N: p.N, S: "x"}, List: []inner{{N: p.N}, {N: -p.N}}}, nil
+	}))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				n := g*1000 + i
+				_, entry, err := reg.Run(context.Background(), "c/echo", map[string]any{"n": n}, nil)
+				if !assert.NoError(t, err) {
+					return
+				}
+				want := fmt.Sprintf(`{"id":%d,"inner":{"n":%d,"s":"x"},"list":[{"n":%d,"s":""},{"n":%d,"s":""}]}`, n, n, n, -n)
+				if !assert.Equal(t, want, entry.Result) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -10,6 +10,10 @@ count=${COUNT:-10}
 procs=${PROCS:-5}
 per=$(( (count + procs - 1) / procs ))
 out=${OUT:-bench.txt}
+if [ -z "${ACTIONS_TEST_POSTGRES:-}" ]; then
+  eval "$(ACTIONS_PG_FSYNC=on scripts/pg-cluster.sh start)"
+  trap 'scripts/pg-cluster.sh stop "$ACTIONS_PG_DIR"' EXIT
+fi
 {
   # Each group runs in its own processes: a group that leaves a large heap
   # behind (a batch of 10,000 entries) would otherwise slow the next one
@@ -25,5 +29,11 @@ out=${OUT:-bench.txt}
   rep -bench 'BenchmarkRunTyped|BenchmarkOutputCheck'
   rep -cpu 1,2 -bench 'BenchmarkRunParallel|BenchmarkValidateParallel|BenchmarkMachineParallel'
   bench -count "$(( (count + 4) / 5 ))" -bench 'BenchmarkRegister'
+  # The SQL store (docs/database.md): entries appended per second, one
+  # writer and eight, and the store's cost per call, on SQLite (a WAL file
+  # in a temp dir) and on PostgreSQL (ACTIONS_TEST_POSTGRES, or a
+  # throwaway cluster started here with fsync on). Few samples: each
+  # commit waits on the disk.
+  go test -run XXX -benchmem -count "$(( (count + 4) / 5 ))" -bench 'BenchmarkAppend|BenchmarkCallStore' ./sqlstore
 } | tee "$out" | grep '^Benchmark' >&2
 go run ./scripts/benchratio < "$out"

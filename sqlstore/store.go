@@ -23,7 +23,7 @@ type Dialect int
 const (
 	// SQLite, as modernc.org/sqlite (pure Go) or any SQLite 3.35+ driver.
 	SQLite Dialect = iota + 1
-	// PostgreSQL 12 or later, as github.com/jackc/pgx/v5/stdlib.
+	// PostgreSQL 10 or later, as github.com/jackc/pgx/v5/stdlib.
 	PostgreSQL
 )
 

@@ -1,0 +1,133 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"testing"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/dbtest"
+	"github.com/actionreg/actions/sqlstore"
+)
+
+// benchEntry is a typical entry: a write with one command, about 300
+// bytes of canonical JSON.
+var benchEntry = actions.RunEntry{
+	Action:     "carbon/record_emissions",
+	Parameters: `{"actor":"act_6","co2_t":310.25,"period":"2024"}`,
+	Steps: []actions.RunStep{{Command: []byte(`{"by":"batch","op":"upsert","schema":"emission","values":{"actor":"act_6","co2_t":310.25,"period":"2024"}}`)}},
+	Outcome: actions.OutcomeDone,
+	Result:  `{"actor":"grenoble_plant","co2_t":310.25,"period":"2024"}`,
+}
+
+// eachDB runs a benchmark on SQLite (a WAL file) and on PostgreSQL.
+func eachDB(b *testing.B, fn func(b *testing.B, db *dbtest.DB)) {
+	b.Run("sqlite", func(b *testing.B) { fn(b, dbtest.SQLite(b)) })
+	b.Run("postgresql", func(b *testing.B) { fn(b, dbtest.Postgres(b)) })
+}
+
+// BenchmarkAppend appends one entry per transaction (Store.Write), from
+// one writer and from 8 at once; entries/s is the throughput.
+func BenchmarkAppend(b *testing.B) {
+	eachDB(b, func(b *testing.B, db *dbtest.DB) {
+		for _, writers := range []int{1, 8} {
+			b.Run(map[int]string{1: "writers=1", 8: "writers=8"}[writers], func(b *testing.B) {
+				db.SetMaxOpenConns(writers + 1)
+				s := newStore(b, db, nil)
+				ctx := context.Background()
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for w := range writers {
+					n := b.N / writers
+					if w < b.N%writers {
+						n++
+					}
+					wg.Go(func() {
+						unit := sqlstore.NewUnit()
+						for i := range n {
+							if err := s.Write(ctx, sqlstore.Pending{Unit: unit, Position: i, Entry: benchEntry}); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+			})
+		}
+	})
+}
+
+// benchRegistry has t/set, a write of one row, as a host's typical call.
+func benchRegistry(b *testing.B, db *dbtest.DB) *actions.Registry[*sql.Tx] {
+	b.Helper()
+	reg := actions.NewRegistry[*sql.Tx](nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "t/set",
+		Parameters: `{"type":"object","required":["k","v"],"properties":{"k":{"type":"string"},"v":{"type":"number"}}}`},
+		func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+			if tx == nil {
+				return p, nil
+			}
+			_, err := tx.ExecContext(ctx, db.Q("UPDATE kv SET v = ?, n = n + 1 WHERE k = ?"), p["v"].(interface{ String() string }).String(), p["k"])
+			return p, err
+		}))
+	return reg
+}
+
+// BenchmarkCallStore compares one call made three ways: Registry.Run
+// with the in-memory RunLog (no database: the peer), Registry.Run in a
+// transaction the host opens itself, its body changing one row and no
+// entry stored (what a host pays without the store), and Runner.Run
+// (the same transaction and row, the entry appended in it). The ratio of
+// the last two is the store's cost per call.
+func BenchmarkCallStore(b *testing.B) {
+	params := []byte(`{"k":"a","v":1.5}`)
+	b.Run("memory-log", func(b *testing.B) {
+		reg := benchRegistry(b, nil)
+		log := actions.NewRunLog()
+		host := &actions.Host[*sql.Tx]{Env: func(*actions.Trace) *sql.Tx { return nil }, OnEntry: log.Record}
+		ctx := context.Background()
+		for b.Loop() {
+			if _, _, err := reg.Run(ctx, "t/set", params, host); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	eachDB(b, func(b *testing.B, db *dbtest.DB) {
+		if _, err := db.Exec("CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL, n BIGINT NOT NULL)"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.Exec("INSERT INTO kv (k, v, n) VALUES ('a', '0', 0)"); err != nil {
+			b.Fatal(err)
+		}
+		reg := benchRegistry(b, db)
+		s := newStore(b, db, nil)
+		ctx := context.Background()
+		b.Run("tx-no-store", func(b *testing.B) {
+			log := actions.NewRunLog()
+			for b.Loop() {
+				tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable})
+				if err != nil {
+					b.Fatal(err)
+				}
+				host := &actions.Host[*sql.Tx]{Env: func(*actions.Trace) *sql.Tx { return tx }, OnEntry: log.Record}
+				if _, _, err := reg.Run(ctx, "t/set", params, host); err != nil {
+					b.Fatal(err)
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("runner", func(b *testing.B) {
+			r := sqlstore.NewRunner(s, reg)
+			for b.Loop() {
+				if _, _, err := r.Run(ctx, "t/set", params, txHost); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+}

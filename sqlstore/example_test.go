@@ -1,0 +1,76 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	_ "modernc.org/sqlite" // the host picks the driver
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/sqlstore"
+)
+
+// A batch runs in one transaction with its entries: refused at its
+// second step, it leaves no stock and two entries marked rolled back;
+// done, its change and its entry are committed together.
+func Example() {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file::memory:")
+	if err != nil {
+		panic(err)
+	}
+	db.SetMaxOpenConns(1) // each connection to :memory: is a database of its own
+	defer db.Close()
+	if _, err := db.Exec("CREATE TABLE stock (item TEXT PRIMARY KEY, n INTEGER NOT NULL)"); err != nil {
+		panic(err)
+	}
+	store, err := sqlstore.New(db, sqlstore.SQLite, nil)
+	if err != nil {
+		panic(err)
+	}
+	if err := store.Migrate(ctx); err != nil {
+		panic(err)
+	}
+
+	reg := actions.NewRegistry[*sql.Tx](nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "stock/add",
+		Parameters: `{"type":"object","required":["item","n"],"properties":{"item":{"type":"string","minLength":1},"n":{"type":"integer"}}}`},
+		func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+			n, _ := p["n"].(json.Number).Int64()
+			_, err := tx.ExecContext(ctx, "INSERT INTO stock (item, n) VALUES (?, ?)", p["item"], n)
+			return nil, err
+		}))
+	runner := sqlstore.NewRunner(store, reg)
+	// The body reaches the transaction through the environment.
+	host := func(tx *sql.Tx) *actions.Host[*sql.Tx] {
+		return &actions.Host[*sql.Tx]{Env: func(*actions.Trace) *sql.Tx { return tx }}
+	}
+
+	refused, _ := reg.DecodeBatch([]byte(`{"commands":[
+		{"call":"stock/add","with":{"item":"nut","n":3}},
+		{"call":"stock/add","with":{"item":"","n":1}}]}`))
+	_, _, err = runner.RunBatch(ctx, refused, host)
+	fmt.Println("refused:", actions.CodeOf(err))
+	_, _, err = runner.Run(ctx, "stock/add", `{"item":"bolt","n":2}`, host)
+	fmt.Println("done:", err)
+
+	var items int
+	_ = db.QueryRow("SELECT count(*) FROM stock").Scan(&items)
+	fmt.Println("items in stock:", items)
+	recs, err := store.Read(ctx, sqlstore.Filter{Which: sqlstore.All})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range recs {
+		fmt.Println(r.Seq, r.Position, r.RolledBack, r.Text)
+	}
+	// Output:
+	// refused: invalid_parameters
+	// done: <nil>
+	// items in stock: 1
+	// 1 0 true {"action":"stock/add","outcome":"done","parameters":"{\"item\":\"nut\",\"n\":3}","steps":[]}
+	// 2 1 true {"action":"stock/add","error":"invalid_parameters","outcome":"refused","parameters":"{\"item\":\"\",\"n\":1}","steps":[]}
+	// 3 0 false {"action":"stock/add","outcome":"done","parameters":"{\"item\":\"bolt\",\"n\":2}","steps":[]}
+}

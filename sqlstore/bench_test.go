@@ -16,9 +16,9 @@ import (
 var benchEntry = actions.RunEntry{
 	Action:     "carbon/record_emissions",
 	Parameters: `{"actor":"act_6","co2_t":310.25,"period":"2024"}`,
-	Steps: []actions.RunStep{{Command: []byte(`{"by":"batch","op":"upsert","schema":"emission","values":{"actor":"act_6","co2_t":310.25,"period":"2024"}}`)}},
-	Outcome: actions.OutcomeDone,
-	Result:  `{"actor":"grenoble_plant","co2_t":310.25,"period":"2024"}`,
+	Steps:      []actions.RunStep{{Command: []byte(`{"by":"batch","op":"upsert","schema":"emission","values":{"actor":"act_6","co2_t":310.25,"period":"2024"}}`)}},
+	Outcome:    actions.OutcomeDone,
+	Result:     `{"actor":"grenoble_plant","co2_t":310.25,"period":"2024"}`,
 }
 
 // eachDB runs a benchmark on SQLite (a WAL file) and on PostgreSQL.

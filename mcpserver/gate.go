@@ -211,7 +211,11 @@ func (h *toolHandler[C]) decide(ctx context.Context, host *actions.Host[C], id s
 		}
 		return toolError(declined()), nil
 	}
-	_, entry, err := h.reg.Confirm(ctx, id, host)
+	confirm := h.reg.Confirm
+	if h.opts.Confirm != nil {
+		confirm = h.opts.Confirm
+	}
+	_, entry, err := confirm(ctx, id, host)
 	if err != nil {
 		return h.refused(ctx, err)
 	}

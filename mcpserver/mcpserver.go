@@ -112,9 +112,13 @@ type Options[C any] struct {
 	// Caller): typically in a database transaction, as
 	// sqlstore.Runner.Run does with a TxHost that binds host's Env to the
 	// transaction. It returns what Registry.Run returns. Nil:
-	// Registry.Run. (The answer to a confirmation asked through an input
-	// request runs Registry.Confirm, outside Run.)
+	// Registry.Run.
 	Run func(ctx context.Context, id string, params any, host *actions.Host[C]) (any, actions.RunEntry, error)
+	// Confirm, when set, runs the pending change a person accepted
+	// through elicitation or an input request, in place of
+	// [actions.Registry.Confirm]: typically in a transaction with its
+	// entry (sqlstore.Runner.Confirm). Nil: Registry.Confirm.
+	Confirm func(ctx context.Context, id string, host *actions.Host[C]) (any, actions.RunEntry, error)
 	// Batch, when set, adds one more tool that runs a call-only batch of
 	// the listed tools' actions as one unit (see [BatchTool]). Nil: no
 	// batch tool.

@@ -153,7 +153,7 @@ func (r *Runner[C]) Run(ctx context.Context, id string, params any, host TxHost[
 // It returns the batch's result and entries and the error of
 // [actions.Registry.RunBatch], or the database's error (BeginTx, the append, the
 // commit), the last conflict when the attempts ran out, or ctx.Err()
-// when ctx ended during a backoff.
+// joined to the last conflict when ctx ended during a backoff.
 func (r *Runner[C]) RunBatch(ctx context.Context, b actions.Batch, host TxHost[C]) (any, []actions.RunEntry, error) {
 	return r.do(ctx, host, func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error) {
 		return r.reg.RunBatch(ctx, b, h)
@@ -207,9 +207,11 @@ func (r *Runner[C]) do(ctx context.Context, host TxHost[C], run runFunc[C]) (any
 			return result, entries, err
 		}
 		if IsConflict(err) && attempt < s.opts.MaxAttempts {
-			if werr := s.wait(ctx, attempt); werr == nil {
+			werr := s.wait(ctx, attempt)
+			if werr == nil {
 				continue
 			}
+			err = errors.Join(werr, err)
 		}
 		if len(entries) > 0 {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rolledBackTimeout)

@@ -229,6 +229,9 @@ func newServer(model *Model, reg *actions.Registry[*Env], logger *slog.Logger, e
 		Run: func(ctx context.Context, id string, params any, host *actions.Host[*Env]) (any, actions.RunEntry, error) {
 			return runner.Run(ctx, id, params, inTx(host))
 		},
+		Confirm: func(ctx context.Context, id string, host *actions.Host[*Env]) (any, actions.RunEntry, error) {
+			return runner.Confirm(ctx, id, inTx(host))
+		},
 		Batch: &mcpserver.BatchTool[*Env]{
 			Run: func(ctx context.Context, b actions.Batch, host *actions.Host[*Env]) (any, []actions.RunEntry, error) {
 				return runner.RunBatch(ctx, b, inTx(host))

@@ -202,6 +202,11 @@ func (r *Runner[C]) do(ctx context.Context, host TxHost[C], run runFunc[C]) (any
 	unit := NewUnit()
 	for attempt := 1; ; attempt++ {
 		result, entries, out, err := r.attempt(ctx, host, unit, run)
+		if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
+			// database/sql rolled the transaction back when ctx ended;
+			// the end of ctx is the cause.
+			err = ctx.Err()
+		}
 		if err == nil || out.committed {
 			out.deliver(entries)
 			return result, entries, err

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -433,4 +434,57 @@ func TestTypedConcurrentResults(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// FuzzTyped feeds arbitrary JSON text to typed actions whose given
+// schemas let any value through to the decoder (each property {}). A call
+// never panics: it is done, or refused with invalid_parameters (never
+// internal), and no issue message holds the text.
+func FuzzTyped(f *testing.F) {
+	anyProps := func(names ...string) string {
+		props := map[string]any{}
+		for _, n := range names {
+			props[n] = map[string]any{}
+		}
+		b, _ := json.Marshal(map[string]any{"type": "object", "properties": props})
+		return string(b)
+	}
+	reg := NewRegistry[any](nil)
+	var got any
+	reg.MustRegister(
+		goTypes["tNumbers"].params(Definition{ID: "f/numbers", Parameters: anyProps("i8", "i64", "u8", "u64", "f32", "f64", "n", "b", "bv")}, &got),
+		goTypes["tOptional"].params(Definition{ID: "f/optional", Parameters: anyProps("s", "p", "l", "m", "a", "ar", "t", "r")}, &got),
+		goTypes["tEmbedded"].params(Definition{ID: "f/embedded", Parameters: anyProps("id", "note", "own")}, &got),
+		goTypes["tOrder"].params(Definition{ID: "f/order"}, &got),
+	)
+	ids := []string{"f/numbers", "f/optional", "f/embedded", "f/order"}
+	data, err := os.ReadFile(filepath.Join("testdata", "typed", "decode.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	var fx typedFixture
+	if err := json.Unmarshal(data, &fx); err != nil {
+		f.Fatal(err)
+	}
+	for i, c := range fx.Cases {
+		f.Add(uint8(i), []byte(c.Params))
+	}
+	f.Fuzz(func(t *testing.T, which uint8, text []byte) {
+		id := ids[int(which)%len(ids)]
+		_, _, err := reg.Run(context.Background(), id, json.RawMessage(text), nil)
+		if err == nil {
+			return
+		}
+		var r *Refusal
+		if !errors.As(err, &r) || r.Code != CodeInvalidParameters {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if len(text) >= 16 {
+			for _, is := range r.Issues {
+				if strings.Contains(is.Message, string(text)) {
+					t.Fatalf("%s: an issue quotes the parameters: %v", id, is)
+				}
+			}
+		}
+	})
 }

@@ -145,6 +145,10 @@ type tArr struct {
 	AR [2]int `json:"ar"`
 }
 
+type tBadTag struct {
+	X string `json:"x" actions:"reference=actor"`
+}
+
 type tResult struct {
 	Key   string   `json:"key"`
 	Lines int      `json:"lines"`
@@ -223,6 +227,7 @@ var goTypes = map[string]goType{
 	"tNested":        typeFor[tNested](),
 	"tWhen":          typeFor[tWhen](),
 	"tArr":           typeFor[tArr](),
+	"tBadTag":        typeFor[tBadTag](),
 	"*tResult":       typeFor[*tResult](),
 	"tEmpty":         typeFor[tEmpty](),
 	"[]string":       typeFor[[]string](),

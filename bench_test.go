@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -616,4 +618,83 @@ func BenchmarkOutputCheck(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRegisterScale registers n typical actions, one Register call
+// each as a host's start-up does, then lists their tools (Tools), for n
+// from 100 to 10,000: the time per action ("ns/action") should not grow
+// with n. Beside it, "B/action" is the heap still held per action once
+// the registry is built (measured once, after a collection), against the
+// same for bare jsonschema v6: the same schema text decoded and compiled
+// n times, the schemas kept in a map by id (issue 15, item 5).
+func BenchmarkRegisterScale(b *testing.B) {
+	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
+	for _, n := range []int{100, 1000, 10000} {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = "bench/action_" + strconv.Itoa(i)
+		}
+		b.Run("actions/n="+strconv.Itoa(n), func(b *testing.B) {
+			build := func() *Registry[*Trace] {
+				reg := NewRegistry[*Trace](nil)
+				for _, id := range ids {
+					if err := reg.Register(Action[*Trace]{Definition: Definition{ID: id, Parameters: typicalSchema}, Run: body}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return reg
+			}
+			held := heldPer(n, func() any { return build() })
+			b.ReportAllocs()
+			for b.Loop() {
+				tools, err := build().Tools(nil)
+				if err != nil || len(tools) != n {
+					b.Fatal(err, len(tools))
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/action")
+			b.ReportMetric(held, "B/action")
+		})
+		b.Run("jsonschema-v6/n="+strconv.Itoa(n), func(b *testing.B) {
+			build := func() map[string]*jsonschema.Schema {
+				kept := make(map[string]*jsonschema.Schema, len(ids))
+				for _, id := range ids {
+					doc, err := jsonschema.UnmarshalJSON(stringsReader(typicalSchema))
+					if err != nil {
+						b.Fatal(err)
+					}
+					c := jsonschema.NewCompiler()
+					if err := c.AddResource("https://x.invalid/s.json", doc); err != nil {
+						b.Fatal(err)
+					}
+					sch, err := c.Compile("https://x.invalid/s.json")
+					if err != nil {
+						b.Fatal(err)
+					}
+					kept[id] = sch
+				}
+				return kept
+			}
+			held := heldPer(n, func() any { return build() })
+			b.ReportAllocs()
+			for b.Loop() {
+				build()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/action")
+			b.ReportMetric(held, "B/action")
+		})
+	}
+}
+
+// heldPer returns the heap that what build returns holds, per one of its
+// n parts: the live heap after a collection, with it and without it.
+func heldPer(n int, build func() any) float64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	v := build()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(v)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
 }

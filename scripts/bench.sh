@@ -20,7 +20,7 @@ fi
   # through the collector and the scavenger. And each group runs in PROCS
   # processes of COUNT/PROCS samples: on a shared VM a whole process can
   # run 30% slower than the next, which samples from one process hide.
-  bench() { go test -run XXX -benchmem "$@" .; }
+  bench() { go test -run XXX -benchmem "$@" "${pkg:-.}"; }
   rep() { for _ in $(seq "$procs"); do bench -count "$per" "$@"; done; }
   rep -bench 'BenchmarkValidateParameters|BenchmarkRun$|BenchmarkRunText'
   rep -bench 'BenchmarkCanonicalJSON|BenchmarkMarshal'
@@ -28,6 +28,12 @@ fi
   rep -bench 'BenchmarkTools'
   rep -bench 'BenchmarkRunTyped|BenchmarkOutputCheck'
   rep -cpu 1,2 -bench 'BenchmarkRunParallel|BenchmarkValidateParallel|BenchmarkMachineParallel'
+  # One MCP tools/call end to end (SDK client and server, in-memory
+  # transports): the bare SDK's typed tool against the same tool served
+  # by mcpserver.AddTools with the gate and the output check.
+  pkg=./mcpserver rep -bench 'BenchmarkToolCall'
+  # Registration: 1,000 actions against bare compiles, then 100 to
+  # 10,000 actions registered and listed (per action time, heap held).
   bench -count "$(( (count + 4) / 5 ))" -bench 'BenchmarkRegister'
   # The SQL store (docs/database.md): entries appended per second, one
   # writer and eight, and the store's cost per call, on SQLite (a WAL file

@@ -69,6 +69,28 @@ type target struct {
 	unit       string
 	limit      float64
 	atLeast    bool // the ratio must be at least limit
+	// by, when set, divides the ratio by its own (num/den of by): a
+	// ratio relative to a reference measured in the same run.
+	by *target
+}
+
+// ratio returns t's ratio of the fastest samples, and whether both were
+// found.
+func (r runs) ratio(t *target) (float64, bool) {
+	n, ok1 := r.best(t.num, t.numP, t.unit)
+	d, ok2 := r.best(t.den, t.denP, t.unit)
+	if !ok1 || !ok2 || d == 0 {
+		return 0, false
+	}
+	q := n / d
+	if t.by != nil {
+		b, ok := r.ratio(t.by)
+		if !ok || b == 0 {
+			return 0, false
+		}
+		q /= b
+	}
+	return q, true
 }
 
 func main() {
@@ -84,11 +106,17 @@ func main() {
 		{name: "canonical/marshal allocs 1k", num: "BenchmarkCanonicalJSON/1k", den: "BenchmarkMarshal/1k", unit: "allocs/op", limit: 1.0},
 		{name: "canonical/marshal allocs 100k", num: "BenchmarkCanonicalJSON/100k", den: "BenchmarkMarshal/100k", unit: "allocs/op", limit: 1.0},
 		{name: "batch per call 10000/10", num: "BenchmarkRunBatch/calls=10000", den: "BenchmarkRunBatch/calls=10", unit: "ns/call", limit: 1.2},
-		{name: "parallel throughput cpu2/cpu1", num: "BenchmarkRunParallel", numP: "1", den: "BenchmarkRunParallel", denP: "2", unit: "ns/op", limit: 1.8, atLeast: true},
+		{name: "run parallel scaling cpu2/cpu1, relative to the engine's", num: "BenchmarkRunParallel", numP: "1", den: "BenchmarkRunParallel", denP: "2", unit: "ns/op", limit: 0.9, atLeast: true,
+			by: &target{num: "BenchmarkValidateParallel", numP: "1", den: "BenchmarkValidateParallel", denP: "2", unit: "ns/op"}},
+		{name: "run parallel throughput cpu2/cpu1 (context, no limit)", num: "BenchmarkRunParallel", numP: "1", den: "BenchmarkRunParallel", denP: "2", unit: "ns/op", limit: 0, atLeast: true},
 		{name: "engine parallel throughput cpu2/cpu1 (context, no limit)", num: "BenchmarkValidateParallel", numP: "1", den: "BenchmarkValidateParallel", denP: "2", unit: "ns/op", limit: 0, atLeast: true},
 		{name: "machine compute cpu2/cpu1 (context, no limit)", num: "BenchmarkMachineParallel/compute", numP: "1", den: "BenchmarkMachineParallel/compute", denP: "2", unit: "ns/op", limit: 0, atLeast: true},
 		{name: "machine allocate cpu2/cpu1 (context, no limit)", num: "BenchmarkMachineParallel/allocate", numP: "1", den: "BenchmarkMachineParallel/allocate", denP: "2", unit: "ns/op", limit: 0, atLeast: true},
 		{name: "register/compile 1000", num: "BenchmarkRegister/actions", den: "BenchmarkRegister/jsonschema-v6/compile", unit: "ns/op", limit: 1.2},
+		{name: "register+tools per action 10000/100", num: "BenchmarkRegisterScale/actions/n=10000", den: "BenchmarkRegisterScale/actions/n=100", unit: "ns/action", limit: 1.2},
+		{name: "v6 compile per schema 10000/100 (context, no limit)", num: "BenchmarkRegisterScale/jsonschema-v6/n=10000", den: "BenchmarkRegisterScale/jsonschema-v6/n=100", unit: "ns/action", limit: 0, atLeast: true},
+		{name: "heap held per action / per v6 schema, 10000 (context, no limit)", num: "BenchmarkRegisterScale/actions/n=10000", den: "BenchmarkRegisterScale/jsonschema-v6/n=10000", unit: "B/action", limit: 0, atLeast: true},
+		{name: "mcp tools/call actions/bare sdk", num: "BenchmarkToolCall/actions", den: "BenchmarkToolCall/sdk", unit: "ns/op", limit: 0.9},
 		{name: "tools allocs/output 1000", num: "BenchmarkTools/actions", den: "BenchmarkTools/output", unit: "B/op", limit: 1.05},
 		{name: "typed run/untyped run, no output schema", num: "BenchmarkRunTyped/typed/no-contract", den: "BenchmarkRunTyped/untyped/no-contract", unit: "ns/op", limit: 1.15},
 		{name: "typed run/untyped run, same output schema", num: "BenchmarkRunTyped/typed/contract", den: "BenchmarkRunTyped/untyped/contract", unit: "ns/op", limit: 1.15},
@@ -98,14 +126,12 @@ func main() {
 	}
 	over := 0
 	for _, t := range targets {
-		n, ok1 := r.best(t.num, t.numP, t.unit)
-		d, ok2 := r.best(t.den, t.denP, t.unit)
-		if !ok1 || !ok2 || d == 0 {
+		ratio, found := r.ratio(&t)
+		if !found {
 			fmt.Printf("target %s: missing (%s, %s)\n", t.name, t.num, t.den)
 			over++
 			continue
 		}
-		ratio := n / d
 		ok := ratio <= t.limit
 		rel := "limit"
 		if t.atLeast {

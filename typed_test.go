@@ -488,3 +488,38 @@ func FuzzTyped(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTypedEncode: for values json.Unmarshal makes of arbitrary text,
+// the plan's encoding of a result has the canonical JSON encoding/json's
+// gives it (or both refuse it).
+func FuzzTypedEncode(f *testing.F) {
+	f.Add(uint8(0), []byte(`{"name": "n", "owner": "o", "count": 3, "due": "2026-01-02T03:04:05.5+01:00", "total": 12, "blob": "aGk=", "discount": 0.1, "notes": {"a": "b"}}`))
+	f.Add(uint8(1), []byte(`{"i8": -1, "i64": 9007199254740993, "u64": 18446744073709551615, "f32": 0.1, "f64": 1e300, "n": 1.50, "b": 7, "bv": -3}`))
+	f.Add(uint8(2), []byte(`{"s": "x", "p": {"x": 1}, "l": [], "m": {}, "a": {"k": [1, "x", null]}, "ar": [1, 2], "t": "2026-01-02T03:04:05Z", "r": {"b": 1}}`))
+	f.Add(uint8(3), []byte(`{"id": "i", "note": "n"}`))
+	types := []string{"tOrder", "tNums", "tOptional", "tEmbedded", "tPlain", "tResult"}
+	f.Fuzz(func(t *testing.T, which uint8, text []byte) {
+		gt := goTypes[types[int(which)%len(types)]]
+		v, err := gt.decode(text)
+		if err != nil {
+			return
+		}
+		w := &typeWalk{overrides: map[reflect.Type]*googleschema.Schema{}}
+		plan, err := w.plan(reflect.TypeOf(v), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantErr := CanonicalJSON(v)
+		enc, encErr := plan.encodeResult(v)
+		var got []byte
+		if encErr == nil {
+			got, encErr = CanonicalJSON(enc)
+		}
+		if (wantErr == nil) != (encErr == nil) {
+			t.Fatalf("encoding/json: %v; plan: %v", wantErr, encErr)
+		}
+		if wantErr == nil && string(want) != string(got) {
+			t.Fatalf("encoding/json: %s\nplan:          %s", want, got)
+		}
+	})
+}

@@ -40,6 +40,20 @@ type tNumbers struct {
 	BV  big.Int     `json:"bv,omitzero"`
 }
 
+// tNums is tNumbers without the big.Int held by value, which
+// encoding/json writes as {} when the value is not addressable, where the
+// typed encoding writes its number.
+type tNums struct {
+	I8  int8        `json:"i8,omitempty"`
+	I64 int64       `json:"i64,omitempty"`
+	U8  uint8       `json:"u8,omitempty"`
+	U64 uint64      `json:"u64,omitempty"`
+	F32 float32     `json:"f32,omitempty"`
+	F64 float64     `json:"f64,omitempty"`
+	N   json.Number `json:"n,omitempty"`
+	B   *big.Int    `json:"b,omitempty"`
+}
+
 type tSub struct {
 	X int `json:"x"`
 }
@@ -206,6 +220,7 @@ var goTypes = map[string]goType{
 	"tOrder":         typeFor[tOrder](),
 	"*tOrder":        typeFor[*tOrder](),
 	"tNumbers":       typeFor[tNumbers](),
+	"tNums":          typeFor[tNums](),
 	"tOptional":      typeFor[tOptional](),
 	"tEmbedded":      typeFor[tEmbedded](),
 	"tPlain":         typeFor[tPlain](),

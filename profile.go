@@ -68,9 +68,12 @@ type Export struct {
 	// Profile is the profile exported for.
 	Profile Profile `json:"profile"`
 	// Tools are the tool definitions in the provider's wire shape, in
-	// JSON's Go types (map[string]any, []any, string, bool, nil,
-	// json.Number), sorted by name: put each as it is into the request's
-	// tools array. They are the caller's own copies.
+	// JSON's Go types (map[string]any, []any, string, bool, nil), numbers
+	// as int64 or float64 where one holds the value exactly and as
+	// json.RawMessage otherwise, sorted by name: put each as it is into
+	// the request's tools array, or hand it to the provider's Go SDK (both
+	// official SDKs write a json.Number as a JSON string, never these).
+	// They are the caller's own copies.
 	Tools []map[string]any `json:"tools"`
 	// Losses lists every keyword dropped or rewritten, by tool name, then
 	// pointer, then keyword. It is empty, not nil, when nothing was lost.

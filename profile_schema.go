@@ -262,12 +262,12 @@ func requiredSet(s map[string]any) map[string]bool {
 }
 
 // plainNumbers replaces, in place, each json.Number under v by an int64
-// (an integer in its range) or a float64 (when the shortest text of the
-// float64 has the number's exact value: 0.1 and 1.50 convert,
-// 12345678901234567890 does not), and returns v. The providers' Go SDKs (OpenAI
-// v3, Anthropic v2) write a json.Number as a JSON string, which would
-// turn "minimum": 1 into "minimum": "1"; a number neither type holds
-// exactly stays a json.Number.
+// (an integer in its range), a float64 (when the shortest text of the
+// float64 has the number's exact value: 0.1 and 1.50 convert), or else
+// a json.RawMessage of its text (12345678901234567890), and returns v.
+// The providers' Go SDKs (OpenAI v3, Anthropic v2) write a json.Number
+// as a JSON string, which would turn "minimum": 1 into "minimum": "1";
+// they write these three types as numbers, the text as it is.
 func plainNumbers(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -285,6 +285,7 @@ func plainNumbers(v any) any {
 		if f, err := x.Float64(); err == nil && sameNumber(string(x), strconv.FormatFloat(f, 'g', -1, 64)) {
 			return f
 		}
+		return json.RawMessage(x)
 	}
 	return v
 }

@@ -167,7 +167,7 @@ func (h *toolHandler[C]) held(ctx context.Context, req *mcp.CallToolRequest, hos
 		(caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
 		// No one to ask, or only by URL (a form asks yes or no): the
 		// receipt, confirmed later on the host's own screen.
-		return toolError(r), nil
+		return h.toolError(r), nil
 	}
 	ask := &mcp.ElicitParams{Mode: "form", Message: h.question(rc, req),
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
@@ -178,13 +178,13 @@ func (h *toolHandler[C]) held(ctx context.Context, req *mcp.CallToolRequest, hos
 		}, nil
 	}
 	if req.Session == nil {
-		return toolError(r), nil
+		return h.toolError(r), nil
 	}
 	answer, err := req.Session.Elicit(ctx, ask)
 	if err != nil {
 		h.report(ctx, err)
 	}
-	return h.decide(ctx, host, rc.ID, err == nil && answer != nil && answer.Action == "accept")
+	return h.decide(ctx, host, rc.ID, err == nil && answer != nil && answer.Action == "accept", req.ProtocolVersion())
 }
 
 // resume answers the retry of a call whose result asked for input
@@ -192,24 +192,25 @@ func (h *toolHandler[C]) held(ctx context.Context, req *mcp.CallToolRequest, hos
 // this principal, tool and arguments; the answer decides the change.
 func (h *toolHandler[C]) resume(ctx context.Context, req *mcp.CallToolRequest, host *actions.Host[C]) (*mcp.CallToolResult, error) {
 	if host == nil || host.Caller == nil {
-		return toolError(staleRequest()), nil
+		return h.toolError(staleRequest()), nil
 	}
 	id, ok := h.opts.state.verify(req.Params.RequestState, host.Caller.Principal, h.name, arguments(req))
 	if !ok {
-		return toolError(staleRequest()), nil
+		return h.toolError(staleRequest()), nil
 	}
 	answer, _ := req.Params.InputResponses[confirmInput].(*mcp.ElicitResult)
-	return h.decide(ctx, host, id, answer != nil && answer.Action == "accept")
+	return h.decide(ctx, host, id, answer != nil && answer.Action == "accept", req.ProtocolVersion())
 }
 
-// decide confirms the pending change id as host's caller, or rejects it.
-func (h *toolHandler[C]) decide(ctx context.Context, host *actions.Host[C], id string, accept bool) (*mcp.CallToolResult, error) {
+// decide confirms the pending change id as host's caller, or rejects it;
+// version is the request's protocol version, for the result's rendering.
+func (h *toolHandler[C]) decide(ctx context.Context, host *actions.Host[C], id string, accept bool, version string) (*mcp.CallToolResult, error) {
 	if !accept {
 		// The answer ends the change even when the call was cancelled.
 		if err := h.reg.Reject(context.WithoutCancel(ctx), id, host.Caller); err != nil && !errors.Is(err, actions.ErrUnknownChange) {
 			h.report(ctx, err)
 		}
-		return toolError(declined()), nil
+		return h.toolError(declined()), nil
 	}
 	confirm := h.reg.Confirm
 	if h.opts.Confirm != nil {
@@ -219,7 +220,7 @@ func (h *toolHandler[C]) decide(ctx context.Context, host *actions.Host[C], id s
 	if err != nil {
 		return h.refused(ctx, err)
 	}
-	return resultOf(entry), nil
+	return h.done(entry, version), nil
 }
 
 // question is what the person is asked: the tool and the exact arguments

@@ -291,10 +291,16 @@ func (h *toolHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (re
 	if runErr != nil {
 		return h.refused(ctx, runErr)
 	}
+	return h.done(entry, protocolVersion(req)), nil
+}
+
+// done renders a done call of this tool for a request at protocol
+// version: with its output schema's rules when it has one.
+func (h *toolHandler[C]) done(entry actions.RunEntry, version string) *mcp.CallToolResult {
 	if h.output.schema != nil {
-		return h.output.result(entry, protocolVersion(req)), nil
+		return h.output.result(entry, version)
 	}
-	return resultOf(entry), nil
+	return resultOf(entry)
 }
 
 // arguments returns the call's arguments for Registry.Run: the raw JSON

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -191,6 +193,65 @@ func TestTypedTools(t *testing.T) {
 			assert.Equal(t, "shop/broken", entry.Action)
 			assert.Equal(t, actions.OutcomeRefused, entry.Outcome)
 			assert.Equal(t, "output_invalid", string(entry.Error))
+		})
+	}
+}
+
+type discardParams struct {
+	Item string `json:"item"`
+}
+
+type discarded struct {
+	Item string `json:"item"`
+}
+
+// TestTypedToolHeldForConfirmation: a typed tool whose action needs a
+// person's confirmation keeps point 3 on the gate's paths too: the
+// receipt goes in the text, never as structuredContent that would break
+// the output schema, and the confirmed call's result is rendered as any
+// result of the tool.
+func TestTypedToolHeldForConfirmation(t *testing.T) {
+	for _, accept := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no elicitation", true: "accepted"}[accept], func(t *testing.T) {
+			reg := actions.NewRegistry[any](&actions.Options{Gate: &actions.GateOptions{}})
+			reg.MustRegister(actions.Typed(actions.Definition{ID: "shop/discard", Effect: actions.EffectDelete, Capability: "stock.write", NeedsConfirmation: true},
+				func(_ context.Context, p discardParams, _ any) (discarded, error) {
+					return discarded{Item: p.Item}, nil
+				}))
+			server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0"}, nil)
+			require.NoError(t, mcpserver.AddTools(server, reg, mcpserver.Options[any]{
+				Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
+					return &actions.Caller{Principal: "editor", Capabilities: []string{"stock.write"}}
+				},
+			}))
+			ctx := context.Background()
+			serverT, clientT := mcp.NewInMemoryTransports()
+			ss, err := server.Connect(ctx, serverT, nil)
+			require.NoError(t, err)
+			defer ss.Close()
+			var copts *mcp.ClientOptions
+			if accept {
+				copts = &mcp.ClientOptions{
+					Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+					ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+						return &mcp.ElicitResult{Action: "accept"}, nil
+					},
+				}
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v0"}, copts).Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			require.NoError(t, err)
+			defer cs.Close()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-discard", Arguments: map[string]any{"item": "milk"}})
+			require.NoError(t, err)
+			if !accept {
+				assert.True(t, res.IsError)
+				assert.Nil(t, res.StructuredContent, "the receipt would break the output schema")
+				assert.Contains(t, textOf(t, res), "pending change: ")
+				return
+			}
+			assert.False(t, res.IsError, textOf(t, res))
+			assert.Equal(t, `{"item":"milk"}`, textOf(t, res))
+			assert.JSONEq(t, `{"item":"milk"}`, jsonText(t, res.StructuredContent))
 		})
 	}
 }

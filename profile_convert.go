@@ -391,7 +391,7 @@ func (c *converter) strictFormat(s map[string]any, ptr string) {
 
 // inline replaces a $ref by a converted copy of its target (OpenAPI has
 // no references). Keywords beside the $ref are kept when the target does
-// not hold them.
+// not hold them, and title, description and default always.
 func (c *converter) inline(in map[string]any, ref, ptr string) (any, error) {
 	target, tptr, ok := resolveLocal(c.root, ref)
 	if !ok {
@@ -437,12 +437,18 @@ func (c *converter) inline(in map[string]any, ref, ptr string) (any, error) {
 		return nil, err
 	}
 	for k, v := range restConv.(map[string]any) {
-		if _, taken := m[k]; !taken {
+		if _, taken := m[k]; !taken || annotation[k] {
 			m[k] = v
 		}
 	}
 	return m, nil
 }
+
+// annotation lists the keywords whose value beside a $ref wins over the
+// target's when the $ref is inlined: they describe the place, and the
+// registry fills the default beside a $ref first. A validation keyword
+// both hold keeps the target's.
+var annotation = map[string]bool{"title": true, "description": true, "default": true}
 
 // closeObject makes the object schema s closed, as both strict modes
 // need, or records why it cannot be: an object that declares properties

@@ -46,7 +46,7 @@ func BenchmarkAppend(b *testing.B) {
 					wg.Go(func() {
 						unit := sqlstore.NewUnit()
 						for i := range n {
-							if err := s.Write(ctx, sqlstore.Pending{Unit: unit, Position: i, Entry: benchEntry}); err != nil {
+							if err := s.Write(ctx, sqlstore.Row{Unit: unit, Position: i, Entry: benchEntry}); err != nil {
 								b.Error(err)
 								return
 							}

@@ -152,9 +152,10 @@ func NewUnit() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Pending is a record to append: the entry, its unit and position,
-// whether it was rolled back, and its audit record (nil for none).
-type Pending struct {
+// Row is a record to append ([Store.Append], [Store.Write]): the entry,
+// its unit and position, whether it was rolled back, and its audit record
+// (nil for none).
+type Row struct {
 	Unit       string
 	Position   int
 	RolledBack bool
@@ -185,7 +186,7 @@ func auditColumns(a *actions.Audit) (text, principal, surface, pending string, e
 //
 // Errors: an entry or audit without canonical JSON form, a unit and
 // position already in the log (the unique key), or the database's.
-func (s *Store) Append(ctx context.Context, tx *sql.Tx, recs ...Pending) error {
+func (s *Store) Append(ctx context.Context, tx *sql.Tx, recs ...Row) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -223,7 +224,7 @@ func (s *Store) Append(ctx context.Context, tx *sql.Tx, recs ...Pending) error {
 
 // Write appends records in a transaction of their own, retried on
 // conflicts like a Runner's.
-func (s *Store) Write(ctx context.Context, recs ...Pending) error {
+func (s *Store) Write(ctx context.Context, recs ...Row) error {
 	return s.retry(ctx, func(int) error {
 		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation})
 		if err != nil {

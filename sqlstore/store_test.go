@@ -92,7 +92,7 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 		s := newStore(t, db, &sqlstore.Options{Origin: "tester", Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
 		unit := sqlstore.NewUnit()
 		for i, e := range entries {
-			rec := sqlstore.Pending{Unit: unit, Position: i, Entry: e, RolledBack: i%5 == 4,
+			rec := sqlstore.Row{Unit: unit, Position: i, Entry: e, RolledBack: i%5 == 4,
 				Audit: &actions.Audit{At: clock, Caller: &actions.Caller{Principal: "p" + itoa(i%3), Surface: actions.SurfaceMCP}, PendingChange: "c" + itoa(i)}}
 			require.NoError(t, s.Write(ctx, rec))
 		}
@@ -152,7 +152,7 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 		check("principal", sqlstore.Filter{Principal: "p1", Which: sqlstore.All}, func(i int, _ sqlstore.Record) bool { return i%3 == 1 })
 
 		// A unit's position is written once.
-		err = s.Write(ctx, sqlstore.Pending{Unit: unit, Position: 0, Entry: entries[0]})
+		err = s.Write(ctx, sqlstore.Row{Unit: unit, Position: 0, Entry: entries[0]})
 		assert.Error(t, err, "the unique key refuses a second record at the same position")
 	})
 }
@@ -175,7 +175,7 @@ func TestEntryTextIsExact(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		ctx := context.Background()
 		s := newStore(t, db, nil)
-		require.NoError(t, s.Write(ctx, sqlstore.Pending{Unit: "u", Entry: e}))
+		require.NoError(t, s.Write(ctx, sqlstore.Row{Unit: "u", Entry: e}))
 		got, err := s.Read(ctx, sqlstore.Filter{})
 		require.NoError(t, err)
 		require.Len(t, got, 1)

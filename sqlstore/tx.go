@@ -337,10 +337,10 @@ func (s *Store) discard(conn *sql.Conn) {
 
 // pending are the records of entries, each with its audit record when
 // the registry gave one per entry.
-func (o *outcome) pending(entries []actions.RunEntry, unit string, rolledBack bool) []Pending {
-	recs := make([]Pending, len(entries))
+func (o *outcome) pending(entries []actions.RunEntry, unit string, rolledBack bool) []Row {
+	recs := make([]Row, len(entries))
 	for i, e := range entries {
-		recs[i] = Pending{Unit: unit, Position: i, RolledBack: rolledBack, Entry: e}
+		recs[i] = Row{Unit: unit, Position: i, RolledBack: rolledBack, Entry: e}
 		if len(o.audits) == len(entries) {
 			recs[i].Audit = &o.audits[i]
 		}

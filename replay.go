@@ -52,7 +52,7 @@ func (d *Divergence) Unwrap() error { return d.err }
 //
 // The call goes through the registry as [Registry.Run] makes it: the
 // parameters are checked against the schema registered now, and the body
-// runs for real with the context host.Context builds, so a host replays
+// runs for real with the environment host.Env builds, so a host replays
 // against a store it can roll back, or one that serves the recorded
 // results. host.OnEntry is not called: a replay is not a new call of the
 // log. host may be nil.

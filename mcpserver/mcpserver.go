@@ -81,7 +81,7 @@ type Options[C any] struct {
 	// can know who calls (req.Session.InitializeParams().ClientInfo, or
 	// req.Extra.Header and req.Extra.TokenInfo over HTTP). It runs once
 	// per tools/call, before the parameters are checked. Nil, or a nil
-	// result, runs the call without a host: no context builder, no ref
+	// result, runs the call without a host: no environment (Host.Env), no ref
 	// resolver, no OnEntry (see [actions.Registry.Run]).
 	Host func(ctx context.Context, req *mcp.CallToolRequest) *actions.Host[C]
 	// OnError receives, for the host's logs only, what the client is not
@@ -100,8 +100,11 @@ type Options[C any] struct {
 	// result becomes the Host's Caller when Host leaves it nil, with the
 	// surface mcp when it names none, and Token and Scopes set from the
 	// token. It also decides what tools/list shows (see [AddTools]) and
-	// what [ScopeChallenge] answers. Nil: no caller, no gate but the
-	// registry's switches (docs/gate.md).
+	// what [ScopeChallenge] answers. Nil: no caller, so every client
+	// calls as the host itself (docs/gate.md): no capability, scope or
+	// rate check, and an action that needs confirmation runs at once,
+	// unconfirmed; only the registry's switches (not_serving,
+	// read_only) apply. Set it on any server a person does not own.
 	Caller func(ctx context.Context, token *auth.TokenInfo, header http.Header) *actions.Caller
 	// RequestStateKey signs the request state of a confirmation asked
 	// through a 2026-07-28 input request (HMAC-SHA256). Servers behind

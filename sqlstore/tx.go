@@ -77,7 +77,7 @@ func (s *Store) wait(ctx context.Context, n int) error {
 }
 
 // TxHost builds the host of one attempt of a call or batch on the
-// attempt's transaction: its Env (Host.Context) gives the bodies tx, so
+// attempt's transaction: its Env gives the bodies tx, so
 // that what they change is committed or rolled back with the run
 // entries. It runs once per attempt; nil, or a nil result, runs without
 // a host (and the bodies cannot reach tx).
@@ -184,7 +184,7 @@ func (r *Runner[C]) Confirm(ctx context.Context, id string, host TxHost[C]) (any
 type txKey struct{}
 
 // TxFrom returns the transaction of the Runner attempt that ctx belongs
-// to: the context a body, a resolver or a [actions.PendingStore] receives
+// to: the context a body, a resolver or an [actions.PendingStore] receives
 // during [Runner.Run], [Runner.RunBatch] or [Runner.Confirm] carries it.
 // ok is false outside a Runner.
 func TxFrom(ctx context.Context) (tx *sql.Tx, ok bool) {

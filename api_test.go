@@ -215,3 +215,16 @@ func TestNewTrace(t *testing.T) {
 	steps[0].Command[0] = 'X'
 	assert.Equal(t, `{"op":"x"}`, string(tr.Steps()[0].Command), "Steps is a copy")
 }
+
+// A refusal without a code is internal in every reading: its text, the
+// code a run entry records, errors.Is, and how a connector delivers it
+// (NewRefusal("", ...) gave the domain policy, a tool result never
+// retried, while its text and entry said internal).
+func TestRefusalWithoutCodeIsInternal(t *testing.T) {
+	for _, r := range []*Refusal{{}, NewRefusal("", "no code")} {
+		assert.Equal(t, CodeInternal, CodeOf(r))
+		assert.True(t, errors.Is(r, ErrInternal), "errors.Is(ErrInternal)")
+		assert.Equal(t, PolicyOf(CodeInternal), r.Policy())
+	}
+	assert.Equal(t, PolicyOf(CodeInternal), PolicyOf(""))
+}

@@ -62,6 +62,8 @@ var (
 
 func sentinelOf(c Code) error {
 	switch c {
+	case "":
+		return ErrInternal
 	case CodeInvalidParameters:
 		return ErrInvalidParameters
 	case CodeUnknownAction:
@@ -114,9 +116,12 @@ type Policy struct {
 
 // PolicyOf returns the policy for a code. A code the registry does not
 // raise itself is a body's domain refusal: a tool result, never retried
-// (a body that knows better sets Retry on its [Refusal]).
+// (a body that knows better sets Retry on its [Refusal]). The empty code
+// is internal's, as [CodeOf] and [Refusal.Error] read it.
 func PolicyOf(c Code) Policy {
 	switch c {
+	case "":
+		return PolicyOf(CodeInternal)
 	case CodeUnknownAction, CodeDuplicateName, CodeConstraintViolation, CodeOutputInvalid:
 		return Policy{TransportProtocol, RetryNever}
 	case CodeInvalidParameters, CodeUnknownReference, CodeInvalidScriptStep:
@@ -280,6 +285,8 @@ func (r *Refusal) Unwrap() error {
 
 func nextActionOf(c Code) string {
 	switch c {
+	case "":
+		return nextActionOf(CodeInternal)
 	case CodeInvalidParameters:
 		return "Fix the parameters named in the issues and call again."
 	case CodeUnknownAction:

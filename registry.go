@@ -358,17 +358,16 @@ func (r *Registry[C]) List() []Action[C] {
 //     does not run, and the entry records the parameters as given;
 //   - the body's own error, as it is (a *Refusal the body raised keeps
 //     its code; a plain error is recorded with code internal);
-//   - *Refusal internal, the action's fault rather than the caller's, in
-//     these cases (the registry keeps serving; the cause is in
-//     errors.Unwrap, never in the message):
-//   - the body returned a refusal that a nested call ([Trace.Call])
-//     gave it: the cause is that nested refusal, whole;
-//   - the body, the resolver, host.Env or host.OnEntry panicked
-//     (OnEntry's panic is reported only when the call had no error
-//     already): the cause holds the panic value and stack;
-//   - C needs an environment and host.Env is nil (see [Host]): the body
-//     does not run;
-//   - the result has no canonical JSON form;
+//   - *Refusal internal, the action's fault rather than the caller's
+//     (the registry keeps serving; the cause is in errors.Unwrap, never
+//     in the message), in four cases: (1) the body returned a refusal
+//     that a nested call ([Trace.Call]) gave it, and the cause is that
+//     nested refusal, whole; (2) the body, the resolver, host.Env or
+//     host.OnEntry panicked (OnEntry's panic is reported only when the
+//     call had no error already), and the cause holds the panic value
+//     and stack; (3) C needs an environment and host.Env is nil (see
+//     [Host]), and the body does not run; (4) the result has no
+//     canonical JSON form;
 //   - *Refusal invalid_parameters from a typed action ([Typed]) whose
 //     checked parameters do not fit its Go type: the body does not run;
 //   - *Refusal output_invalid: the action has an output schema

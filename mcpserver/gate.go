@@ -332,7 +332,12 @@ func (s *requestState) verify(state, principal, tool string, args any) (string, 
 // goes on to the MCP handler, which answers as for any call, so that the
 // 403 tells nothing to a caller who may not see the tool. Every other
 // request passes untouched.
+//
+// It panics when reg is nil, as http.Handle does for a nil handler.
 func ScopeChallenge[C any](reg *actions.Registry[C], opts Options[C], maxBody int64) func(http.Handler) http.Handler {
+	if reg == nil {
+		panic("mcpserver: ScopeChallenge needs a registry")
+	}
 	if maxBody <= 0 {
 		maxBody = 4 << 20
 	}

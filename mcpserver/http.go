@@ -137,7 +137,12 @@ type httpSession struct {
 // client. On a stateful server a dropped connection alone does not cancel
 // a call (MCP 2025-11-25: the client may resume); on a stateless one the
 // session is the request, so its end cancels the call ([ErrClientGone]).
+//
+// It panics when s is nil, as http.Handle does for a nil handler.
 func HTTPHandler(s *mcp.Server, opts *HTTPOptions) *Handler {
+	if s == nil {
+		panic("mcpserver: HTTPHandler needs a server")
+	}
 	var o HTTPOptions
 	if opts != nil {
 		o = *opts

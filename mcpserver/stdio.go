@@ -67,11 +67,17 @@ func ServeStdio(ctx context.Context, s *mcp.Server) error {
 //     the calls left and writes nothing more, and nothing more is read.
 //
 // It returns nil when the client ended its input, ctx.Err() when ctx did,
-// or the session's error (a line that is not JSON; a write to a client
-// that is gone). The SDK's check that a client of protocol 2025-06-18 or
+// an error before serving when s or t is nil, or the session's error (a
+// line that is not JSON; a write to a client that is gone). The SDK's check that a client of protocol 2025-06-18 or
 // later sends no JSON-RPC batch is lost behind the wrapper: batches are
 // served whatever the version.
 func Serve(ctx context.Context, s *mcp.Server, t mcp.Transport, opts *ServeOptions) error {
+	switch {
+	case s == nil:
+		return errors.New("mcpserver: Serve needs a server")
+	case t == nil:
+		return errors.New("mcpserver: Serve needs a transport")
+	}
 	var o ServeOptions
 	if opts != nil {
 		o = *opts

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,4 +228,30 @@ func TestRefusalWithoutCodeIsInternal(t *testing.T) {
 		assert.Equal(t, PolicyOf(CodeInternal), r.Policy())
 	}
 	assert.Equal(t, PolicyOf(CodeInternal), PolicyOf(""))
+}
+
+// A result without a JSON form tells the host why, typed or not: the
+// internal refusal's cause is a *CanonicalError with the reason (a typed
+// action's said only "the value has no JSON form"), and the pointer where
+// the value is JSON's Go types (a struct goes to encoding/json whole).
+func TestResultWithoutJSONFormNamesReason(t *testing.T) {
+	type out struct {
+		Score float64 `json:"score"`
+	}
+	reg := NewRegistry[*Trace](nil)
+	reg.MustRegister(
+		Typed(Definition{ID: "a/typed"}, func(context.Context, struct{}, *Trace) (out, error) {
+			return out{Score: math.NaN()}, nil
+		}),
+		New(Definition{ID: "a/plain", OutputSchema: `{"type":"object"}`}, func(context.Context, map[string]any, *Trace) (any, error) {
+			return map[string]any{"score": math.Inf(1)}, nil
+		}))
+	for id, pointer := range map[string]string{"a/typed": "", "a/plain": "/score"} {
+		_, _, err := reg.Run(context.Background(), id, nil, nil)
+		requireRefusal(t, err, CodeInternal)
+		var ce *CanonicalError
+		require.True(t, errors.As(err, &ce), "%s: %v", id, errors.Unwrap(err))
+		assert.Equal(t, "non-finite number", ce.Reason, id)
+		assert.Equal(t, pointer, ce.Pointer, id)
+	}
 }

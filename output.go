@@ -85,6 +85,12 @@ func (ps *ParameterSchema) checkOutput(id string, result any, encode func(any) (
 		if v, err = encode(result); err != nil {
 			r := refusef(CodeInternal, "the result has no JSON form")
 			r.cause = err
+			// The plan's encoder says only that it failed; the canonical
+			// writer says why and where, for the host (an error path: its
+			// cost does not matter).
+			if _, cerr := CanonicalJSON(result); cerr != nil {
+				r.cause = cerr
+			}
 			return nil, r
 		}
 		err = ps.validate(v)

@@ -3,6 +3,7 @@ package actions
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -251,6 +252,12 @@ func DecodeManifest(data []byte) ([]Definition, error) {
 	// encoding/json keeps the last of two equal names; a manifest is read
 	// as I-JSON (RFC 7493) first so that none is silently dropped.
 	if _, err := ijson.Decode(data, 0); err != nil {
+		// Described as the parameters' and batches' faults are, without
+		// the internal decoder's name.
+		var je *ijson.Error
+		if errors.As(err, &je) {
+			return nil, fmt.Errorf("actions: the manifest is not I-JSON text: %s%s", pointerPrefix(je.Pointer), textFault(je, data, ijson.DefaultMaxDepth))
+		}
 		return nil, fmt.Errorf("actions: manifest: %w", err)
 	}
 	var defs []Definition
@@ -316,4 +323,13 @@ func isIdentifier(s string) bool {
 		}
 	}
 	return true
+}
+
+// pointerPrefix returns "at POINTER: " for a fault inside a document, and
+// "" for one at its root.
+func pointerPrefix(ptr string) string {
+	if ptr == "" {
+		return ""
+	}
+	return "at " + ptr + ": "
 }

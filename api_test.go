@@ -255,3 +255,16 @@ func TestResultWithoutJSONFormNamesReason(t *testing.T) {
 		assert.Equal(t, pointer, ce.Pointer, id)
 	}
 }
+
+// A manifest that is not I-JSON is described as parameters and batches
+// are, at a byte offset, without the name of the internal decoder.
+func TestManifestNotIJSONMessage(t *testing.T) {
+	for text, want := range map[string]string{
+		``:                          "actions: the manifest is not I-JSON text: not JSON text, at byte 0 (line 1, column 1)",
+		`[{"id":"a/b","id":"a/c"}]`: "actions: the manifest is not I-JSON text: at /0/id: duplicate member name (RFC 7493 §2.3), at byte 13 (line 1, column 14)",
+	} {
+		_, err := DecodeManifest([]byte(text))
+		require.Error(t, err)
+		assert.Equal(t, want, err.Error())
+	}
+}

@@ -52,8 +52,10 @@ func noParameters() map[string]any {
 // CompileParameters compiles a parameters schema as JSON Schema
 // 2020-12 with santhosh-tekuri/jsonschema v6, under limits (a zero field
 // is its default; a registry passes its own: [Registry.Limits]), and never reads a file or the
-// network. Every refusal is a *Refusal with code constraint_violation whose
-// one issue points (RFC 6901) into the schema:
+// network. s takes the forms of [Definition].Parameters; nil is the schema
+// of an action without parameters (an object with no property). Every
+// refusal is a *Refusal with code constraint_violation whose one issue
+// points (RFC 6901) into the schema:
 //   - a root that is not "type": "object", a schema that is not JSON, or
 //     one larger or deeper than the limits;
 //   - a keyword outside JSON Schema 2020-12 and ref, at any depth;

@@ -48,6 +48,11 @@ const (
 // Sentinels for [errors.Is]: a *Refusal matches the sentinel of its code.
 //
 //	if errors.Is(err, actions.ErrInvalidParameters) { ... }
+//
+// A cancelled call is the exception: [Registry.Run] returns ctx.Err()
+// itself (context.Canceled, context.DeadlineExceeded), which ErrCancelled
+// does not match; [CodeOf] gives cancelled for it, and the entry records
+// it. ErrCancelled matches only a *Refusal whose code is cancelled.
 var (
 	ErrInvalidParameters   = errors.New(string(CodeInvalidParameters))
 	ErrUnknownAction       = errors.New(string(CodeUnknownAction))

@@ -317,14 +317,22 @@ type Filter struct {
 	// Which keeps committed records (the default), rolled-back ones, or
 	// both.
 	Which Which
-	// Limit bounds the records returned (0: no bound).
+	// Limit bounds the records returned (0: no bound; negative: an
+	// error).
 	Limit int
 }
 
 // Read returns the records f selects, in log order (by Seq). Each entry is
 // decoded from its text; a text that does not decode (a row written by
-// hand) is an error naming its seq.
+// hand) is an error naming its seq; so is a Filter.Which other than the
+// three choices, or a negative Filter.Limit.
 func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
+	switch {
+	case f.Which < Committed || f.Which > All:
+		return nil, fmt.Errorf("sqlstore: unknown Filter.Which %d", int(f.Which))
+	case f.Limit < 0:
+		return nil, errors.New("sqlstore: negative Filter.Limit")
+	}
 	var where []string
 	var args []any
 	add := func(cond string, v any) {

@@ -185,3 +185,19 @@ func TestEntryTextIsExact(t *testing.T) {
 		assert.Equal(t, string(want), raw, "the column holds the canonical text itself")
 	})
 }
+
+// A Filter whose Which is none of the three choices is refused: it read
+// as All, so a typo showed rolled-back records as if they were kept.
+// A negative Limit is refused too (0 is the only "no bound").
+func TestReadRefusesUnknownFilter(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		s := newStore(t, db, nil)
+		ctx := context.Background()
+		_, err := s.Read(ctx, sqlstore.Filter{Which: sqlstore.All + 1})
+		assert.ErrorContains(t, err, "sqlstore: unknown Filter.Which 3")
+		_, err = s.Read(ctx, sqlstore.Filter{Limit: -1})
+		assert.ErrorContains(t, err, "sqlstore: negative Filter.Limit")
+		_, err = s.Read(ctx, sqlstore.Filter{Which: sqlstore.All})
+		assert.NoError(t, err)
+	})
+}

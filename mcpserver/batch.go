@@ -19,7 +19,8 @@ import (
 // calls sends them together, and a refused step undoes the steps before it
 // when Run runs the batch in a transaction.
 type BatchTool[C any] struct {
-	// Name is the tool's name (default "run_batch"); it must not be the
+	// Name is the tool's name (default "run_batch"): 1 to 128 characters
+	// of [A-Za-z0-9_.-], as MCP requires; it must not be the
 	// name of an action's tool.
 	Name string
 	// Description replaces the default description, which says what a
@@ -60,16 +61,29 @@ type batchHandler[C any] struct {
 	callable map[string]bool // the action ids a step may call
 }
 
+// checkBatchName refuses a batch tool name MCP does not accept (1 to 128
+// characters of [A-Za-z0-9_.-]) or one an action's tool holds.
+func checkBatchName(name string, tools []actions.Tool) error {
+	if len(name) > actions.MaxToolNameLength || strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
+	}) >= 0 {
+		return errors.New("mcpserver: the batch tool's name is not an MCP tool name (1 to 128 characters of A-Z a-z 0-9 _ . -)")
+	}
+	for _, t := range tools {
+		if t.Name == name {
+			return fmt.Errorf("mcpserver: the batch tool's name %s is an action's tool name", name)
+		}
+	}
+	return nil
+}
+
 // addBatchTool adds the batch tool over the actions of tools.
 func addBatchTool[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C], tools []actions.Tool) error {
 	bt := opts.Batch
 	name := bt.name()
 	ids := make([]any, 0, len(tools))
 	callable := map[string]bool{}
-	for _, t := range tools {
-		if t.Name == name {
-			return fmt.Errorf("mcpserver: the batch tool's name %s is an action's tool name", name)
-		}
+	for _, t := range tools { // the name was checked by checkBatchName
 		id, err := actions.ActionID(t.Name)
 		if err != nil {
 			return fmt.Errorf("mcpserver: tool %s: %w", t.Name, err)

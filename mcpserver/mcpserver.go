@@ -146,7 +146,9 @@ type Options[C any] struct {
 //
 // Errors, before any tool is added: a tool name that reg cannot export
 // (longer than [actions.MaxToolNameLength]; the *actions.Refusal is
-// wrapped), or a tool whose name does not map back to an action id.
+// wrapped), a tool whose name does not map back to an action id, or a
+// batch tool name ([BatchTool].Name) that MCP refuses or that an action's
+// tool holds.
 func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) error {
 	if s == nil || reg == nil {
 		return errors.New("mcpserver: AddTools needs a server and a registry")
@@ -181,6 +183,11 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 			later[t.Name] = out.schema
 		}
 		all = append(all, pending{mt, &toolHandler[C]{reg: reg, id: id, name: t.Name, opts: opts, output: out}})
+	}
+	if opts.Batch != nil {
+		if err := checkBatchName(opts.Batch.name(), tools); err != nil {
+			return err
+		}
 	}
 	handlers := make([]*toolHandler[C], 0, len(all))
 	for _, p := range all {

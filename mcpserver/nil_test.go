@@ -39,3 +39,25 @@ func TestMissingServerOrRegistry(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", strings.NewReader("")))
 	assert.NotZero(t, rec.Code)
 }
+
+// The batch tool's name is checked before any tool is added, as every
+// other fault of AddTools: a name MCP refuses (1 to 128 characters of
+// [A-Za-z0-9_.-]) or an action's tool name leaves the server as it was.
+func TestBatchToolNameCheckedFirst(t *testing.T) {
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "a/b"},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
+	for _, name := range []string{"a-b", "bad name!", strings.Repeat("x", 129)} {
+		s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "v0"}, nil)
+		err := mcpserver.AddTools(s, reg, mcpserver.Options[*actions.Trace]{Batch: &mcpserver.BatchTool[*actions.Trace]{Name: name}})
+		require.Error(t, err, name)
+		ct, st := mcp.NewInMemoryTransports()
+		go func() { _ = s.Run(context.Background(), st) }()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(context.Background(), ct, nil)
+		require.NoError(t, err)
+		list, err := cs.ListTools(context.Background(), nil)
+		require.NoError(t, err)
+		assert.Empty(t, list.Tools, "%s: a tool was added before the error", name)
+		require.NoError(t, cs.Close())
+	}
+}

@@ -36,14 +36,6 @@ type BatchTool[C any] struct {
 	Run func(ctx context.Context, b actions.Batch, host *actions.Host[C]) (any, []actions.RunEntry, error)
 }
 
-// batchName is the batch tool's name, "" without one.
-func (o *Options[C]) batchName() string {
-	if o.Batch == nil {
-		return ""
-	}
-	return o.Batch.name()
-}
-
 // defaultBatchToolName is BatchTool.Name when left empty.
 const defaultBatchToolName = "run_batch"
 
@@ -59,6 +51,7 @@ type batchHandler[C any] struct {
 	toolHandler[C]
 	batch    *BatchTool[C]
 	callable map[string]bool // the action ids a step may call
+	ids      []any           // the same, in the listed tools' order
 }
 
 // checkBatchName refuses a batch tool name MCP does not accept (1 to 128
@@ -78,7 +71,7 @@ func checkBatchName(name string, tools []actions.Tool) error {
 }
 
 // addBatchTool adds the batch tool over the actions of tools.
-func addBatchTool[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C], tools []actions.Tool) error {
+func addBatchTool[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C], tools []actions.Tool) (*batchHandler[C], error) {
 	bt := opts.Batch
 	name := bt.name()
 	ids := make([]any, 0, len(tools))
@@ -86,14 +79,14 @@ func addBatchTool[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C
 	for _, t := range tools { // the name was checked by checkBatchName
 		id, err := actions.ActionID(t.Name)
 		if err != nil {
-			return fmt.Errorf("mcpserver: tool %s: %w", t.Name, err)
+			return nil, fmt.Errorf("mcpserver: tool %s: %w", t.Name, err)
 		}
 		ids = append(ids, id)
 		callable[id] = true
 	}
 	schema, err := actions.CanonicalJSON(batchSchema(ids, reg.Limits().MaxBatchCalls))
 	if err != nil {
-		return fmt.Errorf("mcpserver: batch tool schema: %w", err)
+		return nil, fmt.Errorf("mcpserver: batch tool schema: %w", err)
 	}
 	desc := bt.Description
 	if desc == "" {
@@ -107,6 +100,7 @@ func addBatchTool[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C
 		toolHandler: toolHandler[C]{reg: reg, id: "", name: name, opts: opts},
 		batch:       bt,
 		callable:    callable,
+		ids:         ids,
 	}
 	s.AddTool(&mcp.Tool{
 		Name:        name,
@@ -115,7 +109,42 @@ func addBatchTool[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C
 		InputSchema: json.RawMessage(schema),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: &trueHint, OpenWorldHint: &falseHint},
 	}, h.call)
-	return nil
+	return h, nil
+}
+
+// toolFor returns the batch tool as caller c may see it: its "call" enum
+// lists only the actions c may call (offered on its surface, its
+// capability held), so that the list names no action c may not see.
+// tool is the tool as added, shared between sessions: it is copied.
+func (h *batchHandler[C]) toolFor(tool *mcp.Tool, c *actions.Caller) *mcp.Tool {
+	ids := make([]any, 0, len(h.ids))
+	for _, id := range h.ids {
+		if h.sees(id.(string), c) {
+			ids = append(ids, id)
+		}
+	}
+	schema, err := actions.CanonicalJSON(batchSchema(ids, h.reg.Limits().MaxBatchCalls))
+	cp := *tool
+	if err != nil {
+		cp.InputSchema = json.RawMessage(`{"type":"object","properties":{"commands":{"type":"array","maxItems":0}},"required":["commands"]}`)
+	} else {
+		cp.InputSchema = json.RawMessage(schema)
+	}
+	return &cp
+}
+
+// sees reports whether caller c may see the action id among the batch's:
+// it is one of the listed tools' actions and the gate would not answer a
+// call of it as unknown (surface and capability; a nil caller, the host,
+// sees all).
+func (h *batchHandler[C]) sees(id string, c *actions.Caller) bool {
+	if !h.callable[id] {
+		return false
+	}
+	if c == nil {
+		return true
+	}
+	return actions.CodeOf(h.reg.Admit(context.Background(), id, c)) != actions.CodeUnknownAction
 }
 
 const batchDescription = "Runs several tool calls in order as one unit: either every call is done, or none is kept. " +
@@ -206,9 +235,20 @@ func (h *batchHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (r
 	if err != nil {
 		return h.batchRefused(ctx, err, nil)
 	}
+	var host *actions.Host[C]
+	if h.opts.Host != nil {
+		host = h.opts.Host(ctx, req)
+	}
+	host = h.withCaller(ctx, req, host)
+	var caller *actions.Caller
+	if host != nil {
+		caller = host.Caller
+	}
+	// A step calling an action its caller may not see is answered as one
+	// calling an action that does not exist, before any step runs.
 	var unknown []actions.Issue
 	for i, st := range b.Steps {
-		if !h.callable[st.Call] {
+		if !h.sees(st.Call, caller) {
 			unknown = append(unknown, actions.Issue{Path: fmt.Sprintf("/commands/%d/call", i), Keyword: "call",
 				Message: "not the id of a tool this server lists"})
 		}
@@ -222,11 +262,6 @@ func (h *batchHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (r
 	}
 	var result any
 	var entries []actions.RunEntry
-	var host *actions.Host[C]
-	if h.opts.Host != nil {
-		host = h.opts.Host(ctx, req)
-	}
-	host = h.withCaller(ctx, req, host)
 	if h.batch.Run != nil {
 		result, entries, err = h.batch.Run(ctx, b, host)
 	} else {

@@ -81,7 +81,7 @@ func (h *toolHandler[C]) withCaller(ctx context.Context, req *mcp.CallToolReques
 
 // gateMiddleware filters tools/list per caller and routes calls of a
 // deprecated alias's tool name to its action.
-func gateMiddleware[C any](reg *actions.Registry[C], opts Options[C], aliases map[string]*toolHandler[C]) mcp.Middleware {
+func gateMiddleware[C any](reg *actions.Registry[C], opts Options[C], aliases map[string]*toolHandler[C], batch *batchHandler[C]) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
@@ -95,7 +95,7 @@ func gateMiddleware[C any](reg *actions.Registry[C], opts Options[C], aliases ma
 				res, err := next(ctx, method, req)
 				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && opts.Caller != nil {
 					token, header := extraOf(req)
-					filterTools(lr, reg, opts.callerOf(ctx, token, header), opts.batchName())
+					filterTools(lr, reg, opts.callerOf(ctx, token, header), batch)
 				}
 				return res, err
 			}
@@ -109,12 +109,12 @@ func gateMiddleware[C any](reg *actions.Registry[C], opts Options[C], aliases ma
 // varies by authorization, so a cache must not share it between callers
 // (MCP 2026-07-28 cacheScope; older clients ignore the member, and the
 // list is filtered on every request whatever the version).
-func filterTools[C any](lr *mcp.ListToolsResult, reg *actions.Registry[C], c *actions.Caller, batch string) {
+func filterTools[C any](lr *mcp.ListToolsResult, reg *actions.Registry[C], c *actions.Caller, batch *batchHandler[C]) {
 	lr.Tools = slices.DeleteFunc(lr.Tools, func(t *mcp.Tool) bool {
 		if c == nil {
 			return true
 		}
-		if batch != "" && t.Name == batch {
+		if batch != nil && t.Name == batch.name {
 			return false // each step is gated as a call of its own
 		}
 		id, err := actions.ActionID(t.Name)
@@ -126,6 +126,15 @@ func filterTools[C any](lr *mcp.ListToolsResult, reg *actions.Registry[C], c *ac
 	})
 	if lr.Tools == nil {
 		lr.Tools = []*mcp.Tool{}
+	}
+	if batch != nil {
+		// Its schema lists the actions a step may call: only this
+		// caller's.
+		for i, t := range lr.Tools {
+			if t.Name == batch.name {
+				lr.Tools[i] = batch.toolFor(t, c)
+			}
+		}
 	}
 	lr.CacheScope = "private"
 }
@@ -191,6 +200,15 @@ func (h *toolHandler[C]) held(ctx context.Context, req *mcp.CallToolRequest, hos
 // (2026-07-28): the request state must be the one this server signed for
 // this principal, tool and arguments; the answer decides the change.
 func (h *toolHandler[C]) resume(ctx context.Context, req *mcp.CallToolRequest, host *actions.Host[C]) (*mcp.CallToolResult, error) {
+	// The gate first, as for any call: a caller who may not see the tool
+	// gets the answer of an unknown tool, never one about request states.
+	var caller *actions.Caller
+	if host != nil {
+		caller = host.Caller
+	}
+	if err := h.reg.Admit(ctx, h.id, caller); err != nil {
+		return h.refused(ctx, err)
+	}
 	if host == nil || host.Caller == nil {
 		return h.toolError(staleRequest()), nil
 	}

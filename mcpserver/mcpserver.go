@@ -194,12 +194,13 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 		s.AddTool(p.tool, p.handler.call)
 		handlers = append(handlers, p.handler)
 	}
+	var batch *batchHandler[C]
 	if opts.Batch != nil {
-		if err := addBatchTool(s, reg, opts, tools); err != nil {
+		if batch, err = addBatchTool(s, reg, opts, tools); err != nil {
 			return err
 		}
 	}
-	s.AddReceivingMiddleware(hideUnknownToolName, gateMiddleware(reg, opts, aliasHandlers(reg, handlers)))
+	s.AddReceivingMiddleware(hideUnknownToolName, gateMiddleware(reg, opts, aliasHandlers(reg, handlers), batch))
 	if len(later) > 0 {
 		s.AddReceivingMiddleware(listOutputSchemas(later))
 	}

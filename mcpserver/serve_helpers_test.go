@@ -158,6 +158,7 @@ type rawClient struct {
 	version string // MCP-Protocol-Version, after initialize
 	session string
 	client  *http.Client
+	header  []string // sent with every request: name, value...
 }
 
 func newRawClient(url string) *rawClient {
@@ -178,6 +179,7 @@ func (c *rawClient) post(ctx context.Context, body string, header ...string) (*h
 	if c.version != "" {
 		req.Header.Set("MCP-Protocol-Version", c.version)
 	}
+	header = append(append([]string(nil), c.header...), header...)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -194,6 +196,10 @@ func (c *rawClient) initialize(t *testing.T) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	if resp.Header.Get("Mcp-Session-Id") == "" {
+		c.version = "2025-11-25" // stateless: no session, nothing to confirm
+		return
+	}
 	c.session = resp.Header.Get("Mcp-Session-Id")
 	c.version = "2025-11-25"
 	resp, err = c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`)

@@ -1,0 +1,153 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/mcpserver"
+)
+
+// These tests attack the gate as a hostile client would, over raw
+// streamable HTTP: a caller without rights must not tell a tool it may not
+// call from one that does not exist, whatever it sends.
+
+// serveRaw serves the shop, with its batch tool, behind the SDK's bearer
+// token middleware and ScopeChallenge.
+func (g *gateShop) serveRaw(t *testing.T, stateless bool) string {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
+	opts := g.options()
+	opts.Batch = &mcpserver.BatchTool[*actions.Trace]{}
+	require.NoError(t, mcpserver.AddTools(server, g.reg, opts))
+	h := mcpserver.HTTPHandler(server, &mcpserver.HTTPOptions{Stateless: stateless})
+	var handler http.Handler = mcpserver.ScopeChallenge(g.reg, opts, 0)(h)
+	handler = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: resourceMetadata})(handler)
+	ts := httptest.NewServer(handler)
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// rawAs returns a raw client of url sending the bearer token, its session
+// opened.
+func rawAs(t *testing.T, url, token string) *rawClient {
+	t.Helper()
+	c := newRawClient(url)
+	c.header = []string{"Authorization", "Bearer " + token}
+	c.initialize(t)
+	return c
+}
+
+// exchange sends body and returns the status and the JSON-RPC answer of
+// id 9 (the data line of an SSE stream, or the JSON body), with the whole
+// text received.
+func exchange(t *testing.T, c *rawClient, body string) (int, string, string) {
+	t.Helper()
+	resp, err := c.post(context.Background(), body)
+	require.NoError(t, err)
+	var head strings.Builder
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			fmt.Fprintf(&head, "%s: %s\n", k, v)
+		}
+	}
+	text := readAll(t, resp)
+	answer := ""
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimPrefix(line, "data: ")
+		if strings.HasPrefix(line, "{") && strings.Contains(line, `"id":9`) {
+			answer = line
+		}
+	}
+	return resp.StatusCode, answer, head.String() + text
+}
+
+func callParams(params string) string {
+	return `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":` + params + `}`
+}
+
+// TestAttackForbiddenReadsAsUnknown: a viewer calls tools it may not see
+// (a write it lacks the capability for, the deprecated alias of a delete,
+// an action with protected data) in every shape of call a client can send:
+// each answer is exactly that of a tool that does not exist.
+func TestAttackForbiddenReadsAsUnknown(t *testing.T) {
+	shapes := map[string]string{
+		"plain":             `{"name":%q,"arguments":{}}`,
+		"no arguments":      `{"name":%q}`,
+		"values":            `{"name":%q,"arguments":{"item":"` + marker + `","count":"` + marker + `"}}`,
+		"string arguments":  `{"name":%q,"arguments":"` + marker + `"}`,
+		"array arguments":   `{"name":%q,"arguments":[1]}`,
+		"request state":     `{"name":%q,"arguments":{},"requestState":"` + marker + `.00"}`,
+		"input responses":   `{"name":%q,"arguments":{},"requestState":"x.y","inputResponses":{"confirm":{"action":"accept"}}}`,
+		"meta":              `{"name":%q,"arguments":{},"_meta":{"progressToken":"` + marker + `"}}`,
+		"task":              `{"name":%q,"arguments":{},"task":{"ttl":1000}}`,
+		"null arguments":    `{"name":%q,"arguments":null}`,
+		"nested arguments":  `{"name":%q,"arguments":{"a":{"b":[{"c":"` + marker + `"}]}}}`,
+		"duplicate members": `{"name":%q,"arguments":{"item":"a","item":"b"}}`,
+	}
+	for _, stateless := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
+			g := newGateShop(t)
+			url := g.serveRaw(t, stateless)
+			c := rawAs(t, url, "viewer-token")
+			for shape, params := range shapes {
+				status, want, _ := exchange(t, c, callParams(fmt.Sprintf(params, "shop-nothing")))
+				require.NotEmpty(t, want, "%s: the unknown tool's answer", shape)
+				for _, name := range []string{"shop-restock", "shop-discard", "shop-throw_away", "shop-tenants"} {
+					st, got, all := exchange(t, c, callParams(fmt.Sprintf(params, name)))
+					assert.Equal(t, status, st, "%s %s: HTTP status", shape, name)
+					assert.Equal(t, want, got, "%s %s: the answer of a forbidden tool is that of a missing one", shape, name)
+					assert.NotContains(t, all, marker, "%s %s", shape, name)
+				}
+			}
+			assert.Zero(t, g.restocked.Load())
+			assert.Zero(t, g.discarded.Load())
+		})
+	}
+}
+
+// TestAttackBatchToolForbiddenReadsAsUnknown: the batch tool lists, and
+// answers, as if the actions a caller may not see did not exist.
+func TestAttackBatchToolForbiddenReadsAsUnknown(t *testing.T) {
+	g := newGateShop(t)
+	url := g.serveRaw(t, false)
+	c := rawAs(t, url, "viewer-token")
+
+	_, list, _ := exchange(t, c, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+	require.Contains(t, list, "run_batch")
+	for _, id := range []string{"shop/restock", "shop/discard", "shop/throw_away", "shop/tenants"} {
+		assert.NotContains(t, list, id, "the batch tool's schema names an action the viewer may not see")
+	}
+	assert.Contains(t, list, "shop/stock")
+
+	batch := func(calls ...string) string {
+		var steps []string
+		for _, call := range calls {
+			steps = append(steps, fmt.Sprintf(`{"call":%q,"with":{"item":%q}}`, call, marker))
+		}
+		return callParams(`{"name":"run_batch","arguments":{"commands":[` + strings.Join(steps, ",") + `]}}`)
+	}
+	for _, first := range [][]string{nil, {"shop/stock"}} {
+		_, want, _ := exchange(t, c, batch(append(first, "shop/nothing")...))
+		require.NotEmpty(t, want)
+		for _, id := range []string{"shop/restock", "shop/discard", "shop/throw_away", "shop/tenants"} {
+			_, got, all := exchange(t, c, batch(append(first, id)...))
+			assert.Equal(t, want, got, "a batch step calling %s after %v", id, first)
+			assert.NotContains(t, all, marker)
+		}
+	}
+	assert.Zero(t, g.restocked.Load())
+	assert.Zero(t, g.discarded.Load())
+}
+
+var _ = json.Valid

@@ -227,6 +227,12 @@ func (h *batchHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (r
 			res, err = nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
 		}
 	}()
+	// Bounded and cancelled with its session as any tool call (calls.go).
+	ctx, end, busy := track(ctx, req)
+	if busy != nil {
+		return nil, busy
+	}
+	defer end()
 	args, _ := arguments(req).(json.RawMessage)
 	if args == nil {
 		args = json.RawMessage("{}")

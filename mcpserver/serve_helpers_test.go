@@ -62,11 +62,12 @@ func newWaiter(t *testing.T) *waiter {
 	return w
 }
 
-// server returns a fresh MCP server with the waiter's tools.
-func (w *waiter) server(t *testing.T) *mcp.Server {
+// server returns a fresh MCP server with the waiter's tools; each of more
+// changes the options before AddTools.
+func (w *waiter) server(t *testing.T, more ...func(*mcpserver.Options[*actions.Trace])) *mcp.Server {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "waiter", Version: "v0"}, nil)
-	require.NoError(t, mcpserver.AddTools(s, w.reg, mcpserver.Options[*actions.Trace]{
+	opts := mcpserver.Options[*actions.Trace]{
 		Host: func(context.Context, *mcp.CallToolRequest) *actions.Host[*actions.Trace] {
 			return &actions.Host[*actions.Trace]{OnEntry: func(e actions.RunEntry) {
 				w.mu.Lock()
@@ -79,7 +80,11 @@ func (w *waiter) server(t *testing.T) *mcp.Server {
 			w.errs = append(w.errs, err)
 			w.mu.Unlock()
 		},
-	}))
+	}
+	for _, change := range more {
+		change(&opts)
+	}
+	require.NoError(t, mcpserver.AddTools(s, w.reg, opts))
 	return s
 }
 

@@ -6,9 +6,11 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,7 +21,9 @@ import (
 // These tests attack the serving layer as clients that flood, stall or
 // vanish would.
 
-func withBatch(o *mcpserver.Options[*actions.Trace]) { o.Batch = &mcpserver.BatchTool[*actions.Trace]{} }
+func withBatch(o *mcpserver.Options[*actions.Trace]) {
+	o.Batch = &mcpserver.BatchTool[*actions.Trace]{}
+}
 
 const blockBatch = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_batch","arguments":{"commands":[{"call":"wait/block"}]}}}`
 
@@ -114,3 +118,93 @@ func TestAttackBatchToolShutdown(t *testing.T) {
 }
 
 var _ = strings.Contains
+
+// committer is a registry whose action commit/late finishes its work even
+// when its caller cancels: it waits for its context to be done, then
+// reports the work done (a commit that won the race with the cancel).
+func committer(t *testing.T) (*mcp.Server, func() []actions.RunEntry, chan struct{}) {
+	t.Helper()
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	started := make(chan struct{}, 10)
+	reg.MustRegister(actions.New(actions.Definition{ID: "commit/late"},
+		func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return "committed", nil
+		}))
+	var mu sync.Mutex
+	var entries []actions.RunEntry
+	s := mcp.NewServer(&mcp.Implementation{Name: "committer", Version: "v0"}, nil)
+	require.NoError(t, mcpserver.AddTools(s, reg, mcpserver.Options[*actions.Trace]{
+		Host: func(context.Context, *mcp.CallToolRequest) *actions.Host[*actions.Trace] {
+			return &actions.Host[*actions.Trace]{OnEntry: func(e actions.RunEntry) {
+				mu.Lock()
+				entries = append(entries, e)
+				mu.Unlock()
+			}}
+		},
+	}))
+	return s, func() []actions.RunEntry {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]actions.RunEntry(nil), entries...)
+	}, started
+}
+
+const cancelFive = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`
+
+// TestAttackCancelLosesTheRace: the client cancels a call whose body then
+// ends done anyway (its work was done). The call ran and is recorded
+// done, so its answer goes out (MCP: a receiver MAY ignore a cancellation
+// of a request whose processing completed); only a call that ended
+// cancelled goes unanswered.
+func TestAttackCancelLosesTheRace(t *testing.T) {
+	t.Run("stdio", func(t *testing.T) {
+		s, entries, started := committer(t)
+		p := servePipes(t, s, nil)
+		lines := p.lines()
+		p.send(t, initializeBody, initializedLine)
+		awaitAnswer(t, lines, 1)
+		p.send(t, callBody(5, "commit-late"))
+		<-started
+		p.send(t, cancelFive)
+		line := awaitAnswer(t, lines, 5)
+		assert.Contains(t, line, "committed")
+		require.Len(t, entries(), 1)
+		assert.Equal(t, actions.OutcomeDone, entries()[0].Outcome)
+	})
+	t.Run("http", func(t *testing.T) {
+		s, entries, _ := committer(t)
+		h := mcpserver.HTTPHandler(s, nil)
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		c := newRawClient(srv.URL)
+		c.initialize(t)
+		streamed := make(chan string, 1)
+		go func() {
+			resp, err := c.post(context.Background(), callBody(5, "commit-late"))
+			if err != nil {
+				streamed <- err.Error()
+				return
+			}
+			streamed <- readAll(t, resp)
+		}()
+		require.Eventually(t, func() bool {
+			resp, err := c.post(context.Background(), cancelFive)
+			require.NoError(t, err)
+			resp.Body.Close()
+			select {
+			case body := <-streamed:
+				streamed <- body
+				return true
+			default:
+				return false
+			}
+		}, 5*time.Second, 50*time.Millisecond)
+		body := <-streamed
+		assert.Contains(t, body, "committed", "the call that ran is answered")
+		require.Len(t, entries(), 1)
+		assert.Equal(t, actions.OutcomeDone, entries()[0].Outcome)
+		shutdown(t, h)
+	})
+}

@@ -232,7 +232,7 @@ func (h *batchHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (r
 	if busy != nil {
 		return nil, busy
 	}
-	defer end()
+	defer func() { end(err) }()
 	args, _ := arguments(req).(json.RawMessage)
 	if args == nil {
 		args = json.RawMessage("{}")

@@ -73,17 +73,31 @@ func newTracker(max int) *tracker {
 }
 
 // track starts following a tool call, if a tracker serves its session: it
-// returns the context the call runs with, the function to call when it
-// ends, and the error to answer with instead when the call may not start.
-func track(ctx context.Context, req *mcp.CallToolRequest) (context.Context, func(), error) {
+// returns the context the call runs with, the function to call with the
+// call's error when it ends, and the error to answer with instead when
+// the call may not start.
+func track(ctx context.Context, req *mcp.CallToolRequest) (context.Context, func(error), error) {
 	t, _ := ctx.Value(trackerKey{}).(*tracker)
 	if t == nil || req == nil || req.Session == nil {
-		return ctx, func() {}, nil
+		return ctx, func(error) {}, nil
 	}
 	return t.begin(ctx, req)
 }
 
-func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (context.Context, func(), error) {
+// answersCancelled reports whether err is the answer of a call that ended
+// because it was cancelled: the only answer a cancelled request goes
+// without. A call that ended otherwise (its work done despite the
+// cancellation, or refused for another reason) ran and was recorded as
+// such, so it is answered (MCP: a receiver MAY ignore a cancellation of a
+// request whose processing completed).
+func answersCancelled(err error) bool {
+	var je *jsonrpc.Error
+	// Code 0 is the SDK's answer to a request it stopped handling because
+	// its context was done (a tool handler never answers with code 0).
+	return errors.As(err, &je) && (je.Code == CodeRequestCancelled || je.Code == 0)
+}
+
+func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (context.Context, func(error), error) {
 	ss := req.Session
 	t.mu.Lock()
 	if t.closing != nil {
@@ -131,14 +145,15 @@ func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (conte
 		// client is gone, and so is anyone to answer.
 		stopRequest = context.AfterFunc(rctx, func() { cancel(ErrClientGone) })
 	}
-	end := func() {
+	end := func(answer error) {
 		stopParent()
 		stopRequest()
-		if parent.Err() != nil && context.Cause(parent) == context.Canceled {
-			// The client cancelled the call (notifications/cancelled):
-			// MCP asks that it get no answer. Over streamable HTTP, closing
-			// the call's stream before the answer is written drops it (a
-			// no-op under 2026-07-28, where no such notification exists).
+		if parent.Err() != nil && context.Cause(parent) == context.Canceled && answersCancelled(answer) {
+			// The client cancelled the call (notifications/cancelled) and
+			// it ended so: MCP asks that it get no answer. Over streamable
+			// HTTP, closing the call's stream before the answer is written
+			// drops it (a no-op under 2026-07-28, where no such
+			// notification exists).
 			if req.Extra != nil && req.Extra.CloseSSEStream != nil {
 				req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{})
 			}

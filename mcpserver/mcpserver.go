@@ -282,7 +282,7 @@ func (h *toolHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (re
 	if busy != nil {
 		return nil, busy
 	}
-	defer end()
+	defer func() { end(err) }()
 	var host *actions.Host[C]
 	if h.opts.Host != nil {
 		host = h.opts.Host(ctx, req)

@@ -256,7 +256,10 @@ func (c *pacedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Unlock()
 	}
 	var err error
-	if !cancelled {
+	// The client cancelled the request: it goes without an answer only
+	// if it ended so (see answersCancelled); one that completed is
+	// answered.
+	if resp, ok := msg.(*jsonrpc.Response); !cancelled || !ok || !answersCancelled(resp.Error) {
 		err = c.inner.Write(ctx, msg)
 	}
 	c.mu.Lock()

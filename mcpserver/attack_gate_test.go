@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -227,4 +228,48 @@ func TestAttackMarkersNeverEchoed(t *testing.T) {
 			assert.NotContains(t, all.String(), marker, "what the client received:\n%s", all.String())
 		})
 	}
+}
+
+// TestAttackElicitationNeverAnswered: a client that declares elicitation
+// and never answers the question holds neither the call nor its pending
+// change past Options.ConfirmWait: the call is answered "nothing ran",
+// the change is rejected, and nothing runs.
+func TestAttackElicitationNeverAnswered(t *testing.T) {
+	g := newGateShop(t)
+	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
+	opts := g.options()
+	opts.ConfirmWait = 200 * time.Millisecond
+	var held []string
+	opts.OnError = func(_ context.Context, _ string, err error) { held = append(held, err.Error()) }
+	require.NoError(t, mcpserver.AddTools(server, g.reg, opts))
+	h := mcpserver.HTTPHandler(server, nil)
+	ts := httptest.NewServer(auth.RequireBearerToken(verify, nil)(h))
+	defer ts.Close()
+	asked, gone := make(chan struct{}, 1), make(chan struct{})
+	never := func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked <- struct{}{}
+		select { // the person walked away
+		case <-ctx.Done():
+		case <-gone: // the test ends: let the client close
+		}
+		return nil, errors.New("gone")
+	}
+	cs, _ := connectHTTP(t, ts.URL, "editor-token", "2025-11-25", never)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-discard", Arguments: map[string]any{"item": "milk"}})
+	require.NoError(t, err, "the call is answered once the wait is over")
+	<-asked
+	assert.True(t, res.IsError)
+	assert.Contains(t, textOf(t, res), "nothing ran")
+	assert.Zero(t, g.discarded.Load())
+	g.mu.Lock()
+	audit := g.audits[len(g.audits)-1]
+	g.mu.Unlock()
+	require.NotEmpty(t, audit.PendingChange)
+	_, err = g.reg.PendingChange(context.Background(), audit.PendingChange, &actions.Caller{Principal: "editor"})
+	assert.ErrorIs(t, err, actions.ErrUnknownChange, "the unanswered change was rejected")
+	close(gone)
+	cs.Close()
+	require.NoError(t, h.Shutdown(ctx))
 }

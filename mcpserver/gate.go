@@ -189,7 +189,15 @@ func (h *toolHandler[C]) held(ctx context.Context, req *mcp.CallToolRequest, hos
 	if req.Session == nil {
 		return h.toolError(r), nil
 	}
-	answer, err := req.Session.Elicit(ctx, ask)
+	// A client that never answers holds neither the call nor the change
+	// for long.
+	wait := h.opts.ConfirmWait
+	if wait <= 0 {
+		wait = DefaultConfirmWait
+	}
+	askCtx, cancel := context.WithTimeout(ctx, wait)
+	answer, err := req.Session.Elicit(askCtx, ask)
+	cancel()
 	if err != nil {
 		h.report(ctx, err)
 	}

@@ -110,6 +110,13 @@ type Options[C any] struct {
 	// through a 2026-07-28 input request (HMAC-SHA256). Servers behind
 	// one address share it; nil: a random key per AddTools.
 	RequestStateKey []byte
+	// ConfirmWait bounds how long a person is asked to confirm a held
+	// call through elicitation/create (0: [DefaultConfirmWait]): a client
+	// that never answers gets, once it is over, the answer to a person
+	// who declined (nothing ran), and the pending change is rejected. It
+	// does not bound a 2026-07-28 input request, which holds nothing on
+	// the server while the person thinks (the change expires instead).
+	ConfirmWait time.Duration
 	// Run, when set, runs each tool call in place of
 	// [actions.Registry.Run], with the host built for it (Host, then
 	// Caller): typically in a database transaction, as
@@ -206,6 +213,10 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 	}
 	return nil
 }
+
+// DefaultConfirmWait is how long a person is asked to confirm a held call
+// when [Options].ConfirmWait is zero.
+const DefaultConfirmWait = 10 * time.Minute
 
 // unknownToolMessage is what a client learns of a tool name the server
 // does not know.

@@ -208,3 +208,22 @@ func TestAttackCancelLosesTheRace(t *testing.T) {
 		shutdown(t, h)
 	})
 }
+
+// TestAttackStdioMarkersNeverEchoed: over stdio too, no answer quotes a
+// marker sent in a tool name, a method, a prompt, a resource or params
+// that do not decode.
+func TestAttackStdioMarkersNeverEchoed(t *testing.T) {
+	w := newWaiter(t)
+	lines := []string{initializeBody, initializedLine,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + marker + `","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":["` + marker + `"]}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"wait-echo","arguments":{"n":"` + marker + `"},"_meta":"` + marker + `"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"` + marker + `","params":{}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"` + marker + `"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"file:///` + marker + `"}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"wait-echo","arguments":{"n":"` + marker + `"}}}`,
+	}
+	out, _ := serveInput(t, w.server(t), strings.Join(lines, "\n")+"\n", nil)
+	require.Contains(t, out, `"id":8`)
+	assert.NotContains(t, out, marker, "what the client received:\n%s", out)
+}

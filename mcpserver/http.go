@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -504,6 +505,7 @@ type responseWriter struct {
 	timeout  time.Duration
 	status   atomic.Int32 // written by the goroutine that answers
 	onHeader func(http.Header)
+	written  bool // a text/plain error body is out (scrub.go)
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -513,12 +515,31 @@ func (w *responseWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Write writes p, its JSON-RPC errors and HTTP error text rewritten so
+// that they quote nothing of the request (scrub.go).
 func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.status.Load() == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
 	w.extend()
-	return w.ResponseWriter.Write(p)
+	n := len(p)
+	ct := w.Header().Get("Content-Type")
+	switch {
+	case w.status.Load() >= 400 && strings.HasPrefix(ct, "text/plain"):
+		if w.written {
+			return n, nil // http.Error writes its text at once
+		}
+		w.written = true
+		p = []byte(httpErrorText(int(w.status.Load()), string(p)) + "\n")
+	case strings.HasPrefix(ct, "application/json"):
+		p = scrubJSON(p)
+	case strings.HasPrefix(ct, "text/event-stream"):
+		p = scrubEvent(p)
+	}
+	if _, err := w.ResponseWriter.Write(p); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // FlushError flushes, within the write deadline (http.ResponseController).

@@ -211,6 +211,7 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 	if len(later) > 0 {
 		s.AddReceivingMiddleware(listOutputSchemas(later))
 	}
+	s.AddReceivingMiddleware(scrubErrors)
 	return nil
 }
 

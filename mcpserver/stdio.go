@@ -255,6 +255,7 @@ func (c *pacedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		cancelled, tracked = c.pending[id]
 		c.mu.Unlock()
 	}
+	msg = scrubMessage(msg) // quoting nothing the client sent (scrub.go)
 	var err error
 	// The client cancelled the request: it goes without an answer only
 	// if it ended so (see answersCancelled); one that completed is

@@ -154,13 +154,28 @@ func NewUnit() string {
 
 // Row is a record to append ([Store.Append], [Store.Write]): the entry,
 // its unit and position, whether it was rolled back, and its audit record
-// (nil for none).
+// (nil for none). Unit must not be empty (see [NewUnit]), Position not
+// negative, and the entry's outcome done or refused (an entry of a call
+// of the empty id names no action, and is kept).
 type Row struct {
 	Unit       string
 	Position   int
 	RolledBack bool
 	Audit      *actions.Audit
 	Entry      actions.RunEntry
+}
+
+// check refuses a row the log could not place.
+func (r *Row) check() error {
+	switch {
+	case r.Unit == "":
+		return errors.New("no unit")
+	case r.Position < 0:
+		return errors.New("negative position")
+	case r.Entry.Outcome != actions.OutcomeDone && r.Entry.Outcome != actions.OutcomeRefused:
+		return errors.New("the entry's outcome is neither done nor refused")
+	}
+	return nil
 }
 
 // auditColumns are the audit's text and the columns drawn from it.
@@ -184,11 +199,19 @@ func auditColumns(a *actions.Audit) (text, principal, surface, pending string, e
 // are numbered in the order their transactions commit: a reader that
 // follows the log by Seq never skips a record committed late.
 //
-// Errors: an entry or audit without canonical JSON form, a unit and
-// position already in the log (the unique key), or the database's.
+// Errors, before anything is written: a row without a unit, at a
+// negative position, or whose entry's outcome is neither done nor
+// refused; an entry or audit without canonical JSON form.
+// Then a unit and position already in the log (the unique key), or the
+// database's.
 func (s *Store) Append(ctx context.Context, tx *sql.Tx, recs ...Row) error {
 	if len(recs) == 0 {
 		return nil
+	}
+	for i, r := range recs {
+		if err := r.check(); err != nil {
+			return fmt.Errorf("sqlstore: row %d: %w", i, err)
+		}
 	}
 	if s.dialect == PostgreSQL {
 		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", appendLockKey); err != nil {

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -199,5 +200,44 @@ func TestReadRefusesUnknownFilter(t *testing.T) {
 		assert.ErrorContains(t, err, "sqlstore: negative Filter.Limit")
 		_, err = s.Read(ctx, sqlstore.Filter{Which: sqlstore.All})
 		assert.NoError(t, err)
+	})
+}
+
+// A row without a unit, at a negative position, or whose entry has no
+// outcome is refused before anything is written: the log
+// would otherwise hold records no replay or audit can place.
+func TestAppendRefusesRowsWithoutPlace(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		s := newStore(t, db, nil)
+		ctx := context.Background()
+		entry := actions.RunEntry{Action: "a/b", Parameters: "{}", Steps: []actions.RunStep{}, Outcome: actions.OutcomeDone}
+		for name, row := range map[string]sqlstore.Row{
+			"zero":        {},
+			"no unit":     {Entry: entry},
+			"negative":    {Unit: "u", Position: -1, Entry: entry},
+			"no outcome":  {Unit: "u", Entry: actions.RunEntry{Action: "a/b"}},
+			"bad outcome": {Unit: "u", Entry: actions.RunEntry{Action: "a/b", Outcome: "maybe"}},
+		} {
+			assert.Error(t, s.Write(ctx, sqlstore.Row{Unit: "ok " + name, Entry: entry}, row), name)
+		}
+		recs, err := s.Read(ctx, sqlstore.Filter{Which: sqlstore.All})
+		require.NoError(t, err)
+		assert.Empty(t, recs, "nothing of a refused write is kept")
+		require.NoError(t, s.Write(ctx, sqlstore.Row{Unit: "u", Entry: entry}))
+	})
+}
+
+// A Runner's call of an id that names nothing (the empty id included) is
+// refused and its entry kept, rolled back, as any refused call's.
+func TestRunnerKeepsEntryOfEmptyID(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		s := newStore(t, db, nil)
+		reg := actions.NewRegistry[*sql.Tx](nil)
+		_, _, err := sqlstore.NewRunner(s, reg).Run(context.Background(), "", nil, nil)
+		require.ErrorIs(t, err, actions.ErrUnknownAction)
+		recs, err := s.Read(context.Background(), sqlstore.Filter{Which: sqlstore.RolledBack})
+		require.NoError(t, err)
+		require.Len(t, recs, 1)
+		assert.Equal(t, "", recs[0].Entry.Action)
 	})
 }

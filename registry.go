@@ -441,7 +441,7 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	var env C
 	switch {
 	case host.Env != nil:
-		if perr := safeCall("host's Env of "+id, func() { env = host.Env(t) }); perr != nil {
+		if perr := safeCallOf("host's Env of", id, func() { env = host.Env(t) }); perr != nil {
 			return nil, entry.refused(perr, entry.Parameters), perr
 		}
 	default:
@@ -453,7 +453,7 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 			return nil, entry.refused(err, entry.Parameters), err
 		}
 	}
-	if perr := safeCall("body of "+id, func() { result, err = reg.action.Run(ctx, checked, env) }); perr != nil {
+	if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, env) }); perr != nil {
 		err = perr
 	}
 	t.close()
@@ -545,9 +545,18 @@ func canonicalString(v any) (string, error) {
 }
 
 // safeCall runs fn and turns a panic into an internal refusal.
-func safeCall(where string, fn func()) (err error) {
+func safeCall(where string, fn func()) error {
+	return safeCallOf(where, "", fn)
+}
+
+// safeCallOf is safeCall for the part where of the action id: the name
+// "where id" is written only when fn panics, not on every call.
+func safeCallOf(where, id string, fn func()) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			if id != "" {
+				where += " " + id
+			}
 			err = panicRefusal(where, p)
 		}
 	}()

@@ -74,6 +74,64 @@ type target struct {
 	by *target
 }
 
+// samples returns name's values of unit at the given procs, in the order
+// they were printed.
+func (r runs) samples(name, procs, unit string) []float64 {
+	var vs []float64
+	for key, units := range r {
+		n, p, _ := strings.Cut(key, "@")
+		if n == name && (procs == "" || p == procs) {
+			vs = append(vs, units[unit]...)
+		}
+	}
+	return vs
+}
+
+// paired returns t's ratio taken sample by sample: the i-th sample of num
+// over the i-th of den (each group prints its benchmarks in turn, so the
+// two were taken a moment apart, under about the same load), as the
+// median and quartiles of those ratios.
+func (r runs) paired(t *target) (q1, med, q3 float64, ok bool) {
+	ratios := r.pairedRatios(t)
+	if len(ratios) == 0 {
+		return 0, 0, 0, false
+	}
+	sort.Float64s(ratios)
+	at := func(f float64) float64 { // linear between the closest ranks
+		x := f * float64(len(ratios)-1)
+		i := int(x)
+		if i+1 >= len(ratios) {
+			return ratios[i]
+		}
+		return ratios[i] + (x-float64(i))*(ratios[i+1]-ratios[i])
+	}
+	return at(0.25), at(0.5), at(0.75), true
+}
+
+func (r runs) pairedRatios(t *target) []float64 {
+	ns := r.samples(t.num, t.numP, t.unit)
+	ds := r.samples(t.den, t.denP, t.unit)
+	var bs []float64
+	if t.by != nil {
+		bs = r.pairedRatios(t.by)
+	}
+	var out []float64
+	for i := 0; i < len(ns) && i < len(ds); i++ {
+		if ds[i] == 0 {
+			continue
+		}
+		q := ns[i] / ds[i]
+		if t.by != nil {
+			if i >= len(bs) || bs[i] == 0 {
+				break
+			}
+			q /= bs[i]
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
 // ratio returns t's ratio of the fastest samples, and whether both were
 // found.
 func (r runs) ratio(t *target) (float64, bool) {
@@ -143,7 +201,11 @@ func main() {
 			verdict = "over"
 			over++
 		}
-		fmt.Printf("target %s: %.2f (%s %.2f) %s\n", t.name, ratio, rel, t.limit, verdict)
+		pair := ""
+		if q1, med, q3, ok := r.paired(&t); ok {
+			pair = fmt.Sprintf(" [paired median %.2f, quartiles %.2f-%.2f]", med, q1, q3)
+		}
+		fmt.Printf("target %s: %.2f (%s %.2f) %s%s\n", t.name, ratio, rel, t.limit, verdict, pair)
 	}
 	if over > 0 {
 		os.Exit(1)

@@ -273,3 +273,41 @@ func TestAttackElicitationNeverAnswered(t *testing.T) {
 	cs.Close()
 	require.NoError(t, h.Shutdown(ctx))
 }
+
+// TestAttackScopeChallengeNotBypassed: a token with the read scope alone
+// calls a write in shapes meant to slip past the HTTP scope challenge (a
+// second "Name" member that Go's decoder folds, a JSON-RPC batch under an
+// old protocol version, the deprecated alias): each gets the 403 and its
+// challenge, and nothing runs.
+func TestAttackScopeChallengeNotBypassed(t *testing.T) {
+	g := newGateShop(t)
+	url := g.serveRaw(t, false)
+	c := rawAs(t, url, "editor-read-token")
+	restock := `{"name":"shop-restock","arguments":{"item":"x","count":1}`
+	cases := map[string]struct {
+		body    string
+		version string
+	}{
+		"plain":           {body: callParams(restock + `}`)},
+		"folded member":   {body: callParams(restock + `,"Name":"shop-stock"}`)},
+		"folded method":   {body: `{"jsonrpc":"2.0","id":9,"method":"tools/call","Method":"ping","params":` + restock + `}}`},
+		"batch":           {body: `[` + callParams(restock+`}`) + `]`, version: "2025-03-26"},
+		"batch, read too": {body: `[` + callParams(`{"name":"shop-stock"}`) + `,` + strings.Replace(callParams(restock+`}`), `"id":9`, `"id":10`, 1) + `]`, version: "2025-03-26"},
+		"alias":           {body: callParams(`{"name":"shop-throw_away","arguments":{"item":"x"}}`)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			header := []string{}
+			if tc.version != "" {
+				header = []string{"MCP-Protocol-Version", tc.version}
+			}
+			resp, err := c.post(context.Background(), tc.body, header...)
+			require.NoError(t, err)
+			body := readAll(t, resp)
+			assert.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", body)
+			assert.Contains(t, resp.Header.Get("WWW-Authenticate"), `error="insufficient_scope"`)
+		})
+	}
+	assert.Zero(t, g.restocked.Load())
+	assert.Zero(t, g.discarded.Load())
+}

@@ -353,7 +353,9 @@ func (s *requestState) verify(state, principal, tool string, args any) (string, 
 //
 // It reads the body of a POST (at most maxBody bytes, default 4 MiB as
 // the SDK's; a larger body passes untouched) and puts it back, and asks
-// [actions.Registry.Admit] as the caller opts.Caller builds: a call that
+// [actions.Registry.Admit] as the caller opts.Caller builds, for each
+// tools/call of the body (a JSON-RPC batch included; members matched by
+// their exact names, as the SDK matches them): a call that
 // an earlier check refuses (an unknown or forbidden tool) or that passes
 // goes on to the MCP handler, which answers as for any call, so that the
 // 403 tells nothing to a caller who may not see the tool. Every other
@@ -382,31 +384,54 @@ func ScopeChallenge[C any](reg *actions.Registry[C], opts Options[C], maxBody in
 				next.ServeHTTP(w, r)
 				return
 			}
-			var msg struct {
-				Method string `json:"method"`
-				Params struct {
-					Name string `json:"name"`
-				} `json:"params"`
-			}
-			if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
-				next.ServeHTTP(w, r)
-				return
-			}
-			id, err := actions.ActionID(msg.Params.Name)
-			if err != nil {
-				next.ServeHTTP(w, r)
-				return
-			}
 			caller := opts.callerOf(r.Context(), auth.TokenInfoFromContext(r.Context()), r.Header)
-			var rf *actions.Refusal
-			if err := reg.Admit(r.Context(), id, caller); errors.As(err, &rf) && rf.Code == actions.CodeInsufficientScope && rf.Challenge != "" {
-				w.Header().Set("WWW-Authenticate", rf.Challenge)
-				http.Error(w, "insufficient_scope: the token lacks the scope this tool needs", http.StatusForbidden)
-				return
+			for _, name := range calledTools(body) {
+				id, err := actions.ActionID(name)
+				if err != nil {
+					continue
+				}
+				var rf *actions.Refusal
+				if err := reg.Admit(r.Context(), id, caller); errors.As(err, &rf) && rf.Code == actions.CodeInsufficientScope && rf.Challenge != "" {
+					w.Header().Set("WWW-Authenticate", rf.Challenge)
+					http.Error(w, "insufficient_scope: the token lacks the scope this tool needs", http.StatusForbidden)
+					return
+				}
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// calledTools returns the tool names of the tools/call requests in body:
+// one JSON-RPC message, or a batch of them (which the SDK serves to
+// clients of protocol versions before 2025-06-18). Members are matched by
+// their exact names, the last of a repeated one winning, as the SDK's own
+// decoder matches them: a "Name" or "Method" that Go's decoder would fold
+// into "name" or "method" cannot show this middleware another call than
+// the one the SDK runs.
+func calledTools(body []byte) []string {
+	var msgs []json.RawMessage
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+		if json.Unmarshal(t, &msgs) != nil {
+			return nil
+		}
+	} else {
+		msgs = []json.RawMessage{t}
+	}
+	var names []string
+	for _, m := range msgs {
+		var msg map[string]json.RawMessage
+		var method string
+		if json.Unmarshal(m, &msg) != nil || json.Unmarshal(msg["method"], &method) != nil || method != "tools/call" {
+			continue
+		}
+		var params map[string]json.RawMessage
+		var name string
+		if json.Unmarshal(msg["params"], &params) == nil && json.Unmarshal(params["name"], &name) == nil {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // gateText writes the gate's particulars of a refusal for a model: the

@@ -1,0 +1,163 @@
+package actions
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
+)
+
+// These tests attack the gate as a caller without rights would, through
+// every door the registry has: ids, aliases, case variants, batches,
+// confirmations, and several "sessions" of one principal.
+
+// attackRegistry has a write with an alias and a read, both counting
+// their runs, and a write needing confirmation.
+func attackRegistry(t *testing.T, opts GateOptions) (*Registry[any], *atomic.Int32) {
+	t.Helper()
+	reg := NewRegistry[any](&Options{Gate: &opts})
+	var ran atomic.Int32
+	body := func(context.Context, map[string]any, any) (any, error) { ran.Add(1); return "ok", nil }
+	require.NoError(t, reg.Register(
+		New(Definition{ID: "shop/restock", Effect: EffectWrite, Capability: "stock.write", DeprecatedAliases: []string{"shop/refill"}}, body),
+		New(Definition{ID: "shop/discard", Effect: EffectDelete, Capability: "stock.write", NeedsConfirmation: true, DeprecatedAliases: []string{"shop/toss"}}, body),
+	))
+	return reg, &ran
+}
+
+// TestAttackRateLimitNotSpread: a principal's calls of one action pass at
+// most Burst times in a span far shorter than 1/Rate, whether they name
+// the id, an alias, come as batch steps, confirm held changes, or come
+// through several sessions (callers of the same principal on other
+// surfaces and clients).
+func TestAttackRateLimitNotSpread(t *testing.T) {
+	const burst = 3
+	reg, ran := attackRegistry(t, GateOptions{Rate: rate.Every(time.Hour), Burst: burst})
+	callers := []*Caller{
+		{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP, Client: &Client{ID: "a"}},
+		{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceAI, Client: &Client{ID: "b"}},
+		{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceUI},
+	}
+	passed := 0
+	for i := 0; i < 4; i++ {
+		for _, c := range callers {
+			for _, name := range []string{"shop/restock", "shop/refill"} {
+				if _, _, err := reg.Run(context.Background(), name, nil, &Host[any]{Caller: c}); err == nil {
+					passed++
+				} else {
+					require.ErrorIs(t, err, ErrRateLimited)
+				}
+			}
+			b := Batch{Steps: []Step{{Call: "shop/restock"}, {Call: "shop/refill"}}}
+			_, entries, _ := reg.RunBatch(context.Background(), b, &Host[any]{Caller: c})
+			for _, e := range entries {
+				if e.Outcome == OutcomeDone {
+					passed++
+				}
+			}
+		}
+	}
+	assert.Equal(t, burst, passed, "calls passed")
+	assert.Equal(t, int32(burst), ran.Load(), "bodies run")
+
+	// Held changes: proposing counts, confirming counts again.
+	reg, ran = attackRegistry(t, GateOptions{Rate: rate.Every(time.Hour), Burst: burst})
+	var ids []string
+	for i := 0; i < 2*burst; i++ {
+		for _, name := range []string{"shop/discard", "shop/toss"} {
+			_, _, err := reg.Run(context.Background(), name, nil, &Host[any]{Caller: callers[i%len(callers)]})
+			if r := asRefusal(err); r != nil && r.Pending != nil {
+				ids = append(ids, r.Pending.ID)
+			}
+		}
+	}
+	assert.Len(t, ids, burst, "changes held")
+	for _, id := range ids {
+		_, _, _ = reg.Confirm(context.Background(), id, &Host[any]{Caller: callers[0]})
+	}
+	assert.Zero(t, ran.Load(), "no confirmation passes a spent limit")
+}
+
+// TestAttackReadOnlyHolds: on a read-only registry no write runs, by any
+// door: id, alias, batch step, confirmation of a change held before, the
+// host's own call.
+func TestAttackReadOnlyHolds(t *testing.T) {
+	reg, ran := attackRegistry(t, GateOptions{})
+	c := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
+	_, _, err := reg.Run(context.Background(), "shop/toss", nil, &Host[any]{Caller: c})
+	held := asRefusal(err)
+	require.NotNil(t, held)
+	require.NotNil(t, held.Pending)
+	reg.SetReadOnly(true)
+	for _, host := range []*Host[any]{{Caller: c}, {}} {
+		for _, name := range []string{"shop/restock", "shop/refill", "shop/discard", "shop/toss"} {
+			_, _, err := reg.Run(context.Background(), name, nil, host)
+			assert.ErrorIs(t, err, ErrReadOnly, name)
+		}
+		_, _, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "shop/refill"}}}, host)
+		assert.ErrorIs(t, err, ErrReadOnly)
+	}
+	_, _, err = reg.Confirm(context.Background(), held.Pending.ID, &Host[any]{Caller: c})
+	assert.ErrorIs(t, err, ErrReadOnly)
+	assert.Zero(t, ran.Load())
+}
+
+// TestAttackNamesAreExact: an id or alias differing in case, or with
+// spaces or a tool name's hyphen, is an unknown action, for a caller with
+// every right as for one with none, and indistinguishable from it.
+func TestAttackNamesAreExact(t *testing.T) {
+	reg, ran := attackRegistry(t, GateOptions{})
+	all := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
+	none := &Caller{Principal: "mallory", Surface: SurfaceMCP}
+	unknown := func(c *Caller, name string) string {
+		_, _, err := reg.Run(context.Background(), name, map[string]any{"x": "MARKER"}, &Host[any]{Caller: c})
+		require.ErrorIs(t, err, ErrUnknownAction, name)
+		return err.Error()
+	}
+	want := unknown(none, "shop/nothing")
+	for _, name := range []string{"Shop/Restock", "SHOP/REFILL", "shop/restock ", " shop/refill", "shop-restock", "shop/restock\x00", "shop/Discard"} {
+		assert.Equal(t, want, unknown(all, name), name)
+		assert.Equal(t, want, unknown(none, name), name)
+		assert.NotContains(t, unknown(none, name), strings.TrimSpace(name))
+	}
+	for _, name := range []string{"shop/restock", "shop/refill", "shop/discard", "shop/toss"} {
+		assert.Equal(t, want, unknown(none, name), "a forbidden %s reads as unknown", name)
+	}
+	assert.Zero(t, ran.Load())
+}
+
+// TestAttackConfirmations: a change confirmed or rejected by another
+// principal, replayed after it ran, confirmed by its alias's name or with
+// a forged caller's PendingChange, runs nothing; every such answer is the
+// same unknown_change.
+func TestAttackConfirmations(t *testing.T) {
+	reg, ran := attackRegistry(t, GateOptions{})
+	eve := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
+	mallory := &Caller{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
+	_, _, err := reg.Run(context.Background(), "shop/discard", nil, &Host[any]{Caller: eve})
+	id := asRefusal(err).Pending.ID
+	_, _, missing := reg.Confirm(context.Background(), strings.Repeat("0", 32), &Host[any]{Caller: mallory})
+	require.ErrorIs(t, missing, ErrUnknownChange)
+	_, _, err = reg.Confirm(context.Background(), id, &Host[any]{Caller: mallory})
+	assert.Equal(t, missing.Error(), err.Error(), "another's change reads as a missing one")
+	assert.ErrorIs(t, reg.Reject(context.Background(), id, mallory), ErrUnknownChange)
+	_, err = reg.PendingChange(context.Background(), id, mallory)
+	assert.ErrorIs(t, err, ErrUnknownChange)
+	// A host that sets PendingChange itself confirms nothing.
+	forged := *mallory
+	forged.PendingChange = id
+	_, _, err = reg.Run(context.Background(), "shop/discard", nil, &Host[any]{Caller: &forged})
+	assert.ErrorIs(t, err, ErrConfirmationRequired)
+	assert.Zero(t, ran.Load())
+
+	_, _, err = reg.Confirm(context.Background(), id, &Host[any]{Caller: eve})
+	require.NoError(t, err)
+	_, _, err = reg.Confirm(context.Background(), id, &Host[any]{Caller: eve})
+	assert.Equal(t, missing.Error(), err.Error(), "a replayed confirmation")
+	assert.Equal(t, int32(1), ran.Load())
+}

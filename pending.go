@@ -161,7 +161,7 @@ func (g *gate) pendingOf(ctx context.Context, id string, c *Caller) (PendingChan
 		return PendingChange{}, unknownChange()
 	case err != nil:
 		return PendingChange{}, internalRefusal("the pending change could not be read", err)
-	case c == nil || c.Principal != pc.Proposer.Principal || !g.opts.Now().Before(pc.Expires):
+	case c == nil || c.Principal == "" || c.Principal != pc.Proposer.Principal || !g.opts.Now().Before(pc.Expires):
 		return PendingChange{}, unknownChange()
 	}
 	return pc, nil

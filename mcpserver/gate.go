@@ -30,16 +30,18 @@ const protocolMultiRoundTrip = "2026-07-28"
 // confirmInput is the id of the one input request a held call asks.
 const confirmInput = "confirm"
 
-// callerOf builds the caller of a request with opts.Caller, or nil. The
-// surface defaults to mcp; Token and Scopes always come from the verified
-// token (the transport's own knowledge), whatever the builder said.
+// callerOf builds the caller of a request with opts.Caller; without
+// opts.Caller, or when it builds none, the caller is anonymous: no
+// principal, no capability, surface mcp. The surface defaults to mcp;
+// Token and Scopes always come from the verified token (the transport's
+// own knowledge), whatever the builder said.
 func (o *Options[C]) callerOf(ctx context.Context, token *auth.TokenInfo, header http.Header) *actions.Caller {
-	if o.Caller == nil {
-		return nil
+	var c *actions.Caller
+	if o.Caller != nil {
+		c = o.Caller(ctx, token, header)
 	}
-	c := o.Caller(ctx, token, header)
 	if c == nil {
-		return nil
+		c = &actions.Caller{}
 	}
 	cp := *c
 	if cp.Surface == "" {
@@ -64,10 +66,10 @@ func extraOf(req mcp.Request) (*auth.TokenInfo, http.Header) {
 	return nil, nil
 }
 
-// withCaller returns host with its Caller built from the request, when
-// Options.Caller is set and host has none.
+// withCaller returns host with its Caller built from the request, unless
+// host has one already.
 func (h *toolHandler[C]) withCaller(ctx context.Context, req *mcp.CallToolRequest, host *actions.Host[C]) *actions.Host[C] {
-	if h.opts.Caller == nil || (host != nil && host.Caller != nil) {
+	if host != nil && host.Caller != nil {
 		return host
 	}
 	var hc actions.Host[C]
@@ -93,7 +95,7 @@ func gateMiddleware[C any](reg *actions.Registry[C], opts Options[C], aliases ma
 				}
 			case "tools/list":
 				res, err := next(ctx, method, req)
-				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil && opts.Caller != nil {
+				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 					token, header := extraOf(req)
 					filterTools(lr, reg, opts.callerOf(ctx, token, header), batch)
 				}

@@ -100,11 +100,13 @@ type Options[C any] struct {
 	// result becomes the Host's Caller when Host leaves it nil, with the
 	// surface mcp when it names none, and Token and Scopes set from the
 	// token. It also decides what tools/list shows (see [AddTools]) and
-	// what [ScopeChallenge] answers. Nil: no caller, so every client
-	// calls as the host itself (docs/gate.md): no capability, scope or
-	// rate check, and an action that needs confirmation runs at once,
-	// unconfirmed; only the registry's switches (not_serving,
-	// read_only) apply. Set it on any server a person does not own.
+	// what [ScopeChallenge] answers. Nil (or a nil result): every client
+	// is an anonymous caller, safe by default: no principal and no
+	// capability, on the surface mcp, so it sees and calls only the
+	// actions offered on mcp that need no capability, and an action that
+	// needs confirmation is held (a receipt no anonymous caller can
+	// confirm) rather than run. A host that trusts every client as
+	// itself says so in Host, with a Caller of its own.
 	Caller func(ctx context.Context, token *auth.TokenInfo, header http.Header) *actions.Caller
 	// RequestStateKey signs the request state of a confirmation asked
 	// through a 2026-07-28 input request (HMAC-SHA256). Servers behind

@@ -411,6 +411,57 @@ func TestNestedRefusalIsNotTheClients(t *testing.T) {
 	}
 }
 
+// Without Options.Caller every client is an anonymous caller: it neither
+// sees nor calls an action that needs a capability, and an action that
+// needs confirmation is held, not run.
+func TestNoCallerIsAnonymous(t *testing.T) {
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	var ran sync.Map
+	body := func(id string) actions.Body[*actions.Trace] {
+		return func(context.Context, map[string]any, *actions.Trace) (any, error) { ran.Store(id, true); return "ok", nil }
+	}
+	reg.MustRegister(
+		actions.New(actions.Definition{ID: "shop/open", Effect: actions.EffectRead}, body("open")),
+		actions.New(actions.Definition{ID: "shop/admin", Effect: actions.EffectRead, Capability: "admin"}, body("admin")),
+		actions.New(actions.Definition{ID: "shop/wipe", Effect: actions.EffectDelete, NeedsConfirmation: true}, body("wipe")),
+	)
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	require.NoError(t, mcpserver.AddTools(s, reg, mcpserver.Options[*actions.Trace]{}))
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := s.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+
+	list, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	assert.Contains(t, names, "shop-open")
+	assert.NotContains(t, names, "shop-admin", "an anonymous caller holds no capability")
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-open"})
+	require.NoError(t, err)
+	assert.False(t, res.IsError)
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-admin"})
+	var werr *jsonrpc.Error
+	require.ErrorAs(t, err, &werr)
+	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), werr.Code, "as unknown as a tool that does not exist")
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-wipe"})
+	require.NoError(t, err)
+	assert.True(t, res.IsError, "held for a confirmation")
+	assert.Contains(t, textOf(t, res), "confirmation_required")
+	_, admin := ran.Load("admin")
+	_, wipe := ran.Load("wipe")
+	assert.False(t, admin)
+	assert.False(t, wipe, "a delete needing confirmation never runs for an anonymous caller")
+}
+
 func TestBodyError(t *testing.T) {
 	forEachVersion(t, func(t *testing.T, f *fixture) {
 		res, err := call(t, f, "shop-fail", nil)

@@ -418,7 +418,10 @@ func TestNoCallerIsAnonymous(t *testing.T) {
 	reg := actions.NewRegistry[*actions.Trace](nil)
 	var ran sync.Map
 	body := func(id string) actions.Body[*actions.Trace] {
-		return func(context.Context, map[string]any, *actions.Trace) (any, error) { ran.Store(id, true); return "ok", nil }
+		return func(context.Context, map[string]any, *actions.Trace) (any, error) {
+			ran.Store(id, true)
+			return "ok", nil
+		}
 	}
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/open", Effect: actions.EffectRead}, body("open")),

@@ -2,11 +2,14 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -226,4 +229,110 @@ func TestAttackStdioMarkersNeverEchoed(t *testing.T) {
 	out, _ := serveInput(t, w.server(t), strings.Join(lines, "\n")+"\n", nil)
 	require.Contains(t, out, `"id":8`)
 	assert.NotContains(t, out, marker, "what the client received:\n%s", out)
+}
+
+// TestAttackHugeBody: a body past MaxRequestBodyBytes gets 413, whether it
+// would open a session or call a tool in one, and nothing is kept or run.
+func TestAttackHugeBody(t *testing.T) {
+	w := newWaiter(t)
+	h := mcpserver.HTTPHandler(w.server(t), &mcpserver.HTTPOptions{MaxRequestBodyBytes: 1 << 20})
+	url := serveHTTP(t, h)
+	huge := strings.Repeat(" ", 2<<20)
+	c := newRawClient(url)
+	resp, err := c.post(context.Background(), initializeBody[:len(initializeBody)-1]+huge+"}")
+	require.NoError(t, err)
+	readAll(t, resp)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	assert.Zero(t, h.Sessions(), "no session opened")
+	c.initialize(t)
+	resp, err = c.post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait-echo","arguments":{"n":1,"pad":"`+huge+`"}}}`)
+	require.NoError(t, err)
+	readAll(t, resp)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	entries, _, _ := w.snapshot()
+	assert.Empty(t, entries, "nothing ran")
+	assert.Equal(t, 1, h.Sessions())
+}
+
+// TestAttackSlowReader: a client that calls a tool with a large answer
+// and never reads it loses its connection after WriteTimeout: the request
+// ends (Shutdown then finds nothing in progress), the call is recorded,
+// and no goroutine is left.
+func TestAttackSlowReader(t *testing.T) {
+	base := runtime.NumGoroutine()
+	reg := actions.NewRegistry[*actions.Trace](nil)
+	var recorded atomic.Int32
+	reg.MustRegister(actions.New(actions.Definition{ID: "big/blob", Effect: actions.EffectRead},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) {
+			return strings.Repeat("x", 32<<20), nil
+		}))
+	s := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "v0"}, nil)
+	require.NoError(t, mcpserver.AddTools(s, reg, mcpserver.Options[*actions.Trace]{
+		Host: func(context.Context, *mcp.CallToolRequest) *actions.Host[*actions.Trace] {
+			return &actions.Host[*actions.Trace]{OnEntry: func(actions.RunEntry) { recorded.Add(1) }}
+		},
+	}))
+	h := mcpserver.HTTPHandler(s, &mcpserver.HTTPOptions{Stateless: true, WriteTimeout: 300 * time.Millisecond})
+	srv := httptest.NewServer(h)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	require.NoError(t, err)
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big-blob","arguments":{}}}`
+	_, err = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n%s",
+		strings.TrimPrefix(srv.URL, "http://"), len(body), body)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return recorded.Load() == 1 }, 10*time.Second, 10*time.Millisecond, "the call ran")
+	// The client never reads: the answer's write times out, the request
+	// ends, and Shutdown has nothing to wait for.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, h.Shutdown(ctx), "the stalled request ended")
+	t.Logf("the stalled request ended %v after Shutdown began", time.Since(start))
+	conn.Close()
+	srv.Close()
+	checkGoroutines(t, base)
+}
+
+// TestAttackStdioCancelOddities: cancellations of unknown ids, of
+// malformed ids, and of a request already answered (its id then reused)
+// change nothing: every request is answered once.
+func TestAttackStdioCancelOddities(t *testing.T) {
+	base := runtime.NumGoroutine()
+	w := newWaiter(t)
+	p := servePipes(t, w.server(t), nil)
+	lines := p.lines()
+	p.send(t, initializeBody, initializedLine)
+	awaitAnswer(t, lines, 1)
+	p.send(t,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"5"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{"a":1}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":"x"}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled"}`,
+		echoCall(5))
+	awaitAnswer(t, lines, 5)
+	p.send(t, cancelFive, echoCall(6)) // after its answer
+	awaitAnswer(t, lines, 6)
+	// The id again (MCP forbids reusing one in a session): the stale
+	// cancellation may reach it, and then it is answered cancelled and
+	// nothing runs; either way it is answered and recorded alike.
+	p.send(t, cancelFive, echoCall(5))
+	reused := awaitAnswer(t, lines, 5)
+	p.send(t, echoCall(7))
+	awaitAnswer(t, lines, 7)
+	p.in.Close()
+	select {
+	case err := <-p.done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	entries, _, _ := w.snapshot()
+	if strings.Contains(reused, `"result"`) {
+		assert.Len(t, entries, 4)
+	} else {
+		assert.Contains(t, reused, `"error"`)
+		assert.Len(t, entries, 3)
+	}
+	checkGoroutines(t, base)
 }

@@ -658,37 +658,7 @@ func exactDecimal(dst []byte, s string) []byte {
 	if neg {
 		dst = append(dst, '-')
 	}
-	k := len(digits)
-	n := k + exp // the point's place, counted from the first digit
-	switch {
-	case k <= n && n <= 21:
-		dst = append(dst, digits...)
-		for range n - k {
-			dst = append(dst, '0')
-		}
-	case 0 < n && n <= 21:
-		dst = append(dst, digits[:n]...)
-		dst = append(dst, '.')
-		dst = append(dst, digits[n:]...)
-	case -6 < n && n <= 0:
-		dst = append(dst, "0."...)
-		for range -n {
-			dst = append(dst, '0')
-		}
-		dst = append(dst, digits...)
-	default:
-		dst = append(dst, digits[0])
-		if k > 1 {
-			dst = append(dst, '.')
-			dst = append(dst, digits[1:]...)
-		}
-		dst = append(dst, 'e')
-		if n-1 >= 0 {
-			dst = append(dst, '+')
-		}
-		dst = strconv.AppendInt(dst, int64(n-1), 10)
-	}
-	return dst
+	return ecmaLayout(dst, digits, len(digits)+exp) // the point's place, counted from the first digit
 }
 
 // canonicalNumber appends a finite double as ECMAScript's
@@ -717,8 +687,15 @@ func canonicalNumber(dst []byte, f float64) []byte {
 		digits = append(digits, s[2:e]...)
 	}
 	exp, _ := strconv.Atoi(string(s[e+1:]))
+	return ecmaLayout(dst, digits, exp+1)
+}
+
+// ecmaLayout appends significant digits (no leading or trailing zero)
+// whose decimal point stands n places after the first digit, laid out as
+// ECMA-262 Number::toString does: plain up to 21 integer digits, "0." and
+// zeros down to 1e-6, an exponent otherwise.
+func ecmaLayout[S string | []byte](dst []byte, digits S, n int) []byte {
 	k := len(digits)
-	n := exp + 1
 	switch {
 	case k <= n && n <= 21:
 		dst = append(dst, digits...)

@@ -56,18 +56,7 @@ func (e *OutputError) Error() string {
 	b.WriteString("actions: the result of ")
 	b.WriteString(e.Action)
 	b.WriteString(" breaks its output schema")
-	for i, is := range e.Issues {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString("; ")
-		}
-		if is.Path != "" {
-			b.WriteString(is.Path)
-			b.WriteString(" ")
-		}
-		b.WriteString(is.Message)
-	}
+	writeIssues(&b, e.Issues)
 	return b.String()
 }
 

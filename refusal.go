@@ -255,7 +255,14 @@ func (r *Refusal) Error() string {
 		b.WriteString(": ")
 		b.WriteString(r.Message)
 	}
-	for i, is := range r.Issues {
+	writeIssues(&b, r.Issues)
+	return b.String()
+}
+
+// writeIssues appends ": path message; path message" for the issues of an
+// error's text.
+func writeIssues(b *strings.Builder, issues []Issue) {
+	for i, is := range issues {
 		if i == 0 {
 			b.WriteString(": ")
 		} else {
@@ -267,7 +274,6 @@ func (r *Refusal) Error() string {
 		}
 		b.WriteString(is.Message)
 	}
-	return b.String()
 }
 
 // Is reports whether target is the sentinel of the refusal's code.

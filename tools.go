@@ -459,17 +459,12 @@ var (
 	subschemaArrays = []string{"allOf", "anyOf", "oneOf", "prefixItems"}
 )
 
-// describeLocalized adds the languages sentence to each localized text
-// schema under s, s included. s is the export's own copy. Depth is bounded
-// by the schema limits checked at compile time.
-func describeLocalized(s map[string]any, languages []string) {
-	if isLocalizedText(s) {
-		d, _ := s["description"].(string)
-		s["description"] = appendSentence(d, languagesSentence(languages))
-	}
+// eachValueSubschema calls fn on each object subschema directly under s
+// that may judge a parameter's value (the keywords above).
+func eachValueSubschema(s map[string]any, fn func(map[string]any)) {
 	visit := func(v any) {
 		if m, ok := v.(map[string]any); ok {
-			describeLocalized(m, languages)
+			fn(m)
 		}
 	}
 	for _, k := range oneSubschema {
@@ -491,6 +486,17 @@ func describeLocalized(s map[string]any, languages []string) {
 	}
 }
 
+// describeLocalized adds the languages sentence to each localized text
+// schema under s, s included. s is the export's own copy. Depth is bounded
+// by the schema limits checked at compile time.
+func describeLocalized(s map[string]any, languages []string) {
+	if isLocalizedText(s) {
+		d, _ := s["description"].(string)
+		s["description"] = appendSentence(d, languagesSentence(languages))
+	}
+	eachValueSubschema(s, func(m map[string]any) { describeLocalized(m, languages) })
+}
+
 // describeRefs adds, to each schema under s (s included) whose ref
 // keyword names a model schema, a sentence saying what the value may be:
 // the instance's id or its exact display name. s is the export's own
@@ -500,28 +506,7 @@ func describeRefs(s map[string]any) {
 		d, _ := s["description"].(string)
 		s["description"] = appendSentence(d, refSentence(ref))
 	}
-	visit := func(v any) {
-		if m, ok := v.(map[string]any); ok {
-			describeRefs(m)
-		}
-	}
-	for _, k := range oneSubschema {
-		visit(s[k])
-	}
-	for _, k := range subschemaMaps {
-		if m, ok := s[k].(map[string]any); ok {
-			for _, sub := range m {
-				visit(sub)
-			}
-		}
-	}
-	for _, k := range subschemaArrays {
-		if a, ok := s[k].([]any); ok {
-			for _, sub := range a {
-				visit(sub)
-			}
-		}
-	}
+	eachValueSubschema(s, describeRefs)
 }
 
 // refSentence is the description of a ref value of the model schema

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -223,8 +222,7 @@ func outcomes(entries []actions.RunEntry) []stepOutcome {
 func (h *batchHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			h.report(ctx, fmt.Errorf("mcpserver: panic while serving tool %s: %v\n%s", h.name, p, debug.Stack()))
-			res, err = nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
+			res, err = nil, panicked(ctx, h.report, h.name, p)
 		}
 	}()
 	// Bounded and cancelled with its session as any tool call (calls.go).

@@ -287,8 +287,7 @@ func (h *toolHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (re
 		// Registry.Run recovers the body's panics; this one catches the
 		// host builder's, so that the server keeps serving.
 		if p := recover(); p != nil {
-			h.report(ctx, fmt.Errorf("mcpserver: panic while serving tool %s: %v\n%s", h.name, p, debug.Stack()))
-			res, err = nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
+			res, err = nil, panicked(ctx, h.report, h.name, p)
 		}
 	}()
 	// The serving layer (calls.go) bounds and cancels calls per session.
@@ -353,6 +352,13 @@ func resultOf(entry actions.RunEntry) *mcp.CallToolResult {
 		res.StructuredContent = json.RawMessage(text)
 	}
 	return res
+}
+
+// panicked reports a panic recovered while serving the tool name, with
+// its stack, to report, and returns the -32603 answer the client gets.
+func panicked(ctx context.Context, report func(context.Context, error), name string, p any) error {
+	report(ctx, fmt.Errorf("mcpserver: panic while serving tool %s: %v\n%s", name, p, debug.Stack()))
+	return protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
 }
 
 // internalMessage is all a client learns of an internal failure.

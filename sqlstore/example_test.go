@@ -74,3 +74,12 @@ func Example() {
 	// 2 1 true {"action":"stock/add","error":"invalid_parameters","outcome":"refused","parameters":"{\"item\":\"\",\"n\":1}","steps":[]}
 	// 3 0 false {"action":"stock/add","outcome":"done","parameters":"{\"item\":\"bolt\",\"n\":2}","steps":[]}
 }
+
+func ExampleDialect_Rebind() {
+	q := "SELECT entry FROM actions_run_log WHERE action = ? AND outcome = ?"
+	fmt.Println(sqlstore.SQLite.Rebind(q))
+	fmt.Println(sqlstore.PostgreSQL.Rebind(q))
+	// Output:
+	// SELECT entry FROM actions_run_log WHERE action = ? AND outcome = ?
+	// SELECT entry FROM actions_run_log WHERE action = $1 AND outcome = $2
+}

@@ -37,6 +37,26 @@ func (d Dialect) String() string {
 	return "dialect(" + strconv.Itoa(int(d)) + ")"
 }
 
+// Rebind rewrites the ? bind parameters of q as $1, $2... for PostgreSQL,
+// and returns q as it is for SQLite, so that a host writes its own
+// queries once. q must hold no ? inside a string literal or a comment.
+func (d Dialect) Rebind(q string) string {
+	if d != PostgreSQL {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // Options configures a [Store]. The zero value is ready.
 type Options struct {
 	// Isolation is the isolation level of the transactions [Runner] opens

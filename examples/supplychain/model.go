@@ -231,20 +231,7 @@ func (m *Model) migrate(ctx context.Context, file *modelFile) error {
 
 // bind rewrites the ? parameters of q as $1, $2... for PostgreSQL.
 func (m *Model) bind(q string) string {
-	if m.dialect != sqlstore.PostgreSQL {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return m.dialect.Rebind(q)
 }
 
 func (m *Model) insertActor(ctx context.Context, a Actor) error {

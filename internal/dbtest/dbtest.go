@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,18 +133,5 @@ func (d *DB) Q(q string) string { return Rebind(d.Dialect, q) }
 // Rebind rewrites the ? parameters of q as $1, $2... for PostgreSQL; for
 // SQLite it returns q. q must hold no ? inside a literal.
 func Rebind(dialect sqlstore.Dialect, q string) string {
-	if dialect != sqlstore.PostgreSQL {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return dialect.Rebind(q)
 }

@@ -56,65 +56,20 @@ const batchDepth = 3
 // stops collecting after this many.
 const maxBatchIssues = 100
 
-// RunBatch checks b whole, with r.Limits(), then runs its calls in order
-// through r, as [Registry.Run] does: each call's parameters are checked,
-// its body runs, and its entry is recorded and given to host.OnEntry
-// (host may be nil). A Batch built in Go is checked exactly as
-// [Registry.DecodeBatch] checks JSON text, with the same refusals;
-// RunBatch never changes b.
-//
-// Just before each call, the path placeholders of its "with" are replaced
-// by values from the results named so far (see docs/batches.md): a whole
-// string "${a.id}" by the value with its type, a placeholder inside text
-// by its text (a non-string as its RFC 8785 canonical JSON), and a value
-// reaching nothing leaves its object member or array element out.
-// Placeholders that are not paths, such as "${now()}", reach the action
-// unchanged. A named result is kept as the JSON its entry records (the
-// canonical text of what the body returned, read back), so structs and
-// typed slices are walked by their JSON names; a call that returned
-// nothing names null.
-//
-// It returns the batch's result, the entries of the calls made (in order,
-// the entry of a refused call included) and an error:
-//   - result: in JSON's Go types (map[string]any, []any, string, bool,
-//     nil, json.Number) as the run log records it: when b.Result is set,
-//     the value its placeholder reaches, or nil when it reaches nothing;
-//     otherwise the last call's result (nil for no calls);
-//   - *Refusal invalid_script_step or unknown_reference: the check refused
-//     the batch (see [Registry.DecodeBatch]); no call was made and entries is
-//     empty. invalid_script_step is also returned, before the call, when a
-//     value a placeholder copies in would nest the step's parameters deeper
-//     than Limits.MaxParamDepth;
-//   - a *StepError holding the error of a refused call, as
-//     [Registry.Run] returns it (unknown_action, invalid_parameters, a
-//     body's own refusal or error, internal...): the batch stops there,
-//     and the refused call's entry is the last of entries. errors.Is and
-//     errors.As see through it to the call's error; its Index and
-//     [StepError.Pointer] locate the step in the batch, so that the
-//     author of the batch can fix it ("/commands/2", and under it
-//     "/with" + the issue's path for invalid_parameters);
-//   - ctx.Err(): ctx was done before a call; that call and the rest are
-//     not made. A call already running sees ctx itself.
-//
-// RunBatch opens no transaction, as the registry opens none. The host runs
-// the whole batch inside one transaction and rolls it back when RunBatch
-// returns an error, so that a batch is undone as one: calls done before a
-// refused one leave nothing behind.
-//
-// Limits (r.Limits()): MaxBatchCalls steps, MaxPlaceholderLength bytes
-// per placeholder, MaxPlaceholders per step, MaxParamDepth for each with.
-// The work of a call does not grow with the number of calls before it: a
-// name is found in constant time, and a result is held only from its call
-// to the last step (or the batch's result) that reads it; a result nobody
-// reads is not held at all.
-//
-// RunBatch keeps no state between runs; runs of batches may go on at the
-// same time, on one registry.
-func (r *Registry[C]) RunBatch(ctx context.Context, b Batch, host *Host[C]) (result any, entries []RunEntry, err error) {
+// batch checks b whole, with r.Limits(), then runs its calls in order as
+// inv's caller, each as a top-level call of [Registry.Run]; see [Batch]
+// for the rules. A caller's batch holding a step that needs confirmation
+// is held whole as one pending change, before any step runs.
+func (r *Registry[C]) batch(ctx context.Context, b Batch, inv invocation) (any, []Record, bool, error) {
 	limits := r.Limits()
 	plan, err := checkBatch(b, limits, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
+	}
+	if inv.caller != nil && inv.confirming == "" {
+		if held, recs, err := r.holdBatch(ctx, b, plan, inv); held || err != nil {
+			return nil, recs, held && CodeOf(err) == CodeConfirmationRequired, err
+		}
 	}
 	pl := placeholderLimits(limits)
 	// results[j] is step j's result as JSON values, kept from its call to
@@ -129,32 +84,35 @@ func (r *Registry[C]) RunBatch(ctx context.Context, b Batch, host *Host[C]) (res
 		}
 		return results[j], true
 	}
-	entries = make([]RunEntry, 0, len(plan.steps))
+	recs := make([]Record, 0, len(plan.steps))
+	var result any
 	for i, st := range plan.steps {
 		if err := ctx.Err(); err != nil {
-			return nil, entries, err
+			return nil, recs, false, cancelRefusal(err)
 		}
 		current = i
 		var params any = st.with
 		if st.refs {
 			with, _, err := placeholder.Substitute(st.with, lookup, canonicalText, pl)
 			if err != nil {
-				return nil, entries, substituteRefusal(stepPointer(i)+"/with", "with", err)
+				return nil, recs, false, substituteRefusal(stepPointer(i)+"/with", "with", err)
 			}
 			params = with
 		}
 		for _, j := range st.drop {
 			results[j] = nil
 		}
-		_, entry, err := r.Run(ctx, st.call, params, host)
-		entries = append(entries, entry)
+		step := inv
+		step.name, step.params, step.step = st.call, params, true
+		_, rec, _, err := r.top(ctx, step)
+		recs = append(recs, rec)
 		if err != nil {
-			return nil, entries, &StepError{Index: i, Action: st.call, Err: err}
+			return nil, recs, false, &StepError{Index: i, Action: st.call, Err: err}
 		}
 		if st.keep || i == len(plan.steps)-1 {
-			v, err := scopeValue(entry)
+			v, err := scopeValue(rec.Entry)
 			if err != nil {
-				return nil, entries, err
+				return nil, recs, false, err
 			}
 			results[i] = v
 			result = v
@@ -170,14 +128,70 @@ func (r *Registry[C]) RunBatch(ctx context.Context, b Batch, host *Host[C]) (res
 		rl.MaxBytes = math.MaxInt
 		v, ok, err := placeholder.Substitute(plan.result, lookup, canonicalText, rl)
 		if err != nil {
-			return nil, entries, substituteRefusal("/result", "result", err)
+			return nil, recs, false, substituteRefusal("/result", "result", err)
 		}
 		if !ok {
 			v = nil
 		}
 		result = v
 	}
-	return result, entries, nil
+	return result, recs, true, nil
+}
+
+// holdBatch holds b whole when a step needs confirmation: every step is
+// first admitted by the gate as inv's caller (a step the caller may not
+// call refuses the batch as it would when run), then the batch is stored
+// as one pending change. held is false when no step needs confirmation.
+func (r *Registry[C]) holdBatch(ctx context.Context, b Batch, plan *batchPlan, inv invocation) (held bool, recs []Record, err error) {
+	var steps []HeldStep
+	for i, st := range plan.steps {
+		if reg, ok := r.lookup(st.call); ok && reg.action.NeedsConfirmation {
+			steps = append(steps, HeldStep{Index: i, Action: reg.action.ID})
+		}
+	}
+	if len(steps) == 0 {
+		return false, nil, nil
+	}
+	g := r.gateOf()
+	for i, st := range plan.steps {
+		reg, ok := r.lookup(st.call)
+		var err error
+		if !ok {
+			err = unknownAction()
+		} else if inv.replay {
+			err = g.who(&reg.action.Definition, inv.caller)
+		} else {
+			err = g.admit(&reg.action.Definition, inv.caller)
+		}
+		if err != nil {
+			step := inv
+			step.name, step.params, step.step = st.call, st.with, true
+			id := st.call
+			if ok {
+				id = reg.action.ID
+			}
+			rec := r.refusedRecord(id, st.with, r.audit(step), err)
+			return true, []Record{rec}, &StepError{Index: i, Action: st.call, Err: err}
+		}
+	}
+	if inv.caller.Principal == "" {
+		return true, nil, &StepError{Index: steps[0].Index, Action: plan.steps[steps[0].Index].call, Err: anonymousHold()}
+	}
+	pc := PendingChange{Action: steps[0].Action, Batch: &b, Held: steps}
+	var rc Receipt
+	if inv.replay {
+		rc = pc.receipt()
+	} else {
+		c := b.clone()
+		pc.Batch = &c
+		if rc, err = g.hold(ctx, pc, inv.caller); err != nil {
+			return true, nil, err
+		}
+		pc.ID = rc.ID
+	}
+	refusal := rc.refusal()
+	recs = r.changeRecords(pc, inv.caller, StageHeld, refusal)
+	return true, recs, refusal
 }
 
 // StepError is the error of a batch whose step Index was refused: Err is
@@ -241,4 +255,18 @@ func substituteRefusal(at, keyword string, err error) error {
 	}
 	is.Message = placeholderMessage(pe)
 	return refusef(CodeInvalidScriptStep, "a step cannot be prepared", is)
+}
+
+// clone copies b deeply, its "with" values as JSON's Go types: a held
+// batch is the caller's no more.
+func (b Batch) clone() Batch {
+	text, err := exactText(b)
+	if err != nil {
+		return b
+	}
+	c, err := decodeBatch([]byte(text), unmarshalLimits())
+	if err != nil {
+		return b
+	}
+	return c
 }

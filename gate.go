@@ -42,6 +42,10 @@ const (
 	// CodeUnknownChange: no pending change of this caller has the id, or
 	// it expired, or it was confirmed or rejected already.
 	CodeUnknownChange Code = "unknown_change"
+	// CodeRejected: the person rejected the pending change; nothing ran.
+	// It is the code of the rejection's record, and of a held call whose
+	// person declined when asked in place.
+	CodeRejected Code = "rejected"
 )
 
 // Sentinels of the gate's codes, for [errors.Is]. A forbidden call's
@@ -56,6 +60,7 @@ var (
 	ErrRateLimited          = newSentinel(CodeRateLimited)
 	ErrConfirmationRequired = newSentinel(CodeConfirmationRequired)
 	ErrUnknownChange        = newSentinel(CodeUnknownChange)
+	ErrRejected             = newSentinel(CodeRejected)
 )
 
 func newSentinel(c Code) error { return errors.New(string(c)) }
@@ -79,6 +84,8 @@ func gateSentinel(c Code) (error, Policy, bool) {
 		return ErrConfirmationRequired, Policy{TransportToolResult, RetryNever}, true
 	case CodeUnknownChange:
 		return ErrUnknownChange, Policy{TransportToolResult, RetryNever}, true
+	case CodeRejected:
+		return ErrRejected, Policy{TransportToolResult, RetryNever}, true
 	}
 	return nil, Policy{}, false
 }
@@ -97,12 +104,14 @@ func gateNextAction(c Code) string {
 		return "Tell the user the change waits for their confirmation; do not call again."
 	case CodeUnknownChange:
 		return "Propose the change again by calling the action."
+	case CodeRejected:
+		return "Tell the user the change was rejected and nothing ran; do not call again unless asked."
 	}
 	return ""
 }
 
 var gateCodes = []Code{CodeForbiddenSurface, CodeForbiddenCapability, CodeInsufficientScope,
-	CodeNotServing, CodeReadOnly, CodeRateLimited, CodeConfirmationRequired, CodeUnknownChange}
+	CodeNotServing, CodeReadOnly, CodeRateLimited, CodeConfirmationRequired, CodeUnknownChange, CodeRejected}
 
 // Caller is who calls, built by the host for each call from what it
 // authenticated (a session, a verified token), never from the call's
@@ -136,6 +145,18 @@ type Client struct {
 	Host string `json:"host,omitempty"`
 }
 
+// clone copies c with its slices.
+func (c *Caller) clone() Caller {
+	cp := *c
+	cp.Capabilities = slices.Clone(c.Capabilities)
+	cp.Scopes = slices.Clone(c.Scopes)
+	if c.Client != nil {
+		cl := *c.Client
+		cp.Client = &cl
+	}
+	return cp
+}
+
 // Can reports whether the caller holds the capability c ("" is held by
 // every caller).
 func (c *Caller) Can(capability string) bool {
@@ -165,6 +186,10 @@ type GateOptions struct {
 	// PendingFor is how long a pending change waits (default and at most
 	// MaxPendingFor, 7 days).
 	PendingFor time.Duration
+	// MaxPending bounds the pending changes one principal holds at once
+	// (0: [DefaultMaxPending]; negative: no bound). A call held past it
+	// is refused rate_limited and nothing is held.
+	MaxPending int
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -205,7 +230,7 @@ func (g *gate) store() PendingStore {
 	g.pendOnce.Do(func() {
 		g.pending = g.opts.Pending
 		if g.pending == nil {
-			g.pending = NewMemoryPendingStore()
+			g.pending = &MemoryPendingStore{}
 		}
 	})
 	return g.pending
@@ -266,6 +291,15 @@ func (r *Registry[C]) Admit(ctx context.Context, id string, caller *Caller) erro
 
 // admit runs the checks that take nothing, in order.
 func (g *gate) admit(d *Definition, c *Caller) error {
+	if err := g.who(d, c); err != nil {
+		return err
+	}
+	return g.serving(d)
+}
+
+// who checks whether c may call the action at all: its surface,
+// capability and token scope.
+func (g *gate) who(d *Definition, c *Caller) error {
 	if c != nil {
 		if !d.Offers(c.Surface) {
 			return concealed(NewRefusal(CodeForbiddenSurface, "the action is not offered on this surface"))
@@ -279,6 +313,11 @@ func (g *gate) admit(d *Definition, c *Caller) error {
 			}
 		}
 	}
+	return nil
+}
+
+// serving checks the host's switches: not serving, read-only.
+func (g *gate) serving(d *Definition) error {
 	if g.stopAll.Load() {
 		return NewRefusal(CodeNotServing, "the host is not serving actions now")
 	}
@@ -448,9 +487,26 @@ type Audit struct {
 	// forbidden code of a call the caller was told was unknown.
 	Code Code `json:"code,omitempty"`
 	// PendingChange is the id of the change the call was held as
-	// (confirmation_required) or confirms.
+	// (confirmation_required), confirms or rejects.
 	PendingChange string `json:"pendingChange,omitempty"`
+	// Stage is what the call did to its pending change: held, confirmed
+	// or rejected; empty for a call that touched none.
+	Stage Stage `json:"stage,omitempty"`
+	// Batch is true for a step of a batch.
+	Batch bool `json:"batch,omitempty"`
+	// ToolCallID is the id the client gave the call ([Call].ToolCallID).
+	ToolCallID string `json:"toolCallId,omitempty"`
 }
+
+// Stage is what a call did to a pending change (see [Audit]).
+type Stage string
+
+// The stages of a pending change.
+const (
+	StageHeld      Stage = "held"
+	StageConfirmed Stage = "confirmed"
+	StageRejected  Stage = "rejected"
+)
 
 // gateOf returns the registry's gate, making a default one for a registry
 // built without gate options.
@@ -462,47 +518,28 @@ func (r *Registry[C]) gateOf() *gate {
 	return r.gate.Load()
 }
 
-// gated runs one top-level call through the gate: the checks before the
-// parameters, then [Registry.run] with the confirmation hook, then the
-// audit record. Called by Run only.
-func (r *Registry[C]) gated(ctx context.Context, id string, params any, host *Host[C]) (any, RunEntry, Audit, error) {
-	g := r.gateOf()
-	audit := Audit{At: g.opts.Now(), Caller: host.Caller}
-	if host.confirming != nil {
-		audit.PendingChange = host.confirming.ID
+// decide runs the gate's checks before the parameters of a top-level
+// call by c. A replay checks who may call (surface, capability, scope)
+// against today's policy, but counts no rate and reads no serving
+// switch: those were the state of the moment.
+func (g *gate) decide(d *Definition, c *Caller, replay bool) error {
+	if replay {
+		return g.who(d, c)
 	}
-	if reg, ok := r.lookup(id); ok {
-		if reg.action.ID != id {
-			audit.Alias = id
-		}
-		if err := g.check(&reg.action.Definition, host.Caller); err != nil {
-			entry := RunEntry{Action: reg.action.ID, Steps: []RunStep{}}.refused(err, r.givenParameters(params, r.Limits().MaxParamBytes))
-			entry.Error = hostCode(err)
-			audit.Code = hostCode(err)
-			return nil, entry, audit, err
-		}
-		if reg.action.NeedsConfirmation && host.Caller != nil && host.confirming == nil {
-			// The hook captures no more than it needs, so that a call
-			// without confirmation allocates nothing for it.
-			h, alias, caller := *host, audit.Alias, host.Caller
-			h.hold = func(ctx context.Context) error {
-				rec, err := g.hold(ctx, reg.action.ID, alias, r.givenParameters(params, r.Limits().MaxParamBytes), caller)
-				if err != nil {
-					return err
-				}
-				return rec.refusal()
-			}
-			host = &h
-		}
-	}
-	result, entry, err := r.run(ctx, id, params, host, host.Resolve, 0)
-	if err != nil {
-		audit.Code = hostCode(err)
-		if rf := asRefusal(err); host.hold != nil && rf != nil && rf.Code == CodeConfirmationRequired && rf.Pending != nil {
-			audit.PendingChange = rf.Pending.ID
-		}
-	}
-	return result, entry, audit, err
+	return g.check(d, c)
+}
+
+// admitNested runs the checks of a call a body makes: who may call, and
+// the serving switches; a nested call counts no rate of its own (its
+// top-level call did).
+func (g *gate) admitNested(d *Definition, c *Caller) error { return g.admit(d, c) }
+
+// anonymousHold refuses a call that needs confirmation from a caller
+// with no principal: nobody could confirm it, so nothing is held.
+func anonymousHold() *Refusal {
+	r := NewRefusal(CodeConfirmationRequired, "the call needs a person's confirmation, and a caller without identity cannot give it: nothing is held")
+	r.NextAction = "Tell the user to sign in; an anonymous call of this action cannot be confirmed."
+	return r
 }
 
 // declared gives a body's refusal the retry its action declared for its

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"sort"
 	"sync"
 	"time"
 )
@@ -21,8 +23,14 @@ type PendingChange struct {
 	Alias  string `json:"alias,omitempty"`
 	// Parameters is the canonical JSON (RFC 8785) of the parameters as
 	// the call gave them: confirming checks them again, defaults and refs
-	// included.
-	Parameters string `json:"parameters"`
+	// included. Empty for a batch.
+	Parameters string `json:"parameters,omitempty"`
+	// Batch is the held batch, when a step of a batch needed
+	// confirmation: confirming runs it whole. Action is then the first
+	// step that needs confirmation.
+	Batch *Batch `json:"batch,omitempty"`
+	// Held, for a batch, are its steps that need confirmation.
+	Held []HeldStep `json:"held,omitempty"`
 	// Proposer is who called: principal, surface and client. Its
 	// PendingChange is empty.
 	Proposer Caller `json:"proposer"`
@@ -39,6 +47,14 @@ type Receipt struct {
 	ID      string    `json:"id"`
 	Action  string    `json:"action"`
 	Expires time.Time `json:"expires"`
+	// Steps, for a held batch, are the steps that need confirmation.
+	Steps []HeldStep `json:"steps,omitempty"`
+}
+
+// HeldStep is a step of a held batch that needs confirmation.
+type HeldStep struct {
+	Index  int    `json:"index"` // in Batch.Steps
+	Action string `json:"action"`
 }
 
 // ErrNoPendingChange is what a [PendingStore] returns for an id it does not
@@ -58,24 +74,26 @@ type PendingStore interface {
 	// ErrNoPendingChange. This is what keeps a double confirmation from
 	// running a change twice.
 	Take(ctx context.Context, id string) (PendingChange, error)
+	// List returns the changes the principal proposed, newest first,
+	// expired ones included.
+	List(ctx context.Context, principal string) ([]PendingChange, error)
 }
 
 // MemoryPendingStore is a [PendingStore] in memory, safe for concurrent
-// use. It drops expired changes when it holds a new one.
+// use. It drops expired changes when it holds a new one. The zero value
+// is an empty store, ready to use.
 type MemoryPendingStore struct {
 	mu      sync.Mutex
 	changes map[string]PendingChange
-}
-
-// NewMemoryPendingStore returns an empty store.
-func NewMemoryPendingStore() *MemoryPendingStore {
-	return &MemoryPendingStore{changes: map[string]PendingChange{}}
 }
 
 // Hold stores c, dropping the changes that expired before c was created.
 func (s *MemoryPendingStore) Hold(_ context.Context, c PendingChange) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changes == nil {
+		s.changes = map[string]PendingChange{}
+	}
 	for id, old := range s.changes {
 		if !old.Expires.After(c.Created) {
 			delete(s.changes, id)
@@ -108,28 +126,91 @@ func (s *MemoryPendingStore) Take(_ context.Context, id string) (PendingChange, 
 	return c, nil
 }
 
-// Len returns how many changes the store holds, expired ones included.
-func (s *MemoryPendingStore) Len() int {
+// List returns the changes principal proposed, newest first.
+func (s *MemoryPendingStore) List(_ context.Context, principal string) ([]PendingChange, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.changes)
+	var out []PendingChange
+	for _, c := range s.changes {
+		if c.Proposer.Principal == principal {
+			out = append(out, c.clone())
+		}
+	}
+	sortNewestFirst(out)
+	return out, nil
 }
 
-// hold stores a checked call as a pending change and returns its receipt.
-func (g *gate) hold(ctx context.Context, id, alias, params string, c *Caller) (Receipt, error) {
+// sortNewestFirst orders changes by creation, newest first, then by id.
+func sortNewestFirst(cs []PendingChange) {
+	sort.Slice(cs, func(i, j int) bool {
+		if !cs[i].Created.Equal(cs[j].Created) {
+			return cs[i].Created.After(cs[j].Created)
+		}
+		return cs[i].ID < cs[j].ID
+	})
+}
+
+// clone copies c with its caller's slices and its batch.
+func (c PendingChange) clone() PendingChange {
+	c.Proposer = c.Proposer.clone()
+	if c.Batch != nil {
+		b := c.Batch.clone()
+		c.Batch = &b
+	}
+	c.Held = append([]HeldStep(nil), c.Held...)
+	return c
+}
+
+// DefaultMaxPending is GateOptions.MaxPending when left zero.
+const DefaultMaxPending = 16
+
+// hold stores a checked call (or a batch) as a pending change proposed by
+// c, and returns its receipt. A principal holding MaxPending changes
+// already is refused rate_limited: nothing is held.
+func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, error) {
+	if max := g.opts.MaxPending; max >= 0 {
+		if max == 0 {
+			max = DefaultMaxPending
+		}
+		held, err := g.store().List(ctx, c.Principal)
+		if err != nil {
+			return Receipt{}, internalRefusal("the pending changes could not be read", err)
+		}
+		now := g.opts.Now()
+		n := 0
+		for _, h := range held {
+			if now.Before(h.Expires) {
+				n++
+			}
+		}
+		if n >= max {
+			r := NewRefusal(CodeRateLimited, "the caller holds as many pending changes as it may: confirm or reject one first")
+			r.NextAction = "Ask the user to confirm or reject the changes waiting, then call again."
+			return Receipt{}, r
+		}
+	}
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return Receipt{}, internalRefusal("no random id for the pending change", err)
 	}
 	now := g.opts.Now()
-	proposer := *c
-	proposer.PendingChange = ""
-	pc := PendingChange{ID: hex.EncodeToString(b[:]), Action: id, Alias: alias, Parameters: params,
-		Proposer: proposer, Created: now, Expires: now.Add(g.opts.PendingFor)}
+	pc.ID = hex.EncodeToString(b[:])
+	pc.Proposer = c.clone()
+	pc.Proposer.PendingChange = ""
+	pc.Created, pc.Expires = now, now.Add(g.opts.PendingFor)
 	if err := g.store().Hold(ctx, pc); err != nil {
 		return Receipt{}, internalRefusal("the pending change could not be stored", err)
 	}
-	return Receipt{ID: pc.ID, Action: id, Expires: pc.Expires}, nil
+	return pc.receipt(), nil
+}
+
+// receipt is what the proposer of c learns.
+func (c PendingChange) receipt() Receipt {
+	rc := Receipt{ID: c.ID, Action: c.Action, Expires: c.Expires}
+	if len(c.Held) > 0 {
+		rc.Steps = append([]HeldStep(nil), c.Held...)
+	}
+	return rc
 }
 
 // refusal is the confirmation_required refusal carrying the receipt.
@@ -145,13 +226,39 @@ func internalRefusal(msg string, cause error) *Refusal {
 	return r
 }
 
-// PendingChange returns the pending change id of caller's principal, for a
-// screen that shows it before the person confirms. Errors: unknown_change
-// when the store holds no such change, it expired, or caller is not the
-// principal who proposed it; the store's error, wrapped in an internal
-// refusal.
+// PendingChange returns the pending change id, for the person who may
+// decide it (a screen shows it before the person confirms). Errors:
+// unknown_change when the store holds no such change, it expired, or
+// caller is not the principal who proposed it; internal when the store
+// fails (the cause in [Refusal.Cause]).
 func (r *Registry[C]) PendingChange(ctx context.Context, id string, caller *Caller) (PendingChange, error) {
-	return r.gateOf().pendingOf(ctx, id, caller)
+	pc, err := r.gateOf().pendingOf(ctx, id, caller)
+	if err != nil {
+		return PendingChange{}, err
+	}
+	return pc.clone(), nil
+}
+
+// PendingChanges returns the pending changes caller's principal proposed
+// and may still decide, newest first. Errors: internal when the store
+// fails.
+func (r *Registry[C]) PendingChanges(ctx context.Context, caller *Caller) ([]PendingChange, error) {
+	if caller == nil || caller.Principal == "" {
+		return nil, nil
+	}
+	g := r.gateOf()
+	all, err := g.store().List(ctx, caller.Principal)
+	if err != nil {
+		return nil, internalRefusal("the pending changes could not be read", err)
+	}
+	now := g.opts.Now()
+	out := all[:0]
+	for _, c := range all {
+		if now.Before(c.Expires) {
+			out = append(out, c.clone())
+		}
+	}
+	return out, nil
 }
 
 func (g *gate) pendingOf(ctx context.Context, id string, c *Caller) (PendingChange, error) {
@@ -186,42 +293,87 @@ func unknownChange() *Refusal {
 	return NewRefusal(CodeUnknownChange, "no pending change of this caller has this id")
 }
 
-// Confirm runs the pending change id as host.Caller, the confirming
-// person, now: every check of the gate is made again as that caller (the
-// surface, capability, scope, serving, read-only and rate checks), the
-// parameters are checked again, and the body runs once. The change is
-// taken first, so that of two confirmations only one runs it; a change
-// whose call is then refused is gone too (propose it again).
+// Decide confirms or rejects the pending change d.Change as d.Caller, in
+// one unit of the store, and records it.
 //
-// The call is recorded like any other (host.OnEntry, host.OnAudit with
-// the change's id); the body sees Caller.PendingChange set.
+// Confirming runs the held call (or the whole held batch) now, as the
+// confirming person: every check of the gate is made again as that
+// caller (surface, capability, scope, serving, read-only, rate), the
+// parameters are checked again, refs resolved again, and the body runs
+// once; the records' audit says confirmed, with the change's id, and the
+// bodies see Caller.PendingChange set. The change is taken first, so that
+// of two confirmations one runs it and the other gets unknown_change; a
+// confirmation that is refused uses nothing up: the change waits, until
+// it expires, for another try.
 //
-// Errors: unknown_change when host has no caller, the change is unknown,
-// expired, already confirmed or rejected, or another principal proposed
-// it; otherwise those of [Registry.Run].
-func (r *Registry[C]) Confirm(ctx context.Context, id string, host *Host[C]) (any, RunEntry, error) {
-	if host == nil || host.Caller == nil {
-		return nil, RunEntry{}, unknownChange()
+// Rejecting drops the change: nothing runs, and one record per call held
+// says rejected (code rejected).
+//
+// Errors: unknown_change when d.Caller is nil or has no principal, the
+// change is unknown, expired, decided already, or another principal
+// proposed it (no record is made); otherwise those of [Registry.Run] for
+// the call confirmed.
+func (r *Registry[C]) Decide(ctx context.Context, d Decision) (Result, error) {
+	if d.Caller == nil || d.Caller.Principal == "" {
+		return Result{}, unknownChange()
 	}
-	pc, err := r.gateOf().take(ctx, id, host.Caller)
-	if err != nil {
-		return nil, RunEntry{}, err
-	}
-	h := *host
-	caller := *host.Caller
-	caller.PendingChange = pc.ID
-	h.Caller = &caller
-	h.confirming = &pc
-	name := pc.Action
-	if pc.Alias != "" {
-		name = pc.Alias
-	}
-	return r.Run(ctx, name, []byte(pc.Parameters), &h)
+	return r.unit(ctx, func(ctx context.Context) (any, []Record, bool, error) {
+		g := r.gateOf()
+		pc, err := g.take(ctx, d.Change, d.Caller)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if !d.Confirm {
+			return nil, r.changeRecords(pc, d.Caller, StageRejected, NewRefusal(CodeRejected, "")), true, nil
+		}
+		confirmer := d.Caller.clone()
+		confirmer.PendingChange = pc.ID
+		inv := invocation{caller: &confirmer, confirming: pc.ID}
+		var (
+			value  any
+			recs   []Record
+			commit bool
+		)
+		if pc.Batch != nil {
+			value, recs, commit, err = r.batch(ctx, *pc.Batch, inv)
+		} else {
+			inv.name, inv.params = pc.Action, json.RawMessage(pc.Parameters)
+			if pc.Alias != "" {
+				inv.name = pc.Alias
+			}
+			var rec Record
+			value, rec, commit, err = r.top(ctx, inv)
+			recs = []Record{rec}
+		}
+		if !commit {
+			// Nothing ran for good: the change waits for another try.
+			// Inside a store's transaction the rollback puts it back
+			// anyway; a pending store outside it needs it held again.
+			if herr := g.store().Hold(ctx, pc); herr != nil {
+				err = errors.Join(err, herr)
+			}
+		}
+		return value, recs, commit, err
+	})
 }
 
-// Reject drops the pending change id of caller: nothing runs. Errors: as
-// Confirm's unknown_change.
-func (r *Registry[C]) Reject(ctx context.Context, id string, caller *Caller) error {
-	_, err := r.gateOf().take(ctx, id, caller)
-	return err
+// changeRecords are the records of the calls a pending change holds, each
+// refused with err's code at stage by caller: one for a call, one per
+// step for a batch (its parameters as the batch wrote them).
+func (r *Registry[C]) changeRecords(pc PendingChange, caller *Caller, stage Stage, err error) []Record {
+	audit := Audit{At: r.gateOf().opts.Now(), Caller: caller, PendingChange: pc.ID, Stage: stage, Alias: pc.Alias, Code: CodeOf(err)}
+	if pc.Batch == nil {
+		entry := RunEntry{Action: pc.Action, Steps: []RunStep{}}.refused(err, pc.Parameters)
+		return []Record{{Entry: entry, Audit: audit}}
+	}
+	audit.Alias, audit.Batch = "", true
+	recs := make([]Record, len(pc.Batch.Steps))
+	for i, st := range pc.Batch.Steps {
+		id := st.Call
+		if reg, ok := r.lookup(id); ok {
+			id = reg.action.ID
+		}
+		recs[i] = Record{Entry: RunEntry{Action: id, Steps: []RunStep{}}.refused(err, r.givenParameters(st.With)), Audit: audit}
+	}
+	return recs
 }

@@ -32,31 +32,31 @@ import (
 // refuses it with invalid_parameters. The strict export of each action
 // is worked out on its first call and kept.
 //
-// The gate checks host.Caller as for Run: a host serving a model API
-// sets its Surface to SurfaceAI.
+// c is the call as every entry point makes it, c.Action holding the tool
+// name the model called and c.Params its arguments (JSON text: []byte,
+// json.RawMessage or string); the gate checks c.Caller as for Run (a host
+// serving a model API sets its Surface to SurfaceAI).
 //
 // Errors: as [Registry.Run]; a name that no action id gives is a *Refusal
 // unknown_action whose entry names the tool; an unknown profile is a
 // *Refusal constraint_violation, and no entry is recorded.
-func (r *Registry[C]) RunToolCall(ctx context.Context, p Profile, name string, arguments []byte, host *Host[C]) (any, RunEntry, error) {
+func (r *Registry[C]) RunToolCall(ctx context.Context, p Profile, c Call) (Result, error) {
 	rules, err := rulesOf(p)
 	if err != nil {
-		return nil, RunEntry{Action: name, Steps: []RunStep{}}.refused(err, "null"), err
+		return Result{}, err
 	}
+	name := c.Action
+	arguments, _ := textOf(c.Params)
 	id, err := ActionID(name)
 	if err != nil {
 		if !strings.Contains(name, "/") {
 			// No id has this name (an id holds a slash): Run refuses it
-			// as it refuses any unknown id, entry, audit and all.
-			return r.Run(ctx, name, json.RawMessage(arguments), host)
+			// as it refuses any unknown id, record and all.
+			return r.Run(ctx, c)
 		}
-		entry := RunEntry{Action: name, Steps: []RunStep{}}.refused(err, r.givenParameters(json.RawMessage(arguments), r.Limits().MaxParamBytes))
-		if host != nil && host.OnEntry != nil {
-			if perr := safeCall("host's OnEntry", func() { host.OnEntry(entry) }); perr != nil {
-				return nil, entry, perr
-			}
-		}
-		return nil, entry, err
+		return r.unit(ctx, func(context.Context) (any, []Record, bool, error) {
+			return nil, []Record{r.refusedRecord(name, c.Params, r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID}), err)}, false, err
+		})
 	}
 	var params any = json.RawMessage(arguments)
 	if len(bytes.TrimSpace(arguments)) == 0 {
@@ -66,7 +66,8 @@ func (r *Registry[C]) RunToolCall(ctx context.Context, p Profile, name string, a
 			params = v
 		}
 	}
-	return r.Run(ctx, id, params, host)
+	c.Action, c.Params = id, params
+	return r.Run(ctx, c)
 }
 
 // strictArguments decodes arguments and maps the nulls of a strict tool

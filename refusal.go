@@ -43,16 +43,17 @@ const (
 	// result is withheld, and the issues are for the host (errors.As
 	// with *OutputError).
 	CodeOutputInvalid Code = "output_invalid"
+	// CodeDiverged: a replayed call departed from its record (a
+	// *[Divergence]).
+	CodeDiverged Code = "diverged"
 )
 
 // Sentinels for [errors.Is]: a *Refusal matches the sentinel of its code.
 //
 //	if errors.Is(err, actions.ErrInvalidParameters) { ... }
 //
-// A cancelled call is the exception: [Registry.Run] returns ctx.Err()
-// itself (context.Canceled, context.DeadlineExceeded), which ErrCancelled
-// does not match; [CodeOf] gives cancelled for it, and the entry records
-// it. ErrCancelled matches only a *Refusal whose code is cancelled.
+// For every error the library returns, errors.Is(err, ErrX) holds
+// exactly when [CodeOf](err) is X (docs/refusals.md).
 var (
 	ErrInvalidParameters   = errors.New(string(CodeInvalidParameters))
 	ErrUnknownAction       = errors.New(string(CodeUnknownAction))
@@ -63,6 +64,7 @@ var (
 	ErrInternal            = errors.New(string(CodeInternal))
 	ErrCancelled           = errors.New(string(CodeCancelled))
 	ErrOutputInvalid       = errors.New(string(CodeOutputInvalid))
+	ErrDiverged            = errors.New(string(CodeDiverged))
 )
 
 func sentinelOf(c Code) error {
@@ -87,6 +89,8 @@ func sentinelOf(c Code) error {
 		return ErrCancelled
 	case CodeOutputInvalid:
 		return ErrOutputInvalid
+	case CodeDiverged:
+		return ErrDiverged
 	}
 	s, _, _ := gateSentinel(c)
 	return s
@@ -127,7 +131,7 @@ func PolicyOf(c Code) Policy {
 	switch c {
 	case "":
 		return PolicyOf(CodeInternal)
-	case CodeUnknownAction, CodeDuplicateName, CodeConstraintViolation, CodeOutputInvalid:
+	case CodeUnknownAction, CodeDuplicateName, CodeConstraintViolation, CodeOutputInvalid, CodeDiverged:
 		return Policy{TransportProtocol, RetryNever}
 	case CodeInvalidParameters, CodeUnknownReference, CodeInvalidScriptStep:
 		return Policy{TransportToolResult, RetryAfterEdit}
@@ -158,7 +162,7 @@ func Policies() map[Code]Policy {
 // registryCodes are the codes the registry itself raises.
 func registryCodes() []Code {
 	return append([]Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
-		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled, CodeOutputInvalid},
+		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled, CodeOutputInvalid, CodeDiverged},
 		gateCodes...)
 }
 
@@ -276,22 +280,79 @@ func writeIssues(b *strings.Builder, issues []Issue) {
 	}
 }
 
-// Is reports whether target is the sentinel of the refusal's code.
+// Is reports whether target is the sentinel of the refusal's code. It
+// never matches another code's sentinel, whatever the cause holds, so
+// that errors.Is(err, ErrX) holds exactly when [CodeOf](err) is X; for
+// any other target it looks in the cause (context.Canceled in a
+// cancelled refusal, a store's error in an internal one).
 func (r *Refusal) Is(target error) bool {
 	if r == nil {
 		return false
 	}
-	s := sentinelOf(r.Code)
-	return s != nil && s == target
+	if s := sentinelOf(r.Code); s != nil && s == target {
+		return true
+	}
+	if isSentinel(target) || r.cause == nil {
+		return false
+	}
+	return errors.Is(r.cause, target)
 }
 
-// Unwrap returns what caused the refusal, if the host should see it: the
-// error a panic carried, with its stack. It is nil for most refusals.
-func (r *Refusal) Unwrap() error {
+// As finds target in the cause, so that errors.As reaches an
+// *[OutputError] or a panic's error through an internal refusal. A
+// *Refusal target finds the refusal itself, never one in its cause.
+func (r *Refusal) As(target any) bool {
+	if r == nil || r.cause == nil {
+		return false
+	}
+	if _, ok := target.(**Refusal); ok {
+		return false
+	}
+	return errors.As(r.cause, target)
+}
+
+// Cause returns what caused the refusal, for the host: the refusal a
+// nested call gave the body, a recovered panic with its stack, the
+// forbidden refusal behind an unknown_action, a store's error. It is nil
+// for most refusals, and never reaches the caller.
+func (r *Refusal) Cause() error {
 	if r == nil {
 		return nil
 	}
 	return r.cause
+}
+
+// isSentinel reports whether err is the sentinel of some code.
+func isSentinel(err error) bool {
+	for _, c := range registryCodes() {
+		if sentinelOf(c) == err {
+			return true
+		}
+	}
+	return false
+}
+
+// isCancel reports whether err's chain holds the end of a context.
+func isCancel(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// cancelRefusal turns a bare context error into the cancelled refusal,
+// its cause the context's error; any other error is returned as it is.
+func cancelRefusal(err error) error {
+	if err == nil || asRefusal(err) != nil || !isCancel(err) {
+		return err
+	}
+	r := NewRefusal(CodeCancelled, "the call was cancelled before it ended")
+	r.cause = err
+	return r
+}
+
+// storeFailure is the internal refusal of a store's own failure.
+func storeFailure(err error) *Refusal {
+	r := NewRefusal(CodeInternal, "the call's unit of work could not be kept")
+	r.cause = err
+	return r
 }
 
 func nextActionOf(c Code) string {
@@ -339,6 +400,10 @@ func CodeOf(err error) (code Code) {
 			return CodeInternal
 		}
 		return r.Code
+	}
+	var d *Divergence
+	if errors.As(err, &d) {
+		return CodeDiverged
 	}
 	var c interface{ Code() string }
 	if errors.As(err, &c) {

@@ -15,37 +15,14 @@ import (
 
 // Body is an action's code. It receives the checked parameters (a copy in
 // JSON's Go types: map[string]any, []any, string, bool, nil, json.Number)
-// and the environment its host builds; see [Action].
+// and the environment the registry builds for it; see [Action].
 type Body[C any] func(ctx context.Context, params map[string]any, env C) (any, error)
 
-// Host is what the caller of a run provides. Every field may be nil.
-type Host[C any] struct {
-	// Env builds the environment each body receives (its C), on the
-	// body's trace: typically the host's services, the caller, a
-	// transaction. Without it the body receives the *Trace itself when C
-	// is *Trace (or an interface *Trace satisfies). When C is another
-	// pointer, interface, map, slice, channel or function type, a run
-	// without Env is refused with internal before the body (the body
-	// would get a nil it cannot use); any other C gets its zero value.
-	Env func(t *Trace) C
-	// Resolve resolves ref values (see [RefResolver]). Without it, ref
-	// values reach the body as they are.
-	Resolve RefResolver
-	// OnEntry receives the run entry of each top-level call, done or
-	// refused, once, after the body returns. Nested calls are steps of
-	// their caller's entry. A batch calls it once per call.
-	OnEntry func(RunEntry)
-	// Caller is who calls, built by the host from what it authenticated
-	// (see [Caller]); nil is the host itself. The gate checks it before
-	// the parameters are looked at (docs/gate.md).
-	Caller *Caller
-	// OnAudit receives, right after OnEntry, who made the call: the
-	// audit record that travels beside the entry.
-	OnAudit func(RunEntry, Audit)
-
-	hold       func(context.Context) error // holds a call needing confirmation
-	confirming *PendingChange              // the change a Confirm runs
-}
+// Env builds the environment each body receives (its C), from the call's
+// context (which carries a store's transaction: sqlstore.Tx) and its
+// trace. It runs once per call, nested calls included, and may be called
+// concurrently.
+type Env[C any] func(ctx context.Context, t *Trace) C
 
 // Registry holds actions by id and runs them. The zero value is an empty
 // registry with the default [Limits], ready to use; [NewRegistry] sets
@@ -60,8 +37,8 @@ type Registry[C any] struct {
 	actions sync.Map   // id → *registered[C]
 	limits  Limits     // as given: zero fields mean their default
 	gate    atomic.Pointer[gate]
-	// portable refuses ids whose tool name some provider refuses.
-	portable bool
+	env     Env[C]
+	opts    Options
 	// strictBack caches, per *registered[C], the OpenAI strict export
 	// RunToolCall maps nulls back with (see profile_call.go).
 	strictBack sync.Map
@@ -85,6 +62,18 @@ type Options struct {
 	// Gate configures the gate (scopes, rate limits, the pending store,
 	// the clock: see [GateOptions]); nil means its defaults.
 	Gate *GateOptions
+	// Resolve resolves ref values (see [RefResolver]). Nil: ref values
+	// reach the body as they are.
+	Resolve RefResolver
+	// Store keeps each unit of work with its records (see [Store]): a
+	// [RunLog] in memory, or sqlstore.Store in database transactions.
+	// Nil: calls run with no unit of work and their records are kept
+	// nowhere but in each [Result] and OnRecord.
+	Store Store
+	// OnRecord receives each record once its unit is settled: after the
+	// commit, or marked RolledBack once the unit was undone, so it never
+	// reports a change that was not kept. It may be called concurrently.
+	OnRecord func(Record)
 	// PortableNames makes Register and Bind refuse, with
 	// constraint_violation, an id whose tool name is not portable to
 	// every export profile (see [CheckPortableName]: at most 64
@@ -92,16 +81,19 @@ type Options struct {
 	PortableNames bool
 }
 
-// NewRegistry returns an empty registry whose bodies receive a C. opts may
-// be nil for the defaults.
-func NewRegistry[C any](opts *Options) *Registry[C] {
-	r := &Registry[C]{}
+// NewRegistry returns an empty registry whose bodies receive the
+// environment env builds. env may be nil when C is *Trace (the body then
+// receives its trace) or a type whose zero value a body can use; for a
+// pointer, interface, map, slice, channel or function C, Register refuses
+// an action without it. opts may be nil for the defaults.
+func NewRegistry[C any](env Env[C], opts *Options) *Registry[C] {
+	r := &Registry[C]{env: env}
 	if opts != nil {
+		r.opts = *opts
 		r.limits = opts.Limits
 		if opts.Gate != nil {
 			r.gate.Store(newGate(*opts.Gate))
 		}
-		r.portable = opts.PortableNames
 	}
 	return r
 }
@@ -195,7 +187,7 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 	if err := checkID(a.ID); err != nil {
 		return nil, err
 	}
-	if r.portable {
+	if r.opts.PortableNames {
 		if err := CheckPortableName(a.ID); err != nil {
 			return nil, err
 		}
@@ -206,6 +198,10 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 	if a.Run == nil {
 		return nil, refusef(CodeConstraintViolation, "the action has no body",
 			Issue{Path: "/run", Keyword: "run", Message: "the body is nil"})
+	}
+	if r.env == nil && envRequired[C]() {
+		return nil, refusef(CodeConstraintViolation, "the registry builds no environment for the body",
+			Issue{Path: "/run", Keyword: "run", Message: "the body's environment would be nil: give NewRegistry an Env"})
 	}
 	ps, err := CompileParameters(a.Parameters, r.limits)
 	if err != nil {
@@ -335,122 +331,247 @@ func (r *Registry[C]) List() []Action[C] {
 	return out
 }
 
-// Run runs the action id (or a deprecated alias of it, recorded under the
-// id): the gate checks host.Caller first (docs/gate.md), then it checks
-// params (see [ParameterSchema.Check]), runs the body with the
-// environment host builds, and records the call as a run entry, which
-// host.OnEntry also receives, and host.OnAudit with who called. host may
-// be nil.
+// Run runs c, an action's call or a batch, in one unit of the registry's
+// [Store], and returns its result and records (which Options.OnRecord
+// also receives, once the unit is settled). For one action, in order: the
+// gate checks c.Caller (docs/gate.md), then the parameters are checked
+// (see [ParameterSchema.Check]), refs resolved, the body run with the
+// environment the registry's Env builds, and the result checked against
+// the output schema. A batch runs as [Batch] says, every step as such a
+// call.
 //
-// It returns the body's result (nil whenever the error is not nil), the
-// entry, and an error:
-//   - *Refusal unknown_action: no action has this id, or host.Caller may
-//     not see it (its surface is not offered, or it lacks the
-//     capability: errors.Is finds ErrForbiddenSurface or
-//     ErrForbiddenCapability, and the entry records that code);
-//   - *Refusal insufficient_scope, not_serving, read_only, rate_limited:
-//     the gate's other checks, in that order, before the parameters are
+// Errors (every one a *Refusal, or wrapping one, except a body's own
+// error; [CodeOf] gives its code and errors.Is matches exactly that
+// code's sentinel; docs/refusals.md has the table):
+//   - unknown_action: no action has this id, or c.Caller may not see it
+//     (its surface is not offered, or it lacks the capability). The
+//     caller learns no more; the record's entry and audit carry the
+//     host's code (forbidden_surface, forbidden_capability);
+//   - insufficient_scope, not_serving, read_only, rate_limited: the
+//     gate's other checks, in that order, before the parameters are
 //     looked at;
-//   - *Refusal confirmation_required: the action needs confirmation and
-//     the call, checked in full, is held as a pending change (the
-//     refusal's Pending); see [Registry.Confirm];
-//   - *Refusal invalid_parameters: see [ParameterSchema.Check]; the body
-//     does not run, and the entry records the parameters as given;
+//   - confirmation_required: the action (or a step of the batch) needs
+//     confirmation; the call, checked in full, is held as one pending
+//     change, the refusal's Pending its receipt (see [Registry.Decide]).
+//     The unit commits: the change is kept;
+//   - invalid_parameters: see [ParameterSchema.Check]; the body does not
+//     run, and the entry records the parameters as given;
 //   - the body's own error, as it is (a *Refusal the body raised keeps
 //     its code; a plain error is recorded with code internal);
-//   - *Refusal internal, the action's fault rather than the caller's
-//     (the registry keeps serving; the cause is in errors.Unwrap, never
-//     in the message), in four cases: (1) the body returned a refusal
-//     that a nested call ([Trace.Call]) gave it, and the cause is that
-//     nested refusal, whole; (2) the body, the resolver, host.Env or
-//     host.OnEntry panicked (OnEntry's panic is reported only when the
-//     call had no error already), and the cause holds the panic value
-//     and stack; (3) C needs an environment and host.Env is nil (see
-//     [Host]), and the body does not run; (4) the result has no
-//     canonical JSON form;
-//   - *Refusal invalid_parameters from a typed action ([Typed]) whose
-//     checked parameters do not fit its Go type: the body does not run;
-//   - *Refusal output_invalid: the action has an output schema
-//     ([Definition].OutputSchema) and the result breaks it; the body ran,
-//     the result is withheld, the issues point into the result, and
-//     errors.Unwrap gives an *[OutputError];
-//   - ctx.Err() when ctx is done before the body starts;
-//   - a resolver's error, wrapped.
+//   - internal, the action's fault rather than the caller's, the cause
+//     in [Refusal.Cause] (never in the message): the body returned a
+//     refusal a nested call gave it; the body, the resolver, Env or
+//     OnRecord panicked; the result has no canonical JSON form; the
+//     store failed;
+//   - output_invalid: the result breaks the output schema; the body ran,
+//     the result is withheld, and errors.As finds an *[OutputError];
+//   - cancelled: ctx was done before the call ended (errors.Is also
+//     finds context.Canceled or context.DeadlineExceeded);
+//   - a batch's own refusals (invalid_script_step, unknown_reference)
+//     and a *[StepError] wrapping a step's error: see [Batch].
 //
 // A body sees ctx and must honour its cancellation itself.
-func (r *Registry[C]) Run(ctx context.Context, id string, params any, host *Host[C]) (any, RunEntry, error) {
-	if host == nil {
-		host = &Host[C]{}
-	}
-	result, entry, audit, err := r.gated(ctx, id, params, host)
-	if host.OnEntry != nil {
-		if perr := safeCall("host's OnEntry", func() { host.OnEntry(entry) }); perr != nil && err == nil {
-			result, err = nil, perr
+func (r *Registry[C]) Run(ctx context.Context, c Call) (Result, error) {
+	return r.unit(ctx, func(ctx context.Context) (any, []Record, bool, error) {
+		if c.Batch != nil {
+			return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID})
 		}
-	}
-	if host.OnAudit != nil {
-		if perr := safeCall("host's OnAudit", func() { host.OnAudit(entry, audit) }); perr != nil && err == nil {
-			result, err = nil, perr
-		}
-	}
-	return result, entry, err
+		v, rec, commit, err := r.top(ctx, invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID})
+		return v, []Record{rec}, commit, err
+	})
 }
 
-// unknownAction is the refusal of a call to an id no action has. It names
-// nothing: an id is submitted text.
-func unknownAction() *Refusal {
-	return NewRefusal(CodeUnknownAction, "no action is registered under this id")
+// work is one unit's work: its value, records, whether to keep it, and
+// its error.
+type work func(ctx context.Context) (value any, recs []Record, commit bool, err error)
+
+// unit runs fn in one unit of the store and delivers its records.
+func (r *Registry[C]) unit(ctx context.Context, fn work) (Result, error) {
+	var value any
+	attempt := func(ctx context.Context) Unit {
+		v, recs, commit, err := fn(ctx)
+		value = v
+		return Unit{Records: recs, Commit: commit, Err: err}
+	}
+	var (
+		recs []Record
+		err  error
+	)
+	if r.opts.Store != nil {
+		recs, err = r.opts.Store.Atomic(ctx, attempt)
+		if err != nil && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == CodeInternal {
+			// The store's own failure (a commit, a lost connection):
+			// an internal refusal for the caller, the cause for the host.
+			err = storeFailure(err)
+		}
+	} else {
+		u := attempt(ctx)
+		recs, err = u.Records, u.Err
+		for i := range recs {
+			recs[i].RolledBack = !u.Commit
+		}
+	}
+	err = cancelRefusal(err)
+	if r.opts.OnRecord != nil {
+		for _, rec := range recs {
+			if perr := safeCall("registry's OnRecord", func() { r.opts.OnRecord(rec) }); perr != nil && err == nil {
+				err = perr
+			}
+		}
+	}
+	if err != nil {
+		value = nil
+	}
+	return Result{Value: value, Records: recs}, err
 }
 
-// run runs one call at nesting depth depth (0 for a top-level call),
-// resolving its refs with resolve, and never calls OnEntry. Its nested
-// calls resolve with host.Resolve.
-func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host[C], resolve RefResolver, depth int) (result any, entry RunEntry, err error) {
-	entry = RunEntry{Action: id, Steps: []RunStep{}}
+// invocation is one call as the call path carries it.
+type invocation struct {
+	name       string // the id or alias called
+	params     any
+	caller     *Caller
+	toolCallID string
+	// confirming is the pending change a confirmation runs.
+	confirming string
+	// replay: the gate decides who may call (surface, capability,
+	// scope, confirmation) but counts no rate and reads no serving
+	// switch, and a held call stores no change.
+	replay bool
+	// noResolve: the parameters were recorded resolved (replay).
+	noResolve bool
+	// step: the call is a step of a batch.
+	step bool
+	// asHost: a nested call the body made as the host (Trace.CallAsHost).
+	asHost bool
+}
+
+// audit starts the audit record of inv.
+func (r *Registry[C]) audit(inv invocation) Audit {
+	a := Audit{At: r.gateOf().opts.Now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID}
+	if inv.confirming != "" {
+		a.Stage = StageConfirmed
+	}
+	return a
+}
+
+// top runs one top-level call through the gate and records it.
+func (r *Registry[C]) top(ctx context.Context, inv invocation) (any, Record, bool, error) {
+	audit := r.audit(inv)
+	g := r.gateOf()
+	reg, ok := r.lookup(inv.name)
+	if ok {
+		if reg.action.ID != inv.name {
+			audit.Alias = inv.name
+		}
+		if err := g.decide(&reg.action.Definition, inv.caller, inv.replay); err != nil {
+			return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
+		}
+	}
+	holds := ok && reg.action.NeedsConfirmation && inv.caller != nil && inv.confirming == ""
+	if holds && inv.caller.Principal == "" {
+		err := anonymousHold()
+		return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
+	}
+	resolve := r.opts.Resolve
+	if inv.noResolve {
+		resolve = nil // replayed parameters that were resolved already
+	}
+	f := r.frame(inv, 0)
+	if holds {
+		f.hold = func(ctx context.Context, checked string) error {
+			if inv.replay {
+				return Receipt{Action: reg.action.ID}.refusal()
+			}
+			rec, err := g.hold(ctx, PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: r.givenParameters(inv.params)}, inv.caller)
+			if err != nil {
+				return err
+			}
+			audit.PendingChange = rec.ID
+			return rec.refusal()
+		}
+	}
+	result, entry, err := f.run(ctx, inv.name, inv.params, resolve)
+	if err != nil {
+		audit.Code = hostCode(err)
+		entry.Error = audit.Code
+		if holds && CodeOf(err) == CodeConfirmationRequired {
+			audit.Stage = StageHeld
+			return nil, Record{Entry: entry, Audit: audit}, true, err
+		}
+		return nil, Record{Entry: entry, Audit: audit}, false, err
+	}
+	return result, Record{Entry: entry, Audit: audit}, true, nil
+}
+
+// refusedRecord is the record of a call the gate refused before its
+// parameters were looked at.
+func (r *Registry[C]) refusedRecord(id string, params any, audit Audit, err error) Record {
+	entry := RunEntry{Action: id, Steps: []RunStep{}}.refused(err, r.givenParameters(params))
+	entry.Error = hostCode(err)
+	audit.Code = entry.Error
+	return Record{Entry: entry, Audit: audit}
+}
+
+// frame returns the frame of a call of inv at depth.
+func (r *Registry[C]) frame(inv invocation, depth int) *frame[C] {
+	return &frame[C]{r: r, inv: inv, depth: depth}
+}
+
+// frame is the state of one running call: its trace, and what its nested
+// calls need.
+type frame[C any] struct {
+	Trace
+	r     *Registry[C]
+	inv   invocation
+	depth int
+	// hold, set for a top-level call that needs confirmation, holds the
+	// checked call as a pending change and returns its refusal.
+	hold func(ctx context.Context, checked string) error
+}
+
+// run runs one call at the frame's depth, resolving its refs with
+// resolve; it records nothing.
+func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefResolver) (result any, entry RunEntry, err error) {
+	r := f.r
+	entry = RunEntry{Action: id, Steps: []RunStep{}, AsHost: f.inv.asHost}
 	limits := r.Limits()
 	reg, ok := r.lookup(id)
 	if !ok {
 		err = unknownAction()
-		return nil, entry.refused(err, r.givenParameters(params, limits.MaxParamBytes)), err
+		return nil, entry.refused(err, r.givenParameters(params)), err
 	}
 	entry.Action = reg.action.ID // an alias is recorded under the id
-	if depth > limits.MaxCallDepth {
+	if f.depth > limits.MaxCallDepth {
 		err = refusef(CodeConstraintViolation, "nested calls are too deep",
 			Issue{Path: "", Keyword: "call", Message: fmt.Sprintf("more than %d nested calls", limits.MaxCallDepth)})
-		return nil, entry.refused(err, r.givenParameters(params, limits.MaxParamBytes)), err
+		return nil, entry.refused(err, r.givenParameters(params)), err
 	}
 	checked, err := reg.params.Check(ctx, params, resolve)
 	if err != nil {
-		return nil, entry.refused(err, r.givenParameters(params, limits.MaxParamBytes)), err
+		return nil, entry.refused(err, r.givenParameters(params)), err
 	}
 	if entry.Parameters, err = canonicalString(checked); err != nil {
 		return nil, entry.refused(err, "null"), err
 	}
-	if host.hold != nil && depth == 0 {
-		err = host.hold(ctx)
+	if f.hold != nil {
+		err = f.hold(ctx, entry.Parameters)
 		return nil, entry.refused(err, entry.Parameters), err
 	}
 	if err := ctx.Err(); err != nil {
+		err = cancelRefusal(err)
 		return nil, entry.refused(err, entry.Parameters), err
 	}
-	// One allocation holds the trace, the entry it builds and what nested
-	// calls need.
-	f := &frame[C]{r: r, host: host, depth: depth}
 	t := &f.Trace
-	t.action, t.entry, t.runner, t.caller = id, entry, f, host.Caller
+	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
 	var env C
 	switch {
-	case host.Env != nil:
-		if perr := safeCallOf("host's Env of", id, func() { env = host.Env(t) }); perr != nil {
+	case r.env != nil:
+		if perr := safeCallOf("registry's Env of", id, func() { env = r.env(ctx, t) }); perr != nil {
 			return nil, entry.refused(perr, entry.Parameters), perr
 		}
 	default:
 		if tc, ok := any(t).(C); ok {
 			env = tc
-		} else if envRequired[C]() {
-			err = NewRefusal(CodeInternal, "the action cannot run: the host builds no environment for it")
-			err.(*Refusal).cause = fmt.Errorf("actions: %s: Host.Env is nil and the body's environment %s would be nil", id, reflect.TypeFor[C]())
-			return nil, entry.refused(err, entry.Parameters), err
 		}
 	}
 	if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, env) }); perr != nil {
@@ -464,6 +585,8 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 			ir := NewRefusal(CodeInternal, "the action failed: a call it made was refused")
 			ir.cause = err
 			err = ir
+		} else if isCancel(err) && asRefusal(err) == nil {
+			err = cancelRefusal(err)
 		}
 		err = reg.action.declared(err)
 		return nil, entry.refused(err, entry.Parameters), err
@@ -487,10 +610,38 @@ func (r *Registry[C]) run(ctx context.Context, id string, params any, host *Host
 	return result, entry, nil
 }
 
+// nested runs a call a body made: through the gate with its caller's
+// identity (or as the host when asHost), one level deeper, never held.
+func (f *frame[C]) nested(ctx context.Context, id string, params any, asHost bool) (any, RunEntry, error) {
+	inv := f.inv
+	inv.asHost = asHost
+	if asHost {
+		inv.caller = nil
+	}
+	child := f.r.frame(inv, f.depth+1)
+	if reg, ok := f.r.lookup(id); ok {
+		d := &reg.action.Definition
+		err := f.r.gateOf().admitNested(d, inv.caller)
+		if err == nil && d.NeedsConfirmation && inv.caller != nil && inv.confirming == "" {
+			err = NewRefusal(CodeConfirmationRequired, "a nested call of an action that needs confirmation is not held: the caller must call it")
+		}
+		if err != nil {
+			entry := RunEntry{Action: reg.action.ID, Steps: []RunStep{}, AsHost: asHost}.refused(err, f.r.givenParameters(params))
+			entry.Error = hostCode(err)
+			return nil, entry, err
+		}
+	}
+	res, entry, err := child.run(ctx, id, params, f.r.opts.Resolve)
+	return res, entry, err
+}
+
 // envRequired reports whether a C left at its zero value would be a nil
-// the body cannot use: a pointer, interface, map, slice, channel or
-// function type.
+// the body cannot use (a pointer, interface, map, slice, channel or
+// function type) and is not the *Trace the registry gives without Env.
 func envRequired[C any]() bool {
+	if _, ok := any(&Trace{}).(C); ok {
+		return false
+	}
 	switch reflect.TypeFor[C]().Kind() {
 	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func:
 		return true
@@ -498,24 +649,12 @@ func envRequired[C any]() bool {
 	return false
 }
 
-// frame is the state of one running call: its trace, and the registry,
-// host and depth its nested calls use.
-type frame[C any] struct {
-	Trace
-	r     *Registry[C]
-	host  *Host[C]
-	depth int
-}
-
-func (f *frame[C]) nested(ctx context.Context, id string, params any) (any, RunEntry, error) {
-	return f.r.run(ctx, id, params, f.host, f.host.Resolve, f.depth+1)
-}
-
 // givenParameters is the canonical JSON of the parameters as given, for
 // the entry of a call refused before its check passed: "null" when they
 // are not JSON at all, or larger than MaxParamBytes (an entry holds no
 // more than a call may bring).
-func (r *Registry[C]) givenParameters(params any, limit int) string {
+func (r *Registry[C]) givenParameters(params any) string {
+	limit := r.Limits().MaxParamBytes
 	if m, isMap := params.(map[string]any); params == nil || (isMap && m == nil) || nullText(params) {
 		return "{}"
 	}
@@ -582,4 +721,10 @@ func panicRefusal(where string, p any) *Refusal {
 	r := NewRefusal(CodeInternal, "the "+where+" failed")
 	r.cause = &panicError{where: where, value: p, stack: debug.Stack()}
 	return r
+}
+
+// unknownAction is the refusal of a call to an id no action has. It names
+// nothing: an id is submitted text.
+func unknownAction() *Refusal {
+	return NewRefusal(CodeUnknownAction, "no action is registered under this id")
 }

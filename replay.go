@@ -9,13 +9,15 @@ import (
 )
 
 // Divergence is the first place where a replayed call departs from the
-// entry it replays. Replay returns it as its error.
+// record it replays. Replay returns it as its error; its code is
+// diverged ([CodeOf], [ErrDiverged]), whatever the replayed call gave.
 type Divergence struct {
 	// Path is the JSON Pointer (RFC 6901), into the entry's JSON form, of
 	// the first member that differs, comparing in the order of RunEntry's
-	// fields (not the sorted order of its canonical JSON): "/parameters", "/steps/2/command", "/steps/2/result", "/outcome",
-	// "/error", "/result"; the same inside a nested call's entry, where
-	// the action called may differ too ("/steps/0/call/action",
+	// fields (not the sorted order of its canonical JSON): "/parameters",
+	// "/steps/2/command", "/steps/2/result", "/outcome", "/error",
+	// "/result"; the same inside a nested call's entry, where the action
+	// called may differ too ("/steps/0/call/action",
 	// "/steps/0/call/outcome"); or "/steps/3" for a step that one side
 	// lacks or that is a command on one side and a call on the other.
 	Path string
@@ -28,85 +30,151 @@ type Divergence struct {
 	// or with calls nested deeper than Limits.MaxCallDepth. These are the
 	// host's own values; the error message never includes them.
 	Want, Got string
-	// err is the error the replayed call returned, if any.
-	err error
+	// Code is the host's code of the replayed call's refusal ("" when it
+	// was done): a gate code (forbidden_capability, confirmation_required)
+	// says today's policy decides otherwise, invalid_parameters that
+	// today's schema refuses the recorded parameters, unknown_action that
+	// the action is gone; another code, or none, that the body does
+	// otherwise.
+	Code Code
+	// Err is the error the replayed call returned, if any, for the host.
+	Err error
 }
 
-// Error names the path only: the values may carry personal data.
+// Error names the path and the cause, never a value: values may carry
+// personal data.
 func (d *Divergence) Error() string {
-	return "actions: the replay departs from its entry at " + d.Path
+	return "actions: the replay departs from its entry at " + d.Path + ": " + d.Reason()
 }
 
-// Unwrap returns the error the replayed call returned (nil when it was
-// done), so that, for instance, errors.Is(err, ErrUnknownAction) tells
-// that the entry's action is no longer registered.
-func (d *Divergence) Unwrap() error { return d.err }
+// Reason says in a few words why the replay departed, from Code.
+func (d *Divergence) Reason() string {
+	switch {
+	case d.Code == "":
+		return "the body does otherwise today"
+	case d.Code == CodeUnknownAction:
+		return "the action is not registered today"
+	case d.Code == CodeInvalidParameters:
+		return "today's parameters schema refuses the recorded parameters"
+	}
+	if _, _, gate := gateSentinel(d.Code); gate {
+		return "today's policy decides otherwise (" + string(d.Code) + ")"
+	}
+	return "the call is refused today (" + string(d.Code) + ")"
+}
 
-// Replay runs again the call that entry records, on the same action and
-// the entry's parameters, and compares the new run with entry step by step
-// in canonical JSON (RFC 8785): the parameters after the check, each
-// command and its result, each nested call's entry at any depth, the
-// outcome, the error code and the result. Recorded texts are compared in
-// canonical form, so an entry read back from a log with other white space
-// or member order still matches.
+// Is reports whether target is [ErrDiverged].
+func (d *Divergence) Is(target error) bool { return target == ErrDiverged }
+
+// Replay runs again the call that rec records and compares the new run
+// with rec.Entry, step by step, in canonical JSON (RFC 8785): the
+// parameters after the check, each command and its result, each nested
+// call's entry at any depth, the outcome, the error code and the result.
+// Recorded texts are compared in canonical form, so an entry read back
+// from a log with other white space or member order still matches.
 //
-// The call goes through the registry as [Registry.Run] makes it: the
-// parameters are checked against the schema registered now, and the body
-// runs for real with the environment host.Env builds, so a host replays
-// against a store it can roll back, or one that serves the recorded
-// results. host.OnEntry is not called: a replay is not a new call of the
-// log. host may be nil.
+// The call goes through the same path as [Registry.Run], with the
+// recorded caller (rec.Audit.Caller) and today's policy and schemas: the
+// gate decides who may call (surface, capability, scope) but counts no
+// rate and reads no serving switch, those being the state of the moment.
+// A call recorded held replays as held (no body runs, nothing is held);
+// one recorded confirmed runs as confirmed by the recorded person; a
+// rejected one, and a step of a held batch, replay as they were recorded
+// when the action exists and the caller may still call it. Each replay
+// runs in one unit of the registry's Store (so that a fresh store seeded
+// the same way evolves as the recorded one did), kept only when the
+// replay matches; no record is written and OnRecord is not called.
 //
-// Refs: the recorded parameters of a call whose body ran hold refs already
-// resolved to keys, and are not resolved again. Those of a call refused
-// before its body ran were recorded as given, and go through host.Resolve
-// again, as do the parameters of every nested call the body makes. An
-// entry does not say which of the two a refused entry without steps is, so
-// every such entry is taken as refused before its body: its body never
-// runs on values that were not resolved. When a body refused before its
-// first step, its keys are resolved again; a resolver that gives a key
-// back for a key (RefMatches.ID) makes such replays exact, and is what a
-// body that passes keys to nested calls needs anyway.
+// Refs: the recorded parameters of a call whose check passed hold refs
+// resolved already, and are not resolved again; those of a call refused
+// with no steps were recorded as given, and are resolved again.
 //
-// It returns the replayed entry, and an error:
-//   - nil when the replay matches entry, whether the call was done or
-//     refused the same way both times;
-//   - *Divergence at the first member that differs; its Unwrap gives the
-//     replayed call's own error, if any;
-//   - ctx.Err() when ctx was done by the end of the replay, since a
-//     cancelled run says nothing about the entry.
-func (r *Registry[C]) Replay(ctx context.Context, entry RunEntry, host *Host[C]) (RunEntry, error) {
-	h := Host[C]{}
-	if host != nil {
-		h = *host
+// It returns the replayed entry, and an error: nil when the replay
+// matches; a *[Divergence] at the first member that differs; cancelled
+// when ctx was done by the end of the replay, since a cancelled run says
+// nothing about the entry.
+func (r *Registry[C]) Replay(ctx context.Context, rec Record) (RunEntry, error) {
+	var (
+		got  RunEntry
+		rerr error
+		d    *Divergence
+	)
+	fn := func(ctx context.Context) (any, []Record, bool, error) {
+		got, rerr = r.replayed(ctx, rec)
+		if d = r.diverge("", rec.Entry, got, 0); d != nil {
+			d.Err, d.Code = rerr, got.Error
+			if got.Outcome == OutcomeDone {
+				d.Code = ""
+			}
+		}
+		return nil, nil, d == nil && (got.Outcome == OutcomeDone || rec.Audit.Stage == StageHeld), nil
 	}
-	h.OnEntry = nil
-	// Only parameters recorded as given are resolved (see Refs above).
-	var resolve RefResolver
-	if entry.Outcome == OutcomeRefused && len(entry.Steps) == 0 {
-		resolve = h.Resolve
+	var err error
+	if r.opts.Store != nil {
+		_, err = r.opts.Store.Atomic(ctx, func(ctx context.Context) Unit {
+			_, recs, commit, err := fn(ctx)
+			return Unit{Records: recs, Commit: commit, Err: err}
+		})
+	} else {
+		_, _, _, err = fn(ctx)
 	}
+	if cerr := ctx.Err(); cerr != nil {
+		return got, cancelRefusal(cerr)
+	}
+	if err != nil {
+		return got, cancelRefusal(err)
+	}
+	if d != nil {
+		return got, d
+	}
+	return got, nil
+}
+
+// replayed runs the call of rec again, as Replay says, and returns its
+// entry and error.
+func (r *Registry[C]) replayed(ctx context.Context, rec Record) (RunEntry, error) {
+	e := rec.Entry
+	inv := invocation{name: e.Action, caller: rec.Audit.Caller, replay: true, step: rec.Audit.Batch}
+	if rec.Audit.Alias != "" {
+		inv.name = rec.Audit.Alias
+	}
+	if rec.Audit.Stage == StageRejected || (rec.Audit.Stage == StageHeld && rec.Audit.Batch) {
+		// Nothing ran: the call stands as recorded while its action
+		// exists and its caller may call it.
+		reg, ok := r.lookup(inv.name)
+		if !ok {
+			return RunEntry{Action: e.Action, Parameters: e.Parameters, Steps: []RunStep{}}.refused(unknownAction(), e.Parameters), unknownAction()
+		}
+		if err := r.gateOf().who(&reg.action.Definition, inv.caller); err != nil {
+			got := RunEntry{Action: reg.action.ID, Steps: []RunStep{}}.refused(err, e.Parameters)
+			got.Error = hostCode(err)
+			return got, err
+		}
+		got := RunEntry{Action: reg.action.ID, Steps: []RunStep{}, Parameters: e.Parameters, Outcome: OutcomeRefused, Error: e.Error}
+		return got, nil
+	}
+	if rec.Audit.Stage == StageConfirmed && inv.caller != nil {
+		c := inv.caller.clone()
+		c.PendingChange = rec.Audit.PendingChange
+		inv.caller, inv.confirming = &c, rec.Audit.PendingChange
+	}
+	// Only parameters recorded as given are resolved again.
+	inv.noResolve = !(e.Outcome == OutcomeRefused && len(e.Steps) == 0 && rec.Audit.Stage != StageHeld)
 	// The recorded text is the parameters' canonical form, not the text a
 	// caller sent, so its size is not held to MaxParamBytes: a call made
 	// with a Go value is not bounded so either. It replays as the value.
-	var params any = json.RawMessage(entry.Parameters)
-	if v, err := ijson.Decode([]byte(entry.Parameters), r.limits.MaxParamDepth); err == nil && v != nil {
+	var params any = json.RawMessage(e.Parameters)
+	if v, err := ijson.Decode([]byte(e.Parameters), r.limits.MaxParamDepth); err == nil && v != nil {
 		params = v
-	} else if entry.Parameters == "null" {
+	} else if e.Parameters == "null" {
 		// Recorded for parameters that had no JSON form (Run reads the
 		// JSON text null as no parameters): they replay as text that has
 		// none either, refused as they were.
 		params = json.RawMessage("\x00")
 	}
-	_, got, err := r.run(ctx, entry.Action, params, &h, resolve, 0)
-	if cerr := ctx.Err(); cerr != nil {
-		return got, cerr
-	}
-	if d := r.diverge("", entry, got, 0); d != nil {
-		d.err = err
-		return got, d
-	}
-	return got, nil
+	inv.params = params
+	_, got, _, err := r.top(ctx, inv)
+	return got.Entry, err
 }
 
 // diverge compares the recorded entry want with the replayed entry got,

@@ -1,7 +1,9 @@
 package actions
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"sync"
 )
@@ -37,6 +39,9 @@ type RunEntry struct {
 	// Result is the canonical JSON of the body's result; empty when the
 	// body returned nil or the call was refused.
 	Result string `json:"result,omitempty"`
+	// AsHost is true for a nested call its body made as the host
+	// ([Trace.CallAsHost]) rather than as its caller; left out otherwise.
+	AsHost bool `json:"asHost,omitempty"`
 }
 
 // RunStep is one step of a body: a command with its result, or a nested
@@ -61,35 +66,71 @@ func (e RunEntry) refused(err error, params string) RunEntry {
 	return e
 }
 
-// RunLog keeps run entries in memory, in the order they were recorded. It
-// is safe for concurrent use. Pass its Record method as [Host].OnEntry.
+// RunLog keeps records in memory, in the order their units were settled:
+// a [Store] with no unit of work of its own (what a body changes is not
+// undone with it). It is safe for concurrent use. The zero value is an
+// empty log, ready to use.
 type RunLog struct {
 	mu      sync.Mutex
-	entries []RunEntry
+	records []Record
 }
 
 // NewRunLog returns an empty log.
 func NewRunLog() *RunLog { return &RunLog{} }
 
-// Record appends a deep copy of an entry: the caller's entry, steps
-// included, stays its own.
-func (l *RunLog) Record(e RunEntry) {
-	e = e.clone()
+// Atomic runs fn once and appends a deep copy of its records, marked
+// rolled back unless the unit commits.
+func (l *RunLog) Atomic(ctx context.Context, fn func(ctx context.Context) Unit) ([]Record, error) {
+	u := fn(ctx)
+	for i := range u.Records {
+		u.Records[i].RolledBack = !u.Commit
+	}
+	l.Append(u.Records...)
+	return u.Records, u.Err
+}
+
+// Append appends deep copies of records: the caller's stay its own.
+func (l *RunLog) Append(records ...Record) {
+	cp := make([]Record, len(records))
+	for i, r := range records {
+		cp[i] = r.clone()
+	}
 	l.mu.Lock()
-	l.entries = append(l.entries, e)
+	l.records = append(l.records, cp...)
 	l.mu.Unlock()
 }
 
-// Entries returns a deep copy of the entries recorded so far: changing
-// it, steps included, leaves the log as it was.
+// Records returns a deep copy of the records kept so far.
+func (l *RunLog) Records() []Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Record, len(l.records))
+	for i, r := range l.records {
+		out[i] = r.clone()
+	}
+	return out
+}
+
+// Entries returns a deep copy of the entries of the records kept so far:
+// changing it, steps included, leaves the log as it was.
 func (l *RunLog) Entries() []RunEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]RunEntry, len(l.entries))
-	for i, e := range l.entries {
-		out[i] = e.clone()
+	out := make([]RunEntry, len(l.records))
+	for i, r := range l.records {
+		out[i] = r.Entry.clone()
 	}
 	return out
+}
+
+// clone copies r deeply.
+func (r Record) clone() Record {
+	r.Entry = r.Entry.clone()
+	if r.Audit.Caller != nil {
+		c := r.Audit.Caller.clone()
+		r.Audit.Caller = &c
+	}
+	return r
 }
 
 // clone copies e with its steps, commands and nested entries.
@@ -112,32 +153,40 @@ func (e RunEntry) clone() RunEntry {
 	return e
 }
 
-// EntryWriter writes each entry it records as one line of canonical JSON
-// (JSON Lines), so that a host can persist its run log. It is safe for
-// concurrent use; lines are never interleaved.
+// EntryWriter writes each record it is given as one line of canonical
+// JSON (JSON Lines), so that a host can persist its run log: pass its
+// Write method as Options.OnRecord. It is safe for concurrent use; lines
+// are never interleaved. A zero EntryWriter writes nothing and reports
+// so in Err.
 type EntryWriter struct {
 	mu  sync.Mutex
 	w   io.Writer
 	err error
 }
 
-// NewEntryWriter returns a writer of entries to w.
+// NewEntryWriter returns a writer of records to w.
 func NewEntryWriter(w io.Writer) *EntryWriter { return &EntryWriter{w: w} }
 
-// Record writes one entry and a newline. After a write error it writes
+// errNoWriter is the error of an EntryWriter made without NewEntryWriter.
+var errNoWriter = errors.New("actions: the EntryWriter has no io.Writer: make it with NewEntryWriter")
+
+// Write writes one record and a newline. After a write error it writes
 // nothing more; Err returns that error.
-func (w *EntryWriter) Record(e RunEntry) {
-	line, err := CanonicalJSON(e)
+func (w *EntryWriter) Write(rec Record) {
+	line, err := CanonicalJSON(rec)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return
 	}
-	if err != nil {
+	switch {
+	case w.w == nil:
+		w.err = errNoWriter
+	case err != nil:
 		w.err = err
-		return
+	default:
+		_, w.err = w.w.Write(append(line, '\n'))
 	}
-	_, w.err = w.w.Write(append(line, '\n'))
 }
 
 // Err returns the first error met while writing, if any.

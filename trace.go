@@ -78,9 +78,14 @@ func (t *Trace) Command(cmd, result any) error {
 	return nil
 }
 
-// Call runs another action through the same registry and host, refs
-// resolved, and records its entry as a step of this one, whether it was
-// done or refused. It returns the nested body's result, or its error or
+// Call runs another action through the same registry, as the same caller,
+// refs resolved, and records its entry as a step of this one, whether it
+// was done or refused. The gate checks the caller for the nested action
+// as for a call of its own (surface, capability, scope, serving): a body
+// cannot make for its caller a call the caller may not make. A nested
+// call counts no rate, and one that needs confirmation is refused
+// confirmation_required (not held) unless the outer call is itself a
+// confirmation. See [Trace.CallAsHost] for a call the host makes. It returns the nested body's result, or its error or
 // refusal (see [Registry.Run]). Calls nested deeper than
 // Limits.MaxCallDepth are refused with constraint_violation. After the
 // body has returned, Call runs nothing and returns an error.
@@ -95,6 +100,18 @@ func (t *Trace) Command(cmd, result any) error {
 // passes on a key it received needs a resolver that gives a key back for
 // itself (as RefMatches.ID).
 func (t *Trace) Call(ctx context.Context, id string, params any) (any, error) {
+	return t.call(ctx, id, params, false)
+}
+
+// CallAsHost is [Trace.Call] made as the host rather than as the caller:
+// the gate lets it through as it lets the host's own calls through. A
+// body says so where it must act beyond its caller's rights (an audit
+// write, a system account), and the nested entry records it (asHost).
+func (t *Trace) CallAsHost(ctx context.Context, id string, params any) (any, error) {
+	return t.call(ctx, id, params, true)
+}
+
+func (t *Trace) call(ctx context.Context, id string, params any, asHost bool) (any, error) {
 	t.mu.Lock()
 	if t.closing {
 		t.mu.Unlock()
@@ -114,7 +131,7 @@ func (t *Trace) Call(ctx context.Context, id string, params any) (any, error) {
 		err = unknownAction()
 		entry = RunEntry{Action: id, Parameters: "null", Steps: []RunStep{}}.refused(err, "null")
 	} else {
-		result, entry, err = t.runner.nested(ctx, id, params)
+		result, entry, err = t.runner.nested(ctx, id, params, asHost)
 	}
 	t.mu.Lock()
 	t.entry.Steps = append(t.entry.Steps, RunStep{Call: &entry})
@@ -128,7 +145,7 @@ func (t *Trace) Call(ctx context.Context, id string, params any) (any, error) {
 // nestedRunner runs a call nested in the one a Trace records, through the
 // same registry and host, one level deeper.
 type nestedRunner interface {
-	nested(ctx context.Context, id string, params any) (any, RunEntry, error)
+	nested(ctx context.Context, id string, params any, asHost bool) (any, RunEntry, error)
 }
 
 // close ends the trace once its body returned: no new call or command is

@@ -16,8 +16,11 @@ import (
 // BatchTool is the opt-in tool that runs a call-only batch of the other
 // tools' actions as one unit ([Options].Batch): a model that plans several
 // calls sends them together, and a refused step undoes the steps before it
-// when Run runs the batch in a transaction.
-type BatchTool[C any] struct {
+// when the runner keeps units in a transaction (an [actions.Registry]
+// whose Store is a sqlstore.Store). A batch holding a step that needs
+// confirmation is held whole, and the person is asked once, as for one
+// call.
+type BatchTool struct {
 	// Name is the tool's name (default "run_batch"): 1 to 128 characters
 	// of [A-Za-z0-9_.-], as MCP requires; it must not be the
 	// name of an action's tool.
@@ -25,20 +28,12 @@ type BatchTool[C any] struct {
 	// Description replaces the default description, which says what a
 	// batch is and that it runs as one unit.
 	Description string
-	// Run runs the checked batch as one unit, with the host built for the
-	// request ([Options].Host, its Caller from [Options].Caller, so that
-	// the gate checks each step): typically in one database transaction,
-	// as sqlstore.Runner.RunBatch does with a TxHost that binds host's Env
-	// to it. It returns what [actions.Registry.RunBatch] returns. Nil runs
-	// Registry.RunBatch, with no transaction: the calls done before a
-	// refused one stay done, and the tool's description says so.
-	Run func(ctx context.Context, b actions.Batch, host *actions.Host[C]) (any, []actions.RunEntry, error)
 }
 
 // defaultBatchToolName is BatchTool.Name when left empty.
 const defaultBatchToolName = "run_batch"
 
-func (b *BatchTool[C]) name() string {
+func (b *BatchTool) name() string {
 	if b.Name == "" {
 		return defaultBatchToolName
 	}
@@ -46,11 +41,11 @@ func (b *BatchTool[C]) name() string {
 }
 
 // batchHandler serves the batch tool.
-type batchHandler[C any] struct {
-	toolHandler[C]
-	batch    *BatchTool[C]
+type batchHandler struct {
+	toolHandler
 	callable map[string]bool // the action ids a step may call
 	ids      []any           // the same, in the listed tools' order
+	names    []any           // their tool names, in the same order
 }
 
 // checkBatchName refuses a batch tool name MCP does not accept (1 to 128
@@ -70,37 +65,28 @@ func checkBatchName(name string, tools []actions.Tool) error {
 }
 
 // addBatchTool adds the batch tool over the actions of tools.
-func addBatchTool[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C], tools []actions.Tool) (*batchHandler[C], error) {
-	bt := opts.Batch
+func addBatchTool(s *mcp.Server, srv *server, tools []actions.Tool) (*batchHandler, error) {
+	bt := srv.opts.Batch
 	name := bt.name()
-	ids := make([]any, 0, len(tools))
-	callable := map[string]bool{}
+	h := &batchHandler{toolHandler: toolHandler{srv: srv, name: name}, callable: map[string]bool{}}
 	for _, t := range tools { // the name was checked by checkBatchName
 		id, err := actions.ActionID(t.Name)
 		if err != nil {
 			return nil, fmt.Errorf("mcpserver: tool %s: %w", t.Name, err)
 		}
-		ids = append(ids, id)
-		callable[id] = true
+		h.ids = append(h.ids, id)
+		h.names = append(h.names, t.Name)
+		h.callable[id] = true
 	}
-	schema, err := actions.CanonicalJSON(batchSchema(ids, reg.Limits().MaxBatchCalls))
+	schema, err := actions.CanonicalJSON(batchSchema(h.names, h.ids, srv.r.Limits().MaxBatchCalls))
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: batch tool schema: %w", err)
 	}
 	desc := bt.Description
 	if desc == "" {
 		desc = batchDescription
-		if bt.Run == nil {
-			desc = batchDescriptionNoTx
-		}
 	}
 	falseHint, trueHint := false, true
-	h := &batchHandler[C]{
-		toolHandler: toolHandler[C]{reg: reg, id: "", name: name, opts: opts},
-		batch:       bt,
-		callable:    callable,
-		ids:         ids,
-	}
 	s.AddTool(&mcp.Tool{
 		Name:        name,
 		Title:       "Run several calls as one unit",
@@ -112,17 +98,18 @@ func addBatchTool[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C
 }
 
 // toolFor returns the batch tool as caller c may see it: its "call" enum
-// lists only the actions c may call (offered on its surface, its
+// lists only the tools c may call (offered on its surface, its
 // capability held), so that the list names no action c may not see.
 // tool is the tool as added, shared between sessions: it is copied.
-func (h *batchHandler[C]) toolFor(tool *mcp.Tool, c *actions.Caller) *mcp.Tool {
-	ids := make([]any, 0, len(h.ids))
-	for _, id := range h.ids {
-		if h.sees(id.(string), c) {
+func (h *batchHandler) toolFor(tool *mcp.Tool, c *actions.Caller) *mcp.Tool {
+	var names, ids []any
+	for i, id := range h.ids {
+		if h.srv.sees(id.(string), c) {
+			names = append(names, h.names[i])
 			ids = append(ids, id)
 		}
 	}
-	schema, err := actions.CanonicalJSON(batchSchema(ids, h.reg.Limits().MaxBatchCalls))
+	schema, err := actions.CanonicalJSON(batchSchema(names, ids, h.srv.r.Limits().MaxBatchCalls))
 	cp := *tool
 	if err != nil {
 		cp.InputSchema = json.RawMessage(`{"type":"object","properties":{"commands":{"type":"array","maxItems":0}},"required":["commands"]}`)
@@ -132,35 +119,33 @@ func (h *batchHandler[C]) toolFor(tool *mcp.Tool, c *actions.Caller) *mcp.Tool {
 	return &cp
 }
 
-// sees reports whether caller c may see the action id among the batch's:
-// it is one of the listed tools' actions and the gate would not answer a
-// call of it as unknown (surface and capability; a nil caller, the host,
-// sees all).
-func (h *batchHandler[C]) sees(id string, c *actions.Caller) bool {
+// stepAction maps a step's call, a tool name as tools/list shows it or an
+// action id, to the action id, when it is one of the batch's actions and
+// caller c may see it.
+func (h *batchHandler) stepAction(call string, c *actions.Caller) (string, bool) {
+	id := call
 	if !h.callable[id] {
-		return false
+		var err error
+		if id, err = actions.ActionID(call); err != nil || !h.callable[id] {
+			return "", false
+		}
 	}
-	if c == nil {
-		return true
-	}
-	return actions.CodeOf(h.reg.Admit(context.Background(), id, c)) != actions.CodeUnknownAction
+	return id, h.srv.sees(id, c)
 }
 
 const batchDescription = "Runs several tool calls in order as one unit: either every call is done, or none is kept. " +
-	"Each step names an action id in \"call\" (a tool's name with its first '-' written '/'), its arguments in \"with\", " +
+	"Each step names a tool in \"call\" (as listed), its arguments in \"with\", " +
 	"and may name its result in \"as\" for later steps to use as \"${name}\" or \"${name.field}\" in their strings. " +
 	"\"result\", optional, is one such placeholder: the batch's result (default: the last call's). " +
 	"A refused step stops the batch and undoes the steps before it; the answer names the step, such as /commands/2."
 
-const batchDescriptionNoTx = "Runs several tool calls in order: a refused step stops the batch, and the steps before it stay done. " +
-	"Each step names an action id in \"call\" (a tool's name with its first '-' written '/'), its arguments in \"with\", " +
-	"and may name its result in \"as\" for later steps to use as \"${name}\" or \"${name.field}\" in their strings. " +
-	"\"result\", optional, is one such placeholder: the batch's result (default: the last call's). " +
-	"The answer names a refused step, such as /commands/2."
-
 // batchSchema is the batch grammar ([actions.Batch]) as a JSON Schema
-// whose "call" lists the callable action ids.
-func batchSchema(ids []any, maxSteps int) map[string]any {
+// whose "call" lists the callable tools by name (and, accepted too, by
+// action id).
+func batchSchema(names, ids []any, maxSteps int) map[string]any {
+	if names == nil {
+		names, ids = []any{}, []any{}
+	}
 	return map[string]any{
 		"type":                 "object",
 		"additionalProperties": false,
@@ -174,7 +159,7 @@ func batchSchema(ids []any, maxSteps int) map[string]any {
 					"additionalProperties": false,
 					"required":             []any{"call"},
 					"properties": map[string]any{
-						"call": map[string]any{"enum": ids, "description": "The action id to call."},
+						"call": map[string]any{"enum": append(append([]any{}, names...), ids...), "description": "The tool to call, by its name."},
 						"with": map[string]any{"type": "object", "description": "The call's arguments; strings may hold ${name.path} placeholders."},
 						"as":   map[string]any{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "description": "A name for this call's result."},
 					},
@@ -204,6 +189,7 @@ type batchAnswer struct {
 type batchRefusal struct {
 	refusalJSON
 	At    string        `json:"at"`
+	Step  string        `json:"step,omitempty"` // the tool name of the step at fault
 	Kept  bool          `json:"kept"`
 	Steps []stepOutcome `json:"steps"`
 }
@@ -219,7 +205,7 @@ func outcomes(entries []actions.RunEntry) []stepOutcome {
 	return out
 }
 
-func (h *batchHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+func (h *batchHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, panicked(ctx, h.report, h.name, p)
@@ -231,50 +217,55 @@ func (h *batchHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (r
 		return nil, busy
 	}
 	defer func() { end(err) }()
+	caller := h.srv.callerOfRequest(ctx, req)
+	if req.Params != nil && req.Params.RequestState != "" {
+		return h.srv.resume(ctx, req, caller, "", h.name, h.render)
+	}
 	args, _ := arguments(req).(json.RawMessage)
 	if args == nil {
 		args = json.RawMessage("{}")
 	}
-	b, err := h.reg.DecodeBatch(args)
-	if err != nil {
+	var b actions.Batch
+	if err := json.Unmarshal(args, &b); err != nil {
 		return h.batchRefused(ctx, err, nil)
 	}
-	var host *actions.Host[C]
-	if h.opts.Host != nil {
-		host = h.opts.Host(ctx, req)
-	}
-	host = h.withCaller(ctx, req, host)
-	var caller *actions.Caller
-	if host != nil {
-		caller = host.Caller
-	}
-	// A step calling an action its caller may not see is answered as one
-	// calling an action that does not exist, before any step runs.
+	// Steps name tools as tools/list shows them (or action ids); a step
+	// calling an action its caller may not see is answered as one calling
+	// an action that does not exist, before any step runs.
 	var unknown []actions.Issue
 	for i, st := range b.Steps {
-		if !h.sees(st.Call, caller) {
+		id, ok := h.stepAction(st.Call, caller)
+		if !ok {
 			unknown = append(unknown, actions.Issue{Path: fmt.Sprintf("/commands/%d/call", i), Keyword: "call",
-				Message: "not the id of a tool this server lists"})
+				Message: "not the name of a tool this server lists"})
+			continue
 		}
+		b.Steps[i].Call = id
 	}
 	if len(unknown) > 0 {
-		r := actions.NewRefusal(actions.CodeUnknownAction, "a step calls an action that is not offered")
+		r := actions.NewRefusal(actions.CodeUnknownAction, "a step calls a tool that is not offered")
 		r.Issues = unknown
 		r.Transport = actions.TransportToolResult
-		r.NextAction = "List the tools and call their action ids (the tool name with its first '-' written '/')."
+		r.NextAction = "List the tools and call them by the names listed."
 		return h.batchRefused(ctx, r, nil)
 	}
-	var result any
-	var entries []actions.RunEntry
-	if h.batch.Run != nil {
-		result, entries, err = h.batch.Run(ctx, b, host)
-	} else {
-		result, entries, err = h.reg.RunBatch(ctx, b, host)
+	result, err := h.srv.r.Run(ctx, actions.Call{Batch: &b, Caller: caller})
+	if rf := (*actions.Refusal)(nil); errors.As(err, &rf) && rf.Code == actions.CodeConfirmationRequired && rf.Pending != nil {
+		return h.srv.held(ctx, req, caller, rf, h.name, h.render)
+	}
+	return h.render(ctx, result, err, protocolVersion(req))
+}
+
+// render answers a batch run or confirmed: its answer, or its refusal.
+func (h *batchHandler) render(ctx context.Context, result actions.Result, err error, _ string) (*mcp.CallToolResult, error) {
+	entries := make([]actions.RunEntry, len(result.Records))
+	for i, rec := range result.Records {
+		entries[i] = rec.Entry
 	}
 	if err != nil {
-		return h.batchRefused(ctx, err, entries)
+		return h.batchRefused(ctx, err, result.Records)
 	}
-	text, err := actions.CanonicalJSON(result)
+	text, err := actions.CanonicalJSON(result.Value)
 	if err != nil {
 		h.report(ctx, err)
 		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
@@ -295,11 +286,18 @@ func (h *batchHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (r
 // the step at fault, and the outcome of the steps made. A refusal whose
 // transport is protocol (internal, a cancelled call) is answered as a
 // tool's is.
-func (h *batchHandler[C]) batchRefused(ctx context.Context, err error, entries []actions.RunEntry) (*mcp.CallToolResult, error) {
+func (h *batchHandler) batchRefused(ctx context.Context, err error, recs []actions.Record) (*mcp.CallToolResult, error) {
+	entries := make([]actions.RunEntry, len(recs))
+	kept := len(recs) > 0
+	for i, rec := range recs {
+		entries[i] = rec.Entry
+		kept = kept && !rec.RolledBack
+	}
 	var se *actions.StepError
-	at := ""
+	at, step := "", ""
 	if errors.As(err, &se) {
 		at = se.Pointer()
+		step = actions.ToolName(se.Action)
 	}
 	var r *actions.Refusal
 	if !errors.As(err, &r) || r == nil {
@@ -323,10 +321,9 @@ func (h *batchHandler[C]) batchRefused(ctx context.Context, err error, entries [
 		}
 		located.Issues[i] = is
 	}
-	kept := len(entries) > 0 && h.batch.Run == nil
 	var b strings.Builder
 	if at != "" {
-		fmt.Fprintf(&b, "step %s was refused; ", at)
+		fmt.Fprintf(&b, "step %s (%s) was refused; ", at, step)
 	}
 	switch {
 	case len(entries) == 0:
@@ -336,8 +333,12 @@ func (h *batchHandler[C]) batchRefused(ctx context.Context, err error, entries [
 	default:
 		b.WriteString("nothing of the batch was kept\n")
 	}
-	b.WriteString(refusalText(&located))
-	data := batchRefusal{refusalJSON: refusalData(&located), At: at, Kept: kept, Steps: outcomes(entries)}
+	d := refusalData(&located)
+	if located.Pending != nil && h.srv.opts.ConfirmURL != nil {
+		d.ConfirmURL = h.srv.opts.ConfirmURL(located.Pending.ID)
+	}
+	b.WriteString(refusalText(&located, d.ConfirmURL))
+	data := batchRefusal{refusalJSON: d, At: at, Step: step, Kept: kept, Steps: outcomes(entries)}
 	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}
 	if raw, err := json.Marshal(data); err == nil {
 		res.StructuredContent = json.RawMessage(raw)

@@ -9,12 +9,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
+	"strconv"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,7 +37,7 @@ const confirmInput = "confirm"
 // principal, no capability, surface mcp. The surface defaults to mcp;
 // Token and Scopes always come from the verified token (the transport's
 // own knowledge), whatever the builder said.
-func (o *Options[C]) callerOf(ctx context.Context, token *auth.TokenInfo, header http.Header) *actions.Caller {
+func (o *Options) callerOf(ctx context.Context, token *auth.TokenInfo, header http.Header) *actions.Caller {
 	var c *actions.Caller
 	if o.Caller != nil {
 		c = o.Caller(ctx, token, header)
@@ -44,6 +46,7 @@ func (o *Options[C]) callerOf(ctx context.Context, token *auth.TokenInfo, header
 		c = &actions.Caller{}
 	}
 	cp := *c
+	cp.Capabilities = slices.Clone(c.Capabilities)
 	if cp.Surface == "" {
 		cp.Surface = actions.SurfaceMCP
 	}
@@ -66,24 +69,15 @@ func extraOf(req mcp.Request) (*auth.TokenInfo, http.Header) {
 	return nil, nil
 }
 
-// withCaller returns host with its Caller built from the request, unless
-// host has one already.
-func (h *toolHandler[C]) withCaller(ctx context.Context, req *mcp.CallToolRequest, host *actions.Host[C]) *actions.Host[C] {
-	if host != nil && host.Caller != nil {
-		return host
-	}
-	var hc actions.Host[C]
-	if host != nil {
-		hc = *host
-	}
+// callerOfRequest is the caller of a tool call.
+func (s *server) callerOfRequest(ctx context.Context, req *mcp.CallToolRequest) *actions.Caller {
 	token, header := extraOf(req)
-	hc.Caller = h.opts.callerOf(ctx, token, header)
-	return &hc
+	return s.opts.callerOf(ctx, token, header)
 }
 
 // gateMiddleware filters tools/list per caller and routes calls of a
 // deprecated alias's tool name to its action.
-func gateMiddleware[C any](reg *actions.Registry[C], opts Options[C], aliases map[string]*toolHandler[C], batch *batchHandler[C]) mcp.Middleware {
+func gateMiddleware(srv *server, aliases map[string]*toolHandler, batch *batchHandler) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
@@ -97,7 +91,7 @@ func gateMiddleware[C any](reg *actions.Registry[C], opts Options[C], aliases ma
 				res, err := next(ctx, method, req)
 				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 					token, header := extraOf(req)
-					filterTools(lr, reg, opts.callerOf(ctx, token, header), batch)
+					srv.filterTools(lr, srv.opts.callerOf(ctx, token, header), batch)
 				}
 				return res, err
 			}
@@ -106,16 +100,19 @@ func gateMiddleware[C any](reg *actions.Registry[C], opts Options[C], aliases ma
 	}
 }
 
-// filterTools keeps the tools the caller may see (every tool for the
-// host's own view, a nil caller: none) and marks the list private: it
-// varies by authorization, so a cache must not share it between callers
-// (MCP 2026-07-28 cacheScope; older clients ignore the member, and the
-// list is filtered on every request whatever the version).
-func filterTools[C any](lr *mcp.ListToolsResult, reg *actions.Registry[C], c *actions.Caller, batch *batchHandler[C]) {
+// sees reports whether caller c may see the action id: the gate would
+// not answer its call as unknown (surface and capability).
+func (s *server) sees(id string, c *actions.Caller) bool {
+	return actions.CodeOf(s.r.Admit(context.Background(), id, c)) != actions.CodeUnknownAction
+}
+
+// filterTools keeps the tools the caller may see and marks the list
+// private: it varies by authorization, so a cache must not share it
+// between callers (MCP 2026-07-28 cacheScope; older clients ignore the
+// member, and the list is filtered on every request whatever the
+// version).
+func (s *server) filterTools(lr *mcp.ListToolsResult, c *actions.Caller, batch *batchHandler) {
 	lr.Tools = slices.DeleteFunc(lr.Tools, func(t *mcp.Tool) bool {
-		if c == nil {
-			return true
-		}
 		if batch != nil && t.Name == batch.name {
 			return false // each step is gated as a call of its own
 		}
@@ -123,8 +120,7 @@ func filterTools[C any](lr *mcp.ListToolsResult, reg *actions.Registry[C], c *ac
 		if err != nil {
 			return true
 		}
-		a, ok := reg.Get(id)
-		return !ok || a.ID != id || !a.Offers(c.Surface) || !c.Can(a.Capability)
+		return !s.sees(id, c)
 	})
 	if lr.Tools == nil {
 		lr.Tools = []*mcp.Tool{}
@@ -144,14 +140,14 @@ func filterTools[C any](lr *mcp.ListToolsResult, reg *actions.Registry[C], c *ac
 // aliasHandlers maps the tool name of each deprecated alias of the tools'
 // actions to a handler calling the action by that alias (recorded under
 // the id, the alias in the audit). Aliases are never listed.
-func aliasHandlers[C any](reg *actions.Registry[C], handlers []*toolHandler[C]) map[string]*toolHandler[C] {
-	out := map[string]*toolHandler[C]{}
+func (s *server) aliasHandlers(handlers []*toolHandler) map[string]*toolHandler {
+	out := map[string]*toolHandler{}
 	for _, h := range handlers {
-		a, ok := reg.Get(h.id)
+		d, ok := s.defs[h.id]
 		if !ok {
 			continue
 		}
-		for _, alias := range a.DeprecatedAliases {
+		for _, alias := range d.DeprecatedAliases {
 			name := actions.ToolName(alias)
 			hc := *h
 			hc.id, hc.name = alias, name
@@ -161,39 +157,42 @@ func aliasHandlers[C any](reg *actions.Registry[C], handlers []*toolHandler[C]) 
 	return out
 }
 
-// held answers a call the registry held as a pending change (refusal r,
-// confirmation_required with its receipt). When the client can ask its
-// person, the server asks: on 2025-11-25 sessions through
-// elicitation/create (ServerSession.Elicit), on 2026-07-28 through an
-// input request in the result (multi round-trip), whose request state
-// binds the answer to this change, this principal and these arguments.
-// Accept confirms the change (every check again, the body once); decline,
-// cancel or no answer rejects it and nothing runs. Otherwise the client
-// gets r as a tool result: the receipt, to be confirmed later on the
-// host's own screen ([actions.Registry.Confirm]).
-func (h *toolHandler[C]) held(ctx context.Context, req *mcp.CallToolRequest, host *actions.Host[C], r *actions.Refusal) (*mcp.CallToolResult, error) {
+// renderer answers a decided change: its result, or its refusal, at the
+// request's protocol version.
+type renderer func(ctx context.Context, res actions.Result, err error, version string) (*mcp.CallToolResult, error)
+
+// held answers a call the runner held as a pending change (refusal r,
+// confirmation_required with its receipt) on the tool name. When the
+// client can ask its person, the server asks: on 2025-11-25 sessions
+// through elicitation/create (ServerSession.Elicit), on 2026-07-28
+// through an input request in the result (multi round-trip), whose
+// request state binds the answer to this change, this principal and
+// these arguments. Accept confirms the change (every check again, as the
+// caller is now); decline, cancel or no answer rejects it and nothing
+// runs. Otherwise the client gets r as a tool result: the receipt, to be
+// confirmed later on the host's own screen.
+func (s *server) held(ctx context.Context, req *mcp.CallToolRequest, caller *actions.Caller, r *actions.Refusal, name string, render renderer) (*mcp.CallToolResult, error) {
 	rc := r.Pending
 	caps := req.ClientCapabilities()
-	if rc == nil || host == nil || host.Caller == nil || caps == nil || caps.Elicitation == nil ||
-		(caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
+	if caps == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
 		// No one to ask, or only by URL (a form asks yes or no): the
 		// receipt, confirmed later on the host's own screen.
-		return h.toolError(r), nil
+		return s.toolError(r), nil
 	}
-	ask := &mcp.ElicitParams{Mode: "form", Message: h.question(rc, req),
+	ask := &mcp.ElicitParams{Mode: "form", Message: s.question(rc, name, req),
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
 	if req.ProtocolVersion() >= protocolMultiRoundTrip {
 		return &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{confirmInput: ask},
-			RequestState:  h.opts.state.sign(rc.ID, host.Caller.Principal, h.name, arguments(req)),
+			RequestState:  s.state.sign(rc.ID, caller.Principal, name, arguments(req)),
 		}, nil
 	}
 	if req.Session == nil {
-		return h.toolError(r), nil
+		return s.toolError(r), nil
 	}
 	// A client that never answers holds neither the call nor the change
 	// for long.
-	wait := h.opts.ConfirmWait
+	wait := s.opts.ConfirmWait
 	if wait <= 0 {
 		wait = DefaultConfirmWait
 	}
@@ -201,90 +200,95 @@ func (h *toolHandler[C]) held(ctx context.Context, req *mcp.CallToolRequest, hos
 	answer, err := req.Session.Elicit(askCtx, ask)
 	cancel()
 	if err != nil {
-		h.report(ctx, err)
+		s.report(ctx, name, err)
 	}
-	return h.decide(ctx, host, rc.ID, err == nil && answer != nil && answer.Action == "accept", req.ProtocolVersion())
+	accept := err == nil && answer != nil && answer.Action == "accept"
+	// The person answered now: who decides is the caller as the
+	// transport sees it now (a capability revoked while the person
+	// thought is revoked for the confirmation too).
+	return s.decide(ctx, s.callerOfRequest(ctx, req), rc.ID, accept, req.ProtocolVersion(), name, render)
 }
 
 // resume answers the retry of a call whose result asked for input
 // (2026-07-28): the request state must be the one this server signed for
 // this principal, tool and arguments; the answer decides the change.
-func (h *toolHandler[C]) resume(ctx context.Context, req *mcp.CallToolRequest, host *actions.Host[C]) (*mcp.CallToolResult, error) {
+func (s *server) resume(ctx context.Context, req *mcp.CallToolRequest, caller *actions.Caller, id, name string, render renderer) (*mcp.CallToolResult, error) {
 	// The gate first, as for any call: a caller who may not see the tool
 	// gets the answer of an unknown tool, never one about request states.
-	var caller *actions.Caller
-	if host != nil {
-		caller = host.Caller
+	if id != "" {
+		if err := s.r.Admit(ctx, id, caller); err != nil {
+			return render(ctx, actions.Result{}, err, req.ProtocolVersion())
+		}
 	}
-	if err := h.reg.Admit(ctx, h.id, caller); err != nil {
-		return h.refused(ctx, err)
-	}
-	if host == nil || host.Caller == nil {
-		return h.toolError(staleRequest()), nil
-	}
-	id, ok := h.opts.state.verify(req.Params.RequestState, host.Caller.Principal, h.name, arguments(req))
+	change, ok := s.state.verify(req.Params.RequestState, caller.Principal, name, arguments(req))
 	if !ok {
-		return h.toolError(staleRequest()), nil
+		return s.toolError(staleRequest()), nil
 	}
 	answer, _ := req.Params.InputResponses[confirmInput].(*mcp.ElicitResult)
-	return h.decide(ctx, host, id, answer != nil && answer.Action == "accept", req.ProtocolVersion())
+	return s.decide(ctx, caller, change, answer != nil && answer.Action == "accept", req.ProtocolVersion(), name, render)
 }
 
-// decide confirms the pending change id as host's caller, or rejects it;
-// version is the request's protocol version, for the result's rendering.
-func (h *toolHandler[C]) decide(ctx context.Context, host *actions.Host[C], id string, accept bool, version string) (*mcp.CallToolResult, error) {
+// decide confirms the pending change id as caller, or rejects it, and
+// renders the outcome.
+func (s *server) decide(ctx context.Context, caller *actions.Caller, id string, accept bool, version, name string, render renderer) (*mcp.CallToolResult, error) {
 	if !accept {
 		// The answer ends the change even when the call was cancelled.
-		if err := h.reg.Reject(context.WithoutCancel(ctx), id, host.Caller); err != nil && !errors.Is(err, actions.ErrUnknownChange) {
-			h.report(ctx, err)
+		if _, err := s.r.Decide(context.WithoutCancel(ctx), actions.Decision{Change: id, Confirm: false, Caller: caller}); err != nil && !errors.Is(err, actions.ErrUnknownChange) {
+			s.report(ctx, name, err)
 		}
-		return h.toolError(declined()), nil
+		return s.toolError(declined()), nil
 	}
-	confirm := h.reg.Confirm
-	if h.opts.Confirm != nil {
-		confirm = h.opts.Confirm
-	}
-	_, entry, err := confirm(ctx, id, host)
-	if err != nil {
-		return h.refused(ctx, err)
-	}
-	return h.done(entry, version), nil
+	res, err := s.r.Decide(ctx, actions.Decision{Change: id, Confirm: true, Caller: caller})
+	return render(ctx, res, err, version)
 }
 
-// question is what the person is asked: the tool and the exact arguments
-// the client sent (the person's own call, shown to that person).
-func (h *toolHandler[C]) question(rc *actions.Receipt, req *mcp.CallToolRequest) string {
-	title := h.name
-	if a, ok := h.reg.Get(rc.Action); ok && a.Title != "" {
-		title = a.Title + " (" + h.name + ")"
+// question is what the person is asked: the action, and the exact
+// arguments the client sent (the person's own call, shown to that
+// person), whole, as canonical JSON whose characters that change how
+// text displays (bidi controls, zero-width and other format characters)
+// are written as \u escapes, so that what is shown is what runs.
+func (s *server) question(rc *actions.Receipt, name string, req *mcp.CallToolRequest) string {
+	title := name
+	if d, ok := s.defs[rc.Action]; ok && d.Title != "" {
+		title = d.Title + " (" + name + ")"
 	}
 	args := "{}"
 	if raw, ok := arguments(req).(json.RawMessage); ok {
 		if c, err := actions.CanonicalJSON(raw); err == nil {
-			args = shorten(string(c), maxQuestionArgs)
+			args = visible(string(c))
 		}
 	}
-	return "Run " + title + " with " + args + "? Nothing runs unless you accept."
+	var b strings.Builder
+	b.WriteString("Run " + title + " with " + args + "?")
+	if len(rc.Steps) > 0 {
+		b.WriteString(" The batch holds steps that need your confirmation:")
+		for _, st := range rc.Steps {
+			b.WriteString(" #" + strconv.Itoa(st.Index) + " " + st.Action)
+		}
+		b.WriteString(".")
+	}
+	b.WriteString(" Nothing runs unless you accept.")
+	return b.String()
 }
 
-// maxQuestionArgs bounds the arguments quoted in a confirmation question,
-// in bytes: a person reads it, and a call may bring megabytes.
-const maxQuestionArgs = 2000
-
-// shorten cuts s to at most n bytes on a character boundary, marking the
-// cut with an ellipsis.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
+// visible writes each character of s that changes how text is displayed
+// without being seen (Unicode general category Cf: bidi controls such as
+// U+202E, zero-width characters, the BOM; and the line and paragraph
+// separators) as a JSON \u escape, which reads the same to JSON.
+func visible(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return b.String()
 }
 
 func declined() *actions.Refusal {
-	r := actions.NewRefusal(actions.CodeConfirmationRequired, "the person did not confirm the call; nothing ran")
+	r := actions.NewRefusal(actions.CodeRejected, "the person did not confirm the call; nothing ran")
 	r.NextAction = "Do not call again unless the user asks for it."
 	return r
 }
@@ -301,14 +305,14 @@ func staleRequest() *actions.Refusal {
 // with the change.
 type requestState struct{ key []byte }
 
-func newRequestState(key []byte) *requestState {
+func newRequestState(key []byte) (*requestState, error) {
 	if len(key) == 0 {
 		key = make([]byte, 32)
 		if _, err := rand.Read(key); err != nil {
-			panic("mcpserver: no randomness for the request-state key: " + err.Error())
+			return nil, fmt.Errorf("mcpserver: no randomness for the request-state key: %w", err)
 		}
 	}
-	return &requestState{key: slices.Clone(key)}
+	return &requestState{key: slices.Clone(key)}, nil
 }
 
 func (s *requestState) mac(id, principal, tool string, args any) []byte {
@@ -353,9 +357,9 @@ func (s *requestState) verify(state, principal, tool string, args any) (string, 
 // auth.RequireBearerToken (which puts the verified token on the request's
 // context).
 //
-// It reads the body of a POST (at most maxBody bytes, default 4 MiB as
-// the SDK's; a larger body passes untouched) and puts it back, and asks
-// [actions.Registry.Admit] as the caller opts.Caller builds, for each
+// It reads the body of a POST (at most 4 MiB, the SDK's default bound; a
+// larger body passes untouched, for the SDK to refuse) and puts it back,
+// and asks r.Admit as the caller opts.Caller builds, for each
 // tools/call of the body (a JSON-RPC batch included; members matched by
 // their exact names, as the SDK matches them): a call that
 // an earlier check refuses (an unknown or forbidden tool) or that passes
@@ -363,17 +367,20 @@ func (s *requestState) verify(state, principal, tool string, args any) (string, 
 // 403 tells nothing to a caller who may not see the tool. Every other
 // request passes untouched.
 //
-// It panics when reg is nil, as http.Handle does for a nil handler.
-func ScopeChallenge[C any](reg *actions.Registry[C], opts Options[C], maxBody int64) func(http.Handler) http.Handler {
-	if reg == nil {
-		panic("mcpserver: ScopeChallenge needs a registry")
+// It panics when r is nil, as http.Handle does for a nil handler.
+func ScopeChallenge(r actions.Runner, opts *Options) func(http.Handler) http.Handler {
+	if r == nil {
+		panic("mcpserver: ScopeChallenge needs a runner")
 	}
-	if maxBody <= 0 {
-		maxBody = 4 << 20
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
+	const maxBody = mcp.DefaultMaxRequestBodyBytes
+	reg := r
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost || opts.Caller == nil || r.Body == nil {
+			if r.Method != http.MethodPost || o.Caller == nil || r.Body == nil {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -386,7 +393,7 @@ func ScopeChallenge[C any](reg *actions.Registry[C], opts Options[C], maxBody in
 				next.ServeHTTP(w, r)
 				return
 			}
-			caller := opts.callerOf(r.Context(), auth.TokenInfoFromContext(r.Context()), r.Header)
+			caller := o.callerOf(r.Context(), auth.TokenInfoFromContext(r.Context()), r.Header)
 			for _, name := range calledTools(body) {
 				id, err := actions.ActionID(name)
 				if err != nil {
@@ -438,7 +445,7 @@ func calledTools(body []byte) []string {
 
 // gateText writes the gate's particulars of a refusal for a model: the
 // scopes a call needs, when to retry, the receipt of a held call.
-func gateText(b *strings.Builder, r *actions.Refusal) {
+func gateText(b *strings.Builder, r *actions.Refusal, confirmURL string) {
 	if len(r.Scopes) > 0 {
 		b.WriteString("\nscopes needed: ")
 		b.WriteString(strings.Join(r.Scopes, " "))
@@ -454,6 +461,16 @@ func gateText(b *strings.Builder, r *actions.Refusal) {
 		b.WriteString(p.Action)
 		b.WriteString("), expires ")
 		b.WriteString(p.Expires.UTC().Format(time.RFC3339))
+		if len(p.Steps) > 0 {
+			b.WriteString("; steps held:")
+			for _, st := range p.Steps {
+				b.WriteString(" #" + strconv.Itoa(st.Index) + " " + st.Action)
+			}
+		}
 		b.WriteString("; the user confirms it on the host's own screen")
+		if confirmURL != "" {
+			b.WriteString(": ")
+			b.WriteString(confirmURL)
+		}
 	}
 }

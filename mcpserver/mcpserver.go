@@ -75,20 +75,15 @@ import (
 	"github.com/actionreg/actions"
 )
 
-// Options configures [AddTools]. Every field may be nil or empty.
-type Options[C any] struct {
-	// Host builds the host of one call from its request, so that a body
-	// can know who calls (req.Session.InitializeParams().ClientInfo, or
-	// req.Extra.Header and req.Extra.TokenInfo over HTTP). It runs once
-	// per tools/call, before the parameters are checked. Nil, or a nil
-	// result, runs the call without a host: no environment (Host.Env), no ref
-	// resolver, no OnEntry (see [actions.Registry.Run]).
-	Host func(ctx context.Context, req *mcp.CallToolRequest) *actions.Host[C]
+// Options configures [AddTools] and [ScopeChallenge]. The zero value, or
+// nil, is every default.
+type Options struct {
 	// OnError receives, for the host's logs only, what the client is not
 	// told: a body's plain error, the cause of an internal refusal (a
-	// recovered panic with its stack, in errors.Unwrap), a protocol
-	// refusal other than unknown_action, and a panic in Host itself. tool
-	// is the tool name called. Nil drops them.
+	// recovered panic with its stack, in [actions.Refusal.Cause]), a
+	// protocol refusal other than unknown_action, and a panic while
+	// serving. tool is the tool name called. Nil drops them. It may be
+	// called concurrently.
 	OnError func(ctx context.Context, tool string, err error)
 	// Languages are the dataset's ordered languages, the source language
 	// first, passed to the export ([actions.ToolOptions]): each
@@ -96,17 +91,15 @@ type Options[C any] struct {
 	Languages []string
 	// Caller builds who calls from what the transport authenticated: the
 	// verified bearer token (nil without one, and over stdio) and the
-	// HTTP header (nil over stdio); never from the call's arguments. Its
-	// result becomes the Host's Caller when Host leaves it nil, with the
-	// surface mcp when it names none, and Token and Scopes set from the
-	// token. It also decides what tools/list shows (see [AddTools]) and
-	// what [ScopeChallenge] answers. Nil (or a nil result): every client
-	// is an anonymous caller, safe by default: no principal and no
-	// capability, on the surface mcp, so it sees and calls only the
-	// actions offered on mcp that need no capability, and an action that
-	// needs confirmation is held (a receipt no anonymous caller can
-	// confirm) rather than run. A host that trusts every client as
-	// itself says so in Host, with a Caller of its own.
+	// HTTP header (nil over stdio); never from the call's arguments. The
+	// surface is mcp when it names none; Token and Scopes always come
+	// from the token. It also decides what tools/list shows (see
+	// [AddTools]) and what [ScopeChallenge] answers. Nil (or a nil
+	// result): every client is an anonymous caller, safe by default: no
+	// principal and no capability, on the surface mcp, so it sees and
+	// calls only the actions offered on mcp that need no capability, and
+	// an action that needs confirmation is refused (nobody could confirm
+	// it). It may be called concurrently.
 	Caller func(ctx context.Context, token *auth.TokenInfo, header http.Header) *actions.Caller
 	// RequestStateKey signs the request state of a confirmation asked
 	// through a 2026-07-28 input request (HMAC-SHA256). Servers behind
@@ -119,57 +112,52 @@ type Options[C any] struct {
 	// does not bound a 2026-07-28 input request, which holds nothing on
 	// the server while the person thinks (the change expires instead).
 	ConfirmWait time.Duration
-	// Run, when set, runs each tool call in place of
-	// [actions.Registry.Run], with the host built for it (Host, then
-	// Caller): typically in a database transaction, as
-	// sqlstore.Runner.Run does with a TxHost that binds host's Env to the
-	// transaction. It returns what Registry.Run returns. Nil:
-	// Registry.Run.
-	Run func(ctx context.Context, id string, params any, host *actions.Host[C]) (any, actions.RunEntry, error)
-	// Confirm, when set, runs the pending change a person accepted
-	// through elicitation or an input request, in place of
-	// [actions.Registry.Confirm]: typically in a transaction with its
-	// entry (sqlstore.Runner.Confirm). Nil: Registry.Confirm.
-	Confirm func(ctx context.Context, id string, host *actions.Host[C]) (any, actions.RunEntry, error)
+	// ConfirmURL, when set, gives the absolute URL of the host's own
+	// screen where the person confirms the pending change id; a held
+	// call's receipt carries it (structured data and text).
+	ConfirmURL func(id string) string
 	// Batch, when set, adds one more tool that runs a call-only batch of
 	// the listed tools' actions as one unit (see [BatchTool]). Nil: no
 	// batch tool.
-	Batch *BatchTool[C]
-
-	state *requestState
+	Batch *BatchTool
 }
 
-// AddTools adds each visible action of reg to s as a tool, named and
-// described by [actions.Registry.Tools] (hidden actions are neither listed
-// nor callable). Each call of a tool runs [actions.Registry.Run] with the
-// request's arguments as JSON text, so the registry's I-JSON decoding
-// (RFC 7493: no duplicate member names, valid UTF-8) and its full schema
-// apply; absent or null arguments stand for {}. See the package
+// AddTools adds each visible action of r to s as a tool, named and
+// described by r.Tools (hidden actions are neither listed nor callable).
+// Each call of a tool is one [actions.Call] of r.Run, with the request's
+// arguments as JSON text, so the registry's I-JSON decoding (RFC 7493: no
+// duplicate member names, valid UTF-8) and its full schema apply; absent
+// or null arguments stand for {}. r is the one way anything runs: an
+// [*actions.Registry] whose Options.Store is a sqlstore.Store runs each
+// call, batch and confirmation in one transaction. See the package
 // documentation for what the client gets back.
 //
-// The tool list is what reg holds when AddTools runs: an action
-// registered later is not added. A tool already on s under the same name
-// is replaced (Server.AddTool). AddTools also installs a receiving
-// middleware on s that answers a call of an unknown tool with -32602 and a
-// message that does not quote the name sent (the SDK's own quotes it).
+// The tool list is what r holds when AddTools runs: an action registered
+// later is not added. A tool already on s under the same name is replaced
+// (Server.AddTool). AddTools also installs receiving middleware on s that
+// answers a call of an unknown (or hidden) tool with -32602 and a message
+// that does not quote the name sent.
 //
-// Errors, before any tool is added: a tool name that reg cannot export
-// (longer than [actions.MaxToolNameLength]; the *actions.Refusal is
-// wrapped), a tool whose name does not map back to an action id, or a
-// batch tool name ([BatchTool].Name) that MCP refuses or that an action's
-// tool holds.
-func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) error {
-	if s == nil || reg == nil {
-		return errors.New("mcpserver: AddTools needs a server and a registry")
+// Errors, before any tool is added: a nil s or r, a tool name that r
+// cannot export (longer than [actions.MaxToolNameLength]; the
+// *actions.Refusal is wrapped), a tool whose name does not map back to an
+// action id, or a batch tool name ([BatchTool].Name) that MCP refuses or
+// that an action's tool holds.
+func AddTools(s *mcp.Server, r actions.Runner, opts *Options) error {
+	if s == nil || r == nil {
+		return errors.New("mcpserver: AddTools needs a server and a runner")
 	}
-	opts.state = newRequestState(opts.RequestStateKey)
-	tools, err := reg.Tools(&actions.ToolOptions{Languages: opts.Languages})
+	srv, err := newServer(r, opts)
+	if err != nil {
+		return err
+	}
+	tools, err := r.Tools(&actions.ToolOptions{Languages: srv.opts.Languages})
 	if err != nil {
 		return fmt.Errorf("mcpserver: %w", err)
 	}
 	type pending struct {
 		tool    *mcp.Tool
-		handler *toolHandler[C]
+		handler *toolHandler
 	}
 	all := make([]pending, 0, len(tools))
 	later := map[string]json.RawMessage{} // output schemas for 2026-07-28 only
@@ -187,34 +175,61 @@ func AddTools[C any](s *mcp.Server, reg *actions.Registry[C], opts Options[C]) e
 			return err
 		}
 		if out.objectRoot {
-			mt.OutputSchema = out.schema
+			mt.OutputSchema = out.listed
 		} else if out.schema != nil {
-			later[t.Name] = out.schema
+			later[t.Name] = out.listed
 		}
-		all = append(all, pending{mt, &toolHandler[C]{reg: reg, id: id, name: t.Name, opts: opts, output: out}})
+		all = append(all, pending{mt, &toolHandler{srv: srv, id: id, name: t.Name, output: out}})
 	}
-	if opts.Batch != nil {
-		if err := checkBatchName(opts.Batch.name(), tools); err != nil {
+	if srv.opts.Batch != nil {
+		if err := checkBatchName(srv.opts.Batch.name(), tools); err != nil {
 			return err
 		}
 	}
-	handlers := make([]*toolHandler[C], 0, len(all))
+	handlers := make([]*toolHandler, 0, len(all))
 	for _, p := range all {
 		s.AddTool(p.tool, p.handler.call)
 		handlers = append(handlers, p.handler)
 	}
-	var batch *batchHandler[C]
-	if opts.Batch != nil {
-		if batch, err = addBatchTool(s, reg, opts, tools); err != nil {
+	var batch *batchHandler
+	if srv.opts.Batch != nil {
+		if batch, err = addBatchTool(s, srv, tools); err != nil {
 			return err
 		}
 	}
-	s.AddReceivingMiddleware(hideUnknownToolName, gateMiddleware(reg, opts, aliasHandlers(reg, handlers), batch))
+	s.AddReceivingMiddleware(hideUnknownToolName, gateMiddleware(srv, srv.aliasHandlers(handlers), batch))
 	if len(later) > 0 {
 		s.AddReceivingMiddleware(listOutputSchemas(later))
 	}
 	s.AddReceivingMiddleware(scrubErrors)
 	return nil
+}
+
+// server is what every tool of one AddTools shares: the runner, the
+// options, the request-state key and the actions' definitions.
+type server struct {
+	r     actions.Runner
+	opts  Options
+	state *requestState
+	defs  map[string]actions.Definition // by id and by alias
+}
+
+func newServer(r actions.Runner, opts *Options) (*server, error) {
+	srv := &server{r: r, defs: map[string]actions.Definition{}}
+	if opts != nil {
+		srv.opts = *opts
+	}
+	var err error
+	if srv.state, err = newRequestState(srv.opts.RequestStateKey); err != nil {
+		return nil, err
+	}
+	for _, d := range r.Definitions() {
+		srv.defs[d.ID] = d
+		for _, a := range d.DeprecatedAliases {
+			srv.defs[a] = d
+		}
+	}
+	return srv, nil
 }
 
 // DefaultConfirmWait is how long a person is asked to confirm a held call
@@ -272,20 +287,19 @@ func sdkTool(t actions.Tool) (*mcp.Tool, error) {
 }
 
 // toolHandler runs the calls of one tool.
-type toolHandler[C any] struct {
-	reg    *actions.Registry[C]
-	id     string // the action id
+type toolHandler struct {
+	srv    *server
+	id     string // the action id (or alias) called
 	name   string // the tool name
-	opts   Options[C]
 	output output // the tool's output schema, if any
 }
 
 // call is the SDK's raw ToolHandler: it never returns a plain error (the
 // SDK would send it as JSON-RPC code 0), only a *jsonrpc.Error or a result.
-func (h *toolHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+func (h *toolHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 	defer func() {
-		// Registry.Run recovers the body's panics; this one catches the
-		// host builder's, so that the server keeps serving.
+		// The runner recovers the body's panics; this catches the
+		// serving layer's own, so that the server keeps serving.
 		if p := recover(); p != nil {
 			res, err = nil, panicked(ctx, h.report, h.name, p)
 		}
@@ -296,31 +310,32 @@ func (h *toolHandler[C]) call(ctx context.Context, req *mcp.CallToolRequest) (re
 		return nil, busy
 	}
 	defer func() { end(err) }()
-	var host *actions.Host[C]
-	if h.opts.Host != nil {
-		host = h.opts.Host(ctx, req)
-	}
-	host = h.withCaller(ctx, req, host)
+	caller := h.srv.callerOfRequest(ctx, req)
 	if req.Params != nil && req.Params.RequestState != "" {
-		return h.resume(ctx, req, host) // the answer to a confirmation
+		return h.srv.resume(ctx, req, caller, h.id, h.name, h.render) // the answer to a confirmation
 	}
-	run := h.reg.Run
-	if h.opts.Run != nil {
-		run = h.opts.Run
-	}
-	_, entry, runErr := run(ctx, h.id, arguments(req), host)
-	if rf := (*actions.Refusal)(nil); errors.As(runErr, &rf) && rf.Code == actions.CodeConfirmationRequired {
-		return h.held(ctx, req, host, rf)
+	result, runErr := h.srv.r.Run(ctx, actions.Call{Action: h.id, Params: arguments(req), Caller: caller})
+	if rf := (*actions.Refusal)(nil); errors.As(runErr, &rf) && rf.Code == actions.CodeConfirmationRequired && rf.Pending != nil {
+		return h.srv.held(ctx, req, caller, rf, h.name, h.render)
 	}
 	if runErr != nil {
 		return h.refused(ctx, runErr)
 	}
-	return h.done(entry, protocolVersion(req)), nil
+	return h.done(result.Entry(), protocolVersion(req)), nil
+}
+
+// render answers a decided change of this tool: its result, or its
+// refusal.
+func (h *toolHandler) render(ctx context.Context, res actions.Result, err error, version string) (*mcp.CallToolResult, error) {
+	if err != nil {
+		return h.refused(ctx, err)
+	}
+	return h.done(res.Entry(), version), nil
 }
 
 // done renders a done call of this tool for a request at protocol
 // version: with its output schema's rules when it has one.
-func (h *toolHandler[C]) done(entry actions.RunEntry, version string) *mcp.CallToolResult {
+func (h *toolHandler) done(entry actions.RunEntry, version string) *mcp.CallToolResult {
 	if h.output.schema != nil {
 		return h.output.result(entry, version)
 	}
@@ -365,7 +380,7 @@ func panicked(ctx context.Context, report func(context.Context, error), name str
 const internalMessage = "internal error: the server could not run the tool"
 
 // refused maps an error of Registry.Run to what the client gets.
-func (h *toolHandler[C]) refused(ctx context.Context, err error) (*mcp.CallToolResult, error) {
+func (h *toolHandler) refused(ctx context.Context, err error) (*mcp.CallToolResult, error) {
 	var r *actions.Refusal
 	if cancelled(err) && !errors.As(err, &r) {
 		// The caller gave up, went away, or the server ended the call:
@@ -394,16 +409,11 @@ func (h *toolHandler[C]) refused(ctx context.Context, err error) (*mcp.CallToolR
 	return h.toolError(r), nil
 }
 
-// toolError renders a refusal as a tool result. A tool with an output
-// schema gets no structuredContent: the refusal object would break that
-// schema, and some clients (the TypeScript SDK v1) reject such a result
-// whatever isError says; the text still holds the refusal.
-func (h *toolHandler[C]) toolError(r *actions.Refusal) *mcp.CallToolResult {
-	res := toolError(r)
-	if h.output.schema != nil {
-		res.StructuredContent = nil
-	}
-	return res
+// toolError renders a refusal as a tool result, its structured content
+// included whatever the tool's output schema: the output schema listed
+// admits the refusal's object beside the result (see output.go).
+func (h *toolHandler) toolError(r *actions.Refusal) *mcp.CallToolResult {
+	return h.srv.toolError(r)
 }
 
 // plainRefusal stands for an error that is not a refusal: its code (that
@@ -419,13 +429,18 @@ func plainRefusal(err error) *actions.Refusal {
 
 // toolError renders a refusal as a tool result with isError set (MCP
 // SEP-1303): a text a model reads, and the refusal's fields as
-// structuredContent for a program.
-func toolError(r *actions.Refusal) *mcp.CallToolResult {
+// structuredContent for a program (the pending change's id and expiry
+// among them, and the URL of its screen when the host gives one).
+func (s *server) toolError(r *actions.Refusal) *mcp.CallToolResult {
+	d := refusalData(r)
+	if r.Pending != nil && r.Pending.ID != "" && s.opts.ConfirmURL != nil {
+		d.ConfirmURL = s.opts.ConfirmURL(r.Pending.ID)
+	}
 	res := &mcp.CallToolResult{
 		IsError: true,
-		Content: []mcp.Content{&mcp.TextContent{Text: refusalText(r)}},
+		Content: []mcp.Content{&mcp.TextContent{Text: refusalText(r, d.ConfirmURL)}},
 	}
-	if data, err := json.Marshal(refusalData(r)); err == nil {
+	if data, err := json.Marshal(d); err == nil {
 		res.StructuredContent = json.RawMessage(data)
 	}
 	return res
@@ -434,7 +449,7 @@ func toolError(r *actions.Refusal) *mcp.CallToolResult {
 // refusalText writes the refusal for a model: code and message, one line
 // per issue (path, keyword, message: never a submitted value), the retry
 // verdict and the next action.
-func refusalText(r *actions.Refusal) string {
+func refusalText(r *actions.Refusal, confirmURL string) string {
 	var b strings.Builder
 	b.WriteString("refused: ")
 	b.WriteString(string(r.Code))
@@ -463,7 +478,7 @@ func refusalText(r *actions.Refusal) string {
 		b.WriteString("\nretry: ")
 		b.WriteString(string(retry))
 	}
-	gateText(&b, r)
+	gateText(&b, r, confirmURL)
 	if r.NextAction != "" {
 		b.WriteString("\nnext action: ")
 		b.WriteString(r.NextAction)
@@ -483,6 +498,8 @@ type refusalJSON struct {
 	Scopes  []string         `json:"scopes,omitempty"`
 	RetryAt time.Time        `json:"retryAt,omitzero"`
 	Pending *actions.Receipt `json:"pending,omitempty"`
+	// ConfirmURL is where the person confirms a held call ([Options].ConfirmURL).
+	ConfirmURL string `json:"confirmUrl,omitempty"`
 }
 
 func refusalData(r *actions.Refusal) refusalJSON {
@@ -502,8 +519,10 @@ func protocolError(code int64, message string, r *actions.Refusal) *jsonrpc.Erro
 	return e
 }
 
-func (h *toolHandler[C]) report(ctx context.Context, err error) {
-	if h.opts.OnError != nil {
-		h.opts.OnError(ctx, h.name, err)
+func (h *toolHandler) report(ctx context.Context, err error) { h.srv.report(ctx, h.name, err) }
+
+func (s *server) report(ctx context.Context, tool string, err error) {
+	if s.opts.OnError != nil {
+		s.opts.OnError(ctx, tool, err)
 	}
 }

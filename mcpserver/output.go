@@ -18,10 +18,16 @@ const protocolVersionAnyOutput = "2026-07-28"
 // output is what a tool's output schema means for serving it.
 type output struct {
 	schema     json.RawMessage // canonical JSON of the output schema; nil for none
+	listed     json.RawMessage // the schema tools/list shows: the result's or a refusal's
 	objectRoot bool            // the schema's root is "type": "object"
 }
 
-// outputOf reads a tool's output schema.
+// outputOf reads a tool's output schema, and makes the one listed: an
+// anyOf of the result's schema and a refusal's object, so that a client
+// validating structuredContent accepts a refusal (or a held call's
+// receipt) as well as a result. The result schema's $defs move to the
+// root, where its "#/$defs/..." references still find them, and an
+// object root keeps "type": "object" at the root, as 2025-11-25 requires.
 func outputOf(t actions.Tool) (output, error) {
 	if t.OutputSchema == nil {
 		return output{}, nil
@@ -30,7 +36,50 @@ func outputOf(t actions.Tool) (output, error) {
 	if err != nil {
 		return output{}, fmt.Errorf("mcpserver: tool %s: output schema: %w", t.Name, err)
 	}
-	return output{schema: text, objectRoot: t.OutputSchema["type"] == "object"}, nil
+	inner := map[string]any{}
+	listed := map[string]any{}
+	for k, v := range t.OutputSchema {
+		switch k {
+		case "$defs", "$schema", "$id":
+			listed[k] = v
+		default:
+			inner[k] = v
+		}
+	}
+	objectRoot := t.OutputSchema["type"] == "object"
+	if objectRoot {
+		listed["type"] = "object"
+	}
+	listed["anyOf"] = []any{inner, refusalSchema}
+	lt, err := actions.CanonicalJSON(listed)
+	if err != nil {
+		return output{}, fmt.Errorf("mcpserver: tool %s: output schema: %w", t.Name, err)
+	}
+	return output{schema: text, listed: lt, objectRoot: objectRoot}, nil
+}
+
+// refusalSchema is the schema of a refusal's structured content
+// (refusalJSON): what a tool with an output schema may also give.
+var refusalSchema = map[string]any{
+	"type":     "object",
+	"required": []any{"code"},
+	"properties": map[string]any{
+		"code":       map[string]any{"type": "string"},
+		"message":    map[string]any{"type": "string"},
+		"retry":      map[string]any{"type": "string"},
+		"nextAction": map[string]any{"type": "string"},
+		"issues":     map[string]any{"type": "array"},
+		"pending": map[string]any{
+			"type":     "object",
+			"required": []any{"id", "expires"},
+			"properties": map[string]any{
+				"id":      map[string]any{"type": "string"},
+				"action":  map[string]any{"type": "string"},
+				"expires": map[string]any{"type": "string"},
+			},
+		},
+		"confirmUrl": map[string]any{"type": "string"},
+	},
 }
 
 // anyOutput reports whether a request's protocol version allows an output

@@ -62,7 +62,15 @@ var migrations = []migration{
 		sqlite:  []string{pendingTable("INTEGER"), pendingIndex},
 		pg:      []string{pendingTable("BIGINT"), pendingIndex},
 	},
+	{
+		// A principal's pending changes are listed and counted.
+		version: 3,
+		sqlite:  []string{pendingPrincipalIndex},
+		pg:      []string{pendingPrincipalIndex},
+	},
 }
+
+const pendingPrincipalIndex = `CREATE INDEX IF NOT EXISTS actions_pending_principal ON actions_pending (principal)`
 
 func pendingTable(integer string) string {
 	return `CREATE TABLE IF NOT EXISTS actions_pending (

@@ -6,22 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/actionreg/actions"
 )
 
 // PendingStore keeps the gate's pending changes ([actions.PendingStore])
 // in the table actions_pending of the store's database, so that every
-// replica sees the changes any of them held, and a confirmation runs in
-// one transaction with its entry: inside [Runner.Confirm], Take deletes
-// the change in the attempt's transaction, so a confirmed call whose
-// transaction rolls back leaves the change in place, and two
+// replica sees the changes any of them held, and a decision runs in one
+// transaction with its records: inside a unit ([Store.Atomic]), Take
+// deletes the change in the unit's transaction, so a confirmed call
+// whose transaction rolls back leaves the change in place, and two
 // confirmations of one change run it once (the second finds nothing, or
-// conflicts and finds nothing when retried).
-//
-// Inside a Runner, Hold writes in the attempt's transaction too: the
-// Runner commits a call held for confirmation, so the change is kept with
-// the held call's entry (see [Runner.Run]).
+// conflicts and finds nothing when retried). Hold writes in the unit's
+// transaction too: a held call's unit commits, so the change is kept
+// with its record.
 type PendingStore struct {
 	s *Store
 }
@@ -36,9 +35,9 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// on returns the Runner's transaction that ctx carries, or the database.
+// on returns the unit's transaction that ctx carries, or the database.
 func (p *PendingStore) on(ctx context.Context) queryer {
-	if tx, ok := TxFrom(ctx); ok {
+	if tx, ok := Tx(ctx); ok {
 		return tx
 	}
 	return p.s.db
@@ -51,7 +50,7 @@ func (p *PendingStore) Hold(ctx context.Context, c actions.PendingChange) error 
 		return fmt.Errorf("sqlstore: pending change: %w", err)
 	}
 	s := p.s
-	if tx, ok := TxFrom(ctx); ok {
+	if tx, ok := Tx(ctx); ok {
 		return p.hold(ctx, tx, c, string(text))
 	}
 	return s.retry(ctx, func(int) error {
@@ -86,11 +85,45 @@ func (p *PendingStore) Get(ctx context.Context, id string) (actions.PendingChang
 }
 
 // Take deletes the change with the id and returns it, once; inside a
-// Runner, in its transaction.
+// unit, in its transaction.
 func (p *PendingStore) Take(ctx context.Context, id string) (actions.PendingChange, error) {
 	var text string
 	err := p.on(ctx).QueryRowContext(ctx, "DELETE FROM actions_pending WHERE id = "+p.s.param(1)+" RETURNING change", id).Scan(&text)
 	return decodeChange(text, err)
+}
+
+// List returns the changes principal proposed, newest first.
+func (p *PendingStore) List(ctx context.Context, principal string) ([]actions.PendingChange, error) {
+	q, ok := p.on(ctx).(interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	})
+	if !ok {
+		return nil, errors.New("sqlstore: the transaction cannot query")
+	}
+	rows, err := q.QueryContext(ctx, "SELECT change FROM actions_pending WHERE principal = "+p.s.param(1)+"", principal)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []actions.PendingChange
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			return nil, err
+		}
+		c, err := decodeChange(text, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.After(out[j].Created)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, rows.Err()
 }
 
 func decodeChange(text string, err error) (actions.PendingChange, error) {

@@ -85,6 +85,12 @@ type Options struct {
 	Origin string
 	// Now stamps each record's recorded_at (default time.Now).
 	Now func() time.Time
+	// BeforeCommit, when set, runs in each unit's transaction after its
+	// records are appended and just before the commit: a host writes
+	// there what must commit with the unit (an outbox row), or checks an
+	// invariant. Its error rolls the attempt back and is handled as the
+	// unit's own (a conflict is retried). It may be called concurrently.
+	BeforeCommit func(ctx context.Context, tx *sql.Tx) error
 }
 
 // Store keeps run entries in one SQL table, actions_run_log (see
@@ -133,32 +139,24 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Dialect returns the store's dialect.
 func (s *Store) Dialect() Dialect { return s.dialect }
 
-// Record is one row of the run log: an entry and what the store keeps
-// beside it.
+// Record is one row of the run log: the registry's record (entry, audit,
+// rolled back or not) and what the store keeps beside it.
 type Record struct {
+	actions.Record
 	// Seq is the record's place in the log, given by the store: it grows
 	// in the order records were committed (see docs/database.md).
 	Seq int64
 	// RecordedAt is when the store wrote the record, to the microsecond.
 	RecordedAt time.Time
-	// Unit is the id of the call or batch the entry belongs to: one id
-	// per Runner.Run or Runner.RunBatch, whatever the attempts.
+	// Unit is the id of the unit (call, batch, decision) the record
+	// belongs to, whatever the attempts.
 	Unit string
-	// Position is the entry's index in its unit: 0 for a call, the step's
-	// index for a batch.
+	// Position is the record's index in its unit: 0 for a call, the
+	// step's index for a batch.
 	Position int
 	// Origin is the Options.Origin of the store that wrote the record
 	// (which replica, say).
 	Origin string
-	// RolledBack is true when the entry's transaction was rolled back:
-	// nothing it did was kept, and the record is there as an audit trail.
-	RolledBack bool
-	// Audit is who made the call ([actions.Audit], from Host.OnAudit),
-	// nil when the writer gave none. Its principal, surface and pending
-	// change are also columns, for queries.
-	Audit *actions.Audit
-	// Entry is the run entry, read back from Text.
-	Entry actions.RunEntry
 	// Text is the entry's canonical JSON (RFC 8785), byte for byte as it
 	// was written.
 	Text string
@@ -172,26 +170,11 @@ func NewUnit() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Row is a record to append ([Store.Append], [Store.Write]): the entry,
-// its unit and position, whether it was rolled back, and its audit record
-// (nil for none). Unit must not be empty (see [NewUnit]), Position not
-// negative, and the entry's outcome done or refused (an entry of a call
-// of the empty id names no action, and is kept).
-type Row struct {
-	Unit       string
-	Position   int
-	RolledBack bool
-	Audit      *actions.Audit
-	Entry      actions.RunEntry
-}
-
-// check refuses a row the log could not place.
-func (r *Row) check() error {
+// check refuses a record the log could not place.
+func check(unit string, r *actions.Record) error {
 	switch {
-	case r.Unit == "":
+	case unit == "":
 		return errors.New("no unit")
-	case r.Position < 0:
-		return errors.New("negative position")
 	case r.Entry.Outcome != actions.OutcomeDone && r.Entry.Outcome != actions.OutcomeRefused:
 		return errors.New("the entry's outcome is neither done nor refused")
 	}
@@ -200,9 +183,6 @@ func (r *Row) check() error {
 
 // auditColumns are the audit's text and the columns drawn from it.
 func auditColumns(a *actions.Audit) (text, principal, surface, pending string, err error) {
-	if a == nil {
-		return "{}", "", "", "", nil
-	}
 	b, err := actions.CanonicalJSON(a)
 	if err != nil {
 		return "", "", "", "", fmt.Errorf("sqlstore: audit: %w", err)
@@ -213,24 +193,24 @@ func auditColumns(a *actions.Audit) (text, principal, surface, pending string, e
 	return string(b), principal, surface, a.PendingChange, nil
 }
 
-// Append writes records inside tx, the host's transaction: they are
-// committed or rolled back with it. On PostgreSQL it first takes a
-// transaction-scoped advisory lock, held until tx ends, so that records
-// are numbered in the order their transactions commit: a reader that
-// follows the log by Seq never skips a record committed late.
+// Append writes the records of one unit inside tx, the host's
+// transaction, at positions 0, 1, ...: they are committed or rolled back
+// with it. On PostgreSQL it first takes a transaction-scoped advisory
+// lock, held until tx ends, so that records are numbered in the order
+// their transactions commit: a reader that follows the log by Seq never
+// skips a record committed late.
 //
-// Errors, before anything is written: a row without a unit, at a
-// negative position, or whose entry's outcome is neither done nor
-// refused; an entry or audit without canonical JSON form.
-// Then a unit and position already in the log (the unique key), or the
-// database's.
-func (s *Store) Append(ctx context.Context, tx *sql.Tx, recs ...Row) error {
+// Errors, before anything is written: an empty unit, an entry whose
+// outcome is neither done nor refused, an entry or audit without
+// canonical JSON form. Then a unit and position already in the log (the
+// unique key), or the database's.
+func (s *Store) Append(ctx context.Context, tx *sql.Tx, unit string, recs ...actions.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	for i, r := range recs {
-		if err := r.check(); err != nil {
-			return fmt.Errorf("sqlstore: row %d: %w", i, err)
+	for i := range recs {
+		if err := check(unit, &recs[i]); err != nil {
+			return fmt.Errorf("sqlstore: record %d: %w", i, err)
 		}
 	}
 	if s.dialect == PostgreSQL {
@@ -242,16 +222,16 @@ func (s *Store) Append(ctx context.Context, tx *sql.Tx, recs ...Row) error {
 	for start := 0; start < len(recs); start += maxRowsPerInsert {
 		chunk := recs[start:min(start+maxRowsPerInsert, len(recs))]
 		args := make([]any, 0, len(chunk)*columnsPerRow)
-		for _, r := range chunk {
+		for k, r := range chunk {
 			text, err := actions.CanonicalJSON(r.Entry)
 			if err != nil {
 				return fmt.Errorf("sqlstore: entry: %w", err)
 			}
-			audit, principal, surface, pendingChange, err := auditColumns(r.Audit)
+			audit, principal, surface, pendingChange, err := auditColumns(&r.Audit)
 			if err != nil {
 				return err
 			}
-			args = append(args, now, r.Unit, r.Position, s.opts.Origin, r.Entry.Action, string(r.Entry.Outcome),
+			args = append(args, now, unit, start+k, s.opts.Origin, r.Entry.Action, string(r.Entry.Outcome),
 				string(r.Entry.Error), r.RolledBack, principal, surface, pendingChange, audit, string(text))
 		}
 		q := s.insert1
@@ -265,15 +245,15 @@ func (s *Store) Append(ctx context.Context, tx *sql.Tx, recs ...Row) error {
 	return nil
 }
 
-// Write appends records in a transaction of their own, retried on
-// conflicts like a Runner's.
-func (s *Store) Write(ctx context.Context, recs ...Row) error {
+// Write appends the records of one unit in a transaction of their own,
+// retried on conflicts like a unit's.
+func (s *Store) Write(ctx context.Context, unit string, recs ...actions.Record) error {
 	return s.retry(ctx, func(int) error {
 		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation})
 		if err != nil {
 			return err
 		}
-		if err := s.Append(ctx, tx, recs...); err != nil {
+		if err := s.Append(ctx, tx, unit, recs...); err != nil {
 			_ = tx.Rollback()
 			return err
 		}
@@ -326,17 +306,19 @@ func (s *Store) param(n int) string {
 	return "?"
 }
 
-// Which selects records by what became of their transaction.
-type Which int
+// Kept selects records by what became of their unit.
+type Kept int
 
-// The choices of Filter.Which.
+// The choices of Filter.Kept.
 const (
-	// Committed records only: what a replay applies (the zero value).
-	Committed Which = iota
-	// RolledBack records only: the audit trail of undone calls.
-	RolledBack
-	// All records.
-	All
+	// KeptOnly: records of committed units only, what a replay applies
+	// (the zero value).
+	KeptOnly Kept = iota
+	// UndoneOnly: records of rolled-back units only, the audit trail of
+	// undone calls.
+	UndoneOnly
+	// KeptAndUndone: every record.
+	KeptAndUndone
 )
 
 // Filter selects records. Zero fields select everything.
@@ -357,22 +339,24 @@ type Filter struct {
 	Origin string
 	// Principal keeps the calls of this principal (Audit.Caller).
 	Principal string
-	// Which keeps committed records (the default), rolled-back ones, or
+	// Kept keeps committed records (the default), rolled-back ones, or
 	// both.
-	Which Which
+	Kept Kept
 	// Limit bounds the records returned (0: no bound; negative: an
 	// error).
 	Limit int
 }
 
-// Read returns the records f selects, in log order (by Seq). Each entry is
-// decoded from its text; a text that does not decode (a row written by
-// hand) is an error naming its seq; so is a Filter.Which other than the
-// three choices, or a negative Filter.Limit.
+// Read returns the records f selects, in log order (by Seq), inside the
+// transaction ctx carries when it carries one ([Store.View], a unit),
+// from the database otherwise. Each entry is decoded from its text; a
+// text that does not decode (a row written by hand) is an error naming
+// its seq; so is a Filter.Kept other than the three choices, or a
+// negative Filter.Limit.
 func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
 	switch {
-	case f.Which < Committed || f.Which > All:
-		return nil, fmt.Errorf("sqlstore: unknown Filter.Which %d", int(f.Which))
+	case f.Kept < KeptOnly || f.Kept > KeptAndUndone:
+		return nil, fmt.Errorf("sqlstore: unknown Filter.Kept %d", int(f.Kept))
 	case f.Limit < 0:
 		return nil, errors.New("sqlstore: negative Filter.Limit")
 	}
@@ -406,10 +390,10 @@ func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
 	if f.Principal != "" {
 		add("principal = ?", f.Principal)
 	}
-	switch f.Which {
-	case Committed:
+	switch f.Kept {
+	case KeptOnly:
 		add("rolled_back = ?", false)
-	case RolledBack:
+	case UndoneOnly:
 		add("rolled_back = ?", true)
 	}
 	q := "SELECT seq, recorded_at, unit, position, origin, rolled_back, audit, entry FROM actions_run_log"
@@ -420,7 +404,13 @@ func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
 	if f.Limit > 0 {
 		q += " LIMIT " + strconv.Itoa(f.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	var db interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	} = s.db
+	if tx, ok := Tx(ctx); ok {
+		db = tx
+	}
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -435,8 +425,7 @@ func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
 		}
 		r.RecordedAt = time.UnixMicro(at).UTC()
 		if audit != "{}" {
-			r.Audit = new(actions.Audit)
-			if err := json.Unmarshal([]byte(audit), r.Audit); err != nil {
+			if err := json.Unmarshal([]byte(audit), &r.Audit); err != nil {
 				return nil, fmt.Errorf("sqlstore: record %d: the audit does not decode: %w", r.Seq, err)
 			}
 		}

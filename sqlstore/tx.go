@@ -76,140 +76,60 @@ func (s *Store) wait(ctx context.Context, n int) error {
 	}
 }
 
-// TxHost builds the host of one attempt of a call or batch on the
-// attempt's transaction: its Env gives the bodies tx, so
-// that what they change is committed or rolled back with the run
-// entries. It runs once per attempt; nil, or a nil result, runs without
-// a host (and the bodies cannot reach tx).
-type TxHost[C any] func(tx *sql.Tx) *actions.Host[C]
-
-// Runner runs calls and batches of a registry, each in one transaction of
-// the store's database, and writes their entries to the store. It is
-// safe for concurrent use.
-type Runner[C any] struct {
-	store *Store
-	reg   *actions.Registry[C]
-	// BeforeCommit, when set, runs in each attempt after the entries are
-	// appended and just before the commit: a host writes there what must
-	// commit with the unit (an outbox row), or checks an invariant. Its
-	// error rolls the attempt back and is handled as the run's own (a
-	// conflict is retried). Set it before the first call.
-	BeforeCommit func(ctx context.Context, tx *sql.Tx) error
-}
-
-// NewRunner returns a runner of reg's actions on store.
-func NewRunner[C any](store *Store, reg *actions.Registry[C]) *Runner[C] {
-	return &Runner[C]{store: store, reg: reg}
-}
-
-// Run runs the action id in one transaction (see [Runner.RunBatch] for
-// what happens to the transaction and the entry); it returns what
-// [actions.Registry.Run] returns, or the database's error.
-//
-// A call the gate holds for confirmation (confirmation_required: its body
-// did not run) commits its transaction: with a [PendingStore] as the
-// gate's store, the pending change and the call's refused entry are kept
-// together. In a batch such a step is refused like any other and rolled
-// back with the batch, its pending change with it: call the action alone
-// to have it held.
-func (r *Runner[C]) Run(ctx context.Context, id string, params any, host TxHost[C]) (any, actions.RunEntry, error) {
-	result, entries, err := r.do(ctx, host, func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error) {
-		res, e, err := r.reg.Run(ctx, id, params, h)
-		return res, []actions.RunEntry{e}, err
-	})
-	var entry actions.RunEntry
-	if len(entries) > 0 {
-		entry = entries[0]
-	}
-	return result, entry, err
-}
-
-// RunBatch runs b ([actions.Registry.RunBatch]) in one transaction opened with the
-// store's isolation level (serializable by default), and records its
-// entries:
-//
-//   - when every call is done, the entries are appended in the same
-//     transaction, which is then committed: a change is never kept
-//     without its entry, nor an entry without its change;
-//   - when a call is refused or fails (or the append or the commit
-//     fails), the transaction is rolled back, and the entries of the
-//     calls made are then appended in a transaction of their own, marked
-//     rolled back (an audit trail; a replay skips them). That write uses
-//     a context detached from ctx's cancellation, bounded to 10 s, so a
-//     cancelled call still leaves its trail;
-//   - when the failure is a conflict ([IsConflict]: a serialization
-//     failure, a deadlock, SQLITE_BUSY), the whole batch runs again in a
-//     new transaction, after Options.Backoff, at most Options.MaxAttempts
-//     times in all; the entries of an attempt retried are dropped, so the
-//     log holds each call of the batch once, under one unit id.
-//
-// host builds each attempt's host on its transaction (see [TxHost]). Its
-// OnEntry and OnAudit, if any, are not called per attempt: they receive
-// the final attempt's entries and audit records once the outcome is
-// settled (after the commit, or after the rolled-back entries are
-// written). Each entry is stored with its audit record (who called:
-// [actions.Audit]).
-//
-// It returns the batch's result and entries and the error of
-// [actions.Registry.RunBatch], or the database's error (BeginTx, the append, the
-// commit), the last conflict when the attempts ran out, or ctx.Err()
-// joined to the last conflict when ctx ended during a backoff.
-func (r *Runner[C]) RunBatch(ctx context.Context, b actions.Batch, host TxHost[C]) (any, []actions.RunEntry, error) {
-	return r.do(ctx, host, func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error) {
-		return r.reg.RunBatch(ctx, b, h)
-	})
-}
-
-// Confirm runs the pending change id ([actions.Registry.Confirm]) in one
-// transaction, as [Runner.RunBatch] runs a batch: with a [PendingStore]
-// as the gate's store, the change is taken in that transaction, so the
-// change, what its body changed and its entry are kept or undone
-// together.
-func (r *Runner[C]) Confirm(ctx context.Context, id string, host TxHost[C]) (any, actions.RunEntry, error) {
-	result, entries, err := r.do(ctx, host, func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error) {
-		res, e, err := r.reg.Confirm(ctx, id, h)
-		if e.Action == "" {
-			return res, nil, err // refused before any call: no entry
-		}
-		return res, []actions.RunEntry{e}, err
-	})
-	var entry actions.RunEntry
-	if len(entries) > 0 {
-		entry = entries[0]
-	}
-	return result, entry, err
-}
-
-// txKey is the context key of the attempt's transaction.
+// txKey is the context key of the unit's transaction.
 type txKey struct{}
 
-// TxFrom returns the transaction of the Runner attempt that ctx belongs
-// to: the context a body, a resolver or an [actions.PendingStore] receives
-// during [Runner.Run], [Runner.RunBatch] or [Runner.Confirm] carries it.
-// ok is false outside a Runner.
-func TxFrom(ctx context.Context) (tx *sql.Tx, ok bool) {
+// Tx returns the transaction of the unit that ctx belongs to: the context
+// the registry's Env, its resolver, a body and an [actions.PendingStore]
+// receive while [Store.Atomic] runs a unit carries it, and so does the
+// context [Store.View] gives. It is the one way a body reaches the
+// transaction: an Env builder typically puts it in the environment. ok
+// is false outside a unit.
+func Tx(ctx context.Context) (tx *sql.Tx, ok bool) {
 	tx, ok = ctx.Value(txKey{}).(*sql.Tx)
 	return tx, ok
 }
 
-// rolledBackTimeout bounds the write of a rolled-back unit's entries.
+// rolledBackTimeout bounds the write of a rolled-back unit's records.
 const rolledBackTimeout = 10 * time.Second
 
-type runFunc[C any] func(ctx context.Context, h *actions.Host[C]) (any, []actions.RunEntry, error)
-
-func (r *Runner[C]) do(ctx context.Context, host TxHost[C], run runFunc[C]) (any, []actions.RunEntry, error) {
-	s := r.store
+// Atomic runs fn, one unit of a registry's work (a call, a batch, a
+// decision), in one transaction of the store's database opened with the
+// store's isolation level (serializable by default), and keeps its
+// records; it makes *Store an [actions.Store]: pass the store as
+// actions.Options.Store.
+//
+//   - when the unit commits (every call done, or a call held for
+//     confirmation), its records are appended in the same transaction,
+//     Options.BeforeCommit runs, and the transaction commits: a change
+//     is never kept without its record, nor a record without its change;
+//   - when it does not (a refused call, a batch that stopped), or the
+//     append, BeforeCommit or the commit fails, the transaction is rolled
+//     back and the records are then appended in a transaction of their
+//     own, marked rolled back (an audit trail; a replay skips them). That
+//     write uses a context detached from ctx's cancellation, bounded to
+//     10 s, so a cancelled call still leaves its trail;
+//   - when the failure is a conflict ([IsConflict]: a serialization
+//     failure, a deadlock, SQLITE_BUSY), fn runs again in a new
+//     transaction, after Options.Backoff, at most Options.MaxAttempts
+//     times in all; the records of an attempt retried are dropped, so the
+//     log holds each call of the unit once, under one unit id.
+//
+// It returns the records as kept and the unit's error, or the database's
+// (BeginTx, the append, the commit: joined to the unit's), the last
+// conflict when the attempts ran out, or ctx.Err() when ctx ended before
+// the commit.
+func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
 	unit := NewUnit()
 	for attempt := 1; ; attempt++ {
-		result, entries, out, err := r.attempt(ctx, host, unit, run)
+		u, committed, err := s.attempt(ctx, unit, fn)
+		if committed {
+			return u.Records, err
+		}
 		if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
 			// database/sql rolled the transaction back when ctx ended;
 			// the end of ctx is the cause.
 			err = ctx.Err()
-		}
-		if err == nil || out.committed {
-			out.deliver(entries)
-			return result, entries, err
 		}
 		if IsConflict(err) && attempt < s.opts.MaxAttempts {
 			werr := s.wait(ctx, attempt)
@@ -218,88 +138,86 @@ func (r *Runner[C]) do(ctx context.Context, host TxHost[C], run runFunc[C]) (any
 			}
 			err = errors.Join(werr, err)
 		}
-		if len(entries) > 0 {
+		for i := range u.Records {
+			u.Records[i].RolledBack = true
+		}
+		if len(u.Records) > 0 {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rolledBackTimeout)
-			werr := s.Write(wctx, out.pending(entries, unit, true)...)
+			werr := s.Write(wctx, unit, u.Records...)
 			cancel()
 			if werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}
-		out.deliver(entries)
-		return nil, entries, err
+		return u.Records, err
 	}
 }
 
-// outcome is what an attempt leaves for the caller: the audit records of
-// its calls, and the host's own hooks, called once the outcome is
-// settled.
-type outcome struct {
-	// committed is true when the transaction committed although the run
-	// returned an error: a call held for confirmation.
-	committed bool
-	audits    []actions.Audit
-	onEntry   func(actions.RunEntry)
-	onAudit   func(actions.RunEntry, actions.Audit)
-}
-
-// attempt runs once in a new transaction and commits when all went well.
-// It returns the entries made (none when the transaction did not begin),
-// their audits and the host's hooks, and the error that stopped it.
-func (r *Runner[C]) attempt(ctx context.Context, host TxHost[C], unit string, run runFunc[C]) (any, []actions.RunEntry, *outcome, error) {
-	out := &outcome{}
-	s := r.store
+// attempt runs fn once in a new transaction and commits when the unit
+// says so. It returns the unit, whether it committed, and the error that
+// stopped it (the unit's own when it committed).
+func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) (actions.Unit, bool, error) {
 	var tx *sql.Tx
 	if s.opts.Serial && s.dialect == PostgreSQL {
 		conn, err := s.serialConn(ctx)
 		if err != nil {
-			return nil, nil, out, err
+			return actions.Unit{}, false, err
 		}
 		defer s.releaseSerial(ctx, conn)
 		if tx, err = conn.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
-			return nil, nil, out, err
+			return actions.Unit{}, false, err
 		}
 	} else {
 		var err error
 		if tx, err = s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
-			return nil, nil, out, err
+			return actions.Unit{}, false, err
 		}
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit; runs before releaseSerial
-	var h actions.Host[C]
-	if host != nil {
-		if hp := host(tx); hp != nil {
-			h = *hp
-		}
-	}
-	out.onEntry, out.onAudit = h.OnEntry, h.OnAudit
-	h.OnEntry = nil
-	h.OnAudit = func(_ actions.RunEntry, a actions.Audit) { out.audits = append(out.audits, a) }
 	tctx := context.WithValue(ctx, txKey{}, tx)
-	result, entries, err := run(tctx, &h)
-	held := err != nil && len(entries) == 1 && errors.Is(err, actions.ErrConfirmationRequired) && !isStep(err)
-	if err != nil && !held {
-		return nil, entries, out, err
+	u := fn(tctx)
+	if !u.Commit {
+		return u, false, u.Err
 	}
-	if aerr := s.Append(ctx, tx, out.pending(entries, unit, false)...); aerr != nil {
-		return nil, entries, out, aerr
+	if err := s.Append(ctx, tx, unit, u.Records...); err != nil {
+		return u, false, joinUnit(u.Err, err)
 	}
-	if r.BeforeCommit != nil {
-		if berr := r.BeforeCommit(tctx, tx); berr != nil {
-			return nil, entries, out, berr
+	if s.opts.BeforeCommit != nil {
+		if err := s.opts.BeforeCommit(tctx, tx); err != nil {
+			return u, false, joinUnit(u.Err, err)
 		}
 	}
-	if cerr := tx.Commit(); cerr != nil {
-		return nil, entries, out, cerr
+	if err := tx.Commit(); err != nil {
+		return u, false, joinUnit(u.Err, err)
 	}
-	out.committed = true
-	return result, entries, out, err
+	return u, true, u.Err
 }
 
-// isStep reports whether err is a batch step's.
-func isStep(err error) bool {
-	var se *actions.StepError
-	return errors.As(err, &se)
+// joinUnit joins the store's failure to the unit's own error (a held
+// call's refusal), so that neither is lost.
+func joinUnit(unitErr, err error) error {
+	if unitErr == nil {
+		return err
+	}
+	return errors.Join(err, unitErr)
+}
+
+// View runs fn with a context carrying one read-only transaction (at
+// repeatable read on PostgreSQL; SQLite reads from one snapshot
+// whatever): [Store.Read] and the host's own queries through [Tx] then
+// see the same moment of the database, as replaying a live database
+// needs. The transaction is rolled back when fn returns.
+func (s *Store) View(ctx context.Context, fn func(ctx context.Context) error) error {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.dialect == PostgreSQL {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	return fn(context.WithValue(ctx, txKey{}, tx))
 }
 
 // serialConn returns a connection holding the session advisory lock of
@@ -333,29 +251,4 @@ func (s *Store) releaseSerial(ctx context.Context, conn *sql.Conn) {
 func (s *Store) discard(conn *sql.Conn) {
 	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	_ = conn.Close()
-}
-
-// pending are the records of entries, each with its audit record when
-// the registry gave one per entry.
-func (o *outcome) pending(entries []actions.RunEntry, unit string, rolledBack bool) []Row {
-	recs := make([]Row, len(entries))
-	for i, e := range entries {
-		recs[i] = Row{Unit: unit, Position: i, RolledBack: rolledBack, Entry: e}
-		if len(o.audits) == len(entries) {
-			recs[i].Audit = &o.audits[i]
-		}
-	}
-	return recs
-}
-
-// deliver gives the host's hooks the settled entries and audits.
-func (o *outcome) deliver(entries []actions.RunEntry) {
-	for i, e := range entries {
-		if o.onEntry != nil {
-			o.onEntry(e)
-		}
-		if o.onAudit != nil && len(o.audits) == len(entries) {
-			o.onAudit(e, o.audits[i])
-		}
-	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -122,47 +121,40 @@ func definitions() []actions.Action[*Env] {
 	}
 }
 
-// NewRegistry registers the example's actions; pending holds the changes
-// waiting for a person's confirmation (nil: in memory).
-func NewRegistry(pending actions.PendingStore) (*actions.Registry[*Env], error) {
-	var opts *actions.Options
-	if pending != nil {
-		opts = &actions.Options{Gate: &actions.GateOptions{Pending: pending}}
-	}
-	reg := actions.NewRegistry[*Env](opts)
+// NewRegistry registers the example's actions on model: bodies get an
+// *Env bound to the unit's transaction, refs resolve over the model in
+// it, every call, batch and confirmation runs in one transaction of the
+// model's database with its records (sqlstore.Store), and the pending
+// changes live there too. onRecord, when not nil, sees each record once
+// its unit is settled.
+func NewRegistry(model *Model, onRecord func(actions.Record)) (*actions.Registry[*Env], error) {
+	store := model.Store()
+	reg := actions.NewRegistry(model.env, &actions.Options{
+		Resolve:  model.ResolveRef,
+		Store:    store,
+		Gate:     &actions.GateOptions{Pending: store.Pending()},
+		OnRecord: onRecord,
+	})
 	if err := reg.Register(definitions()...); err != nil {
 		return nil, fmt.Errorf("register: %w", err)
 	}
 	return reg, nil
 }
 
-// NewHost returns the host of the calls made by caller on model: bodies
-// get an *Env, refs resolve over the model, and each top-level entry goes
-// to onEntry (which may be nil). On a model bound to the database each
-// statement commits on its own; inTx rebinds a host to a transaction.
-func NewHost(model *Model, caller string, onEntry func(actions.RunEntry)) *actions.Host[*Env] {
-	return &actions.Host[*Env]{
-		Env:     func(t *actions.Trace) *Env { return &Env{Model: model, Trace: t, Caller: caller} },
-		Resolve: model.ResolveRef,
-		OnEntry: onEntry,
+// env builds the environment of one call: the model bound to the unit's
+// transaction (sqlstore.Tx), the call's trace, and the name of who calls
+// (the caller's principal; "batch" for the host's own calls), which the
+// bodies write into their commands.
+func (m *Model) env(ctx context.Context, t *actions.Trace) *Env {
+	model := m
+	if tx, ok := sqlstore.Tx(ctx); ok {
+		model = m.On(tx)
 	}
-}
-
-// inTx returns a sqlstore.TxHost that runs host's calls on tx: the bodies
-// get the model bound to the transaction, and refs resolve in it.
-func inTx(host *actions.Host[*Env]) sqlstore.TxHost[*Env] {
-	return func(tx *sql.Tx) *actions.Host[*Env] {
-		h := *host
-		env := host.Env
-		h.Env = func(t *actions.Trace) *Env {
-			e := env(t)
-			e.Model = e.Model.On(tx)
-			return e
-		}
-		// h.Resolve, the model's ResolveRef, reads in the transaction the
-		// context carries (sqlstore.TxFrom).
-		return &h
+	by := "batch"
+	if c := t.Caller(); c != nil && c.Principal != "" {
+		by = c.Principal
 	}
+	return &Env{Model: model, Trace: t, Caller: by}
 }
 
 // The parameters and results of the typed actions. The json tags name

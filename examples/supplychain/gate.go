@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/mcpserver"
-	"github.com/actionreg/actions/sqlstore"
 )
 
 // The capabilities the example's actions need.
@@ -63,29 +61,26 @@ func callerOf(_ context.Context, token *auth.TokenInfo, _ http.Header) *actions.
 // scope challenge (a read token calling a write gets HTTP 403 with
 // WWW-Authenticate), and adds the host's own confirmation endpoint:
 // POST /pending/{id}/confirm or /pending/{id}/reject with the same token.
-func protect(mux *http.ServeMux, mcpHandler http.Handler, reg *actions.Registry[*Env], model *Model, onEntry func(actions.RunEntry)) {
+func protect(mux *http.ServeMux, mcpHandler http.Handler, reg *actions.Registry[*Env]) {
 	bearer := auth.RequireBearerToken(verifyToken, nil)
-	mux.Handle("/mcp", bearer(mcpserver.ScopeChallenge(reg, mcpserver.Options[*Env]{Caller: callerOf}, 0)(mcpHandler)))
+	mux.Handle("/mcp", bearer(mcpserver.ScopeChallenge(reg, &mcpserver.Options{Caller: callerOf})(mcpHandler)))
 	mux.Handle("POST /pending/{id}/{decision}", bearer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller := callerOf(r.Context(), auth.TokenInfoFromContext(r.Context()), r.Header)
 		caller.Surface = actions.SurfaceUI // the host's own screen
-		id := r.PathValue("id")
-		var err error
-		var entry actions.RunEntry
+		d := actions.Decision{Change: r.PathValue("id"), Caller: caller}
 		switch r.PathValue("decision") {
 		case "confirm":
-			// The change is taken in the confirmation's transaction.
-			runner := sqlstore.NewRunner(model.Store(), reg)
-			_, entry, err = runner.Confirm(r.Context(), id, inTx(withCaller(NewHost(model, caller.Principal, onEntry), caller)))
+			d.Confirm = true
 		case "reject":
-			err = reg.Reject(r.Context(), id, caller)
 		default:
 			http.NotFound(w, r)
 			return
 		}
+		// The change is taken, and run, in the decision's transaction.
+		res, err := reg.Decide(r.Context(), d)
 		w.Header().Set("Content-Type", "application/json")
 		var rf *actions.Refusal
-		if errors.As(err, &rf) {
+		if errors.As(err, &rf) && rf.Code != actions.CodeInternal {
 			w.WriteHeader(http.StatusConflict)
 			_ = json.NewEncoder(w).Encode(map[string]any{"code": rf.Code, "message": rf.Message})
 			return
@@ -94,13 +89,13 @@ func protect(mux *http.ServeMux, mcpHandler http.Handler, reg *actions.Registry[
 			http.Error(w, "the change could not be decided", http.StatusInternalServerError)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"outcome": strings.ToLower(string(entry.Outcome)), "result": json.RawMessage(orNull(entry.Result))})
+		e := res.Entry()
+		outcome := string(e.Outcome)
+		if !d.Confirm {
+			outcome = "rejected"
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"outcome": outcome, "result": json.RawMessage(orNull(e.Result))})
 	})))
-}
-
-func withCaller(h *actions.Host[*Env], c *actions.Caller) *actions.Host[*Env] {
-	h.Caller = c
-	return h
 }
 
 func orNull(s string) string {

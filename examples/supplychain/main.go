@@ -16,8 +16,9 @@
 // embedded model.json; a file path for SQLite in that file; postgres://...
 // for PostgreSQL (pgx), which replicas share (docs/database.md). The
 // model's tables, the run log and the pending changes live there; each
-// tool call and each batch runs in one transaction with its entries
-// (sqlstore.Runner), and the server also offers the batch tool run_batch.
+// tool call, batch and confirmation runs in one transaction with its
+// records (sqlstore.Store as the registry's Store), and the server also
+// offers the batch tool run_batch.
 //
 // Without arguments it runs the sample batch (batch.json, embedded) on the
 // embedded model (model.json), then prints the batch's result, each run
@@ -118,10 +119,10 @@ func dbFlag(fs *flag.FlagSet) *string {
 }
 
 // runJob runs a batch on the model in the database dsn names, in one
-// transaction with its entries, and prints the result, the run entries
+// transaction with its records, and prints the result, the run entries
 // and the tools.
 func runJob(ctx context.Context, dsn string, batchText []byte, w io.Writer) error {
-	model, reg, err := setupDB(ctx, dsn, "batch")
+	model, reg, err := setupDB(ctx, dsn, "batch", nil)
 	if err != nil {
 		return err
 	}
@@ -130,19 +131,17 @@ func runJob(ctx context.Context, dsn string, batchText []byte, w io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
-	runner := sqlstore.NewRunner(model.Store(), reg)
-	result, entries, runErr := runner.RunBatch(ctx, b, inTx(NewHost(model, "batch", nil)))
-
+	res, runErr := reg.Run(ctx, actions.Call{Batch: &b})
 	if runErr == nil {
-		text, err := actions.CanonicalJSON(result)
+		text, err := actions.CanonicalJSON(res.Value)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "result:\n%s\n", text)
 	}
 	fmt.Fprintln(w, "run entries:")
-	for _, e := range entries {
-		line, err := actions.CanonicalJSON(e)
+	for _, rec := range res.Records {
+		line, err := actions.CanonicalJSON(rec.Entry)
 		if err != nil {
 			return err
 		}
@@ -151,7 +150,7 @@ func runJob(ctx context.Context, dsn string, batchText []byte, w io.Writer) erro
 	if runErr != nil {
 		return fmt.Errorf("batch: %w", runErr)
 	}
-	if err := replayJob(ctx, reg, entries, w); err != nil {
+	if err := replayJob(ctx, res.Records, w); err != nil {
 		return err
 	}
 	tools, err := reg.Tools(&actions.ToolOptions{Languages: model.Languages()})
@@ -166,45 +165,44 @@ func runJob(ctx context.Context, dsn string, batchText []byte, w io.Writer) erro
 	return nil
 }
 
-// replayJob replays the batch's entries in order on a fresh copy of the
+// replayJob replays the batch's records in order on a fresh copy of the
 // model, as a host checks a new release against its log, and prints one
 // line per entry: "same", or where the replay departs from it.
-func replayJob(ctx context.Context, reg *actions.Registry[*Env], entries []actions.RunEntry, w io.Writer) error {
-	fresh, err := LoadModel(modelJSON)
+func replayJob(ctx context.Context, recs []actions.Record, w io.Writer) error {
+	fresh, freshReg, err := setupDB(ctx, memoryDSN, "replay", nil)
 	if err != nil {
 		return err
 	}
 	defer fresh.Close()
-	host := NewHost(fresh, "batch", nil) // as the batch's caller
 	fmt.Fprintln(w, "replay on a fresh model:")
-	for i, e := range entries {
+	for i, rec := range recs {
 		verdict := "same"
-		if _, err := reg.Replay(ctx, e, host); err != nil {
+		if _, err := freshReg.Replay(ctx, rec); err != nil {
 			var d *actions.Divergence
 			if !errors.As(err, &d) {
 				return fmt.Errorf("replay: %w", err)
 			}
-			verdict = "departs at " + d.Path
+			verdict = "departs at " + d.Path + ": " + d.Reason()
 		}
-		fmt.Fprintf(w, "%d %s: %s\n", i, e.Action, verdict)
+		fmt.Fprintf(w, "%d %s: %s\n", i, rec.Entry.Action, verdict)
 	}
 	return nil
 }
 
 // setup opens a fresh model in memory and registers the actions.
 func setup() (*Model, *actions.Registry[*Env], error) {
-	return setupDB(context.Background(), memoryDSN, "")
+	return setupDB(context.Background(), memoryDSN, "", nil)
 }
 
 // setupDB opens the model in the database dsn names (seeding it from the
 // embedded model when empty) and registers the actions; origin names the
-// writer in the run log.
-func setupDB(ctx context.Context, dsn, origin string) (*Model, *actions.Registry[*Env], error) {
+// writer in the run log, and onRecord (may be nil) sees each record.
+func setupDB(ctx context.Context, dsn, origin string, onRecord func(actions.Record)) (*Model, *actions.Registry[*Env], error) {
 	model, err := OpenModel(ctx, dsn, modelJSON, origin)
 	if err != nil {
 		return nil, nil, err
 	}
-	reg, err := NewRegistry(model.Store().Pending())
+	reg, err := NewRegistry(model, onRecord)
 	if err != nil {
 		model.Close()
 		return nil, nil, err
@@ -212,31 +210,14 @@ func setupDB(ctx context.Context, dsn, origin string) (*Model, *actions.Registry
 	return model, reg, nil
 }
 
-// newServer returns an MCP server whose tools are the visible actions on
-// model. Each call's host knows the client's name; its run entry is
-// written to entries as a line of canonical JSON, and what the client is
-// not told (a body's error, a panic) goes to logger.
-func newServer(model *Model, reg *actions.Registry[*Env], logger *slog.Logger, entries io.Writer) (*mcp.Server, error) {
+// newServer returns an MCP server whose tools are the visible actions of
+// reg, and the batch tool; what the client is not told (a body's error,
+// a panic) goes to logger.
+func newServer(model *Model, reg *actions.Registry[*Env], logger *slog.Logger) (*mcp.Server, error) {
 	server := mcp.NewServer(&mcp.Implementation{Name: "supplychain", Title: "Supply chain (actions example)", Version: "v0.1.0"},
 		&mcp.ServerOptions{Logger: logger})
-	log := actions.NewEntryWriter(entries)
-	runner := sqlstore.NewRunner(model.Store(), reg)
-	err := mcpserver.AddTools(server, reg, mcpserver.Options[*Env]{
-		Host: func(_ context.Context, req *mcp.CallToolRequest) *actions.Host[*Env] {
-			return NewHost(model, clientName(req), log.Record)
-		},
-		// Each call, and each batch, in one transaction with its entries.
-		Run: func(ctx context.Context, id string, params any, host *actions.Host[*Env]) (any, actions.RunEntry, error) {
-			return runner.Run(ctx, id, params, inTx(host))
-		},
-		Confirm: func(ctx context.Context, id string, host *actions.Host[*Env]) (any, actions.RunEntry, error) {
-			return runner.Confirm(ctx, id, inTx(host))
-		},
-		Batch: &mcpserver.BatchTool[*Env]{
-			Run: func(ctx context.Context, b actions.Batch, host *actions.Host[*Env]) (any, []actions.RunEntry, error) {
-				return runner.RunBatch(ctx, b, inTx(host))
-			},
-		},
+	err := mcpserver.AddTools(server, reg, &mcpserver.Options{
+		Batch: &mcpserver.BatchTool{},
 		OnError: func(_ context.Context, tool string, err error) {
 			logger.Error("tool call failed", "tool", tool, "error", err)
 		},
@@ -247,16 +228,6 @@ func newServer(model *Model, reg *actions.Registry[*Env], logger *slog.Logger, e
 		return nil, err
 	}
 	return server, nil
-}
-
-// clientName is the name the MCP client gave when it connected.
-func clientName(req *mcp.CallToolRequest) string {
-	if req != nil && req.Session != nil {
-		if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
-			return p.ClientInfo.Name
-		}
-	}
-	return "mcp-client"
 }
 
 // drainTime is how long the calls in flight may run on when the server is
@@ -281,13 +252,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if *stateless && *addr == "" {
 		return errors.New("serve: -stateless needs -http")
 	}
-	model, reg, err := setupDB(ctx, *dsn, *replica)
+	// Each record, once its unit is settled, as a line of canonical JSON.
+	records := actions.NewEntryWriter(stderr)
+	model, reg, err := setupDB(ctx, *dsn, *replica, records.Write)
 	if err != nil {
 		return err
 	}
 	defer model.Close()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	server, err := newServer(model, reg, logger, stderr)
+	server, err := newServer(model, reg, logger)
 	if err != nil {
 		return err
 	}
@@ -298,10 +271,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	entries := actions.NewEntryWriter(stderr)
 	opts := &mcpserver.HTTPOptions{Stateless: *stateless, Logger: logger}
 	return serveHTTP(ctx, *addr, server, opts, stderr, func(mux *http.ServeMux, h http.Handler) {
-		protect(mux, h, reg, model, entries.Record) // bearer tokens, scopes, confirmations: gate.go
+		protect(mux, h, reg) // bearer tokens, scopes, confirmations: gate.go
 	})
 }
 
@@ -366,12 +338,14 @@ func newHTTPServer(h http.Handler) *http.Server {
 	}
 }
 
-// replayLog runs "replay -db DB": it replays the committed entries of the
+// replayLog runs "replay -db DB": it replays the committed records of the
 // database's run log, in the order they were committed, on a fresh model
 // in memory, as a replica or a new release checks the log; it prints one
-// line per entry ("SEQ ORIGIN ACTION: same", or where the replay departs)
-// and then whether the fresh model ends equal to the database's. Any
-// departure makes it fail.
+// line per entry ("SEQ ORIGIN ACTION: same", or where the replay departs
+// and why) and then whether the fresh model ends equal to the database's.
+// The log and the model are read in one snapshot (sqlstore.Store.View),
+// so a database still being written replays exactly. Any departure makes
+// it fail.
 func replayLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("supplychain replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -379,40 +353,44 @@ func replayLog(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	model, reg, err := setupDB(ctx, *dsn, "replay")
+	model, err := OpenModel(ctx, *dsn, modelJSON, "replay")
 	if err != nil {
 		return err
 	}
 	defer model.Close()
-	recs, err := model.Store().Read(ctx, sqlstore.Filter{})
+	var (
+		recs []sqlstore.Record
+		want string
+	)
+	err = model.Store().View(ctx, func(ctx context.Context) error {
+		var err error
+		if recs, err = model.Store().Read(ctx, sqlstore.Filter{}); err != nil {
+			return err
+		}
+		tx, _ := sqlstore.Tx(ctx)
+		want, err = model.On(tx).Dump(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	fresh, err := LoadModel(modelJSON)
+	fresh, reg, err := setupDB(ctx, memoryDSN, "replay", nil)
 	if err != nil {
 		return err
 	}
 	defer fresh.Close()
 	departed := 0
 	for _, r := range recs {
-		by := "batch"
-		if r.Audit != nil && r.Audit.Caller != nil {
-			by = r.Audit.Caller.Principal
-		}
 		verdict := "same"
-		if _, err := reg.Replay(ctx, r.Entry, NewHost(fresh, callerOfEntry(r.Entry, by), nil)); err != nil {
+		if _, err := reg.Replay(ctx, r.Record); err != nil {
 			var d *actions.Divergence
 			if !errors.As(err, &d) {
 				return fmt.Errorf("replay %d: %w", r.Seq, err)
 			}
-			verdict = "departs at " + d.Path
+			verdict = "departs at " + d.Path + ": " + d.Reason()
 			departed++
 		}
 		fmt.Fprintf(stdout, "%d %s %s: %s\n", r.Seq, r.Origin, r.Entry.Action, verdict)
-	}
-	want, err := model.Dump(ctx)
-	if err != nil {
-		return err
 	}
 	got, err := fresh.Dump(ctx)
 	if err != nil {
@@ -427,24 +405,4 @@ func replayLog(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("replay: %d entries depart", departed)
 	}
 	return nil
-}
-
-// callerOfEntry is the name the entry's commands give as "by" (the
-// client's name, recorded by the bodies), so that the replay writes the
-// same commands; fallback when the entry has none.
-func callerOfEntry(e actions.RunEntry, fallback string) string {
-	for _, s := range e.Steps {
-		var cmd struct {
-			By string `json:"by"`
-		}
-		if len(s.Command) > 0 && json.Unmarshal(s.Command, &cmd) == nil && cmd.By != "" {
-			return cmd.By
-		}
-		if s.Call != nil {
-			if by := callerOfEntry(*s.Call, ""); by != "" {
-				return by
-			}
-		}
-	}
-	return fallback
 }

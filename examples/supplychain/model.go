@@ -278,8 +278,8 @@ func (m *Model) ResolveRef(ctx context.Context, schema, value string) (actions.R
 	if schema != "actor" {
 		return actions.RefMatches{}, fmt.Errorf("model: no schema %q", schema)
 	}
-	// Inside a Runner's call, read in its transaction.
-	if tx, ok := sqlstore.TxFrom(ctx); ok {
+	// Inside a unit, read in its transaction.
+	if tx, ok := sqlstore.Tx(ctx); ok {
 		m = m.On(tx)
 	}
 	all, err := m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors")

@@ -186,6 +186,10 @@ type GateOptions struct {
 	// PendingFor is how long a pending change waits (default and at most
 	// MaxPendingFor, 7 days).
 	PendingFor time.Duration
+	// Serving holds what the host switches while it serves (read-only,
+	// actions not served); nil: a Serving of the gate's own, always
+	// serving everything.
+	Serving *Serving
 	// MaxPending bounds the pending changes one principal holds at once
 	// (0: [DefaultMaxPending]; negative: no bound). A call held past it
 	// is refused rate_limited and nothing is held.
@@ -201,9 +205,7 @@ const MaxPendingFor = 7 * 24 * time.Hour
 // that change while it serves. Its zero value is usable.
 type gate struct {
 	opts     GateOptions
-	readOnly atomic.Bool
-	stopAll  atomic.Bool
-	stopped  sync.Map // id → struct{}
+	serve    *Serving
 	limiters sync.Map // principal "\x00" id → *bucket
 	aliases  sync.Map // alias → *registered[C]
 	pendOnce sync.Once
@@ -223,7 +225,11 @@ func newGate(o GateOptions) *gate {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &gate{opts: o}
+	g := &gate{opts: o, serve: o.Serving}
+	if g.serve == nil {
+		g.serve = &Serving{}
+	}
+	return g
 }
 
 func (g *gate) store() PendingStore {
@@ -236,41 +242,46 @@ func (g *gate) store() PendingStore {
 	return g.pending
 }
 
-// SetReadOnly switches the registry to read-only (true) or back: while
-// read-only, every call with a caller to an action whose effect is not
-// read is refused read_only (retry after backoff). The host's own calls
-// (no caller) are refused too.
-func (r *Registry[C]) SetReadOnly(on bool) { r.gateOf().readOnly.Store(on) }
+// Serving is what a host switches while it serves, as slog.LevelVar is
+// for a level: read-only, and which actions are not served. Give one to
+// the gate ([GateOptions].Serving), keep it, and change it at any time;
+// every call reads it as it is then. The zero value serves everything.
+// It is safe for concurrent use.
+type Serving struct {
+	readOnly atomic.Bool
+	stopAll  atomic.Bool
+	stopped  sync.Map // id → struct{}
+}
 
-// StopServing stops serving the actions ids: their calls are refused
-// not_serving until [Registry.Serve] names them. An id not registered
-// yet is kept, so that an action registered later starts stopped. No id
-// stops nothing (see [Registry.StopServingAll]).
-func (r *Registry[C]) StopServing(ids ...string) {
-	g := r.gateOf()
+// SetReadOnly switches read-only on (true) or off: while on, every call
+// of an action whose effect is not read is refused read_only (retry
+// after backoff), the host's own calls (no caller) included.
+func (s *Serving) SetReadOnly(on bool) { s.readOnly.Store(on) }
+
+// Stop stops serving the actions ids: their calls are refused
+// not_serving until Resume names them. An id not registered yet is
+// kept, so that an action registered later starts stopped.
+func (s *Serving) Stop(ids ...string) {
 	for _, id := range ids {
-		g.stopped.Store(id, struct{}{})
+		s.stopped.Store(id, struct{}{})
 	}
 }
 
-// StopServingAll stops serving every action until [Registry.ServeAll].
-func (r *Registry[C]) StopServingAll() { r.gateOf().stopAll.Store(true) }
+// StopAll stops serving every action until ResumeAll.
+func (s *Serving) StopAll() { s.stopAll.Store(true) }
 
-// Serve serves the actions ids again (after StopServing). It does not undo
-// StopServingAll.
-func (r *Registry[C]) Serve(ids ...string) {
-	g := r.gateOf()
+// Resume serves the actions ids again (after Stop). It does not undo
+// StopAll.
+func (s *Serving) Resume(ids ...string) {
 	for _, id := range ids {
-		g.stopped.Delete(id)
+		s.stopped.Delete(id)
 	}
 }
 
-// ServeAll serves every action again: it undoes StopServingAll and every
-// StopServing.
-func (r *Registry[C]) ServeAll() {
-	g := r.gateOf()
-	g.stopAll.Store(false)
-	g.stopped.Clear()
+// ResumeAll serves every action again: it undoes StopAll and every Stop.
+func (s *Serving) ResumeAll() {
+	s.stopAll.Store(false)
+	s.stopped.Clear()
 }
 
 // Admit runs the checks of the gate that take nothing (unknown_action,
@@ -318,13 +329,13 @@ func (g *gate) who(d *Definition, c *Caller) error {
 
 // serving checks the host's switches: not serving, read-only.
 func (g *gate) serving(d *Definition) error {
-	if g.stopAll.Load() {
+	if g.serve.stopAll.Load() {
 		return NewRefusal(CodeNotServing, "the host is not serving actions now")
 	}
-	if _, stopped := g.stopped.Load(d.ID); stopped {
+	if _, stopped := g.serve.stopped.Load(d.ID); stopped {
 		return NewRefusal(CodeNotServing, "the host is not serving this action now")
 	}
-	if g.readOnly.Load() && d.EffectOf() != EffectRead {
+	if g.serve.readOnly.Load() && d.EffectOf() != EffectRead {
 		return NewRefusal(CodeReadOnly, "the registry is read-only: only reads are served")
 	}
 	return nil

@@ -11,32 +11,6 @@ import (
 	"github.com/actionreg/actions/internal/ijson"
 )
 
-// Kind is the old spelling of an action's effect.
-//
-// Deprecated: declare [Definition].Effect. A definition that declares a
-// kind still means what it meant: read is [EffectRead], action is
-// [EffectWrite] (see docs/gate.md).
-type Kind string
-
-// The kinds of action.
-const (
-	KindAction Kind = "action"
-	KindRead   Kind = "read"
-)
-
-// Exposure is the old spelling of where an action is offered.
-//
-// Deprecated: declare [Definition].Surfaces. A definition that declares an
-// exposure still means what it meant: visible is every surface, hidden is
-// none (callable by the host and by other actions only).
-type Exposure string
-
-// The exposures.
-const (
-	ExposureVisible Exposure = "visible"
-	ExposureHidden  Exposure = "hidden"
-)
-
 // Definition declares an action without its body: what a manifest lists.
 // Its JSON form is the reference's ActionDefinition.
 type Definition struct {
@@ -46,18 +20,6 @@ type Definition struct {
 	ID          string `json:"id"`
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
-	// Kind, Destructive and Exposure are the old spellings of Effect,
-	// Additive and Surfaces, folded into them by [Registry.Register] and
-	// by decoding (see [Definition.Fold]); declaring a fact in both
-	// spellings is refused.
-	//
-	// Deprecated: declare Effect, Additive and Surfaces.
-	Kind Kind `json:"kind,omitempty"`
-	// Deprecated: declare Additive (see Kind).
-	Destructive bool `json:"destructive,omitempty"`
-	// Deprecated: declare Surfaces (see Kind).
-	Exposure Exposure `json:"exposure,omitempty"`
-
 	// Policy: what the gate checks before the parameters are looked at,
 	// and what listings and tool annotations say (docs/gate.md).
 	//
@@ -156,9 +118,12 @@ func (d *Definition) IsVisible() bool { return d.Offers(SurfaceMCP) }
 // IsRead reports whether the definition only reads.
 func (d *Definition) IsRead() bool { return d.EffectOf() == EffectRead }
 
-// UnmarshalJSON decodes a manifest entry. It refuses unknown fields, a kind
-// other than "read" or "action" and an exposure other than "visible" or
-// "hidden", and member names that differ from the fields' only in case.
+// UnmarshalJSON decodes a manifest entry, and folds the reference's old
+// spelling of the policy ("kind": read or action, "destructive",
+// "exposure": visible or hidden) into Effect, Additive and Surfaces. It
+// refuses unknown fields, a kind or exposure outside those values, a fact
+// given in both spellings, and member names that differ from the fields'
+// only in case.
 // parameters may be a schema object or a string holding the
 // schema's JSON text; both are kept as json.RawMessage. The id and the
 // schema are checked later, by [Registry.Register] or [Registry.Bind].
@@ -166,6 +131,7 @@ func (d *Definition) UnmarshalJSON(data []byte) error {
 	type plain Definition
 	var raw struct {
 		plain
+		legacy
 		Parameters   json.RawMessage `json:"parameters,omitempty"`
 		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	}
@@ -196,19 +162,17 @@ func (d *Definition) UnmarshalJSON(data []byte) error {
 	if d.OutputSchema, err = schemaMember(d.ID, "outputSchema", raw.OutputSchema); err != nil {
 		return err
 	}
-	switch d.Kind {
-	case "", KindRead, KindAction:
+	switch raw.Kind {
+	case "", "read", "action":
 	default:
-		return fmt.Errorf("definition %q: kind must be %q or %q", d.ID, KindRead, KindAction)
+		return fmt.Errorf("definition %q: kind must be \"read\" or \"action\"", d.ID)
 	}
-	switch d.Exposure {
-	case "", ExposureVisible, ExposureHidden:
+	switch raw.Exposure {
+	case "", "visible", "hidden":
 	default:
-		return fmt.Errorf("definition %q: exposure must be %q or %q", d.ID, ExposureVisible, ExposureHidden)
+		return fmt.Errorf("definition %q: exposure must be \"visible\" or \"hidden\"", d.ID)
 	}
-	// "destructive": false said something an unset bool cannot: fold it.
-	explicitNotDestructive := string(bytes.TrimSpace(members["destructive"])) == "false"
-	if err := d.fold(explicitNotDestructive); err != nil {
+	if err := d.fold(raw.legacy); err != nil {
 		return fmt.Errorf("definition %q: %w", d.ID, err)
 	}
 	return nil
@@ -235,6 +199,10 @@ func schemaMember(id, name string, raw json.RawMessage) (any, error) {
 // definitionMember reports whether name is the exact JSON name of a
 // Definition field.
 func definitionMember(name string) bool {
+	switch name {
+	case "kind", "destructive", "exposure": // the old spelling (see legacy)
+		return true
+	}
 	t := reflect.TypeFor[Definition]()
 	for i := range t.NumField() {
 		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag == name {

@@ -33,33 +33,21 @@ const (
 var allSurfaces = []Surface{SurfaceUI, SurfaceMCP, SurfaceAI}
 
 // PersonalData is a category of personal data an action can touch (the
-// seed's ACTION_PERSONAL_DATA).
+// seed's ACTION_PERSONAL_DATA), in the host's own words ("email",
+// "health", "account"...): a non-empty identifier of letters, digits and
+// underscores. The registry reads one category itself: PersonalProtected.
 type PersonalData string
 
-// The personal-data categories. PersonalProtected marks an action that can
-// return a field of a person whose personal data is protected (a protected
-// identity): it is never offered on the mcp or ai surfaces.
-const (
-	PersonalName                   PersonalData = "name"
-	PersonalApartment              PersonalData = "apartment"
-	PersonalResidency              PersonalData = "residency"
-	PersonalEmail                  PersonalData = "email"
-	PersonalPhone                  PersonalData = "phone"
-	PersonalPostalAddress          PersonalData = "postalAddress"
-	PersonalPersonalIdentityNumber PersonalData = "personalIdentityNumber"
-	PersonalAccount                PersonalData = "account"
-	PersonalFinancial              PersonalData = "financial"
-	PersonalHealth                 PersonalData = "health"
-	PersonalPhotograph             PersonalData = "photograph"
-	PersonalFreeText               PersonalData = "freeText"
-	PersonalAuditTrail             PersonalData = "auditTrail"
-	PersonalProtected              PersonalData = "protected"
-)
+// PersonalProtected marks an action that can return a field of a person
+// whose personal data is protected (a protected identity): it is never
+// offered on the mcp or ai surfaces.
+const PersonalProtected PersonalData = "protected"
 
-var personalDataCategories = []PersonalData{
-	PersonalName, PersonalApartment, PersonalResidency, PersonalEmail, PersonalPhone,
-	PersonalPostalAddress, PersonalPersonalIdentityNumber, PersonalAccount, PersonalFinancial,
-	PersonalHealth, PersonalPhotograph, PersonalFreeText, PersonalAuditTrail, PersonalProtected,
+// personalCategory reports whether p is a well-formed category name.
+func personalCategory(p PersonalData) bool {
+	return p != "" && strings.IndexFunc(string(p), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_')
+	}) < 0
 }
 
 // DeclaredRefusal is a domain refusal an action's body may raise (the
@@ -70,26 +58,17 @@ type DeclaredRefusal struct {
 	Retry Retry `json:"retry"`
 }
 
-// EffectOf returns the definition's effect, reading the old Kind when
-// Effect is empty (an unfolded definition): read for KindRead, write
-// otherwise.
+// EffectOf returns the definition's effect: write when Effect is empty.
 func (d *Definition) EffectOf() Effect {
-	switch {
-	case d.Effect != "":
+	if d.Effect != "" {
 		return d.Effect
-	case d.Kind == KindRead:
-		return EffectRead
 	}
 	return EffectWrite
 }
 
 // IsDestructive reports what MCP's destructiveHint says: a delete, or a
-// write that is not additive. For a definition still in the old spelling
-// (see [Definition.Fold]), the old Destructive flag.
+// write that is not additive.
 func (d *Definition) IsDestructive() bool {
-	if d.Effect == "" && d.legacy() {
-		return d.Destructive
-	}
 	switch d.EffectOf() {
 	case EffectRead:
 		return false
@@ -100,74 +79,72 @@ func (d *Definition) IsDestructive() bool {
 }
 
 // Offers reports whether the definition may be offered on surface s: s is
-// in Surfaces (every surface when Surfaces is nil and Exposure is not
-// hidden), and s is not mcp or ai for an action touching protected
-// personal data.
+// in Surfaces (every surface when Surfaces is nil), and s is not mcp or ai
+// for an action touching protected personal data.
 func (d *Definition) Offers(s Surface) bool {
 	if (s == SurfaceMCP || s == SurfaceAI) && slices.Contains(d.PersonalData, PersonalProtected) {
 		return false
 	}
 	surfaces := d.Surfaces
 	if surfaces == nil {
-		if d.Exposure == ExposureHidden {
-			return false
-		}
 		surfaces = allSurfaces
 	}
 	return slices.Contains(surfaces, s)
 }
 
-// legacy reports whether the definition declares any old spelling.
-func (d *Definition) legacy() bool {
-	return d.Kind != "" || d.Destructive || d.Exposure != ""
+// legacy is the old spelling of a definition's policy, as a manifest
+// may still write it: "kind" (read or action), "destructive" and
+// "exposure" (visible or hidden).
+type legacy struct {
+	Kind        string `json:"kind,omitempty"`
+	Destructive *bool  `json:"destructive,omitempty"`
+	Exposure    string `json:"exposure,omitempty"`
 }
 
-// Fold rewrites the old spellings (Kind, Destructive, Exposure) into the
-// policy fields, so that each fact is held once, and checks the policy.
-// A definition in the old spelling keeps its old meaning: kind read is
-// effect read, kind action (or none) is effect write, additive unless
-// destructive; exposure hidden is no surface, visible is every surface.
-// A definition in neither spelling is a write that is not additive (MCP
-// reads a missing destructiveHint as true, so a write says for itself
-// that it destroys nothing). [Registry.Register] and manifest decoding
-// fold; call Fold on a definition you read policy fields from directly.
+// fold rewrites the old spelling old into the policy fields, so that each
+// fact is held once, and checks the policy. A definition in the old
+// spelling keeps its old meaning: kind read is effect read, kind action
+// (or none) is effect write, additive unless destructive; exposure
+// hidden is no surface, visible is every surface. A definition in neither
+// spelling is a write that is not additive (MCP reads a missing
+// destructiveHint as true, so a write says for itself that it destroys
+// nothing).
 //
 // Errors (*Refusal constraint_violation, an issue per fault): a fact
 // declared in both spellings; an effect, surface or personal-data
 // category outside its list; protected personal data offered on mcp or
-// ai; a read that needs confirmation; an additive delete; a declared
-// refusal without a snake_case code, with a code the registry raises
-// itself, listed twice, or with an unknown retry; an alias that is not an
-// id (namespace/name), is the action's own id, or is listed twice.
-func (d *Definition) Fold() error { return d.fold(false) }
-
-// fold is Fold; notDestructive says the manifest declared
-// "destructive": false, which a Go bool cannot show.
-func (d *Definition) fold(notDestructive bool) error {
+// ai; a read that needs confirmation; an action needing confirmation not
+// offered on ui; an additive delete; a declared refusal without a
+// snake_case code, with a code the registry raises itself, listed twice,
+// or with an unknown retry; an alias that is not an id (namespace/name),
+// is the action's own id, or is listed twice.
+func (d *Definition) fold(old legacy) error {
 	var issues []Issue
-	both := func(path, old, new string) {
-		issues = append(issues, Issue{Path: path, Keyword: old,
-			Message: old + " is the old spelling of " + new + ": declare " + new + " alone"})
+	both := func(path, oldName, newName string) {
+		issues = append(issues, Issue{Path: path, Keyword: oldName,
+			Message: oldName + " is the old spelling of " + newName + ": declare " + newName + " alone"})
 	}
-	if d.legacy() || notDestructive {
-		if d.Kind != "" && d.Effect != "" {
+	if old != (legacy{}) {
+		if old.Kind != "" && d.Effect != "" {
 			both("/kind", "kind", "effect")
 		}
-		if (d.Destructive || notDestructive) && d.Additive {
+		if old.Destructive != nil && d.Additive {
 			both("/destructive", "destructive", "additive")
 		}
-		if d.Exposure != "" && d.Surfaces != nil {
+		if old.Exposure != "" && d.Surfaces != nil {
 			both("/exposure", "exposure", "surfaces")
 		}
 		if len(issues) == 0 {
 			if d.Effect == "" {
-				d.Effect = d.EffectOf()
-				d.Additive = d.Effect == EffectWrite && !d.Destructive
+				d.Effect = EffectWrite
+				if old.Kind == "read" {
+					d.Effect = EffectRead
+				}
+				d.Additive = d.Effect == EffectWrite && (old.Destructive == nil || !*old.Destructive)
 			}
-			if d.Exposure == ExposureHidden {
+			if old.Exposure == "hidden" {
 				d.Surfaces = []Surface{}
 			}
-			d.Kind, d.Destructive, d.Exposure = "", false, ""
 		}
 	}
 	if d.Effect == "" {
@@ -192,6 +169,11 @@ func (d *Definition) checkPolicy() []Issue {
 	if d.Effect == EffectRead && d.NeedsConfirmation {
 		add("/needsConfirmation", "needsConfirmation", "a read needs no confirmation")
 	}
+	if d.NeedsConfirmation && !d.Offers(SurfaceUI) {
+		// The person confirms on the host's own screen: an action that
+		// screen is not offered could never be confirmed there.
+		add("/needsConfirmation", "needsConfirmation", "an action that needs confirmation must be offered on the ui surface")
+	}
 	if d.Effect == EffectDelete && d.Additive {
 		add("/additive", "additive", "a delete is never additive")
 	}
@@ -207,8 +189,8 @@ func (d *Definition) checkPolicy() []Issue {
 		}
 	}
 	for i, p := range d.PersonalData {
-		if !slices.Contains(personalDataCategories, p) {
-			add(fmt.Sprintf("/personalData/%d", i), "personalData", "not a personal-data category (see actions.PersonalData)")
+		if !personalCategory(p) {
+			add(fmt.Sprintf("/personalData/%d", i), "personalData", "a personal-data category is an identifier of letters, digits and underscores")
 		}
 	}
 	for i, dr := range d.Refusals {
@@ -293,7 +275,7 @@ func refusalsSentence(rs []DeclaredRefusal) string {
 // slice, for Register: what the caller keeps is not what the registry
 // holds.
 func (d *Definition) own() error {
-	if err := d.Fold(); err != nil {
+	if err := d.fold(legacy{}); err != nil {
 		return err
 	}
 	d.clonePolicy()

@@ -13,9 +13,9 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
-	"strconv"
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"

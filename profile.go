@@ -57,7 +57,8 @@ type Loss struct {
 	// found at its new place.
 	Pointer string `json:"pointer"`
 	// Keyword is the keyword dropped or rewritten, or "strict" when a
-	// tool could not be made strict, or "name" for a tool's name.
+	// tool could not be made strict, or "name" for a tool's name, or
+	// "description" (at pointer "") for a tool description cut short.
 	Keyword string `json:"keyword"`
 	// Why says what was done and why, in lower case.
 	Why string `json:"why"`
@@ -238,6 +239,12 @@ func exportOne(rules *profileRules, def *Definition, doc map[string]any, output 
 			c.losses = append(c.losses, *fail)
 		}
 	}
+	if rules.maxDescription > 0 {
+		var cut *Loss
+		if desc, cut = fitDescription(def.ID, desc, rules.maxDescription); cut != nil {
+			base = append(base, *cut)
+		}
+	}
 	t.losses = append(base, c.losses...)
 	sortLosses(t.losses)
 	t.wire = rules.wire(name, desc, s, t.strict)
@@ -285,6 +292,9 @@ type profileRules struct {
 	profile Profile
 	// maxName is the longest tool name the provider accepts.
 	maxName int
+	// maxDescription is the longest tool description, in characters,
+	// the provider accepts (0: no limit).
+	maxDescription int
 	// plain lists the keywords kept as they are when the tool is not
 	// strict (their subschemas still converted); nil keeps every keyword.
 	plain map[string]bool

@@ -1,6 +1,9 @@
 package actions
 
 import (
+	"fmt"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/actionreg/actions/internal/ijson"
@@ -32,12 +35,16 @@ const (
 	openAIMaxStringChars = 120000
 	openAIBigEnum        = 250
 	openAIBigEnumChars   = 15000
+	// openAIMaxDescription is the longest function description, in
+	// characters, the API accepts.
+	openAIMaxDescription = 1024
 )
 
 func openAIRules(p Profile) *profileRules {
 	return &profileRules{
-		profile:    p,
-		maxName:    64,
+		profile:        p,
+		maxName:        64,
+		maxDescription: openAIMaxDescription,
 		plain:      nil, // a non-strict tool takes the schema as it is
 		strictKeys: openAIStrictKeys,
 		why:        "left out: the provider does not take it",
@@ -286,6 +293,33 @@ func (c *converter) openAILimits(root map[string]any) {
 	case bigEnum:
 		c.cannot("", "enum", "a string enum of more than 250 values passes 15,000 characters")
 	}
+}
+
+// fitDescription cuts desc to at most max characters for a provider that
+// refuses a longer description: after the last sentence end that fits
+// (., ! or ? before a space), or else at the last word boundary, where an
+// ellipsis marks the cut. It returns the loss of a cut, or nil.
+func fitDescription(id, desc string, max int) (string, *Loss) {
+	if utf8.RuneCountInString(desc) <= max {
+		return desc, nil
+	}
+	runes := []rune(desc)
+	head := runes[:max]
+	for i := len(head) - 1; i > 0; i-- {
+		if (head[i-1] == '.' || head[i-1] == '!' || head[i-1] == '?') && (i == len(runes) || unicode.IsSpace(runes[i])) {
+			return string(head[:i]), &Loss{id, "", "description", fmt.Sprintf("cut after its last sentence within %d characters, the most the provider takes", max)}
+		}
+	}
+	head = runes[:max-1] // room for the ellipsis
+	end := len(head)
+	for i := len(head); i > 0; i-- {
+		if unicode.IsSpace(runes[i]) {
+			end = i
+			break
+		}
+	}
+	short := strings.TrimRightFunc(string(head[:end]), unicode.IsSpace) + "…"
+	return short, &Loss{id, "", "description", fmt.Sprintf("cut at a word within %d characters, the most the provider takes, and ended with an ellipsis", max)}
 }
 
 func setOf(keys ...string) map[string]bool {

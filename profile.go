@@ -202,6 +202,24 @@ func exportOne(rules *profileRules, def *Definition, doc map[string]any, output 
 		return t, nil
 	}
 	in := mcp.InputSchema
+	if all, ok := doc["allOf"]; ok && (rules.profile == ProfileGemini || rules.profile == ProfileGeminiOpenAPI) {
+		// Gemini refuses a required name that no property declares: the
+		// root allOf the MCP export leaves out goes to the converter,
+		// which merges it when it can and records the loss otherwise.
+		in = make(map[string]any, len(mcp.InputSchema)+1)
+		for k, v := range mcp.InputSchema {
+			in[k] = v
+		}
+		in["allOf"] = all
+		t.source = in
+		kept := base[:0]
+		for _, l := range base {
+			if l.Keyword != "allOf" || l.Pointer != "" {
+				kept = append(kept, l)
+			}
+		}
+		base = kept
+	}
 	desc := mcp.Description
 	if desc == "" {
 		desc = def.Title

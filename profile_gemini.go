@@ -31,6 +31,7 @@ func geminiRules(p Profile) *profileRules {
 		plain:       geminiJSONKeys,
 		why:         "left out: outside the JSON Schema subset Gemini documents; the registry checks it when the call comes back",
 		constAsEnum: true,
+		hook:        geminiRequired,
 		wire: func(name, desc string, s map[string]any, _ bool) map[string]any {
 			t := map[string]any{"name": name, "parametersJsonSchema": s}
 			if desc != "" {
@@ -55,12 +56,44 @@ func geminiRules(p Profile) *profileRules {
 	return r
 }
 
+// geminiRequired leaves out of required each name the schema's
+// properties do not declare, which Gemini refuses ("property is not
+// defined"): a required without properties, or naming a property that
+// only a combinator the export left out declared.
+func geminiRequired(c *converter, s map[string]any, ptr string) {
+	req, ok := s["required"].([]any)
+	if !ok {
+		return
+	}
+	props, _ := s["properties"].(map[string]any)
+	kept := make([]any, 0, len(req))
+	var dropped []string
+	for _, n := range req {
+		name, _ := n.(string)
+		if _, ok := props[name]; ok {
+			kept = append(kept, n)
+		} else {
+			dropped = append(dropped, name)
+		}
+	}
+	if len(dropped) == 0 {
+		return
+	}
+	if len(kept) == 0 {
+		delete(s, "required")
+	} else {
+		s["required"] = kept
+	}
+	c.lose(ptr, "required", "left out of required ("+joinNames(dropped)+"): Gemini refuses a required name its properties do not declare; the registry checks it when the call comes back")
+}
+
 func isString(v any) bool { _, ok := v.(string); return ok }
 
 // geminiOpenAPI turns a converted schema object into Gemini's OpenAPI
 // subset: one type (upper case, as the API's Type enum spells it) plus
-// nullable, enums of strings.
+// nullable, enums of strings, required names declared.
 func geminiOpenAPI(c *converter, s map[string]any, ptr string) {
+	defer geminiRequired(c, s, ptr)
 	if t, ok := s["type"].([]any); ok {
 		var types []string
 		null := false

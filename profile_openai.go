@@ -45,11 +45,11 @@ func openAIRules(p Profile) *profileRules {
 		profile:        p,
 		maxName:        64,
 		maxDescription: openAIMaxDescription,
-		plain:      nil, // a non-strict tool takes the schema as it is
-		strictKeys: openAIStrictKeys,
-		why:        "left out: the provider does not take it",
-		formats:    openAIFormats,
-		strict:     strictOpenAI,
+		plain:          nil, // a non-strict tool takes the schema as it is
+		strictKeys:     openAIStrictKeys,
+		why:            "left out: the provider does not take it",
+		formats:        openAIFormats,
+		strict:         strictOpenAI,
 		wire: func(name, desc string, s map[string]any, strict bool) map[string]any {
 			fn := map[string]any{"name": name, "parameters": s, "strict": strict}
 			if desc != "" {

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/internal/schema"
 )
 
 // OpenAI function tools (Chat Completions and Responses). Sources, checked
@@ -69,7 +70,10 @@ func openAIRules(p Profile) *profileRules {
 // properties in required, an optional property becomes nullable.
 func (c *converter) openAIStrictObject(s map[string]any, ptr string) {
 	if ptr == "" {
-		defer c.openAILimits(s)
+		defer func() {
+			c.refSiblings(s)
+			c.openAILimits(s)
+		}()
 	}
 	_, hasType := s["type"]
 	_, hasAnyOf := s["anyOf"]
@@ -129,6 +133,73 @@ func (c *converter) openAIStrictObject(s map[string]any, ptr string) {
 	if len(already) > 0 {
 		c.lose(ptr, "required", "optional properties that accept null listed as required ("+joinNames(already)+"): the model must send null to leave one out, and the null is kept")
 	}
+}
+
+// refSiblings rewrites, in the strict schema root, each $ref that has
+// sibling keywords, which strict mode refuses: in a schema that is not
+// recursive the target is inlined, the siblings merged into it (a
+// sibling the target also holds with another value is left out); in a
+// recursive one, title and description move beside an anyOf holding the
+// bare $ref and the other siblings are left out. The registry checks
+// what is left out when the call comes back.
+func (c *converter) refSiblings(root map[string]any) {
+	rec := recursive(root)
+	var walk func(v any, ptr string, depth int) any
+	walk = func(v any, ptr string, depth int) any {
+		switch x := v.(type) {
+		case map[string]any:
+			if ref, ok := x["$ref"].(string); ok && len(x) > 1 && depth < 32 {
+				v = c.refWithoutSiblings(root, x, ref, ptr, rec)
+				if m, ok := v.(map[string]any); ok {
+					x = m
+				}
+			}
+			for _, k := range sortedKeys(x) {
+				x[k] = walk(x[k], ijson.AppendToken(ptr, k), depth+1)
+			}
+			return x
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e, ijson.AppendIndex(ptr, i), depth+1)
+			}
+		}
+		return v
+	}
+	walk(root, "", 0)
+}
+
+// refWithoutSiblings returns the schema that replaces s, a $ref to ref
+// with siblings, at ptr of the converted schema root.
+func (c *converter) refWithoutSiblings(root, s map[string]any, ref, ptr string, rec bool) any {
+	target, _, ok := resolveLocal(root, ref)
+	tm, isMap := target.(map[string]any)
+	if !rec && ok && isMap {
+		out := schema.Copy(tm).(map[string]any)
+		for _, k := range sortedKeys(s) {
+			v := s[k]
+			switch old, taken := out[k]; {
+			case k == "$ref":
+			case !taken || annotation[k]:
+				out[k] = v
+			case !jsonEqual(old, v):
+				c.lose(ptr, k, "left out: strict mode refuses keywords beside $ref, and the target inlined here holds its own; the registry checks it when the call comes back")
+			}
+		}
+		c.lose(ptr, "$ref", "inlined: strict mode refuses keywords beside $ref")
+		return out
+	}
+	out := map[string]any{"anyOf": []any{map[string]any{"$ref": ref}}}
+	for _, k := range sortedKeys(s) {
+		switch {
+		case k == "$ref":
+		case k == "title" || k == "description":
+			out[k] = s[k]
+		default:
+			c.lose(ptr, k, "left out: strict mode refuses keywords beside $ref; the registry checks it when the call comes back")
+		}
+	}
+	c.lose(ptr, "$ref", "written as an anyOf of the $ref alone, title and description beside it: strict mode refuses keywords beside $ref")
+	return out
 }
 
 // hasDefault reports whether the property schema at ptr gives a default:

@@ -96,7 +96,9 @@ type Export struct {
 // characters, for every profile but ProfileMCP; see
 // [Options].PortableNames to refuse such ids at Register); a schema the
 // profile cannot express at all (a recursive schema, or a $ref that is
-// not a JSON Pointer, under ProfileGeminiOpenAPI, which inlines them).
+// not a JSON Pointer, under ProfileGeminiOpenAPI, which inlines them; a
+// property key outside ^[a-zA-Z0-9_.-]{1,64}$ under ProfileAnthropic and
+// ProfileAnthropicStrict, which Anthropic refuses with the whole request).
 // A keyword a profile drops is no error: it is a [Loss].
 func (r *Registry[C]) Export(p Profile, opts *ToolOptions) (*Export, error) {
 	rules, err := rulesOf(p)
@@ -202,6 +204,11 @@ func exportOne(rules *profileRules, def *Definition, doc map[string]any, output 
 		return t, nil
 	}
 	in := mcp.InputSchema
+	if rules.checkKeys != nil {
+		if err := rules.checkKeys(in); err != nil {
+			return nil, err
+		}
+	}
 	if all, ok := doc["allOf"]; ok && (rules.profile == ProfileGemini || rules.profile == ProfileGeminiOpenAPI) {
 		// Gemini refuses a required name that no property declares: the
 		// root allOf the MCP export leaves out goes to the converter,
@@ -310,6 +317,9 @@ type profileRules struct {
 	profile Profile
 	// maxName is the longest tool name the provider accepts.
 	maxName int
+	// checkKeys, if set, refuses a schema whose property keys the
+	// provider refuses.
+	checkKeys func(s map[string]any) error
 	// maxDescription is the longest tool description, in characters,
 	// the provider accepts (0: no limit).
 	maxDescription int

@@ -60,7 +60,7 @@ func TestProfileProviderRules(t *testing.T) {
 						if err != nil {
 							r := asRefusal(err)
 							require.NotNil(t, r, "%s: %v", p, err)
-							got[p] = profileGoldenOne{Error: string(r.Code) + ": " + r.Issues[0].Message}
+							got[p] = profileGoldenOne{Error: string(r.Code) + ": " + r.Issues[0].Path + ": " + r.Issues[0].Message}
 							continue
 						}
 						require.Len(t, e.Tools, 1)

@@ -18,9 +18,9 @@ var (
 	anthropicName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 	geminiName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$`)
 	mcpName       = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-	// anthropicKey is the rule on input_schema property keys: a request
+	// checkAnthropicKeyRule is the rule on input_schema property keys: a request
 	// with one key outside it is refused whole.
-	anthropicKey = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+	checkAnthropicKeyRule = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 )
 
 // openAIMaxDescription is the longest function description OpenAI takes.
@@ -282,7 +282,7 @@ func checkAnthropicTool(t map[string]any) []string {
 	}
 	out = append(out, rootRules(s)...)
 	for _, k := range keysOf(s) {
-		if !anthropicKey.MatchString(lastCut(k)) {
+		if !checkAnthropicKeyRule.MatchString(lastCut(k)) {
 			out = append(out, "property key: "+strings.TrimSuffix(k, "\x00"+lastCut(k)))
 		}
 	}

@@ -139,8 +139,8 @@ func anthropicRules(p Profile) *profileRules {
 		profile:   p,
 		maxName:   64,
 		checkKeys: checkAnthropicKeys,
-		plain:   nil, // a plain input_schema takes JSON Schema as it is
-		why:     "left out: the provider does not take it",
+		plain:     nil, // a plain input_schema takes JSON Schema as it is
+		why:       "left out: the provider does not take it",
 		wire: func(name, desc string, s map[string]any, strict bool) map[string]any {
 			t := map[string]any{"name": name, "input_schema": s}
 			if desc != "" {

@@ -6,6 +6,7 @@ package actions
 
 import (
 	"fmt"
+	"math/big"
 	"sort"
 	"strings"
 
@@ -130,13 +131,15 @@ const (
 )
 
 // schemaValue writes a value of the schema as its canonical JSON (RFC
-// 8785), if it is short enough to quote.
+// 8785), if it is short enough to quote. A number a double does not hold
+// (2^53+1, a 20-digit integer) keeps the schema's digits: RFC 8785 would
+// round it, and the message would name a value the schema refuses.
 func schemaValue(v any) (string, bool) {
-	b, err := CanonicalJSON(v)
-	if err != nil || len(b) > maxValueBytes {
+	s, err := exactText(v)
+	if err != nil || len(s) > maxValueBytes {
 		return "", false
 	}
-	return string(b), true
+	return s, true
 }
 
 // oneOf names the values of an enum: the first few short ones, then how
@@ -177,8 +180,32 @@ func pluralY(n int) string {
 	return "ies"
 }
 
-func ratString(r interface{ FloatString(int) string }) string {
-	s := r.FloatString(10)
+// ratString writes a bound of the schema in decimal without rounding: a
+// bound given as JSON number text is a finite decimal, so its digits end.
+// A value with no finite decimal form (never met from JSON text) is
+// written as a fraction.
+func ratString(r *big.Rat) string {
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	// The decimal ends after n digits when the denominator divides 10^n.
+	den := new(big.Int).Set(r.Denom())
+	n := 0
+	for _, f := range []int64{2, 5} {
+		k, bf, m := 0, big.NewInt(f), new(big.Int)
+		for {
+			q, rem := new(big.Int).QuoRem(den, bf, m)
+			if rem.Sign() != 0 {
+				break
+			}
+			den, k = q, k+1
+		}
+		n = max(n, k)
+	}
+	if den.Cmp(big.NewInt(1)) != 0 {
+		return r.RatString()
+	}
+	s := r.FloatString(n)
 	if strings.Contains(s, ".") {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	}

@@ -57,7 +57,8 @@ type Loss struct {
 	// found at its new place.
 	Pointer string `json:"pointer"`
 	// Keyword is the keyword dropped or rewritten, or "strict" when a
-	// tool could not be made strict, or "name" for a tool's name.
+	// tool could not be made strict, or "name" for a tool's name, or
+	// "description" (at pointer "") for a tool description cut short.
 	Keyword string `json:"keyword"`
 	// Why says what was done and why, in lower case.
 	Why string `json:"why"`
@@ -95,7 +96,9 @@ type Export struct {
 // characters, for every profile but ProfileMCP; see
 // [Options].PortableNames to refuse such ids at Register); a schema the
 // profile cannot express at all (a recursive schema, or a $ref that is
-// not a JSON Pointer, under ProfileGeminiOpenAPI, which inlines them).
+// not a JSON Pointer, under ProfileGeminiOpenAPI, which inlines them; a
+// property key outside ^[a-zA-Z0-9_.-]{1,64}$ under ProfileAnthropic and
+// ProfileAnthropicStrict, which Anthropic refuses with the whole request).
 // A keyword a profile drops is no error: it is a [Loss].
 func (r *Registry[C]) Export(p Profile, opts *ToolOptions) (*Export, error) {
 	rules, err := rulesOf(p)
@@ -201,6 +204,29 @@ func exportOne(rules *profileRules, def *Definition, doc map[string]any, output 
 		return t, nil
 	}
 	in := mcp.InputSchema
+	if rules.checkKeys != nil {
+		if err := rules.checkKeys(in); err != nil {
+			return nil, err
+		}
+	}
+	if all, ok := doc["allOf"]; ok && (rules.profile == ProfileGemini || rules.profile == ProfileGeminiOpenAPI) {
+		// Gemini refuses a required name that no property declares: the
+		// root allOf the MCP export leaves out goes to the converter,
+		// which merges it when it can and records the loss otherwise.
+		in = make(map[string]any, len(mcp.InputSchema)+1)
+		for k, v := range mcp.InputSchema {
+			in[k] = v
+		}
+		in["allOf"] = all
+		t.source = in
+		kept := base[:0]
+		for _, l := range base {
+			if l.Keyword != "allOf" || l.Pointer != "" {
+				kept = append(kept, l)
+			}
+		}
+		base = kept
+	}
 	desc := mcp.Description
 	if desc == "" {
 		desc = def.Title
@@ -236,6 +262,12 @@ func exportOne(rules *profileRules, def *Definition, doc map[string]any, output 
 		}
 		if fail != nil {
 			c.losses = append(c.losses, *fail)
+		}
+	}
+	if rules.maxDescription > 0 {
+		var cut *Loss
+		if desc, cut = fitDescription(def.ID, desc, rules.maxDescription); cut != nil {
+			base = append(base, *cut)
 		}
 	}
 	t.losses = append(base, c.losses...)
@@ -285,6 +317,12 @@ type profileRules struct {
 	profile Profile
 	// maxName is the longest tool name the provider accepts.
 	maxName int
+	// checkKeys, if set, refuses a schema whose property keys the
+	// provider refuses.
+	checkKeys func(s map[string]any) error
+	// maxDescription is the longest tool description, in characters,
+	// the provider accepts (0: no limit).
+	maxDescription int
 	// plain lists the keywords kept as they are when the tool is not
 	// strict (their subschemas still converted); nil keeps every keyword.
 	plain map[string]bool

@@ -1,9 +1,13 @@
 package actions
 
 import (
+	"fmt"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/internal/schema"
 )
 
 // OpenAI function tools (Chat Completions and Responses). Sources, checked
@@ -32,17 +36,21 @@ const (
 	openAIMaxStringChars = 120000
 	openAIBigEnum        = 250
 	openAIBigEnumChars   = 15000
+	// openAIMaxDescription is the longest function description, in
+	// characters, the API accepts.
+	openAIMaxDescription = 1024
 )
 
 func openAIRules(p Profile) *profileRules {
 	return &profileRules{
-		profile:    p,
-		maxName:    64,
-		plain:      nil, // a non-strict tool takes the schema as it is
-		strictKeys: openAIStrictKeys,
-		why:        "left out: the provider does not take it",
-		formats:    openAIFormats,
-		strict:     strictOpenAI,
+		profile:        p,
+		maxName:        64,
+		maxDescription: openAIMaxDescription,
+		plain:          nil, // a non-strict tool takes the schema as it is
+		strictKeys:     openAIStrictKeys,
+		why:            "left out: the provider does not take it",
+		formats:        openAIFormats,
+		strict:         strictOpenAI,
 		wire: func(name, desc string, s map[string]any, strict bool) map[string]any {
 			fn := map[string]any{"name": name, "parameters": s, "strict": strict}
 			if desc != "" {
@@ -62,7 +70,10 @@ func openAIRules(p Profile) *profileRules {
 // properties in required, an optional property becomes nullable.
 func (c *converter) openAIStrictObject(s map[string]any, ptr string) {
 	if ptr == "" {
-		defer c.openAILimits(s)
+		defer func() {
+			c.refSiblings(s)
+			c.openAILimits(s)
+		}()
 	}
 	_, hasType := s["type"]
 	_, hasAnyOf := s["anyOf"]
@@ -122,6 +133,73 @@ func (c *converter) openAIStrictObject(s map[string]any, ptr string) {
 	if len(already) > 0 {
 		c.lose(ptr, "required", "optional properties that accept null listed as required ("+joinNames(already)+"): the model must send null to leave one out, and the null is kept")
 	}
+}
+
+// refSiblings rewrites, in the strict schema root, each $ref that has
+// sibling keywords, which strict mode refuses: in a schema that is not
+// recursive the target is inlined, the siblings merged into it (a
+// sibling the target also holds with another value is left out); in a
+// recursive one, title and description move beside an anyOf holding the
+// bare $ref and the other siblings are left out. The registry checks
+// what is left out when the call comes back.
+func (c *converter) refSiblings(root map[string]any) {
+	rec := recursive(root)
+	var walk func(v any, ptr string, depth int) any
+	walk = func(v any, ptr string, depth int) any {
+		switch x := v.(type) {
+		case map[string]any:
+			if ref, ok := x["$ref"].(string); ok && len(x) > 1 && depth < 32 {
+				v = c.refWithoutSiblings(root, x, ref, ptr, rec)
+				if m, ok := v.(map[string]any); ok {
+					x = m
+				}
+			}
+			for _, k := range sortedKeys(x) {
+				x[k] = walk(x[k], ijson.AppendToken(ptr, k), depth+1)
+			}
+			return x
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e, ijson.AppendIndex(ptr, i), depth+1)
+			}
+		}
+		return v
+	}
+	walk(root, "", 0)
+}
+
+// refWithoutSiblings returns the schema that replaces s, a $ref to ref
+// with siblings, at ptr of the converted schema root.
+func (c *converter) refWithoutSiblings(root, s map[string]any, ref, ptr string, rec bool) any {
+	target, _, ok := resolveLocal(root, ref)
+	tm, isMap := target.(map[string]any)
+	if !rec && ok && isMap {
+		out := schema.Copy(tm).(map[string]any)
+		for _, k := range sortedKeys(s) {
+			v := s[k]
+			switch old, taken := out[k]; {
+			case k == "$ref":
+			case !taken || annotation[k]:
+				out[k] = v
+			case !jsonEqual(old, v):
+				c.lose(ptr, k, "left out: strict mode refuses keywords beside $ref, and the target inlined here holds its own; the registry checks it when the call comes back")
+			}
+		}
+		c.lose(ptr, "$ref", "inlined: strict mode refuses keywords beside $ref")
+		return out
+	}
+	out := map[string]any{"anyOf": []any{map[string]any{"$ref": ref}}}
+	for _, k := range sortedKeys(s) {
+		switch {
+		case k == "$ref":
+		case k == "title" || k == "description":
+			out[k] = s[k]
+		default:
+			c.lose(ptr, k, "left out: strict mode refuses keywords beside $ref; the registry checks it when the call comes back")
+		}
+	}
+	c.lose(ptr, "$ref", "written as an anyOf of the $ref alone, title and description beside it: strict mode refuses keywords beside $ref")
+	return out
 }
 
 // hasDefault reports whether the property schema at ptr gives a default:
@@ -286,6 +364,33 @@ func (c *converter) openAILimits(root map[string]any) {
 	case bigEnum:
 		c.cannot("", "enum", "a string enum of more than 250 values passes 15,000 characters")
 	}
+}
+
+// fitDescription cuts desc to at most max characters for a provider that
+// refuses a longer description: after the last sentence end that fits
+// (., ! or ? before a space), or else at the last word boundary, where an
+// ellipsis marks the cut. It returns the loss of a cut, or nil.
+func fitDescription(id, desc string, max int) (string, *Loss) {
+	if utf8.RuneCountInString(desc) <= max {
+		return desc, nil
+	}
+	runes := []rune(desc)
+	head := runes[:max]
+	for i := len(head) - 1; i > 0; i-- {
+		if (head[i-1] == '.' || head[i-1] == '!' || head[i-1] == '?') && (i == len(runes) || unicode.IsSpace(runes[i])) {
+			return string(head[:i]), &Loss{id, "", "description", fmt.Sprintf("cut after its last sentence within %d characters, the most the provider takes", max)}
+		}
+	}
+	head = runes[:max-1] // room for the ellipsis
+	end := len(head)
+	for i := len(head); i > 0; i-- {
+		if unicode.IsSpace(runes[i]) {
+			end = i
+			break
+		}
+	}
+	short := strings.TrimRightFunc(string(head[:end]), unicode.IsSpace) + "…"
+	return short, &Loss{id, "", "description", fmt.Sprintf("cut at a word within %d characters, the most the provider takes, and ended with an ellipsis", max)}
 }
 
 func setOf(keys ...string) map[string]bool {

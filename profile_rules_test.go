@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // The rule checkers: one per provider, written from the providers' docs
@@ -17,7 +18,13 @@ var (
 	anthropicName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 	geminiName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$`)
 	mcpName       = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	// checkAnthropicKeyRule is the rule on input_schema property keys: a request
+	// with one key outside it is refused whole.
+	checkAnthropicKeyRule = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 )
+
+// openAIMaxDescription is the longest function description OpenAI takes.
+const checkOpenAIDescription = 1024
 
 // checkerKeywords are the keywords each checker lets through.
 var (
@@ -163,6 +170,9 @@ func checkOpenAITool(p Profile, t map[string]any) []string {
 	if n, _ := fn["name"].(string); !openAIName.MatchString(n) {
 		out = append(out, "name")
 	}
+	if d, _ := fn["description"].(string); utf8.RuneCountInString(d) > checkOpenAIDescription {
+		out = append(out, "description over 1024 characters")
+	}
 	strict, ok := fn["strict"].(bool)
 	if !ok {
 		out = append(out, "strict not sent")
@@ -200,6 +210,9 @@ func checkOpenAIStrict(root map[string]any) []string {
 		}
 		if e, ok := m["enum"].([]any); ok {
 			enums += len(e)
+		}
+		if _, ok := m["$ref"]; ok && len(m) > 1 {
+			out = append(out, "strict $ref with siblings: "+ptr)
 		}
 		if !isObjectSchema(m) {
 			return
@@ -268,6 +281,11 @@ func checkAnthropicTool(t map[string]any) []string {
 		return append(out, "no input_schema")
 	}
 	out = append(out, rootRules(s)...)
+	for _, k := range keysOf(s) {
+		if !checkAnthropicKeyRule.MatchString(lastCut(k)) {
+			out = append(out, "property key: "+strings.TrimSuffix(k, "\x00"+lastCut(k)))
+		}
+	}
 	if v, ok := t["strict"]; ok && v != true {
 		out = append(out, "strict other than true")
 	}
@@ -341,6 +359,7 @@ func checkGeminiTool(t map[string]any) []string {
 		return append(out, "no parametersJsonSchema")
 	}
 	out = append(out, rootRules(s)...)
+	out = append(out, undeclaredRequired(s)...)
 	eachSchema(s, "", func(m map[string]any, ptr string) {
 		for k := range m {
 			if !checkGeminiJSONKeys[k] {
@@ -358,10 +377,28 @@ func checkGeminiOpenAPITool(t map[string]any) []string {
 	}
 	s, ok := t["parameters"].(map[string]any)
 	if !ok {
-		return append(out, "no parameters")
+		return out // a declaration without parameters takes no arguments
 	}
 	out = append(out, rootRules(s)...)
+	out = append(out, undeclaredRequired(s)...)
 	eachSchema(s, "", func(m map[string]any, ptr string) {
+		typ, typed := m["type"].(string)
+		if _, ok := m["anyOf"]; !typed && !ok {
+			out = append(out, "schema without a type: "+ptr)
+		}
+		switch typ {
+		case "ARRAY":
+			if it, ok := m["items"].(map[string]any); !ok || it["type"] == nil && it["anyOf"] == nil {
+				out = append(out, "ARRAY without typed items: "+ptr)
+			}
+		case "OBJECT":
+			if ps, _ := m["properties"].(map[string]any); len(ps) == 0 {
+				out = append(out, "OBJECT without properties: "+ptr)
+			}
+		}
+		if _, ok := m["enum"]; ok && typ != "STRING" {
+			out = append(out, "enum without type STRING: "+ptr)
+		}
 		for k := range m {
 			if !checkGeminiOpenAPI[k] {
 				out = append(out, "field "+k+": "+ptr)

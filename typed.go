@@ -63,7 +63,8 @@ import (
 // (see [Definition].OutputSchema): a typed nil pointer is JSON null and
 // breaks an object schema (output_invalid: return a pointer to a value);
 // a nil slice is null and passes, since jsonschema-go allows null for a
-// slice; an empty struct is {} and passes its schema, which allows no
+// slice, and so does a nil map below the root (the inferred schema
+// allows null wherever encoding/json writes a nil map as null); an empty struct is {} and passes its schema, which allows no
 // property.
 //
 // Errors: Typed itself never fails; what it finds wrong is kept in the
@@ -183,6 +184,7 @@ func typedParameters(given any, pt reflect.Type) (*decoder, map[string]any, erro
 		return nil, nil, err
 	}
 	applyRefs(doc, dec)
+	nullMaps(doc, dec, true)
 	return dec, doc, nil
 }
 
@@ -203,6 +205,9 @@ func inferOutput(rt reflect.Type) (map[string]any, *decoder, error) {
 			st = st.Elem()
 		}
 		doc, err = w.infer(st)
+		if err == nil {
+			nullMaps(doc, plan, true)
+		}
 	}
 	if err != nil {
 		r := asRefusal(err)
@@ -501,6 +506,41 @@ func (w *typeWalk) infer(t reflect.Type) (map[string]any, error) {
 		return nil, typeRefusal("", "the inferred schema of "+t.String()+" is not an object")
 	}
 	return doc, nil
+}
+
+// nullMaps lets null through wherever doc, which follows dec's
+// structure, describes a Go map below the root: encoding/json writes a
+// nil map as null, as it does a nil slice (which jsonschema-go already
+// allows), so a zero result must not break its own schema. The root
+// stays an object (parameters are one; a nil map result is null, as a
+// nil pointer result is), and so does a field encoding/json leaves out
+// when nil (omitempty, omitzero). keep is true where null is never
+// written.
+func nullMaps(doc map[string]any, dec *decoder, keep bool) {
+	for dec.kind == decPointer {
+		dec = dec.elem
+	}
+	switch dec.kind {
+	case decStruct:
+		props, _ := doc["properties"].(map[string]any)
+		for _, f := range dec.fields {
+			if p, ok := props[f.name].(map[string]any); ok {
+				// omitempty and omitzero leave a nil map out: never null.
+				nullMaps(p, f.dec, f.omitEmpty || f.omitZero)
+			}
+		}
+	case decSlice, decArray:
+		if items, ok := doc["items"].(map[string]any); ok {
+			nullMaps(items, dec.elem, false)
+		}
+	case decMap, decJSONMap:
+		if !keep && doc["type"] == "object" {
+			doc["type"] = []any{"null", "object"}
+		}
+		if ap, ok := doc["additionalProperties"].(map[string]any); ok && dec.elem != nil {
+			nullMaps(ap, dec.elem, false)
+		}
+	}
 }
 
 // applyRefs writes the ref keyword of each field tagged actions:"ref=S"

@@ -171,6 +171,14 @@ type tResult struct {
 
 type tEmpty struct{}
 
+// tMaps holds maps encoding/json writes as null when nil (issue 26,
+// item 6), at a field, in a slice and in a map.
+type tMaps struct {
+	Tags  map[string]string            `json:"tags"`
+	Sets  []map[string]int             `json:"sets"`
+	Inner map[string]map[string]string `json:"inner"`
+}
+
 // goType is what a fixture can do with a Go type T: use it as the
 // parameters (with a body that reports the value it got) or as the result
 // (with a body that returns a given value).
@@ -245,6 +253,7 @@ var goTypes = map[string]goType{
 	"tBadTag":        typeFor[tBadTag](),
 	"*tResult":       typeFor[*tResult](),
 	"tEmpty":         typeFor[tEmpty](),
+	"tMaps":          typeFor[tMaps](),
 	"[]string":       typeFor[[]string](),
 	"int":            typeFor[int](),
 	"string":         typeFor[string](),

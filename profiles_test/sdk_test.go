@@ -47,7 +47,7 @@ var shopOrder = actions.Definition{ID: "shop/order", Description: "Orders an ite
 // group of the library whose schema compiles, as fx/<file>_<group>.
 func fixtureRegistry(t *testing.T) *actions.Registry[*actions.Trace] {
 	t.Helper()
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	require.NoError(t, reg.Register(actions.New(shopOrder, echo)))
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "params", "*.json"))
 	require.NoError(t, err)
@@ -237,11 +237,15 @@ func TestOpenAIChatToolCallRunsBack(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &resp))
 	require.Len(t, resp.Choices[0].Message.ToolCalls, 1)
 	call := resp.Choices[0].Message.ToolCalls[0]
-	result, entry, err := reg.RunToolCall(context.Background(), actions.ProfileOpenAIChat, call.Function.Name, []byte(call.Function.Arguments), nil)
+	res, err := reg.RunToolCall(context.Background(), actions.ProfileOpenAIChat,
+		actions.Call{Action: call.Function.Name, Params: []byte(call.Function.Arguments), ToolCallID: call.ID})
 	require.NoError(t, err)
-	assert.Equal(t, wantOrder, result)
+	assert.Equal(t, wantOrder, res.Value)
+	entry := res.Entry()
 	assert.Equal(t, "shop/order", entry.Action)
 	assert.Equal(t, `{"item":"tea","note":null,"qty":1,"ship":{"fast":false}}`, entry.Parameters)
+	require.Len(t, res.Records, 1)
+	assert.Equal(t, "call_1", res.Records[0].Audit.ToolCallID, "the model's tool call id is kept for tracing")
 }
 
 func TestOpenAIResponsesToolCallRunsBack(t *testing.T) {
@@ -253,9 +257,10 @@ func TestOpenAIResponsesToolCallRunsBack(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &resp))
 	require.Len(t, resp.Output, 1)
 	call := resp.Output[0].AsFunctionCall()
-	result, _, err := reg.RunToolCall(context.Background(), actions.ProfileOpenAIResponses, call.Name, []byte(call.Arguments), nil)
+	res, err := reg.RunToolCall(context.Background(), actions.ProfileOpenAIResponses,
+		actions.Call{Action: call.Name, Params: []byte(call.Arguments), ToolCallID: call.CallID})
 	require.NoError(t, err)
-	assert.Equal(t, wantOrder, result)
+	assert.Equal(t, wantOrder, res.Value)
 }
 
 func TestAnthropicToolUseRunsBack(t *testing.T) {
@@ -267,13 +272,15 @@ func TestAnthropicToolUseRunsBack(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &msg))
 	require.Len(t, msg.Content, 1)
 	use := msg.Content[0].AsToolUse()
-	result, _, err := reg.RunToolCall(context.Background(), actions.ProfileAnthropicStrict, use.Name, use.Input, nil)
+	res, err := reg.RunToolCall(context.Background(), actions.ProfileAnthropicStrict,
+		actions.Call{Action: use.Name, Params: []byte(use.Input), ToolCallID: use.ID})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1"), "note": nil}, result)
+	assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1"), "note": nil}, res.Value)
 
 	// Anthropic keeps optional properties optional: a null is passed as
 	// it is, and the check refuses it where the schema does not take null.
-	_, _, err = reg.RunToolCall(context.Background(), actions.ProfileAnthropic, use.Name, []byte(`{"item":"tea","qty":null}`), nil)
+	_, err = reg.RunToolCall(context.Background(), actions.ProfileAnthropic,
+		actions.Call{Action: use.Name, Params: []byte(`{"item":"tea","qty":null}`)})
 	assert.ErrorIs(t, err, actions.ErrInvalidParameters)
 }
 

@@ -20,7 +20,7 @@ import (
 // their runs, and a write needing confirmation.
 func attackRegistry(t *testing.T, opts GateOptions) (*Registry[any], *atomic.Int32) {
 	t.Helper()
-	reg := NewRegistry[any](&Options{Gate: &opts})
+	reg := NewRegistry[any](nil, &Options{Gate: &opts})
 	var ran atomic.Int32
 	body := func(context.Context, map[string]any, any) (any, error) { ran.Add(1); return "ok", nil }
 	require.NoError(t, reg.Register(
@@ -47,14 +47,14 @@ func TestAttackRateLimitNotSpread(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		for _, c := range callers {
 			for _, name := range []string{"shop/restock", "shop/refill"} {
-				if _, _, err := reg.Run(context.Background(), name, nil, &Host[any]{Caller: c}); err == nil {
+				if _, _, err := callAs(reg, context.Background(), c, name, nil); err == nil {
 					passed++
 				} else {
 					require.ErrorIs(t, err, ErrRateLimited)
 				}
 			}
 			b := Batch{Steps: []Step{{Call: "shop/restock"}, {Call: "shop/refill"}}}
-			_, entries, _ := reg.RunBatch(context.Background(), b, &Host[any]{Caller: c})
+			_, entries, _ := batch3(reg, context.Background(), b, c)
 			for _, e := range entries {
 				if e.Outcome == OutcomeDone {
 					passed++
@@ -70,7 +70,7 @@ func TestAttackRateLimitNotSpread(t *testing.T) {
 	var ids []string
 	for i := 0; i < 2*burst; i++ {
 		for _, name := range []string{"shop/discard", "shop/toss"} {
-			_, _, err := reg.Run(context.Background(), name, nil, &Host[any]{Caller: callers[i%len(callers)]})
+			_, _, err := callAs(reg, context.Background(), callers[i%len(callers)], name, nil)
 			if r := asRefusal(err); r != nil && r.Pending != nil {
 				ids = append(ids, r.Pending.ID)
 			}
@@ -78,7 +78,7 @@ func TestAttackRateLimitNotSpread(t *testing.T) {
 	}
 	assert.Len(t, ids, burst, "changes held")
 	for _, id := range ids {
-		_, _, _ = reg.Confirm(context.Background(), id, &Host[any]{Caller: callers[0]})
+		_, _, _ = confirm3(reg, context.Background(), id, callers[0])
 	}
 	assert.Zero(t, ran.Load(), "no confirmation passes a spent limit")
 }
@@ -87,22 +87,23 @@ func TestAttackRateLimitNotSpread(t *testing.T) {
 // door: id, alias, batch step, confirmation of a change held before, the
 // host's own call.
 func TestAttackReadOnlyHolds(t *testing.T) {
-	reg, ran := attackRegistry(t, GateOptions{})
+	serving := &Serving{}
+	reg, ran := attackRegistry(t, GateOptions{Serving: serving})
 	c := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
-	_, _, err := reg.Run(context.Background(), "shop/toss", nil, &Host[any]{Caller: c})
+	_, _, err := callAs(reg, context.Background(), c, "shop/toss", nil)
 	held := asRefusal(err)
 	require.NotNil(t, held)
 	require.NotNil(t, held.Pending)
-	reg.SetReadOnly(true)
-	for _, host := range []*Host[any]{{Caller: c}, {}} {
+	serving.SetReadOnly(true)
+	for _, caller := range []*Caller{c, nil} {
 		for _, name := range []string{"shop/restock", "shop/refill", "shop/discard", "shop/toss"} {
-			_, _, err := reg.Run(context.Background(), name, nil, host)
+			_, _, err := callAs(reg, context.Background(), caller, name, nil)
 			assert.ErrorIs(t, err, ErrReadOnly, name)
 		}
-		_, _, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "shop/refill"}}}, host)
+		_, _, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "shop/refill"}}}, caller)
 		assert.ErrorIs(t, err, ErrReadOnly)
 	}
-	_, _, err = reg.Confirm(context.Background(), held.Pending.ID, &Host[any]{Caller: c})
+	_, _, err = confirm3(reg, context.Background(), held.Pending.ID, c)
 	assert.ErrorIs(t, err, ErrReadOnly)
 	assert.Zero(t, ran.Load())
 }
@@ -115,7 +116,7 @@ func TestAttackNamesAreExact(t *testing.T) {
 	all := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
 	none := &Caller{Principal: "mallory", Surface: SurfaceMCP}
 	unknown := func(c *Caller, name string) string {
-		_, _, err := reg.Run(context.Background(), name, map[string]any{"x": "MARKER"}, &Host[any]{Caller: c})
+		_, _, err := callAs(reg, context.Background(), c, name, map[string]any{"x": "MARKER"})
 		require.ErrorIs(t, err, ErrUnknownAction, name)
 		return err.Error()
 	}
@@ -139,25 +140,25 @@ func TestAttackConfirmations(t *testing.T) {
 	reg, ran := attackRegistry(t, GateOptions{})
 	eve := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
 	mallory := &Caller{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
-	_, _, err := reg.Run(context.Background(), "shop/discard", nil, &Host[any]{Caller: eve})
+	_, _, err := callAs(reg, context.Background(), eve, "shop/discard", nil)
 	id := asRefusal(err).Pending.ID
-	_, _, missing := reg.Confirm(context.Background(), strings.Repeat("0", 32), &Host[any]{Caller: mallory})
+	_, _, missing := confirm3(reg, context.Background(), strings.Repeat("0", 32), mallory)
 	require.ErrorIs(t, missing, ErrUnknownChange)
-	_, _, err = reg.Confirm(context.Background(), id, &Host[any]{Caller: mallory})
+	_, _, err = confirm3(reg, context.Background(), id, mallory)
 	assert.Equal(t, missing.Error(), err.Error(), "another's change reads as a missing one")
-	assert.ErrorIs(t, reg.Reject(context.Background(), id, mallory), ErrUnknownChange)
+	assert.ErrorIs(t, reject(reg, context.Background(), id, mallory), ErrUnknownChange)
 	_, err = reg.PendingChange(context.Background(), id, mallory)
 	assert.ErrorIs(t, err, ErrUnknownChange)
 	// A host that sets PendingChange itself confirms nothing.
 	forged := *mallory
 	forged.PendingChange = id
-	_, _, err = reg.Run(context.Background(), "shop/discard", nil, &Host[any]{Caller: &forged})
+	_, _, err = callAs(reg, context.Background(), &forged, "shop/discard", nil)
 	assert.ErrorIs(t, err, ErrConfirmationRequired)
 	assert.Zero(t, ran.Load())
 
-	_, _, err = reg.Confirm(context.Background(), id, &Host[any]{Caller: eve})
+	_, _, err = confirm3(reg, context.Background(), id, eve)
 	require.NoError(t, err)
-	_, _, err = reg.Confirm(context.Background(), id, &Host[any]{Caller: eve})
+	_, _, err = confirm3(reg, context.Background(), id, eve)
 	assert.Equal(t, missing.Error(), err.Error(), "a replayed confirmation")
 	assert.Equal(t, int32(1), ran.Load())
 }

@@ -65,20 +65,20 @@ func (f *batchFixture) text() []byte {
 type batchRun struct {
 	result  any
 	entries []RunEntry
-	seen    []RunEntry // what host.OnEntry received
+	seen    []RunEntry // what Options.OnRecord received
 	runs    []string   // the bodies that ran, in order
 	err     error
 }
 
 // batchRegistry registers the fixture's actions; their bodies append
 // their id to *runs.
-func batchRegistry(t testing.TB, f *batchFixture, runs *[]string) *Registry[*Trace] {
+func batchRegistry(t testing.TB, f *batchFixture, runs *[]string, seen *[]RunEntry) *Registry[*Trace] {
 	t.Helper()
-	reg := NewRegistry[*Trace](&Options{Limits: Limits{
+	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{
 		MaxBatchCalls:        f.Limits.MaxBatchCalls,
 		MaxPlaceholderLength: f.Limits.MaxPlaceholderLength,
 		MaxPlaceholders:      f.Limits.MaxPlaceholders,
-	}})
+	}, OnRecord: func(rec Record) { *seen = append(*seen, rec.Entry) }})
 	for _, a := range f.Actions {
 		params := a.Parameters
 		if len(params) == 0 {
@@ -135,7 +135,7 @@ func TestBatchFixtures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Run("json", func(t *testing.T) {
 				var run batchRun
-				reg := batchRegistry(t, f, &run.runs)
+				reg := batchRegistry(t, f, &run.runs, &run.seen)
 				b, err := reg.DecodeBatch(f.text())
 				if err == nil {
 					run.exec(reg, b)
@@ -157,7 +157,7 @@ func TestBatchFixtures(t *testing.T) {
 				dec.DisallowUnknownFields()
 				require.NoError(t, dec.Decode(&plain), "the batch has no Go form: mark the fixture go_form: false")
 				var run batchRun
-				reg := batchRegistry(t, f, &run.runs)
+				reg := batchRegistry(t, f, &run.runs, &run.seen)
 				run.exec(reg, Batch{Steps: plain.Commands, Result: plain.Result})
 				checkBatchRun(t, f, &run)
 			})
@@ -166,8 +166,7 @@ func TestBatchFixtures(t *testing.T) {
 }
 
 func (run *batchRun) exec(reg *Registry[*Trace], b Batch) {
-	host := &Host[*Trace]{OnEntry: func(e RunEntry) { run.seen = append(run.seen, e) }}
-	run.result, run.entries, run.err = reg.RunBatch(context.Background(), b, host)
+	run.result, run.entries, run.err = batch3(reg, context.Background(), b, nil)
 }
 
 func checkBatchRun(t *testing.T, f *batchFixture, run *batchRun) {
@@ -178,7 +177,7 @@ func checkBatchRun(t *testing.T, f *batchFixture, run *batchRun) {
 	for i, e := range want.Entries {
 		assert.Equal(t, batchCanonical(t, e), batchCanonical(t, run.entries[i]), "entry %d", i)
 	}
-	require.Len(t, run.seen, len(run.entries), "host.OnEntry sees every entry")
+	require.Len(t, run.seen, len(run.entries), "OnRecord sees every entry")
 	for i := range run.seen {
 		assert.Equal(t, batchCanonical(t, run.entries[i]), batchCanonical(t, run.seen[i]), "OnEntry %d", i)
 	}
@@ -229,7 +228,7 @@ func batchCanonical(t testing.TB, v any) string {
 // ids the fixtures use, plus the ids given.
 func batchEchoRegistry(t testing.TB, opts *Options) *Registry[*Trace] {
 	t.Helper()
-	reg := NewRegistry[*Trace](opts)
+	reg := NewRegistry[*Trace](nil, opts)
 	for _, id := range []string{"t/echo", "t/source", "t/none", "t/reserve", "t/count", "t/other",
 		"scflow/create_actor", "carbon/update_actor_emissions"} {
 		require.NoError(t, reg.Register(Action[*Trace]{
@@ -268,7 +267,7 @@ func TestRunBatchTypedResults(t *testing.T) {
 			"id": "${a.id}", "tag": "${a.tags.1}", "skip": "${a.Skip}", "names": "${n}", "first": "${n.0}", "text": "${a.tags}",
 		}},
 	}}
-	result, entries, err := reg.RunBatch(context.Background(), b, nil)
+	result, entries, err := batch3(reg, context.Background(), b, nil)
 	require.NoError(t, err)
 	require.Len(t, entries, 3)
 	assert.Equal(t, `{"first":"n0","id":"a1","names":["n0","n1"],"tag":"y","text":["x","y"]}`, entries[2].Parameters)
@@ -281,12 +280,12 @@ func TestRunBatchGoValuesInWith(t *testing.T) {
 		{Call: "t/echo", With: map[string]any{"id": "x1"}, As: "a"},
 		{Call: "t/echo", With: map[string]any{"ids": []string{"${a.id}", "y"}, "n": 3, "f": 1.5}},
 	}}
-	_, entries, err := reg.RunBatch(context.Background(), b, nil)
+	_, entries, err := batch3(reg, context.Background(), b, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `{"f":1.5,"ids":["x1","y"],"n":3}`, entries[1].Parameters)
 
 	b.Steps[1].With = map[string]any{"bad": make(chan int)}
-	_, entries, err = reg.RunBatch(context.Background(), b, nil)
+	_, entries, err = batch3(reg, context.Background(), b, nil)
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
 	assert.Equal(t, CodeInvalidScriptStep, r.Code)
@@ -301,12 +300,12 @@ func TestRunBatchDoesNotChangeBatch(t *testing.T) {
 		{Call: "t/echo", With: map[string]any{"x": "${a.list}", "y": []any{"${a.missing}", "${a.list.1}"}}, As: "b"},
 	}, Result: "${b}"}
 	before := batchCanonical(t, b)
-	result, _, err := reg.RunBatch(context.Background(), b, nil)
+	result, _, err := batch3(reg, context.Background(), b, nil)
 	require.NoError(t, err)
 	assert.Equal(t, before, batchCanonical(t, b))
 	// The result is a copy: changing it changes nothing else.
 	result.(map[string]any)["x"] = "changed"
-	result2, _, err := reg.RunBatch(context.Background(), b, nil)
+	result2, _, err := batch3(reg, context.Background(), b, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `{"x":["a",{"k":"v"}],"y":[{"k":"v"}]}`, batchCanonical(t, result2))
 }
@@ -331,7 +330,7 @@ func TestRunBatchKeepsResultsUntilLastRead(t *testing.T) {
 	assert.Equal(t, []bool{true, true, false, true, false}, keep)
 	assert.Equal(t, [][]int32{{}, {}, {}, {0, 1}, {}}, drops)
 
-	result, entries, err := reg.RunBatch(context.Background(), b, nil)
+	result, entries, err := batch3(reg, context.Background(), b, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `{"z":"aa"}`, entries[3].Parameters)
 	assert.Equal(t, "aa", result)
@@ -345,7 +344,7 @@ func TestRunBatchConcurrent(t *testing.T) {
 	done := make(chan string)
 	for range 8 {
 		go func() {
-			result, _, err := reg.RunBatch(context.Background(), b, nil)
+			result, _, err := batch3(reg, context.Background(), b, nil)
 			if err != nil {
 				done <- err.Error()
 				return
@@ -362,7 +361,7 @@ func TestRunBatchConcurrent(t *testing.T) {
 func TestRunBatchContextCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	var runs int
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "t/stop"},
@@ -372,15 +371,16 @@ func TestRunBatchContextCanceled(t *testing.T) {
 			return "ok", nil
 		},
 	}))
-	var seen int
 	b := Batch{Steps: []Step{{Call: "t/stop"}, {Call: "t/stop"}, {Call: "t/stop"}}}
-	_, entries, err := reg.RunBatch(ctx, b, &Host[*Trace]{OnEntry: func(RunEntry) { seen++ }})
+	res, err := reg.Run(ctx, Call{Batch: &b})
 	require.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, ErrCancelled)
 	assert.Equal(t, 1, runs)
-	assert.Len(t, entries, 1)
-	assert.Equal(t, 1, seen)
+	require.Len(t, res.Records, 1)
+	assert.True(t, res.Records[0].RolledBack, "a stopped batch is undone, and its record says so")
+	entries := entriesOf(res.Records)
 
-	_, entries, err = reg.RunBatch(ctx, b, nil)
+	_, entries, err = batch3(reg, ctx, b, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Empty(t, entries, "a done context stops the batch before its first call")
 }
@@ -391,7 +391,7 @@ func TestRunBatchTooDeepAtRunTime(t *testing.T) {
 		{Call: "t/echo", With: map[string]any{"a": map[string]any{"b": map[string]any{}}}, As: "s"},
 		{Call: "t/echo", With: map[string]any{"x": map[string]any{"y": "${s}"}}},
 	}}
-	_, entries, err := reg.RunBatch(context.Background(), b, nil)
+	_, entries, err := batch3(reg, context.Background(), b, nil)
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
 	assert.Equal(t, CodeInvalidScriptStep, r.Code)
@@ -420,10 +420,10 @@ func TestDecodeBatchUsesTheRegistrysLimits(t *testing.T) {
 	assert.Len(t, batch.Steps, DefaultMaxBatchCalls+1)
 	var viaJSON Batch
 	require.NoError(t, json.Unmarshal([]byte(b.String()), &viaJSON), "json.Unmarshal bounds no count")
-	_, entries, err := reg.RunBatch(context.Background(), viaJSON, nil)
+	_, entries, err := batch3(reg, context.Background(), viaJSON, nil)
 	require.NoError(t, err, "the registry allows this many steps")
 	assert.Len(t, entries, DefaultMaxBatchCalls+1)
-	_, _, err = batchEchoRegistry(t, nil).RunBatch(context.Background(), viaJSON, nil)
+	_, _, err = batch3(batchEchoRegistry(t, nil), context.Background(), viaJSON, nil)
 	require.ErrorIs(t, err, ErrInvalidScriptStep, "a registry with the default limit refuses it before any call")
 }
 
@@ -451,7 +451,7 @@ func TestBatchRefusalListsAtMost100(t *testing.T) {
 		"unknown references": {Steps: []Step{{Call: "t/echo", With: with}}},
 		"malformed as":       {Steps: bad},
 	} {
-		_, entries, err := reg.RunBatch(context.Background(), b, nil)
+		_, entries, err := batch3(reg, context.Background(), b, nil)
 		var r *Refusal
 		require.ErrorAs(t, err, &r, name)
 		assert.Len(t, r.Issues, 100, name)
@@ -499,11 +499,7 @@ func FuzzDecodeBatch(f *testing.F) {
 			}
 			return
 		}
-		var seen int
-		_, entries, err := reg.RunBatch(context.Background(), b, &Host[*Trace]{OnEntry: func(RunEntry) { seen++ }})
-		if seen != len(entries) {
-			t.Fatalf("OnEntry saw %d of %d entries", seen, len(entries))
-		}
+		_, entries, err := batch3(reg, context.Background(), b, nil)
 		if err == nil && len(entries) != len(b.Steps) {
 			t.Fatalf("%d entries for %d steps", len(entries), len(b.Steps))
 		}
@@ -574,7 +570,7 @@ func TestFuzzDecodeBatchSeeds(t *testing.T) {
 // previous step's result through a placeholder. ns/call should not grow
 // with the length of the batch.
 func BenchmarkRunBatch(b *testing.B) {
-	reg := NewRegistry[*Trace](&Options{Limits: Limits{MaxBatchCalls: 10000}})
+	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxBatchCalls: 10000}})
 	err := reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "bench/step", Parameters: json.RawMessage(
 			`{"type":"object","properties":{"n":{"type":"integer"},"prev":{"type":"integer"}},"required":["n"]}`)},
@@ -599,7 +595,7 @@ func BenchmarkRunBatch(b *testing.B) {
 			b.ReportAllocs()
 			ctx := context.Background()
 			for b.Loop() {
-				if _, _, err := reg.RunBatch(ctx, batch, nil); err != nil {
+				if _, _, err := batch3(reg, ctx, batch, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -621,7 +617,7 @@ func BenchmarkRunBatch(b *testing.B) {
 			for b.Loop() {
 				entries := make([]RunEntry, 0, calls)
 				for _, p := range params {
-					_, e, err := reg.Run(ctx, "bench/step", p, nil)
+					_, e, err := call3(reg, ctx, "bench/step", p)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -85,10 +85,12 @@ func runGateCase(t *testing.T, f gateFixture, c gateCase) gateRun {
 	defs, err := DecodeManifest(c.Definitions)
 	require.NoError(t, err)
 	now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
-	reg := NewRegistry[any](&Options{Gate: &GateOptions{
+	serving := &Serving{}
+	reg := NewRegistry[any](nil, &Options{Gate: &GateOptions{
 		ResourceMetadata: f.GateOptions.ResourceMetadata,
 		Rate:             rate.Limit(c.Gate.Rate), Burst: c.Gate.Burst,
-		Now: func() time.Time { return now },
+		Now:     func() time.Time { return now },
+		Serving: serving,
 	}})
 	var ran atomic.Int32
 	for _, d := range defs {
@@ -102,20 +104,23 @@ func runGateCase(t *testing.T, f gateFixture, c gateCase) gateRun {
 		if c.Gate.BeforePrincipal != "" {
 			before.Principal = c.Gate.BeforePrincipal
 		}
-		_, _, err := reg.Run(context.Background(), defs[0].ID, `{"item":"pears","count":1}`, &Host[any]{Caller: before})
+		_, _, err := callAs(reg, context.Background(), before, defs[0].ID, `{"item":"pears","count":1}`)
 		if !errors.Is(err, ErrConfirmationRequired) {
 			require.NoError(t, err, "a call made before the case")
 		}
 	}
 	ran.Store(0)
-	reg.SetReadOnly(c.Gate.ReadOnly)
-	reg.StopServing(c.Gate.Stopped...)
+	serving.SetReadOnly(c.Gate.ReadOnly)
+	serving.Stop(c.Gate.Stopped...)
 	if c.Gate.StopAll {
-		reg.StopServingAll()
+		serving.StopAll()
 	}
 	var out gateRun
-	host := &Host[any]{Caller: c.Caller, OnAudit: func(_ RunEntry, a Audit) { out.audit, out.audited = a, true }}
-	_, out.entry, out.err = reg.Run(context.Background(), c.Call.Action, []byte(c.Call.Parameters), host)
+	res, err := reg.Run(context.Background(), Call{Action: c.Call.Action, Params: []byte(c.Call.Parameters), Caller: c.Caller})
+	out.entry, out.err = res.Entry(), err
+	if len(res.Records) == 1 {
+		out.audit, out.audited = res.Records[0].Audit, true
+	}
 	out.ran = int(ran.Load())
 	return out
 }
@@ -241,19 +246,19 @@ func BenchmarkRunGated(b *testing.B) {
 	ctx := context.Background()
 	params := typicalMap(b)
 	caller := &Caller{Principal: "ann", Capabilities: []string{"supply.write"}, Token: true, Scopes: []string{"mcp:read", "mcp:write"}, Surface: SurfaceMCP}
-	host := &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(RunEntry) {}, OnAudit: func(RunEntry, Audit) {}, Caller: caller}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := reg.Run(ctx, "supply/create_site", params, host); err != nil {
+		if _, err := reg.Run(ctx, Call{Action: "supply/create_site", Params: params, Caller: caller}); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// A batch step that needs confirmation is held like any call: the batch
-// stops there, and the earlier steps stay done.
+// A batch holding a step that needs confirmation is held whole, as one
+// pending change, before any step runs; confirming it runs every step
+// once, and rejecting it runs none.
 func TestBatchStepNeedingConfirmation(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	var ran []string
 	body := func(id string) Body[*Trace] {
 		return func(context.Context, map[string]any, *Trace) (any, error) {
@@ -267,9 +272,43 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 	)
 	b, err := reg.DecodeBatch([]byte(`{"commands":[{"call":"shop/count"},{"call":"shop/discard"},{"call":"shop/count"}]}`))
 	require.NoError(t, err)
-	_, entries, err := reg.RunBatch(context.Background(), b, &Host[*Trace]{Caller: &Caller{Principal: "p", Surface: SurfaceAI}})
+	p := &Caller{Principal: "p", Surface: SurfaceAI}
+	res, err := reg.Run(context.Background(), Call{Batch: &b, Caller: p})
 	require.ErrorIs(t, err, ErrConfirmationRequired)
-	assert.Equal(t, []string{"count"}, ran)
-	require.Len(t, entries, 2)
-	assert.Equal(t, CodeConfirmationRequired, entries[1].Error)
+	assert.Empty(t, ran, "no step runs before the person confirms")
+	rc := asRefusal(err).Pending
+	require.NotNil(t, rc)
+	assert.Equal(t, []HeldStep{{Index: 1, Action: "shop/discard"}}, rc.Steps)
+	require.Len(t, res.Records, 3, "one record per step held")
+	for _, rec := range res.Records {
+		assert.Equal(t, CodeConfirmationRequired, rec.Entry.Error)
+		assert.Equal(t, StageHeld, rec.Audit.Stage)
+		assert.Equal(t, rc.ID, rec.Audit.PendingChange)
+		assert.False(t, rec.RolledBack, "the held unit is kept")
+	}
+	// Another person cannot confirm it; its proposer can, once.
+	_, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "q", Surface: SurfaceUI}})
+	require.ErrorIs(t, err, ErrUnknownChange)
+	res, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"count", "discard", "count"}, ran)
+	require.Len(t, res.Records, 3)
+	for _, rec := range res.Records {
+		assert.Equal(t, OutcomeDone, rec.Entry.Outcome)
+		assert.Equal(t, StageConfirmed, rec.Audit.Stage)
+		assert.True(t, rec.Audit.Batch)
+	}
+	_, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
+	require.ErrorIs(t, err, ErrUnknownChange, "a batch runs once")
+
+	// Rejected: nothing runs, and the rejection is recorded per step.
+	ran = nil
+	_, err = reg.Run(context.Background(), Call{Batch: &b, Caller: p})
+	rc = asRefusal(err).Pending
+	res, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Caller: p})
+	require.NoError(t, err)
+	assert.Empty(t, ran)
+	require.Len(t, res.Records, 3)
+	assert.Equal(t, CodeRejected, res.Records[1].Entry.Error)
+	assert.Equal(t, StageRejected, res.Records[1].Audit.Stage)
 }

@@ -36,7 +36,7 @@ func (c *clock) Add(d time.Duration) {
 // counts its runs.
 func confirmRegistry(t *testing.T, opts GateOptions) (*Registry[any], *atomic.Int32) {
 	t.Helper()
-	reg := NewRegistry[any](&Options{Gate: &opts})
+	reg := NewRegistry[any](nil, &Options{Gate: &opts})
 	var ran atomic.Int32
 	require.NoError(t, reg.Register(Action[any]{
 		Definition: Definition{ID: "shop/discard", Effect: EffectDelete, Capability: "stock.write", NeedsConfirmation: true,
@@ -54,7 +54,7 @@ var editor = &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Su
 
 func propose(t *testing.T, reg *Registry[any], caller *Caller, name, params string) Receipt {
 	t.Helper()
-	_, entry, err := reg.Run(context.Background(), name, params, &Host[any]{Caller: caller})
+	_, entry, err := callAs(reg, context.Background(), caller, name, params)
 	require.ErrorIs(t, err, ErrConfirmationRequired)
 	assert.Equal(t, CodeConfirmationRequired, entry.Error)
 	r := asRefusal(err)
@@ -75,39 +75,52 @@ func TestConfirmRunsOnceAsTheConfirmingPerson(t *testing.T) {
 	assert.Equal(t, `{"item":"old-milk"}`, pc.Parameters, "the call as given, canonical")
 	assert.Equal(t, "shop/throw_away", pc.Alias)
 
-	var audits []Audit
 	onUI := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceUI}
-	host := &Host[any]{Caller: onUI, OnAudit: func(_ RunEntry, a Audit) { audits = append(audits, a) }}
-	res, entry, err := reg.Confirm(context.Background(), rc.ID, host)
+	out, err := reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: onUI})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"discarded": "old-milk", "count": json.Number("1")}, res)
-	assert.Equal(t, "shop/discard", entry.Action)
+	assert.Equal(t, map[string]any{"discarded": "old-milk", "count": json.Number("1")}, out.Value)
+	assert.Equal(t, "shop/discard", out.Entry().Action)
 	assert.Equal(t, int32(1), ran.Load())
-	require.Len(t, audits, 1)
-	assert.Equal(t, rc.ID, audits[0].PendingChange)
-	assert.Equal(t, "shop/throw_away", audits[0].Alias)
-	assert.Equal(t, rc.ID, audits[0].Caller.PendingChange)
+	require.Len(t, out.Records, 1)
+	audit := out.Records[0].Audit
+	assert.Equal(t, rc.ID, audit.PendingChange)
+	assert.Equal(t, StageConfirmed, audit.Stage)
+	assert.Equal(t, "shop/throw_away", audit.Alias)
+	assert.Equal(t, rc.ID, audit.Caller.PendingChange)
 	assert.Empty(t, onUI.PendingChange, "the host's caller is not changed")
 
-	_, _, err = reg.Confirm(context.Background(), rc.ID, host)
+	_, _, err = confirm3(reg, context.Background(), rc.ID, onUI)
 	assert.ErrorIs(t, err, ErrUnknownChange, "a second confirmation runs nothing")
 	assert.Equal(t, int32(1), ran.Load())
 }
 
 func TestConfirmChecksAgain(t *testing.T) {
-	reg, ran := confirmRegistry(t, GateOptions{})
+	serving := &Serving{}
+	reg, ran := confirmRegistry(t, GateOptions{Serving: serving})
 	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
-	// The confirming person has lost the capability since.
+	// The confirming person has lost the capability since: the caller is
+	// told unknown_action, the record says why.
 	weaker := &Caller{Principal: "eve", Surface: SurfaceUI}
-	_, _, err := reg.Confirm(context.Background(), rc.ID, &Host[any]{Caller: weaker})
-	assert.ErrorIs(t, err, ErrForbiddenCapability)
+	res, err := reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: weaker})
+	assert.ErrorIs(t, err, ErrUnknownAction)
+	assert.NotErrorIs(t, err, ErrForbiddenCapability, "the caller's view is unknown_action only")
+	require.Len(t, res.Records, 1)
+	assert.Equal(t, CodeForbiddenCapability, res.Records[0].Entry.Error)
+	assert.Equal(t, CodeForbiddenCapability, res.Records[0].Audit.Code)
 	assert.Equal(t, int32(0), ran.Load())
+	// A refused confirmation uses nothing up: with the capability back,
+	// the same change is confirmed.
+	_, err = reg.PendingChange(context.Background(), rc.ID, editor)
+	require.NoError(t, err, "the change waits on")
 
-	rc = propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
-	reg.SetReadOnly(true)
-	_, _, err = reg.Confirm(context.Background(), rc.ID, &Host[any]{Caller: editor})
+	serving.SetReadOnly(true)
+	_, _, err = confirm3(reg, context.Background(), rc.ID, editor)
 	assert.ErrorIs(t, err, ErrReadOnly)
 	assert.Equal(t, int32(0), ran.Load())
+	serving.SetReadOnly(false)
+	_, _, err = confirm3(reg, context.Background(), rc.ID, editor)
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), ran.Load())
 }
 
 func TestConfirmOnlyByTheProposerBeforeExpiry(t *testing.T) {
@@ -117,14 +130,14 @@ func TestConfirmOnlyByTheProposerBeforeExpiry(t *testing.T) {
 	assert.Equal(t, clk.Now().Add(time.Hour), rc.Expires)
 
 	mallory := &Caller{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceUI}
-	_, _, err := reg.Confirm(context.Background(), rc.ID, &Host[any]{Caller: mallory})
+	_, _, err := confirm3(reg, context.Background(), rc.ID, mallory)
 	assert.ErrorIs(t, err, ErrUnknownChange, "another principal cannot confirm")
-	assert.ErrorIs(t, reg.Reject(context.Background(), rc.ID, mallory), ErrUnknownChange)
-	_, _, err = reg.Confirm(context.Background(), rc.ID, nil)
+	assert.ErrorIs(t, reject(reg, context.Background(), rc.ID, mallory), ErrUnknownChange)
+	_, _, err = confirm3(reg, context.Background(), rc.ID, nil)
 	assert.ErrorIs(t, err, ErrUnknownChange, "the host alone confirms nothing")
 
 	clk.Add(time.Hour)
-	_, _, err = reg.Confirm(context.Background(), rc.ID, &Host[any]{Caller: editor})
+	_, _, err = confirm3(reg, context.Background(), rc.ID, editor)
 	assert.ErrorIs(t, err, ErrUnknownChange, "an expired change runs nothing")
 	assert.Equal(t, int32(0), ran.Load())
 }
@@ -139,18 +152,20 @@ func TestPendingForIsAtMostSevenDays(t *testing.T) {
 func TestRejectRunsNothing(t *testing.T) {
 	reg, ran := confirmRegistry(t, GateOptions{})
 	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
-	require.NoError(t, reg.Reject(context.Background(), rc.ID, editor))
-	_, _, err := reg.Confirm(context.Background(), rc.ID, &Host[any]{Caller: editor})
+	require.NoError(t, reject(reg, context.Background(), rc.ID, editor))
+	_, _, err := confirm3(reg, context.Background(), rc.ID, editor)
 	assert.ErrorIs(t, err, ErrUnknownChange)
 	assert.Equal(t, int32(0), ran.Load())
 }
 
 func TestInvalidParametersAreNotHeld(t *testing.T) {
-	store := NewMemoryPendingStore()
+	store := &MemoryPendingStore{}
 	reg, _ := confirmRegistry(t, GateOptions{Pending: store})
-	_, _, err := reg.Run(context.Background(), "shop/discard", `{"count":"many"}`, &Host[any]{Caller: editor})
+	_, _, err := callAs(reg, context.Background(), editor, "shop/discard", `{"count":"many"}`)
 	assert.ErrorIs(t, err, ErrInvalidParameters)
-	assert.Equal(t, 0, store.Len())
+	held, err := store.List(context.Background(), editor.Principal)
+	require.NoError(t, err)
+	assert.Empty(t, held)
 }
 
 // Many confirmations of the same change race: exactly one runs it.
@@ -165,7 +180,7 @@ func TestDoubleConfirmRunsOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, _, err := reg.Confirm(context.Background(), rc.ID, &Host[any]{Caller: editor}); err == nil {
+				if _, _, err := confirm3(reg, context.Background(), rc.ID, editor); err == nil {
 					ok.Add(1)
 				} else if !errors.Is(err, ErrUnknownChange) {
 					t.Errorf("confirm: %v", err)
@@ -183,7 +198,7 @@ func TestDoubleConfirmRunsOnce(t *testing.T) {
 // principal's calls never use up another's.
 func TestRateLimitHoldsUnderConcurrency(t *testing.T) {
 	const burst, perSecond = 5, 10
-	reg := NewRegistry[any](&Options{Gate: &GateOptions{Rate: perSecond, Burst: burst}})
+	reg := NewRegistry[any](nil, &Options{Gate: &GateOptions{Rate: perSecond, Burst: burst}})
 	var ran atomic.Int32
 	require.NoError(t, reg.Register(Action[any]{
 		Definition: Definition{ID: "shop/count", Effect: EffectRead},
@@ -203,7 +218,7 @@ func TestRateLimitHoldsUnderConcurrency(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range calls {
-					_, _, err := reg.Run(context.Background(), "shop/count", nil, &Host[any]{Caller: caller})
+					_, _, err := callAs(reg, context.Background(), caller, "shop/count", nil)
 					switch {
 					case err == nil:
 						passed[p].Add(1)
@@ -232,7 +247,7 @@ func TestRateLimitHoldsUnderConcurrency(t *testing.T) {
 }
 
 func TestDeclaredRefusalRetry(t *testing.T) {
-	reg := NewRegistry[any](nil)
+	reg := NewRegistry[any](nil, nil)
 	shared := &Refusal{Code: "out_of_stock", Message: "no stock left", Retry: RetryNever, Transport: TransportToolResult}
 	for _, a := range []Action[any]{
 		{Definition: Definition{ID: "shop/order", Refusals: []DeclaredRefusal{{Code: "out_of_stock", Retry: RetryAfterBackoff}}},
@@ -244,10 +259,10 @@ func TestDeclaredRefusalRetry(t *testing.T) {
 	} {
 		require.NoError(t, reg.Register(a))
 	}
-	_, _, err := reg.Run(context.Background(), "shop/order", nil, nil)
+	_, _, err := call3(reg, context.Background(), "shop/order", nil)
 	assert.Equal(t, RetryAfterBackoff, asRefusal(err).Retry, "the declared verdict")
 	assert.Equal(t, RetryNever, shared.Retry, "the body's refusal is not changed")
-	_, _, err = reg.Run(context.Background(), "shop/order_undeclared", nil, nil)
+	_, _, err = call3(reg, context.Background(), "shop/order_undeclared", nil)
 	assert.Equal(t, RetryNever, asRefusal(err).Retry, "an undeclared code is never retried")
 
 	tools, err := reg.Tools(nil)
@@ -257,7 +272,7 @@ func TestDeclaredRefusalRetry(t *testing.T) {
 
 func TestAliasesCollide(t *testing.T) {
 	body := func(context.Context, map[string]any, any) (any, error) { return nil, nil }
-	reg := NewRegistry[any](nil)
+	reg := NewRegistry[any](nil, nil)
 	require.NoError(t, reg.Register(Action[any]{Definition: Definition{ID: "shop/a", DeprecatedAliases: []string{"shop/old_a"}}, Run: body}))
 	for _, d := range []Definition{
 		{ID: "shop/b", DeprecatedAliases: []string{"shop/a"}},
@@ -308,8 +323,6 @@ func TestFoldOldSpellings(t *testing.T) {
 		assert.Equal(t, want[i].effect, d.Effect, d.ID)
 		assert.Equal(t, want[i].destructive, d.IsDestructive(), d.ID)
 		assert.Equal(t, want[i].surfaces, d.Surfaces, d.ID)
-		assert.Empty(t, d.Kind, d.ID)
-		assert.Empty(t, d.Exposure, d.ID)
 	}
 	for _, text := range []string{
 		`[{"id":"a/b","kind":"read","effect":"read"}]`,
@@ -330,15 +343,20 @@ func TestFoldOldSpellings(t *testing.T) {
 		assert.Error(t, err, text)
 	}
 	// In Go, the same rules at Register.
-	reg := NewRegistry[any](nil)
-	err = reg.Register(Action[any]{Definition: Definition{ID: "a/b", Kind: KindRead, Effect: EffectRead},
+	reg := NewRegistry[any](nil, nil)
+	err = reg.Register(Action[any]{Definition: Definition{ID: "a/b", Effect: EffectRead, NeedsConfirmation: true},
+		Run: func(context.Context, map[string]any, any) (any, error) { return nil, nil }})
+	assert.ErrorIs(t, err, ErrConstraintViolation)
+	// An action needing confirmation must be offered on the host's own
+	// screen, where the person confirms it.
+	err = reg.Register(Action[any]{Definition: Definition{ID: "a/c", Effect: EffectDelete, NeedsConfirmation: true, Surfaces: []Surface{SurfaceMCP}},
 		Run: func(context.Context, map[string]any, any) (any, error) { return nil, nil }})
 	assert.ErrorIs(t, err, ErrConstraintViolation)
 }
 
 // What the registry hands out cannot change what it checks.
 func TestPolicyIsNotShared(t *testing.T) {
-	reg := NewRegistry[any](nil)
+	reg := NewRegistry[any](nil, nil)
 	surfaces := []Surface{SurfaceUI}
 	require.NoError(t, reg.Register(Action[any]{Definition: Definition{ID: "a/b", Surfaces: surfaces, DeprecatedAliases: []string{"a/old"}},
 		Run: func(context.Context, map[string]any, any) (any, error) { return nil, nil }}))
@@ -348,6 +366,8 @@ func TestPolicyIsNotShared(t *testing.T) {
 	assert.Equal(t, "a/b", a.ID)
 	a.Surfaces[0] = SurfaceMCP
 	reg.Definitions()[0].Surfaces[0] = SurfaceMCP
-	_, _, err := reg.Run(context.Background(), "a/b", nil, &Host[any]{Caller: &Caller{Principal: "p", Surface: SurfaceMCP}})
-	assert.ErrorIs(t, err, ErrForbiddenSurface)
+	reg.List()[0].Surfaces[0] = SurfaceMCP
+	res, err := reg.Run(context.Background(), Call{Action: "a/b", Caller: &Caller{Principal: "p", Surface: SurfaceMCP}})
+	assert.ErrorIs(t, err, ErrUnknownAction)
+	assert.Equal(t, CodeForbiddenSurface, res.Entry().Error)
 }

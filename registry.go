@@ -320,11 +320,14 @@ func (r *Registry[C]) lookup(id string) (*registered[C], bool) {
 	return v.(*registered[C]), true
 }
 
-// List returns every registered action, sorted by id.
+// List returns every registered action, sorted by id; their policy
+// slices are the caller's own copies.
 func (r *Registry[C]) List() []Action[C] {
 	var out []Action[C]
 	r.actions.Range(func(_, v any) bool {
-		out = append(out, v.(*registered[C]).action)
+		a := v.(*registered[C]).action
+		a.Definition.clonePolicy()
+		out = append(out, a)
 		return true
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

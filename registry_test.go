@@ -319,11 +319,25 @@ func TestRunFixtures(t *testing.T) {
 		f := fixtures[name]
 		t.Run(name, func(t *testing.T) {
 			require.NotEmpty(t, f.Description, "a fixture says what it shows")
-			var opts *Options
+			opts := &Options{}
 			if f.Limits != nil {
-				opts = &Options{Limits: *f.Limits}
+				opts.Limits = *f.Limits
 			}
-			reg := NewRegistry[*Trace](opts)
+			var entries []RunEntry
+			var entriesMu sync.Mutex
+			if !f.NoHost {
+				opts.OnRecord = func(rec Record) {
+					entriesMu.Lock()
+					entries = append(entries, rec.Entry)
+					entriesMu.Unlock()
+				}
+				if f.Host != nil && f.Host.Instances != nil {
+					opts.Resolve = f.Host.resolver()
+				}
+			} else {
+				require.Nil(t, f.Host, "no_host excludes host")
+			}
+			reg := NewRegistry[*Trace](nil, opts)
 			s := &runScripts{runs: map[string]*atomic.Int64{}, waiting: make(chan struct{}, 1)}
 			for _, a := range f.Actions {
 				for i, op := range a.Script {
@@ -331,21 +345,7 @@ func TestRunFixtures(t *testing.T) {
 				}
 				require.NoError(t, reg.Register(Action[*Trace]{Definition: a.Definition, Run: s.body(t, a.Definition.ID, a.Script)}))
 			}
-			var host *Host[*Trace]
-			var entries []RunEntry
-			var entriesMu sync.Mutex
-			if !f.NoHost {
-				host = &Host[*Trace]{OnEntry: func(e RunEntry) {
-					entriesMu.Lock()
-					entries = append(entries, e)
-					entriesMu.Unlock()
-				}}
-				if f.Host != nil && f.Host.Instances != nil {
-					host.Resolve = f.Host.resolver()
-				}
-			} else {
-				require.Nil(t, f.Host, "no_host excludes host")
-			}
+			observed := !f.NoHost
 			calls := append([]runFollowUp{{f.Call, f.Expect}}, f.Then...)
 			for i, c := range calls {
 				t.Run(fmt.Sprintf("call%d_%s", i, c.Call.ID), func(t *testing.T) {
@@ -358,7 +358,7 @@ func TestRunFixtures(t *testing.T) {
 					s.mu.Lock()
 					s.plain = nil
 					s.mu.Unlock()
-					checkRunCall(t, reg, host, s, c.Call, c.Expect, func() []RunEntry {
+					checkRunCall(t, reg, observed, s, c.Call, c.Expect, func() []RunEntry {
 						entriesMu.Lock()
 						defer entriesMu.Unlock()
 						return append([]RunEntry(nil), entries...)
@@ -369,7 +369,7 @@ func TestRunFixtures(t *testing.T) {
 	}
 }
 
-func checkRunCall(t *testing.T, reg *Registry[*Trace], host *Host[*Trace], s *runScripts,
+func checkRunCall(t *testing.T, reg *Registry[*Trace], observed bool, s *runScripts,
 	c runCall, want runExpect, seen func() []RunEntry) {
 	var params any
 	var before string
@@ -397,7 +397,9 @@ func checkRunCall(t *testing.T, reg *Registry[*Trace], host *Host[*Trace], s *ru
 		}()
 	}
 
-	result, entry, err := reg.Run(ctx, c.ID, params, host)
+	res, err := reg.Run(ctx, Call{Action: c.ID, Params: params})
+	result, entry := res.Value, res.Entry()
+	require.Len(t, res.Records, 1, "one record per call")
 
 	// The caller's parameters are never changed.
 	switch p := params.(type) {
@@ -416,20 +418,20 @@ func checkRunCall(t *testing.T, reg *Registry[*Trace], host *Host[*Trace], s *ru
 	assert.Equal(t, runCanonical(t, want.Entry), string(got), "entry")
 	checkRunEntryShape(t, entry)
 
-	// OnEntry, once per top-level call, with the same entry.
+	// OnRecord, once per top-level call, with the same entry.
 	calls := seen()
 	wantCalls := 1
-	if host == nil {
+	if !observed {
 		wantCalls = 0
 	}
 	if want.OnEntryCalls != nil {
 		wantCalls = *want.OnEntryCalls
 	}
-	require.Len(t, calls, wantCalls, "OnEntry calls")
+	require.Len(t, calls, wantCalls, "OnRecord calls")
 	for _, e := range calls {
 		text, cerr := CanonicalJSON(e)
 		require.NoError(t, cerr)
-		assert.Equal(t, string(got), string(text), "OnEntry received another entry")
+		assert.Equal(t, string(got), string(text), "OnRecord received another entry")
 	}
 
 	// The result, as the exact Go value the body returned.
@@ -449,10 +451,12 @@ func checkRunCall(t *testing.T, reg *Registry[*Trace], host *Host[*Trace], s *ru
 		require.NotEmpty(t, plain, "no body returned a plain error")
 		assert.Same(t, plain[len(plain)-1], err, "the plain error must come back as it is")
 	case want.ErrorIsContext:
+		// A cancelled call is the cancelled refusal, its cause the
+		// context's error: both errors.Is hold, and CodeOf agrees.
 		require.Error(t, err)
 		assert.ErrorIs(t, err, context.Canceled)
-		var r *Refusal
-		assert.False(t, errors.As(err, &r), "cancellation must not become a refusal: %v", err)
+		assert.ErrorIs(t, err, ErrCancelled)
+		assert.Equal(t, CodeCancelled, CodeOf(err))
 	case want.ErrorCode != "":
 		require.Error(t, err)
 		var r *Refusal
@@ -479,7 +483,10 @@ func checkRunCall(t *testing.T, reg *Registry[*Trace], host *Host[*Trace], s *ru
 		}
 		if want.NestedErrorCode != "" {
 			var nr *Refusal
-			require.True(t, errors.As(errors.Unwrap(r), &nr), "the nested refusal is in errors.Unwrap: %v", err)
+			require.True(t, errors.As(r.Cause(), &nr), "the nested refusal is the cause: %v", err)
+			if nr.Code != r.Code {
+				assert.NotErrorIs(t, err, sentinelOf(nr.Code), "errors.Is sees the caller's code only")
+			}
 			assert.Equal(t, Code(want.NestedErrorCode), nr.Code)
 			if want.NestedRetry != "" {
 				assert.Equal(t, want.NestedRetry, nr.Retry, "nested retry")
@@ -496,9 +503,9 @@ func checkRunCall(t *testing.T, reg *Registry[*Trace], host *Host[*Trace], s *ru
 			}
 		}
 		if want.CauseContains != "" {
-			require.Error(t, errors.Unwrap(err), "the refusal keeps its cause for the host")
+			require.Error(t, r.Cause(), "the refusal keeps its cause for the host")
 			var chain strings.Builder
-			for c := errors.Unwrap(err); c != nil; c = errors.Unwrap(c) {
+			for c := r.Cause(); c != nil; c = errors.Unwrap(c) {
 				chain.WriteString(c.Error())
 			}
 			assert.Contains(t, chain.String(), want.CauseContains)
@@ -569,7 +576,7 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 	for _, id := range []string{"", "a", "a/b/c", "1a/b", "a/b-c", "ns/", "/x", "/", "a b/c", "ns/1x",
 		"é/x", "ns/名前", "ns/x\u200b", "ns\\x"} {
 		t.Run(fmt.Sprintf("%q", id), func(t *testing.T) {
-			reg := NewRegistry[*Trace](nil)
+			reg := NewRegistry[*Trace](nil, nil)
 			err := reg.Register(Action[*Trace]{Definition: Definition{ID: id}, Run: body})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrConstraintViolation)
@@ -583,7 +590,7 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 	}
 	for _, id := range []string{"a/b", "_/_", "ns_1/x_2", "A/Z9", "garden/plant"} {
 		t.Run("accepts "+id, func(t *testing.T) {
-			reg := NewRegistry[*Trace](nil)
+			reg := NewRegistry[*Trace](nil, nil)
 			require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: id}, Run: body}))
 			_, ok := reg.Get(id)
 			assert.True(t, ok)
@@ -593,7 +600,7 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 
 func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return "first", nil }
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/x", Title: "first"}, Run: body}))
 	err := reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/x", Title: "second"}, Run: body})
 	require.Error(t, err)
@@ -615,7 +622,7 @@ func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 
 func TestRegistryRegisterKeepsItsOwnCopyOfWrites(t *testing.T) {
 	writes := []string{"plant", "bed"}
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "ns/x", Writes: writes},
 		Run:        func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil },
@@ -626,7 +633,7 @@ func TestRegistryRegisterKeepsItsOwnCopyOfWrites(t *testing.T) {
 }
 
 func TestRegistryListIsSorted(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	assert.Empty(t, reg.List())
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	ids := []string{"zeta/a", "alpha/z", "alpha/b", "Beta/x", "alpha/B", "m/m", "_/a"}
@@ -646,7 +653,7 @@ func TestRegistryListIsSorted(t *testing.T) {
 func TestRegistryRunNestedDepthDefault(t *testing.T) {
 	// Without a fixture limit, an action calling itself forever is stopped
 	// at DefaultMaxCallDepth, with one entry per level.
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	var runs atomic.Int64
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "ns/loop"},
@@ -655,7 +662,7 @@ func TestRegistryRunNestedDepthDefault(t *testing.T) {
 			return tr.Call(ctx, "ns/loop", nil)
 		},
 	}))
-	_, entry, err := reg.Run(context.Background(), "ns/loop", nil, nil)
+	_, entry, err := call3(reg, context.Background(), "ns/loop", nil)
 	assert.ErrorIs(t, err, ErrInternal, "the caller is not at fault")
 	assert.ErrorIs(t, err, ErrConstraintViolation, "the host finds the nested refusal in the chain")
 	assert.Equal(t, int64(DefaultMaxCallDepth+1), runs.Load(), "bodies run: the top level and each allowed nesting")
@@ -678,7 +685,8 @@ func TestRegistryHostContext(t *testing.T) {
 		trace *Trace
 		user  string
 	}
-	reg := NewRegistry[bodyContext](nil)
+	var env Env[bodyContext] = func(_ context.Context, t *Trace) bodyContext { return bodyContext{trace: t, user: "ana"} }
+	reg := NewRegistry(func(ctx context.Context, t *Trace) bodyContext { return env(ctx, t) }, nil)
 	require.NoError(t, reg.Register(Action[bodyContext]{
 		Definition: Definition{ID: "ns/who"},
 		Run: func(ctx context.Context, _ map[string]any, c bodyContext) (any, error) {
@@ -688,24 +696,23 @@ func TestRegistryHostContext(t *testing.T) {
 			return c.trace.Action() + " by " + c.user, nil
 		},
 	}))
-	host := &Host[bodyContext]{Env: func(t *Trace) bodyContext { return bodyContext{trace: t, user: "ana"} }}
-	result, entry, err := reg.Run(context.Background(), "ns/who", nil, host)
+	result, entry, err := call3(reg, context.Background(), "ns/who", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "ns/who by ana", result)
 	text, err := CanonicalJSON(entry)
 	require.NoError(t, err)
 	assert.Equal(t, `{"action":"ns/who","outcome":"done","parameters":"{}","result":"\"ns/who by ana\"","steps":[{"command":{"op":"whoami"},"result":"\"ana\""}]}`, string(text))
 
-	// A panicking Context hook is an internal refusal; the body never runs.
-	host.Env = func(*Trace) bodyContext { panic("no session") }
-	_, entry, err = reg.Run(context.Background(), "ns/who", nil, host)
+	// A panicking Env is an internal refusal; the body never runs.
+	env = func(context.Context, *Trace) bodyContext { panic("no session") }
+	_, entry, err = call3(reg, context.Background(), "ns/who", nil)
 	assert.ErrorIs(t, err, ErrInternal)
 	assert.Equal(t, OutcomeRefused, entry.Outcome)
 	assert.Empty(t, entry.Steps)
 }
 
 func TestRunTraceRecordsNothingAfterItsBody(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	var kept *Trace
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "ns/leak"},
@@ -722,7 +729,7 @@ func TestRunTraceRecordsNothingAfterItsBody(t *testing.T) {
 			return nil, nil
 		},
 	}))
-	_, entry, err := reg.Run(context.Background(), "ns/leak", nil, nil)
+	_, entry, err := call3(reg, context.Background(), "ns/leak", nil)
 	require.NoError(t, err)
 	assert.Error(t, kept.Command("late", nil))
 	// A call that nothing would record does not run either.
@@ -737,12 +744,11 @@ func TestRunTraceRecordsNothingAfterItsBody(t *testing.T) {
 // actions many times, all recorded in one RunLog. Run it with -race.
 func TestConcurrentRegisterAndRun(t *testing.T) {
 	const workers, rounds = 8, 60
-	reg := NewRegistry[*Trace](nil)
 	log := NewRunLog()
-	host := &Host[*Trace]{
-		OnEntry: log.Record,
+	reg := NewRegistry[*Trace](nil, &Options{
+		Store:   log,
 		Resolve: fixtureResolver(map[string][]refFixture{"plant": {{Key: "k1", ID: "p1", DisplayName: map[string]string{"en": "Rose"}}}}),
-	}
+	})
 	echo := func(_ context.Context, p map[string]any, tr *Trace) (any, error) {
 		if err := tr.Command(map[string]any{"op": "echo", "at": "${now()}"}, p); err != nil {
 			return nil, err
@@ -790,14 +796,14 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 				if id == bound {
 					params = nil
 				}
-				result, entry, err := reg.Run(ctx, id, params, host)
+				result, entry, err := call3(reg, ctx, id, params)
 				if err != nil || result == nil || entry.Outcome != OutcomeDone {
 					t.Errorf("%s: %v", id, err)
 					return
 				}
 				wantDone.Add(1)
 				// A refused call: the wrong type.
-				_, entry, err = reg.Run(ctx, own, []byte(`{"n":"x"}`), host)
+				_, entry, err = call3(reg, ctx, own, []byte(`{"n":"x"}`))
 				if !errors.Is(err, ErrInvalidParameters) || entry.Parameters != `{"n":"x"}` {
 					t.Errorf("%s refused: %v %q", own, err, entry.Parameters)
 					return
@@ -838,7 +844,7 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 func TestConcurrentBindAndRegisterSameID(t *testing.T) {
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	for i := range 200 {
-		reg := NewRegistry[*Trace](nil)
+		reg := NewRegistry[*Trace](nil, nil)
 		id := fmt.Sprintf("ns/x%d", i)
 		var errReg, errBind error
 		var wg sync.WaitGroup
@@ -887,7 +893,7 @@ func TestBindManifest(t *testing.T) {
 		defs, err := DecodeManifest(readManifestFile(t, "good.json"))
 		require.NoError(t, err)
 		require.Len(t, defs, 3)
-		reg := NewRegistry[*Trace](nil)
+		reg := NewRegistry[*Trace](nil, nil)
 		require.NoError(t, reg.Bind(defs, manifestTestBodies("garden/plant", "garden/list", "garden/audit")))
 		var ids []string
 		for _, a := range reg.List() {
@@ -900,30 +906,30 @@ func TestBindManifest(t *testing.T) {
 		assert.False(t, audit.IsVisible())
 		assert.Equal(t, []string{"plant"}, mustGetAction(t, reg, "garden/plant").Writes)
 
-		result, entry, err := reg.Run(context.Background(), "garden/plant", map[string]any{"species": "rose"}, nil)
+		result, entry, err := call3(reg, context.Background(), "garden/plant", map[string]any{"species": "rose"})
 		require.NoError(t, err)
 		assert.Equal(t, `{"count":1,"species":"rose"}`, entry.Parameters, "the manifest's default applies")
 		assert.Equal(t, "garden/plant", result.(map[string]any)["ran"])
-		_, _, err = reg.Run(context.Background(), "garden/plant", map[string]any{}, nil)
+		_, _, err = call3(reg, context.Background(), "garden/plant", map[string]any{})
 		assert.ErrorIs(t, err, ErrInvalidParameters, "the manifest's schema applies")
 	})
 
 	t.Run("parameters as JSON text", func(t *testing.T) {
 		defs, err := DecodeManifest(readManifestFile(t, "params_text.json"))
 		require.NoError(t, err)
-		reg := NewRegistry[*Trace](nil)
+		reg := NewRegistry[*Trace](nil, nil)
 		require.NoError(t, reg.Bind(defs, manifestTestBodies("garden/water")))
-		_, entry, err := reg.Run(context.Background(), "garden/water", map[string]any{"plant": "p1"}, nil)
+		_, entry, err := call3(reg, context.Background(), "garden/water", map[string]any{"plant": "p1"})
 		require.NoError(t, err)
 		assert.Equal(t, `{"litres":0.5,"plant":"p1"}`, entry.Parameters)
-		_, _, err = reg.Run(context.Background(), "garden/water", map[string]any{"plant": "p1", "litres": -1}, nil)
+		_, _, err = call3(reg, context.Background(), "garden/water", map[string]any{"plant": "p1", "litres": -1})
 		assert.ErrorIs(t, err, ErrInvalidParameters)
 	})
 
 	t.Run("every missing body and every stray body in one error", func(t *testing.T) {
 		defs, err := DecodeManifest(readManifestFile(t, "unbound.json"))
 		require.NoError(t, err)
-		reg := NewRegistry[*Trace](nil)
+		reg := NewRegistry[*Trace](nil, nil)
 		// garden/plant and garden/list have bodies; garden/prune and
 		// garden/harvest do not; garden/weed and garden/mow have no
 		// definition.
@@ -943,7 +949,7 @@ func TestBindManifest(t *testing.T) {
 
 	t.Run("a refused definition registers nothing", func(t *testing.T) {
 		defs := []Definition{{ID: "garden/ok"}, {ID: "bad id"}, {ID: "garden/schema", Parameters: `{"type":"object","frobnicate":1}`}}
-		reg := NewRegistry[*Trace](nil)
+		reg := NewRegistry[*Trace](nil, nil)
 		err := reg.Bind(defs, manifestTestBodies("garden/ok", "bad id", "garden/schema"))
 		assert.ErrorIs(t, err, ErrConstraintViolation)
 		var r *Refusal
@@ -955,7 +961,7 @@ func TestBindManifest(t *testing.T) {
 	})
 
 	t.Run("an id listed twice or already taken", func(t *testing.T) {
-		reg := NewRegistry[*Trace](nil)
+		reg := NewRegistry[*Trace](nil, nil)
 		err := reg.Bind([]Definition{{ID: "garden/a"}, {ID: "garden/a"}}, manifestTestBodies("garden/a"))
 		assert.ErrorIs(t, err, ErrDuplicateName)
 		assert.Empty(t, reg.List())
@@ -990,7 +996,9 @@ func mustGetAction(t *testing.T, reg *Registry[*Trace], id string) Action[*Trace
 }
 
 func TestEntryWriterWritesCanonicalLines(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	var buf bytes.Buffer
+	w := NewEntryWriter(&buf)
+	reg := NewRegistry[*Trace](nil, &Options{OnRecord: w.Write})
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "ns/echo", Parameters: `{"type":"object","properties":{"b":{"default":"\u2028<&>"},"a":{}}}`},
 		Run: func(ctx context.Context, p map[string]any, tr *Trace) (any, error) {
@@ -1003,31 +1011,28 @@ func TestEntryWriterWritesCanonicalLines(t *testing.T) {
 			return p, nil
 		},
 	}))
-	var buf bytes.Buffer
-	w := NewEntryWriter(&buf)
-	host := &Host[*Trace]{OnEntry: w.Record}
-	var want []RunEntry
+	var want []Record
 	for _, p := range []any{map[string]any{"a": 1.5}, []byte(`{"a":"x\ny"}`), []byte(`{"a":`), nil} {
-		_, e, _ := reg.Run(context.Background(), "ns/echo", p, host)
-		want = append(want, e)
+		res, _ := reg.Run(context.Background(), Call{Action: "ns/echo", Params: p})
+		want = append(want, res.Records...)
 	}
-	_, e, _ := reg.Run(context.Background(), "ns/none", nil, host)
-	want = append(want, e)
+	res, _ := reg.Run(context.Background(), Call{Action: "ns/none"})
+	want = append(want, res.Records...)
 	require.NoError(t, w.Err())
 
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	require.Len(t, lines, len(want))
 	require.True(t, strings.HasSuffix(buf.String(), "\n"))
 	for i, line := range lines {
-		var back RunEntry
+		var back Record
 		require.NoError(t, json.Unmarshal([]byte(line), &back), line)
 		again, err := CanonicalJSON(back)
 		require.NoError(t, err)
 		assert.Equal(t, line, string(again), "line %d is canonical and round-trips", i)
 		orig, err := CanonicalJSON(want[i])
 		require.NoError(t, err)
-		assert.Equal(t, string(orig), line, "line %d is the entry Run returned", i)
-		checkRunEntryShape(t, back)
+		assert.Equal(t, string(orig), line, "line %d is the record Run returned", i)
+		checkRunEntryShape(t, back.Entry)
 	}
 	assert.Contains(t, lines[0], `"command":{"a":"${now()}","z":1}`)
 	assert.Contains(t, lines[0], "\u2028<&>", "no HTML escaping, U+2028 as it is")
@@ -1043,8 +1048,8 @@ func (f *failingEntryWriter) Write(p []byte) (int, error) {
 func TestEntryWriterStopsAfterAnError(t *testing.T) {
 	fw := &failingEntryWriter{}
 	w := NewEntryWriter(fw)
-	w.Record(RunEntry{Action: "ns/a", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone})
-	w.Record(RunEntry{Action: "ns/b", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone})
+	w.Write(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}})
+	w.Write(Record{Entry: RunEntry{Action: "ns/b", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}})
 	assert.EqualError(t, w.Err(), "disk full")
 	assert.Equal(t, 1, fw.writes, "nothing is written after the first error")
 }
@@ -1058,7 +1063,7 @@ func TestEntryWriterConcurrentLinesDoNotInterleave(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 50 {
-				w.Record(RunEntry{Action: fmt.Sprintf("g%d/a%d", g, i), Parameters: `{"pad":"` + strings.Repeat("x", 200) + `"}`, Steps: []RunStep{}, Outcome: OutcomeDone})
+				w.Write(Record{Entry: RunEntry{Action: fmt.Sprintf("g%d/a%d", g, i), Parameters: `{"pad":"` + strings.Repeat("x", 200) + `"}`, Steps: []RunStep{}, Outcome: OutcomeDone}})
 			}
 		}()
 	}
@@ -1067,19 +1072,19 @@ func TestEntryWriterConcurrentLinesDoNotInterleave(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	require.Len(t, lines, 400)
 	for _, l := range lines {
-		var e RunEntry
-		require.NoError(t, json.Unmarshal([]byte(l), &e))
+		var rec Record
+		require.NoError(t, json.Unmarshal([]byte(l), &rec))
 	}
 }
 
 func TestRunLogEntriesIsACopy(t *testing.T) {
 	log := NewRunLog()
 	assert.Empty(t, log.Entries())
-	log.Record(RunEntry{Action: "ns/a", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{
+	log.Append(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{
 		{Command: json.RawMessage(`{"op":"x"}`), Result: "1"},
 		{Call: &RunEntry{Action: "ns/b", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}},
-	}})
-	log.Record(RunEntry{Action: "ns/c", Parameters: "{}", Outcome: OutcomeRefused, Error: "internal", Steps: []RunStep{}})
+	}}})
+	log.Append(Record{Entry: RunEntry{Action: "ns/c", Parameters: "{}", Outcome: OutcomeRefused, Error: "internal", Steps: []RunStep{}}})
 
 	got := log.Entries()
 	require.Len(t, got, 2)
@@ -1103,12 +1108,12 @@ func TestRunLogEntriesIsACopy(t *testing.T) {
 
 	// Nor does changing the entry given to Record.
 	given := RunEntry{Action: "ns/e", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{{Command: json.RawMessage(`{"op":"y"}`)}}}
-	log.Record(given)
+	log.Append(Record{Entry: given})
 	given.Steps[0].Command[2] = 'Z'
 	assert.Equal(t, `{"op":"y"}`, string(log.Entries()[2].Steps[0].Command))
 
 	// Recording after a read does not change the copy already taken.
-	log.Record(RunEntry{Action: "ns/d", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{}})
+	log.Append(Record{Entry: RunEntry{Action: "ns/d", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{}}})
 	assert.Len(t, again, 2)
 	assert.Len(t, log.Entries(), 4)
 }
@@ -1121,11 +1126,53 @@ func TestRunLogConcurrentRecord(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 100 {
-				log.Record(RunEntry{Action: "ns/a", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone})
+				log.Append(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}})
 				_ = log.Entries()
 			}
 		}()
 	}
 	wg.Wait()
 	assert.Len(t, log.Entries(), 800)
+}
+
+// call3 runs one call of id through reg as the host itself (no caller)
+// and returns its result, entry and error, the three values most tests
+// look at.
+func call3[C any](reg *Registry[C], ctx context.Context, id string, params any) (any, RunEntry, error) {
+	res, err := reg.Run(ctx, Call{Action: id, Params: params})
+	return res.Value, res.Entry(), err
+}
+
+// callAs is call3 as caller c.
+func callAs[C any](reg *Registry[C], ctx context.Context, c *Caller, id string, params any) (any, RunEntry, error) {
+	res, err := reg.Run(ctx, Call{Action: id, Params: params, Caller: c})
+	return res.Value, res.Entry(), err
+}
+
+// batch3 runs b through reg as caller c (nil: the host) and returns its
+// result, the entries of the calls made and its error.
+func batch3[C any](reg *Registry[C], ctx context.Context, b Batch, c *Caller) (any, []RunEntry, error) {
+	res, err := reg.Run(ctx, Call{Batch: &b, Caller: c})
+	return res.Value, entriesOf(res.Records), err
+}
+
+// entriesOf is the entries of records, in order.
+func entriesOf(recs []Record) []RunEntry {
+	var out []RunEntry
+	for _, r := range recs {
+		out = append(out, r.Entry)
+	}
+	return out
+}
+
+// confirm3 confirms the pending change id as caller c.
+func confirm3[C any](reg *Registry[C], ctx context.Context, id string, c *Caller) (any, RunEntry, error) {
+	res, err := reg.Decide(ctx, Decision{Change: id, Confirm: true, Caller: c})
+	return res.Value, res.Entry(), err
+}
+
+// reject rejects the pending change id as caller c.
+func reject[C any](reg *Registry[C], ctx context.Context, id string, c *Caller) error {
+	_, err := reg.Decide(ctx, Decision{Change: id, Caller: c})
+	return err
 }

@@ -63,7 +63,7 @@ func TestReplayFixtures(t *testing.T) {
 
 // replayRegistry registers a fixture's actions with script bodies.
 func replayRegistry(t *testing.T, s *runScripts, actions []runAction, opts *Options) *Registry[*Trace] {
-	reg := NewRegistry[*Trace](opts)
+	reg := NewRegistry[*Trace](nil, opts)
 	for _, a := range actions {
 		require.NoError(t, reg.Register(Action[*Trace]{Definition: a.Definition, Run: s.body(t, a.Definition.ID, a.Script)}))
 	}
@@ -72,56 +72,58 @@ func replayRegistry(t *testing.T, s *runScripts, actions []runAction, opts *Opti
 
 func checkReplay(t *testing.T, f replayScenario) {
 	ctx := context.Background()
-	var onEntry atomic.Int64
-	host := &Host[*Trace]{OnEntry: func(RunEntry) { onEntry.Add(1) }}
+	var onRecord atomic.Int64
+	opts := &Options{OnRecord: func(Record) { onRecord.Add(1) }}
 	if f.Host != nil {
-		host.Resolve = f.Host.resolver()
+		opts.Resolve = f.Host.resolver()
 	}
 	recording := &runScripts{runs: map[string]*atomic.Int64{}}
-	reg := replayRegistry(t, recording, f.Actions, nil)
+	reg := replayRegistry(t, recording, f.Actions, opts)
 
 	// The recorded entry: a call made now and written to a log, or one
 	// given as it was read from a log; either way it is read back from
 	// its JSON form, as a host replays its log.
-	var line []byte
+	var recorded Record
 	if f.Call != nil {
 		require.Nil(t, f.Entry, "call and entry exclude each other")
 		var params any
 		if f.Call.Params != nil {
 			params = runExact(t, f.Call.Params)
 		}
-		_, entry, _ := reg.Run(ctx, f.Call.ID, params, host)
+		res, _ := reg.Run(ctx, Call{Action: f.Call.ID, Params: params})
 		var log bytes.Buffer
 		w := NewEntryWriter(&log)
-		w.Record(entry)
+		w.Write(res.Records[0])
 		require.NoError(t, w.Err())
-		line = log.Bytes()
+		require.NoError(t, json.Unmarshal(log.Bytes(), &recorded))
 	} else {
 		require.NotNil(t, f.Entry, "a fixture makes a call or gives an entry")
-		line = f.Entry
+		require.NoError(t, json.Unmarshal(f.Entry, &recorded.Entry))
 	}
-	var recorded RunEntry
-	require.NoError(t, json.Unmarshal(line, &recorded))
-	before := onEntry.Load()
+	before := onRecord.Load()
 
 	replaying := &runScripts{runs: map[string]*atomic.Int64{}}
 	rreg := reg
-	if f.ReplayActions != nil {
-		rreg = replayRegistry(t, replaying, f.ReplayActions, nil)
-	} else {
+	ropts := &Options{OnRecord: opts.OnRecord, Resolve: opts.Resolve}
+	if f.ReplayHost != nil {
+		ropts.Resolve = f.ReplayHost.resolver()
+	}
+	switch {
+	case f.ReplayActions != nil:
+		rreg = replayRegistry(t, replaying, f.ReplayActions, ropts)
+	case f.ReplayHost != nil:
+		replaying = recording
+		rreg = replayRegistry(t, replaying, f.Actions, ropts)
+	default:
 		replaying = recording
 		for _, n := range recording.runs {
 			n.Store(0)
 		}
 	}
-	rhost := host
-	if f.ReplayHost != nil {
-		rhost = &Host[*Trace]{OnEntry: host.OnEntry, Resolve: f.ReplayHost.resolver()}
-	}
 
-	got, err := rreg.Replay(ctx, recorded, rhost)
+	got, err := rreg.Replay(ctx, recorded)
 
-	assert.Equal(t, before, onEntry.Load(), "a replay does not call OnEntry")
+	assert.Equal(t, before, onRecord.Load(), "a replay does not call OnRecord")
 	text, cerr := CanonicalJSON(got)
 	require.NoError(t, cerr)
 	assert.Equal(t, runCanonical(t, f.Expect.Entry), string(text), "replayed entry")
@@ -134,13 +136,16 @@ func checkReplay(t *testing.T, f replayScenario) {
 		var d *Divergence
 		require.ErrorAs(t, err, &d)
 		assert.Equal(t, *f.Expect.Divergence, replayDivergence{d.Path, d.Want, d.Got})
-		assert.Equal(t, "actions: the replay departs from its entry at "+d.Path, err.Error(),
-			"the message names the path and no value")
+		assert.Equal(t, "actions: the replay departs from its entry at "+d.Path+": "+d.Reason(), err.Error(),
+			"the message names the path and the cause, no value")
+		assert.ErrorIs(t, err, ErrDiverged)
+		assert.Equal(t, CodeDiverged, CodeOf(err))
+		assert.NoError(t, errors.Unwrap(err), "a divergence wraps no sentinel")
 		if f.Expect.UnwrapsCode == "" {
-			assert.NoError(t, errors.Unwrap(err), "a replay that was done unwraps nothing")
+			assert.NoError(t, d.Err, "a replay that was done has no error")
 		} else {
 			var r *Refusal
-			require.ErrorAs(t, errors.Unwrap(err), &r)
+			require.ErrorAs(t, d.Err, &r)
 			assert.Equal(t, f.Expect.UnwrapsCode, r.Code)
 		}
 	}
@@ -169,15 +174,14 @@ func TestReplayEveryRunFixture(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			s := &runScripts{runs: map[string]*atomic.Int64{}, waiting: make(chan struct{}, 1)}
-			var opts *Options
+			opts := &Options{}
 			if f.Limits != nil {
-				opts = &Options{Limits: *f.Limits}
+				opts.Limits = *f.Limits
+			}
+			if f.Host != nil {
+				opts.Resolve = f.Host.resolver()
 			}
 			reg := replayRegistry(t, s, f.Actions, opts)
-			host := &Host[*Trace]{}
-			if f.Host != nil {
-				host.Resolve = f.Host.resolver()
-			}
 			for _, c := range append([]runCall{f.Call}, thenCalls(f.Then)...) {
 				var params any
 				switch {
@@ -186,10 +190,10 @@ func TestReplayEveryRunFixture(t *testing.T) {
 				case c.Params != nil:
 					params = runExact(t, c.Params)
 				}
-				_, entry, _ := reg.Run(context.Background(), c.ID, params, host)
-				got, err := reg.Replay(context.Background(), entry, host)
+				res, _ := reg.Run(context.Background(), Call{Action: c.ID, Params: params})
+				got, err := reg.Replay(context.Background(), res.Records[0])
 				require.NoError(t, err, "replay of %s", c.ID)
-				want, _ := CanonicalJSON(entry)
+				want, _ := CanonicalJSON(res.Entry())
 				again, _ := CanonicalJSON(got)
 				assert.Equal(t, string(want), string(again))
 			}
@@ -208,14 +212,14 @@ func thenCalls(then []runFollowUp) []runCall {
 }
 
 func TestReplayCancelled(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/ping"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return "pong", nil }}))
-	_, entry, err := reg.Run(context.Background(), "garden/ping", nil, nil)
+	_, entry, err := call3(reg, context.Background(), "garden/ping", nil)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = reg.Replay(ctx, entry, nil)
+	_, err = reg.Replay(ctx, Record{Entry: entry})
 	assert.ErrorIs(t, err, context.Canceled, "a cancelled replay says nothing about the entry")
 	var d *Divergence
 	assert.False(t, errors.As(err, &d))
@@ -224,7 +228,7 @@ func TestReplayCancelled(t *testing.T) {
 // TestReplayBatchEntries replays each entry a batch recorded: each is a
 // top-level call with its placeholders already substituted.
 func TestReplayBatchEntries(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	require.NoError(t, reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "garden/plant", Parameters: `{"type":"object","properties":{"species":{"type":"string"}},"required":["species"]}`},
 		Run: func(_ context.Context, p map[string]any, tr *Trace) (any, error) {
@@ -237,12 +241,12 @@ func TestReplayBatchEntries(t *testing.T) {
 		{"call":"garden/plant","with":{"species":"rose"},"as":"a"},
 		{"call":"garden/plant","with":{"species":"${a.key}"}}]}`), Limits{})
 	require.NoError(t, err)
-	_, entries, err := reg.RunBatch(context.Background(), batch, nil)
+	_, entries, err := batch3(reg, context.Background(), batch, nil)
 	require.NoError(t, err)
 	require.Len(t, entries, 2)
 	assert.Equal(t, `{"species":"k-rose"}`, entries[1].Parameters, "the placeholder was substituted before the entry")
 	for i, e := range entries {
-		_, err := reg.Replay(context.Background(), e, nil)
+		_, err := reg.Replay(context.Background(), Record{Entry: e})
 		assert.NoError(t, err, "entry %d", i)
 	}
 }
@@ -251,7 +255,7 @@ func TestReplayBatchEntries(t *testing.T) {
 // calls nested far deeper than any run records: the comparison stops at
 // the registry's call depth instead of walking (or marshalling) it all.
 func TestReplayDeepRecordedEntry(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/ping"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return "pong", nil }}))
 	deep := RunEntry{Action: "garden/ping", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}
@@ -260,7 +264,7 @@ func TestReplayDeepRecordedEntry(t *testing.T) {
 		deep = RunEntry{Action: "garden/ping", Parameters: "{}", Steps: []RunStep{{Call: &inner}}, Outcome: OutcomeDone}
 	}
 	var err error
-	allocs := testing.AllocsPerRun(1, func() { _, err = reg.Replay(context.Background(), deep, nil) })
+	allocs := testing.AllocsPerRun(1, func() { _, err = reg.Replay(context.Background(), Record{Entry: deep}) })
 	var d *Divergence
 	require.ErrorAs(t, err, &d)
 	assert.Equal(t, Divergence{Path: "/steps/0"}, *d, "the recorded step nests too deep to be written out")
@@ -271,14 +275,14 @@ func TestReplayDeepRecordedEntry(t *testing.T) {
 // canonical text passes MaxParamBytes, a bound that holds for JSON text
 // only: the entry replays as the value it records, and matches.
 func TestReplayLargeGoValue(t *testing.T) {
-	reg := NewRegistry[*Trace](&Options{Limits: Limits{MaxParamBytes: 100}})
+	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxParamBytes: 100}})
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/note", Parameters: `{"type":"object"}`},
 		Run: func(_ context.Context, p map[string]any, tr *Trace) (any, error) {
 			return nil, tr.Command(map[string]any{"op": "note", "len": len(p["text"].(string))}, nil)
 		}}))
-	_, entry, err := reg.Run(context.Background(), "garden/note", map[string]any{"text": strings.Repeat("x", 500)}, nil)
+	_, entry, err := call3(reg, context.Background(), "garden/note", map[string]any{"text": strings.Repeat("x", 500)})
 	require.NoError(t, err)
 	require.Greater(t, len(entry.Parameters), 100)
-	_, err = reg.Replay(context.Background(), entry, nil)
+	_, err = reg.Replay(context.Background(), Record{Entry: entry})
 	assert.NoError(t, err)
 }

@@ -61,15 +61,15 @@ func TestSchemasNeverLoad(t *testing.T) {
 // TestSchemaIDCannotShadowAcrossActions registers two actions whose
 // schemas claim the same $id; each keeps its own meaning.
 func TestSchemaIDCannotShadowAcrossActions(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/one",
 		Parameters: `{"$id":"https://shared.invalid/s","type":"object","properties":{"x":{"type":"string"}}}`}, Run: body}))
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/two",
 		Parameters: `{"$id":"https://shared.invalid/s","type":"object","properties":{"x":{"type":"integer"}}}`}, Run: body}))
-	_, _, err := reg.Run(context.Background(), "a/one", map[string]any{"x": "s"}, nil)
+	_, _, err := call3(reg, context.Background(), "a/one", map[string]any{"x": "s"})
 	require.NoError(t, err)
-	_, _, err = reg.Run(context.Background(), "a/two", map[string]any{"x": "s"}, nil)
+	_, _, err = call3(reg, context.Background(), "a/two", map[string]any{"x": "s"})
 	requireRefusal(t, err, CodeInvalidParameters)
 }
 
@@ -122,24 +122,24 @@ func TestParamSizeLimit(t *testing.T) {
 // TestRefusedEntryHoldsNoMoreThanALimit: the entry of a call refused for
 // its size records null, not a canonical copy of what was sent.
 func TestRefusedEntryHoldsNoMoreThanALimit(t *testing.T) {
-	reg := NewRegistry[*Trace](&Options{Limits: Limits{MaxParamBytes: 100}})
+	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxParamBytes: 100}})
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/b"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }}))
 	big := `{"s":"` + strings.Repeat("x", 200) + `"}`
-	_, entry, err := reg.Run(context.Background(), "a/b", json.RawMessage(big), nil)
+	_, entry, err := call3(reg, context.Background(), "a/b", json.RawMessage(big))
 	requireRefusal(t, err, CodeInvalidParameters)
 	assert.Equal(t, "null", entry.Parameters, "text over the limit")
 
-	_, entry, err = reg.Run(context.Background(), "a/b", map[string]any{"s": strings.Repeat("x", 200)}, nil)
+	_, entry, err = call3(reg, context.Background(), "a/b", map[string]any{"s": strings.Repeat("x", 200)})
 	requireRefusal(t, err, CodeInvalidParameters)
 	assert.Equal(t, "null", entry.Parameters, "a Go value whose text passes the limit")
 
-	_, entry, err = reg.Run(context.Background(), "x/unknown", json.RawMessage(big), nil)
+	_, entry, err = call3(reg, context.Background(), "x/unknown", json.RawMessage(big))
 	requireRefusal(t, err, CodeUnknownAction)
 	assert.Equal(t, "null", entry.Parameters, "any refusal before the check")
 
 	small := `{"s":[1,2]}`
-	_, entry, _ = reg.Run(context.Background(), "x/unknown", json.RawMessage(small), nil)
+	_, entry, _ = call3(reg, context.Background(), "x/unknown", json.RawMessage(small))
 	assert.Equal(t, small, entry.Parameters, "within the limit, as given")
 }
 
@@ -213,7 +213,16 @@ func TestResolverFailures(t *testing.T) {
 // context builder and OnEntry; each call is refused with internal and the
 // next call is served.
 func TestPanicsLeaveRegistryServing(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	// The registry's hooks, switched by the test: each panics in turn.
+	var (
+		resolve  RefResolver = func(context.Context, string, string) (RefMatches, error) { return RefMatches{}, nil }
+		env                  = func(_ context.Context, t *Trace) *Trace { return t }
+		onRecord             = func(Record) {}
+	)
+	reg := NewRegistry(func(ctx context.Context, t *Trace) *Trace { return env(ctx, t) }, &Options{
+		Resolve:  func(ctx context.Context, schema, value string) (RefMatches, error) { return resolve(ctx, schema, value) },
+		OnRecord: func(rec Record) { onRecord(rec) },
+	})
 	ok := func(context.Context, map[string]any, *Trace) (any, error) { return "ok", nil }
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/ok",
 		Parameters: `{"type":"object","properties":{"who":{"type":"string","ref":"actor"}}}`}, Run: ok}))
@@ -222,34 +231,41 @@ func TestPanicsLeaveRegistryServing(t *testing.T) {
 	ctx := context.Background()
 	serving := func() {
 		t.Helper()
-		res, _, err := reg.Run(ctx, "t/ok", nil, nil)
+		res, _, err := call3(reg, ctx, "t/ok", nil)
 		require.NoError(t, err)
 		require.Equal(t, "ok", res)
 	}
-	_, entry, err := reg.Run(ctx, "t/boom", nil, nil)
+	_, entry, err := call3(reg, ctx, "t/boom", nil)
 	r := requireRefusal(t, err, CodeInternal)
 	assert.NotContains(t, r.Message, "body bug")
-	assert.Contains(t, fmt.Sprint(errors.Unwrap(err)), "body bug", "the host gets the panic value")
+	assert.Contains(t, fmt.Sprint(r.Cause()), "body bug", "the host gets the panic value")
 	assert.Equal(t, Code("internal"), entry.Error)
 	serving()
 
-	_, _, err = reg.Run(ctx, "t/ok", map[string]any{"who": "x"}, &Host[*Trace]{
-		Resolve: func(context.Context, string, string) (RefMatches, error) { panic("resolver bug") }})
+	good := resolve
+	resolve = func(context.Context, string, string) (RefMatches, error) { panic("resolver bug") }
+	_, _, err = call3(reg, ctx, "t/ok", map[string]any{"who": "x"})
 	requireRefusal(t, err, CodeInternal)
+	resolve = good
 	serving()
 
-	_, _, err = reg.Run(ctx, "t/ok", nil, &Host[*Trace]{Env: func(*Trace) *Trace { panic("context bug") }})
+	goodEnv := env
+	env = func(context.Context, *Trace) *Trace { panic("context bug") }
+	_, _, err = call3(reg, ctx, "t/ok", nil)
 	requireRefusal(t, err, CodeInternal)
+	env = goodEnv
 	serving()
 
-	res, _, err := reg.Run(ctx, "t/ok", nil, &Host[*Trace]{OnEntry: func(RunEntry) { panic("log bug") }})
+	onRecord = func(Record) { panic("log bug") }
+	res, _, err := call3(reg, ctx, "t/ok", nil)
 	requireRefusal(t, err, CodeInternal)
 	assert.Nil(t, res, "the body ran, but the host's log failed: no result beside the error")
+	onRecord = func(Record) {}
 	serving()
 }
 
 func TestCallDepthLimit(t *testing.T) {
-	reg := NewRegistry[*Trace](&Options{Limits: Limits{MaxCallDepth: 3}})
+	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxCallDepth: 3}})
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/down",
 		Parameters: `{"type":"object","properties":{"n":{"type":"integer"}}}`},
 		Run: func(ctx context.Context, p map[string]any, tr *Trace) (any, error) {
@@ -260,21 +276,21 @@ func TestCallDepthLimit(t *testing.T) {
 			return tr.Call(ctx, "t/down", map[string]any{"n": n - 1})
 		}}))
 	ctx := context.Background()
-	res, _, err := reg.Run(ctx, "t/down", map[string]any{"n": 3}, nil) // three nested calls
+	res, _, err := call3(reg, ctx, "t/down", map[string]any{"n": 3}) // three nested calls
 	require.NoError(t, err)
 	assert.Equal(t, "bottom", res)
-	_, entry, err := reg.Run(ctx, "t/down", map[string]any{"n": 4}, nil)
+	_, entry, err := call3(reg, ctx, "t/down", map[string]any{"n": 4})
 	requireRefusal(t, err, CodeInternal) // the body returned its nested call's refusal
 	assert.ErrorIs(t, err, ErrConstraintViolation)
 	assert.Equal(t, CodeInternal, entry.Error)
 
 	// Unbounded recursion is refused at the limit, never a stack overflow.
-	reg2 := NewRegistry[*Trace](nil)
+	reg2 := NewRegistry[*Trace](nil, nil)
 	require.NoError(t, reg2.Register(Action[*Trace]{Definition: Definition{ID: "t/loop"},
 		Run: func(ctx context.Context, _ map[string]any, tr *Trace) (any, error) {
 			return tr.Call(ctx, "t/loop", nil)
 		}}))
-	_, _, err = reg2.Run(ctx, "t/loop", nil, nil)
+	_, _, err = call3(reg2, ctx, "t/loop", nil)
 	requireRefusal(t, err, CodeInternal)
 	assert.ErrorIs(t, err, ErrConstraintViolation)
 }
@@ -286,7 +302,7 @@ func (*codedNil) Error() string { return "coded" }
 func (*codedNil) Code() string  { panic("nil receiver") }
 
 func TestTypedNilErrorsFromBodies(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/nil_refusal"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			var r *Refusal
@@ -297,20 +313,18 @@ func TestTypedNilErrorsFromBodies(t *testing.T) {
 			var c *codedNil
 			return nil, c
 		}}))
-	var seen []RunEntry
-	host := &Host[*Trace]{OnEntry: func(e RunEntry) { seen = append(seen, e) }}
 	for _, id := range []string{"t/nil_refusal", "t/nil_coded"} {
-		_, entry, err := reg.Run(context.Background(), id, nil, host)
+		res, err := reg.Run(context.Background(), Call{Action: id})
 		require.Error(t, err)
-		assert.Equal(t, Code("internal"), entry.Error, id)
+		assert.Equal(t, Code("internal"), res.Entry().Error, id)
+		assert.Len(t, res.Records, 1, "one record of each call")
 	}
-	assert.Len(t, seen, 2, "OnEntry saw both calls")
 	assert.NotPanics(t, func() { _ = (*Refusal)(nil).Error() })
 }
 
 func TestUnknownActionDoesNotEchoTheID(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
-	_, entry, err := reg.Run(context.Background(), "ns/SECRET_MARKER", nil, nil)
+	reg := NewRegistry[*Trace](nil, nil)
+	_, entry, err := call3(reg, context.Background(), "ns/SECRET_MARKER", nil)
 	r := requireRefusal(t, err, CodeUnknownAction)
 	assert.NotContains(t, r.Error(), "SECRET_MARKER")
 	assert.Equal(t, "ns/SECRET_MARKER", entry.Action, "the host's own log keeps the id")
@@ -386,13 +400,13 @@ type panickyMarshaler struct{}
 func (panickyMarshaler) MarshalJSON() ([]byte, error) { panic("marshal bug") }
 
 func TestPanickingMarshalerInAResult(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/p"},
 		Run: func(_ context.Context, _ map[string]any, tr *Trace) (any, error) {
 			assert.Error(t, tr.Command(panickyMarshaler{}, nil))
 			return panickyMarshaler{}, nil
 		}}))
-	_, entry, err := reg.Run(context.Background(), "t/p", nil, nil)
+	_, entry, err := call3(reg, context.Background(), "t/p", nil)
 	requireRefusal(t, err, CodeInternal)
 	assert.Equal(t, Code("internal"), entry.Error)
 	_, err = CanonicalJSON(map[string]any{"x": panickyMarshaler{}})
@@ -426,13 +440,13 @@ func (w *panickyWrap) Error() string { return "wrapped" }
 func (w *panickyWrap) Unwrap() error { return w.inner }
 
 func TestBatchSurvivesAPanickingErrorChain(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/b"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			var w *panickyWrap
 			return nil, w
 		}}))
-	_, entries, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "a/b"}}}, nil)
+	_, entries, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "a/b"}}}, nil)
 	require.Error(t, err)
 	require.Len(t, entries, 1)
 	assert.Equal(t, CodeInternal, entries[0].Error)
@@ -480,7 +494,7 @@ func TestMultiplyingSchemasAreRefused(t *testing.T) {
 // large result: past Limits.MaxParamBytes of substituted values the step
 // is refused before its call.
 func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
-	reg := NewRegistry[*Trace](&Options{Limits: Limits{MaxParamBytes: 64 << 10}})
+	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxParamBytes: 64 << 10}})
 	big := make([]any, 100)
 	for i := range big {
 		big[i] = strings.Repeat("x", 100)
@@ -493,7 +507,7 @@ func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
 	for i := range 1000 {
 		with[fmt.Sprint("k", i)] = "${l}"
 	}
-	_, entries, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "a/list", As: "l"}, {Call: "a/echo", With: with}}}, nil)
+	_, entries, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "a/list", As: "l"}, {Call: "a/echo", With: with}}}, nil)
 	r := requireRefusal(t, err, CodeInvalidScriptStep)
 	assert.Contains(t, r.Issues[0].Message, "would pass 65536 bytes")
 	assert.Len(t, entries, 1, "the second call is not made")
@@ -503,7 +517,7 @@ func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
 // arrays, copied or walked by many placeholders, is refused before the
 // call like a large one (each container and each walked entry counts).
 func TestBatchEmptyContainersAndWalksAreCharged(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	empties := make([]any, 100_000)
 	for i := range empties {
 		empties[i] = []any{}
@@ -519,7 +533,7 @@ func TestBatchEmptyContainersAndWalksAreCharged(t *testing.T) {
 	}
 	walks := map[string]any{"s": strings.Repeat("${l.*.x}", 200)}
 	for name, with := range map[string]map[string]any{"copies": copies, "walks": walks} {
-		_, entries, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "a/list", As: "l"}, {Call: "a/sink", With: with}}}, nil)
+		_, entries, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "a/list", As: "l"}, {Call: "a/sink", With: with}}}, nil)
 		r := requireRefusal(t, err, CodeInvalidScriptStep)
 		assert.Contains(t, r.Issues[0].Message, "would pass 1048576 bytes", name)
 		assert.Len(t, entries, 1, name)
@@ -531,11 +545,11 @@ func TestBatchEmptyContainersAndWalksAreCharged(t *testing.T) {
 // placeholder, a single copy of a result the batch holds, so a result
 // larger than MaxParamBytes comes back as it would without "result".
 func TestBatchResultIsNotBoundLikeParameters(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	big := strings.Repeat("x", 2<<20)
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/big"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return map[string]any{"text": big}, nil }}))
-	result, _, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "a/big", As: "a"}}, Result: "${a.text}"}, nil)
+	result, _, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "a/big", As: "a"}}, Result: "${a.text}"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, big, result)
 }

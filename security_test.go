@@ -220,7 +220,9 @@ func TestPanicsLeaveRegistryServing(t *testing.T) {
 		onRecord             = func(Record) {}
 	)
 	reg := NewRegistry(func(ctx context.Context, t *Trace) *Trace { return env(ctx, t) }, &Options{
-		Resolve:  func(ctx context.Context, schema, value string) (RefMatches, error) { return resolve(ctx, schema, value) },
+		Resolve: func(ctx context.Context, schema, value string) (RefMatches, error) {
+			return resolve(ctx, schema, value)
+		},
 		OnRecord: func(rec Record) { onRecord(rec) },
 	})
 	ok := func(context.Context, map[string]any, *Trace) (any, error) { return "ok", nil }

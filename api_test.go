@@ -19,32 +19,37 @@ import (
 
 type apiEnv struct{ user string }
 
-// A registry whose bodies need an environment refuses a call the host
-// builds none for, before the body, rather than handing it a nil.
+// A registry whose bodies need an environment and is given no Env
+// refuses to register them, rather than hand a body a nil. (It refused
+// each call with internal before the body when calls brought the host's
+// Env; the environment is the registry's now, so Register knows.)
 func TestNilEnvironmentIsRefusedBeforeTheBody(t *testing.T) {
-	reg := NewRegistry[*apiEnv](nil)
 	var ran atomic.Bool
-	reg.MustRegister(New(Definition{ID: "a/who"}, func(_ context.Context, _ map[string]any, env *apiEnv) (any, error) {
+	who := New(Definition{ID: "a/who"}, func(_ context.Context, _ map[string]any, env *apiEnv) (any, error) {
 		ran.Store(true)
 		return env.user, nil
-	}))
-	for name, host := range map[string]*Host[*apiEnv]{"nil host": nil, "host without Env": {}} {
-		t.Run(name, func(t *testing.T) {
-			_, entry, err := reg.Run(context.Background(), "a/who", nil, host)
-			requireRefusal(t, err, CodeInternal)
-			assert.False(t, ran.Load(), "the body must not run")
-			assert.Equal(t, CodeInternal, entry.Error)
-			assert.Contains(t, errors.Unwrap(err).Error(), "Host.Env", "the host learns what is missing")
-		})
-	}
-	res, _, err := reg.Run(context.Background(), "a/who", nil, &Host[*apiEnv]{Env: func(*Trace) *apiEnv { return &apiEnv{"ana"} }})
+	})
+	reg := NewRegistry[*apiEnv](nil, nil)
+	r := requireRefusal(t, reg.Register(who), CodeConstraintViolation)
+	require.Len(t, r.Issues, 1)
+	assert.Equal(t, "/run", r.Issues[0].Path)
+	assert.Contains(t, r.Issues[0].Message, "Env", "the host learns what is missing")
+	_, ok := reg.Get("a/who")
+	assert.False(t, ok, "nothing is registered")
+	_, err := reg.Run(context.Background(), Call{Action: "a/who"})
+	requireRefusal(t, err, CodeUnknownAction)
+	assert.False(t, ran.Load(), "the body must not run")
+
+	withEnv := NewRegistry(func(context.Context, *Trace) *apiEnv { return &apiEnv{"ana"} }, nil)
+	withEnv.MustRegister(who)
+	res, err := withEnv.Run(context.Background(), Call{Action: "a/who"})
 	require.NoError(t, err)
-	assert.Equal(t, "ana", res)
+	assert.Equal(t, "ana", res.Value)
 
 	// A C whose zero value is usable needs no Env.
-	plain := NewRegistry[struct{}](nil)
+	plain := NewRegistry[struct{}](nil, nil)
 	plain.MustRegister(New(Definition{ID: "a/ok"}, func(context.Context, map[string]any, struct{}) (any, error) { return 1, nil }))
-	_, _, err = plain.Run(context.Background(), "a/ok", nil, nil)
+	_, err = plain.Run(context.Background(), Call{Action: "a/ok"})
 	require.NoError(t, err)
 }
 
@@ -59,13 +64,13 @@ func TestZeroRegistryIsUsable(t *testing.T) {
 			return t.Call(ctx, "a/inner", nil)
 		}),
 	)
-	res, _, err := reg.Run(context.Background(), "a/outer", nil, nil)
+	res, err := reg.Run(context.Background(), Call{Action: "a/outer"})
 	require.NoError(t, err)
-	assert.Equal(t, "in", res)
-	res, entries, err := reg.RunBatch(context.Background(), Batch{Steps: []Step{{Call: "a/outer"}, {Call: "a/inner"}}}, nil)
+	assert.Equal(t, "in", res.Value)
+	res, err = reg.Run(context.Background(), Call{Batch: &Batch{Steps: []Step{{Call: "a/outer"}, {Call: "a/inner"}}}})
 	require.NoError(t, err)
-	assert.Len(t, entries, 2)
-	assert.Equal(t, "in", res)
+	assert.Len(t, res.Records, 2)
+	assert.Equal(t, "in", res.Value)
 }
 
 // Register keeps its own copy of the schema: changing the caller's map
@@ -76,7 +81,7 @@ func TestRegisterCopiesTheSchema(t *testing.T) {
 		"properties": map[string]any{"n": map[string]any{"type": "integer"}},
 		"required":   []any{"n"},
 	}
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	reg.MustRegister(New(Definition{ID: "a/n", Parameters: schema}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
 	schema["required"] = []any{}
 	schema["properties"].(map[string]any)["n"].(map[string]any)["type"] = "string"
@@ -86,7 +91,7 @@ func TestRegisterCopiesTheSchema(t *testing.T) {
 	got, err := json.Marshal(a.Parameters)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`, string(got))
-	_, _, err = reg.Run(context.Background(), "a/n", nil, nil)
+	_, err = reg.Run(context.Background(), Call{Action: "a/n"})
 	requireRefusal(t, err, CodeInvalidParameters)
 
 	text := []byte(`{"type":"object"}`)
@@ -100,8 +105,8 @@ func TestRegisterCopiesTheSchema(t *testing.T) {
 // of the body just before the body returns either runs and is a step of
 // the entry, or does not run at all.
 func TestNestedCallRacingTheBodysReturnIsRecordedOrNotRun(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
-	var inner atomic.Int64
+	var inner, recorded atomic.Int64
+	reg := NewRegistry[*Trace](nil, &Options{OnRecord: func(rec Record) { recorded.Add(int64(len(rec.Entry.Steps))) }})
 	reg.MustRegister(
 		New(Definition{ID: "a/inner"}, func(context.Context, map[string]any, *Trace) (any, error) {
 			inner.Add(1)
@@ -112,15 +117,13 @@ func TestNestedCallRacingTheBodysReturnIsRecordedOrNotRun(t *testing.T) {
 			return nil, nil
 		}),
 	)
-	var recorded atomic.Int64
-	host := &Host[*Trace]{OnEntry: func(e RunEntry) { recorded.Add(int64(len(e.Steps))) }}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range 200 {
-				_, _, err := reg.Run(context.Background(), "a/outer", nil, host)
+				_, err := reg.Run(context.Background(), Call{Action: "a/outer"})
 				assert.NoError(t, err)
 			}
 		}()
@@ -132,7 +135,7 @@ func TestNestedCallRacingTheBodysReturnIsRecordedOrNotRun(t *testing.T) {
 // A nested call's refusal is not passed off as the caller's: the caller
 // gets internal, the host the nested refusal whole.
 func TestNestedRefusalIsTheActionsFault(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	reg.MustRegister(
 		New(Definition{ID: "a/strict", Parameters: `{"type":"object","required":["n"]}`}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }),
 		New(Definition{ID: "a/missing"}, func(ctx context.Context, _ map[string]any, t *Trace) (any, error) {
@@ -150,31 +153,33 @@ func TestNestedRefusalIsTheActionsFault(t *testing.T) {
 		}),
 	)
 	for id, nested := range map[string]error{"a/missing": ErrUnknownAction, "a/wrapped": ErrInvalidParameters} {
-		_, entry, err := reg.Run(context.Background(), id, nil, nil)
-		requireRefusal(t, err, CodeInternal)
-		assert.ErrorIs(t, err, nested, "the host finds the nested refusal")
-		assert.Equal(t, CodeInternal, entry.Error)
-		var r *Refusal
-		require.ErrorAs(t, err, &r)
+		res, err := reg.Run(context.Background(), Call{Action: id})
+		r := requireRefusal(t, err, CodeInternal)
+		// One error model (issue 23, item 6): the caller's error is
+		// internal only; the host finds the nested refusal in Cause
+		// (errors.Is on the error itself found it before).
+		assert.NotErrorIs(t, err, nested, "the caller's error matches its own code only")
+		assert.ErrorIs(t, r.Cause(), nested, "the host finds the nested refusal")
+		assert.Equal(t, CodeInternal, res.Entry().Error)
 		assert.Empty(t, r.Issues, "no issue of the nested call reaches the caller")
 	}
 	// A refusal the body raises on its own terms keeps its code.
-	_, _, err := reg.Run(context.Background(), "a/own", nil, nil)
+	_, err := reg.Run(context.Background(), Call{Action: "a/own"})
 	requireRefusal(t, err, "not_ready")
 }
 
 // Every refusal's Error reads without a repeated clause, for every code
 // the registry raises and for a literal with nothing but a code.
 func TestRefusalTextHasNoRepeats(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	reg.MustRegister(New(Definition{ID: "a/n", Parameters: `{"type":"object","required":["n"]}`},
 		func(context.Context, map[string]any, *Trace) (any, error) { panic("boom") }))
 	var errs []error
-	_, _, err := reg.Run(context.Background(), "a/none", nil, nil)
+	_, err := reg.Run(context.Background(), Call{Action: "a/none"})
 	errs = append(errs, err)
-	_, _, err = reg.Run(context.Background(), "a/n", nil, nil)
+	_, err = reg.Run(context.Background(), Call{Action: "a/n"})
 	errs = append(errs, err)
-	_, _, err = reg.Run(context.Background(), "a/n", `{"n":1}`, nil)
+	_, err = reg.Run(context.Background(), Call{Action: "a/n", Params: `{"n":1}`})
 	errs = append(errs, err)
 	errs = append(errs, reg.Register(New(Definition{ID: "a/n"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil })))
 	errs = append(errs, reg.Register(New(Definition{ID: "bad"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil })))
@@ -238,7 +243,7 @@ func TestResultWithoutJSONFormNamesReason(t *testing.T) {
 	type out struct {
 		Score float64 `json:"score"`
 	}
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	reg.MustRegister(
 		Typed(Definition{ID: "a/typed"}, func(context.Context, struct{}, *Trace) (out, error) {
 			return out{Score: math.NaN()}, nil
@@ -247,10 +252,10 @@ func TestResultWithoutJSONFormNamesReason(t *testing.T) {
 			return map[string]any{"score": math.Inf(1)}, nil
 		}))
 	for id, pointer := range map[string]string{"a/typed": "", "a/plain": "/score"} {
-		_, _, err := reg.Run(context.Background(), id, nil, nil)
-		requireRefusal(t, err, CodeInternal)
+		_, err := reg.Run(context.Background(), Call{Action: id})
+		r := requireRefusal(t, err, CodeInternal)
 		var ce *CanonicalError
-		require.True(t, errors.As(err, &ce), "%s: %v", id, errors.Unwrap(err))
+		require.True(t, errors.As(err, &ce), "%s: %v", id, r.Cause())
 		assert.Equal(t, "non-finite number", ce.Reason, id)
 		assert.Equal(t, pointer, ce.Pointer, id)
 	}

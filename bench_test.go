@@ -164,8 +164,12 @@ func copyAny(v any) any {
 	return v
 }
 
-func typicalRegistry(b *testing.B) (*Registry[*Trace], *Host[*Trace]) {
-	reg := NewRegistry[*Trace](nil)
+// typicalRegistry is a registry of the typical action, with the typical
+// resolver and an OnRecord that keeps nothing, so that memory stays flat
+// over b.N calls (a RunLog would grow with b.N and weigh on the
+// collector), and the typical call of it.
+func typicalRegistry(b *testing.B) (*Registry[*Trace], Call) {
+	reg := NewRegistry[*Trace](nil, &Options{Resolve: typicalResolver, OnRecord: func(Record) {}})
 	err := reg.Register(Action[*Trace]{
 		Definition: Definition{ID: "supply/create_site", Parameters: typicalSchema},
 		Run: func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
@@ -175,23 +179,18 @@ func typicalRegistry(b *testing.B) (*Registry[*Trace], *Host[*Trace]) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	log := NewRunLog()
-	return reg, &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(e RunEntry) { log.Record(e) }}
+	return reg, Call{Action: "supply/create_site", Params: typicalMap(b)}
 }
 
 // BenchmarkRun measures one call end to end: check, body, entry in
-// canonical JSON, in-memory log. Compare with
+// canonical JSON, the record handed to OnRecord. Compare with
 // BenchmarkValidateParameters/jsonschema-v6/validate.
 func BenchmarkRun(b *testing.B) {
-	reg, _ := typicalRegistry(b)
+	reg, call := typicalRegistry(b)
 	ctx := context.Background()
-	params := typicalMap(b)
-	// A log that keeps nothing, so that memory stays flat over b.N calls
-	// (a RunLog would grow with b.N and weigh on the collector).
-	host := &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(RunEntry) {}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := reg.Run(ctx, "supply/create_site", params, host); err != nil {
+		if _, err := reg.Run(ctx, call); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -200,14 +199,12 @@ func BenchmarkRun(b *testing.B) {
 // BenchmarkRunParallel runs the same call from every P; run it with
 // -cpu 1,2 to see how calls scale.
 func BenchmarkRunParallel(b *testing.B) {
-	reg, _ := typicalRegistry(b)
-	params := typicalMap(b)
-	host := &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(RunEntry) {}}
+	reg, call := typicalRegistry(b)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
 		for pb.Next() {
-			if _, _, err := reg.Run(ctx, "supply/create_site", params, host); err != nil {
+			if _, err := reg.Run(ctx, call); err != nil {
 				b.Error(err)
 				return
 			}
@@ -226,7 +223,7 @@ func BenchmarkRegister(b *testing.B) {
 	b.Run("actions", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			reg := NewRegistry[*Trace](nil)
+			reg := NewRegistry[*Trace](nil, nil)
 			for _, id := range ids {
 				if err := reg.Register(Action[*Trace]{Definition: Definition{ID: id, Parameters: typicalSchema}, Run: body}); err != nil {
 					b.Fatal(err)
@@ -267,13 +264,12 @@ func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
 // BenchmarkRunText is BenchmarkRun with the parameters as JSON text, the
 // form an MCP client sends.
 func BenchmarkRunText(b *testing.B) {
-	reg, _ := typicalRegistry(b)
+	reg, call := typicalRegistry(b)
 	ctx := context.Background()
-	text := json.RawMessage(typicalParams)
-	host := &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(RunEntry) {}}
+	call.Params = json.RawMessage(typicalParams)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := reg.Run(ctx, "supply/create_site", text, host); err != nil {
+		if _, err := reg.Run(ctx, call); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -388,7 +384,7 @@ func BenchmarkMarshal(b *testing.B) {
 // its allocations with its "output" sub-benchmark, which only copies the
 // schemas the tools must hold.
 func BenchmarkTools(b *testing.B) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	for i := range 1000 {
 		if err := reg.Register(Action[*Trace]{Definition: Definition{ID: "bench/action_" + itoa3(i), Title: "Action", Parameters: typicalSchema}, Run: body}); err != nil {
@@ -521,7 +517,6 @@ type typicalResult struct {
 func BenchmarkRunTyped(b *testing.B) {
 	ctx := context.Background()
 	params := typicalMap(b)
-	host := &Host[*Trace]{Resolve: typicalResolver, OnEntry: func(RunEntry) {}}
 	untyped := func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
 		return map[string]any{"id": "site:1", "owner": p["owner"], "lines": len(p["lines"].([]any))}, nil
 	}
@@ -529,7 +524,7 @@ func BenchmarkRunTyped(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, &Options{Resolve: typicalResolver, OnRecord: func(Record) {}})
 	reg.MustRegister(
 		Action[*Trace]{Definition: Definition{ID: "u/plain", Parameters: typicalSchema}, Run: untyped},
 		Action[*Trace]{Definition: Definition{ID: "u/contract", Parameters: typicalSchema, OutputSchema: outSchema}, Run: untyped},
@@ -549,7 +544,7 @@ func BenchmarkRunTyped(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := reg.Run(ctx, c.id, params, host); err != nil {
+				if _, err := reg.Run(ctx, Call{Action: c.id, Params: params}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -636,7 +631,7 @@ func BenchmarkRegisterScale(b *testing.B) {
 		}
 		b.Run("actions/n="+strconv.Itoa(n), func(b *testing.B) {
 			build := func() *Registry[*Trace] {
-				reg := NewRegistry[*Trace](nil)
+				reg := NewRegistry[*Trace](nil, nil)
 				for _, id := range ids {
 					if err := reg.Register(Action[*Trace]{Definition: Definition{ID: id, Parameters: typicalSchema}, Run: body}); err != nil {
 						b.Fatal(err)

@@ -8,8 +8,12 @@ import (
 	"github.com/actionreg/actions"
 )
 
-func ExampleRegistry_RunBatch() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+// A batch is one call: Run runs its steps one after the other in one unit
+// of the registry's Store, and gives the batch's result with one record
+// per call made.
+func ExampleRegistry_Run_batch() {
+	log := actions.NewRunLog()
+	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: log})
 	err := reg.Register(actions.Action[*actions.Trace]{
 		Definition: actions.Definition{
 			ID: "scflow/create_actor",
@@ -50,21 +54,19 @@ func ExampleRegistry_RunBatch() {
 		return
 	}
 
-	// The host opens one transaction around the batch and rolls it back
-	// when RunBatch returns an error.
-	log := actions.NewRunLog()
-	result, entries, err := reg.RunBatch(context.Background(), batch,
-		&actions.Host[*actions.Trace]{OnEntry: log.Record})
+	// A store that keeps a database (sqlstore.Store) runs the batch in
+	// one transaction, undone when a step is refused.
+	res, err := reg.Run(context.Background(), actions.Call{Batch: &batch})
 	if err != nil {
-		fmt.Println(err) // the host rolls its transaction back
+		fmt.Println(err)
 		return
 	}
-	text, _ := actions.CanonicalJSON(result)
+	text, _ := actions.CanonicalJSON(res.Value)
 	fmt.Println("result:", string(text))
-	for _, e := range entries {
-		fmt.Println(e.Action, e.Outcome, e.Parameters)
+	for _, rec := range res.Records {
+		fmt.Println(rec.Entry.Action, rec.Entry.Outcome, rec.Entry.Parameters, rec.Audit.Batch)
 	}
-	fmt.Println("logged:", len(log.Entries()))
+	fmt.Println("logged:", len(log.Records()))
 
 	// A placeholder naming a result no earlier step sets is refused before
 	// any call.
@@ -75,8 +77,42 @@ func ExampleRegistry_RunBatch() {
 	}
 	// Output:
 	// result: {"display_name":"Plant","id":"actor-7"}
-	// scflow/create_actor done {"display_name":"Plant","type":"plant"}
-	// carbon/update_actor_emissions done {"co2":12,"id":"actor-7","note":"set ${now()} for Plant"}
+	// scflow/create_actor done {"display_name":"Plant","type":"plant"} true
+	// carbon/update_actor_emissions done {"co2":12,"id":"actor-7","note":"set ${now()} for Plant"} true
 	// logged: 2
 	// unknown_reference /commands/0/with/id
+}
+
+// A batch holding a step that needs confirmation is held whole, before
+// any step runs: one receipt names every held step, and confirming runs
+// the whole batch once.
+func ExampleRegistry_Decide_batch() {
+	reg := gatedShop(nil)
+	ctx := context.Background()
+	batch, err := reg.DecodeBatch([]byte(`{"commands": [
+		{"call": "shop/restock"},
+		{"call": "shop/discard", "with": {"item": "milk"}, "as": "gone"}
+	], "result": "${gone}"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := reg.Run(ctx, actions.Call{Batch: &batch, Caller: editor})
+	var r *actions.Refusal
+	if !errors.As(err, &r) || r.Pending == nil {
+		fmt.Println("not held:", err)
+		return
+	}
+	fmt.Println(r.Code, r.Pending.Steps, len(res.Records))
+
+	res, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: editor})
+	fmt.Println(res.Value, err)
+	for _, rec := range res.Records {
+		fmt.Println(rec.Entry.Action, rec.Entry.Outcome, rec.Audit.Stage, rec.Audit.Batch)
+	}
+	// Output:
+	// confirmation_required [{1 shop/discard}] 2
+	// discarded milk <nil>
+	// shop/restock done confirmed true
+	// shop/discard done confirmed true
 }

@@ -2,6 +2,7 @@ package actions_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,8 +13,13 @@ import (
 
 // gatedShop is a registry with three gated actions: a read, an additive
 // write and a delete that needs a person's confirmation.
-func gatedShop(opts *actions.GateOptions) *actions.Registry[*actions.Trace] {
-	reg := actions.NewRegistry[*actions.Trace](&actions.Options{Gate: opts})
+func gatedShop(gate *actions.GateOptions) *actions.Registry[*actions.Trace] {
+	return gatedShopWith(&actions.Options{Gate: gate})
+}
+
+// gatedShopWith is gatedShop with the registry's options.
+func gatedShopWith(opts *actions.Options) *actions.Registry[*actions.Trace] {
+	reg := actions.NewRegistry[*actions.Trace](nil, opts)
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/stock", Effect: actions.EffectRead, Capability: "stock.read"},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) {
@@ -38,17 +44,20 @@ var (
 func ExampleCaller() {
 	reg := gatedShop(nil)
 	ctx := context.Background()
-	res, _, err := reg.Run(ctx, "shop/stock", nil, &actions.Host[*actions.Trace]{Caller: viewer})
-	fmt.Println(res, err)
-	// A caller who may not call an action is told it does not exist; the
-	// host learns why.
-	_, entry, err := reg.Run(ctx, "shop/restock", `{"anything": "at all"}`, &actions.Host[*actions.Trace]{Caller: viewer})
+	res, err := reg.Run(ctx, actions.Call{Action: "shop/stock", Caller: viewer})
+	fmt.Println(res.Value, err)
+	// A caller who may not call an action is told it does not exist, and
+	// nothing more; the record tells the host why.
+	res, err = reg.Run(ctx, actions.Call{Action: "shop/restock", Params: `{"anything": "at all"}`, Caller: viewer})
 	fmt.Println(err)
-	fmt.Println(errors.Is(err, actions.ErrForbiddenCapability), entry.Error)
+	fmt.Println(errors.Is(err, actions.ErrUnknownAction), errors.Is(err, actions.ErrForbiddenCapability))
+	rec := res.Records[0]
+	fmt.Println(rec.Entry.Error, rec.Audit.Code, rec.Audit.Caller.Principal)
 	// Output:
 	// map[apples:3] <nil>
 	// unknown_action: no action is registered under this id
-	// true forbidden_capability
+	// true false
+	// forbidden_capability forbidden_capability vera
 }
 
 func ExampleRegistry_Admit() {
@@ -66,10 +75,10 @@ func ExampleRegistry_Admit() {
 	// Bearer error="insufficient_scope", scope="mcp:read mcp:write", resource_metadata="https://shop.example/.well-known/oauth-protected-resource"
 }
 
-func ExampleRegistry_Confirm() {
+func ExampleRegistry_Decide() {
 	reg := gatedShop(nil)
 	ctx := context.Background()
-	_, _, err := reg.Run(ctx, "shop/discard", `{"item":"milk"}`, &actions.Host[*actions.Trace]{Caller: editor})
+	_, err := reg.Run(ctx, actions.Call{Action: "shop/discard", Params: `{"item":"milk"}`, Caller: editor})
 	var r *actions.Refusal
 	if !errors.As(err, &r) || r.Pending == nil {
 		fmt.Println("not held:", err)
@@ -80,38 +89,46 @@ func ExampleRegistry_Confirm() {
 	// Later, on the host's own screen, the same person confirms: every
 	// check is made again, as that person, and the body runs once.
 	onScreen := &actions.Caller{Principal: "eddie", Capabilities: []string{"stock.write"}, Surface: actions.SurfaceUI}
-	host := &actions.Host[*actions.Trace]{Caller: onScreen, OnAudit: func(e actions.RunEntry, a actions.Audit) {
-		fmt.Println("audit:", e.Action, e.Outcome, a.PendingChange == r.Pending.ID)
-	}}
-	res, _, err := reg.Confirm(ctx, r.Pending.ID, host)
-	fmt.Println(res, err)
-	_, _, err = reg.Confirm(ctx, r.Pending.ID, host)
+	res, err := reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: onScreen})
+	fmt.Println(res.Value, err)
+	rec := res.Records[0]
+	fmt.Println("audit:", rec.Entry.Action, rec.Entry.Outcome, rec.Audit.Stage, rec.Audit.PendingChange == r.Pending.ID)
+
+	// A change runs once.
+	_, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: onScreen})
 	fmt.Println(err)
 	// Output:
 	// confirmation_required shop/discard
-	// audit: shop/discard done true
 	// discarded milk <nil>
+	// audit: shop/discard done confirmed true
 	// unknown_change: no pending change of this caller has this id
 }
 
-func ExampleRegistry_Reject() {
+func ExampleRegistry_Decide_reject() {
 	reg := gatedShop(nil)
 	ctx := context.Background()
-	_, _, err := reg.Run(ctx, "shop/discard", `{"item":"eggs"}`, &actions.Host[*actions.Trace]{Caller: editor})
+	_, err := reg.Run(ctx, actions.Call{Action: "shop/discard", Params: `{"item":"eggs"}`, Caller: editor})
 	var r *actions.Refusal
 	errors.As(err, &r)
-	fmt.Println(reg.Reject(ctx, r.Pending.ID, editor))
-	_, _, err = reg.Confirm(ctx, r.Pending.ID, &actions.Host[*actions.Trace]{Caller: editor})
+
+	// Rejecting runs nothing, and records the held call as rejected.
+	res, err := reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: false, Caller: editor})
+	fmt.Println(res.Value, err)
+	rec := res.Records[0]
+	fmt.Println(rec.Entry.Action, rec.Entry.Outcome, rec.Entry.Error, rec.Audit.Stage)
+
+	_, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: editor})
 	fmt.Println(err)
 	// Output:
-	// <nil>
+	// <nil> <nil>
+	// shop/discard refused rejected rejected
 	// unknown_change: no pending change of this caller has this id
 }
 
 func ExampleRegistry_PendingChange() {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	reg := gatedShop(&actions.GateOptions{PendingFor: 24 * time.Hour, Now: func() time.Time { return now }})
-	_, _, err := reg.Run(context.Background(), "shop/discard", `{"item": "bread"}`, &actions.Host[*actions.Trace]{Caller: editor})
+	_, err := reg.Run(context.Background(), actions.Call{Action: "shop/discard", Params: `{"item": "bread"}`, Caller: editor})
 	var r *actions.Refusal
 	errors.As(err, &r)
 	pc, err := reg.PendingChange(context.Background(), r.Pending.ID, editor)
@@ -123,45 +140,70 @@ func ExampleRegistry_PendingChange() {
 	// unknown_change: no pending change of this caller has this id
 }
 
-func ExampleRegistry_SetReadOnly() {
-	reg := gatedShop(nil)
-	reg.SetReadOnly(true)
-	host := &actions.Host[*actions.Trace]{Caller: editor}
-	_, _, err := reg.Run(context.Background(), "shop/restock", nil, host)
-	fmt.Println(err, actions.CodeOf(err) == actions.CodeReadOnly)
-	_, _, err = reg.Run(context.Background(), "shop/stock", nil, host)
+// A screen lists what a person has waiting for their decision, newest
+// first; nobody else sees those changes.
+func ExampleRegistry_PendingChanges() {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	reg := gatedShop(&actions.GateOptions{Now: func() time.Time { return now }})
+	ctx := context.Background()
+	for _, item := range []string{"bread", "jam"} {
+		_, _ = reg.Run(ctx, actions.Call{Action: "shop/discard", Params: map[string]any{"item": item}, Caller: editor})
+		now = now.Add(time.Minute)
+	}
+	changes, err := reg.PendingChanges(ctx, editor)
+	for _, pc := range changes {
+		fmt.Println(pc.Action, pc.Parameters, pc.Created.Format(time.TimeOnly))
+	}
 	fmt.Println(err)
+	others, _ := reg.PendingChanges(ctx, viewer)
+	fmt.Println(len(others))
 	// Output:
-	// read_only: the registry is read-only: only reads are served true
+	// shop/discard {"item":"jam"} 09:01:00
+	// shop/discard {"item":"bread"} 09:00:00
 	// <nil>
+	// 0
 }
 
-func ExampleRegistry_StopServing() {
-	reg := gatedShop(nil)
-	host := &actions.Host[*actions.Trace]{Caller: editor}
-	reg.StopServing("shop/restock")
-	_, _, err := reg.Run(context.Background(), "shop/restock", nil, host)
-	fmt.Println(err)
-	reg.Serve("shop/restock")
-	reg.StopServingAll()
-	_, _, err = reg.Run(context.Background(), "shop/stock", nil, host)
-	fmt.Println(err)
-	reg.ServeAll()
-	_, _, err = reg.Run(context.Background(), "shop/stock", nil, host)
-	fmt.Println(err)
+// Serving holds what a host switches while it serves: keep it, give it
+// to the gate, change it at any time.
+func ExampleServing() {
+	serving := &actions.Serving{}
+	reg := gatedShop(&actions.GateOptions{Serving: serving})
+	ctx := context.Background()
+	run := func(id string) {
+		if _, err := reg.Run(ctx, actions.Call{Action: id, Caller: editor}); err != nil {
+			fmt.Println(id, actions.CodeOf(err))
+			return
+		}
+		fmt.Println(id, "served")
+	}
+
+	serving.SetReadOnly(true) // only reads are served
+	run("shop/restock")
+	run("shop/stock")
+	serving.SetReadOnly(false)
+
+	serving.Stop("shop/restock")
+	run("shop/restock")
+	serving.Resume("shop/restock")
+	serving.StopAll()
+	run("shop/stock")
+	serving.ResumeAll()
+	run("shop/stock")
 	// Output:
-	// not_serving: the host is not serving this action now
-	// not_serving: the host is not serving actions now
-	// <nil>
+	// shop/restock read_only
+	// shop/stock served
+	// shop/restock not_serving
+	// shop/stock not_serving
+	// shop/stock served
 }
 
 func ExampleGateOptions() {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	// One call per principal and action every 10 seconds, 2 at once.
 	reg := gatedShop(&actions.GateOptions{Rate: 0.1, Burst: 2, Now: func() time.Time { return now }})
-	host := &actions.Host[*actions.Trace]{Caller: viewer}
 	for range 3 {
-		_, _, err := reg.Run(context.Background(), "shop/stock", nil, host)
+		_, err := reg.Run(context.Background(), actions.Call{Action: "shop/stock", Caller: viewer})
 		var r *actions.Refusal
 		if errors.As(err, &r) {
 			fmt.Println(r.Code, r.Retry, r.RetryAt.Sub(now))
@@ -175,16 +217,18 @@ func ExampleGateOptions() {
 	// rate_limited after-backoff 10s
 }
 
-func ExampleDefinition_Fold() {
-	// An old declaration keeps its meaning in the new fields.
-	d := actions.Definition{ID: "shop/purge", Kind: actions.KindAction, Destructive: true, Exposure: actions.ExposureHidden}
-	fmt.Println(d.Fold(), d.Effect, d.IsDestructive(), d.Surfaces, d.Kind == "")
+// A manifest in the reference's old spelling (kind, destructive,
+// exposure) keeps its meaning in the policy fields.
+func ExampleDefinition_UnmarshalJSON() {
+	var d actions.Definition
+	err := json.Unmarshal([]byte(`{"id": "shop/purge", "kind": "action", "destructive": true, "exposure": "hidden"}`), &d)
+	fmt.Println(err, d.Effect, d.IsDestructive(), d.Surfaces)
 	// A fact declared in both spellings is refused.
-	both := actions.Definition{ID: "shop/list", Kind: actions.KindRead, Effect: actions.EffectRead}
-	fmt.Println(both.Fold())
+	err = json.Unmarshal([]byte(`{"id": "shop/list", "kind": "read", "effect": "read"}`), &d)
+	fmt.Println(err)
 	// Output:
-	// <nil> write true [] true
-	// constraint_violation: the action's policy is refused: /kind kind is the old spelling of effect: declare effect alone
+	// <nil> write true []
+	// definition "shop/list": constraint_violation: the action's policy is refused: /kind kind is the old spelling of effect: declare effect alone
 }
 
 func ExampleToolOptions_caller() {
@@ -203,16 +247,18 @@ func ExampleToolOptions_caller() {
 }
 
 func ExampleMemoryPendingStore() {
-	store := actions.NewMemoryPendingStore()
-	reg := gatedShop(&actions.GateOptions{Pending: store})
-	_, _, _ = reg.Run(context.Background(), "shop/discard", `{"item":"tea"}`, &actions.Host[*actions.Trace]{Caller: editor})
-	fmt.Println(store.Len())
+	var store actions.MemoryPendingStore // the zero value is ready
+	reg := gatedShop(&actions.GateOptions{Pending: &store})
+	ctx := context.Background()
+	_, _ = reg.Run(ctx, actions.Call{Action: "shop/discard", Params: `{"item":"tea"}`, Caller: editor})
+	held, err := store.List(ctx, editor.Principal)
+	fmt.Println(len(held), held[0].Action, err)
 	// Output:
-	// 1
+	// 1 shop/discard <nil>
 }
 
 func ExampleTrace_Caller() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/whoami", Effect: actions.EffectRead},
 		func(_ context.Context, _ map[string]any, t *actions.Trace) (any, error) {
 			if c := t.Caller(); c != nil {
@@ -220,10 +266,10 @@ func ExampleTrace_Caller() {
 			}
 			return "the host itself", nil
 		}))
-	res, _, _ := reg.Run(context.Background(), "shop/whoami", nil, &actions.Host[*actions.Trace]{Caller: viewer})
-	fmt.Println(res)
-	res, _, _ = reg.Run(context.Background(), "shop/whoami", nil, nil)
-	fmt.Println(res)
+	res, _ := reg.Run(context.Background(), actions.Call{Action: "shop/whoami", Caller: viewer})
+	fmt.Println(res.Value)
+	res, _ = reg.Run(context.Background(), actions.Call{Action: "shop/whoami"})
+	fmt.Println(res.Value)
 	// Output:
 	// vera on mcp
 	// the host itself

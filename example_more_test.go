@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/actionreg/actions"
 )
@@ -41,7 +42,7 @@ func ExampleDecodeManifest() {
 }
 
 func ExampleRegistry_DecodeBatch() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	b, err := reg.DecodeBatch([]byte(`{"commands": [
 		{"call": "garden/plant", "with": {"species": "rose"}, "as": "p"},
 		{"call": "garden/water", "with": {"plant": "${p.key}"}}
@@ -71,7 +72,7 @@ func ExamplePolicyOf() {
 }
 
 func ExampleNewRefusal() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	_ = reg.Register(actions.Action[*actions.Trace]{
 		Definition: actions.Definition{ID: "shop/order"},
 		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
@@ -81,12 +82,12 @@ func ExampleNewRefusal() {
 			return nil, r
 		},
 	})
-	_, entry, err := reg.Run(context.Background(), "shop/order", nil, nil)
+	res, err := reg.Run(context.Background(), actions.Call{Action: "shop/order"})
 	var r *actions.Refusal
 	if errors.As(err, &r) {
 		fmt.Println(r.Code, r.Transport, r.Retry, r.NextAction)
 	}
-	fmt.Println(entry.Outcome, entry.Error)
+	fmt.Println(res.Entry().Outcome, res.Entry().Error)
 	// Output:
 	// out_of_stock tool-result after-backoff Offer another size.
 	// refused out_of_stock
@@ -103,7 +104,7 @@ func ExampleActionID() {
 }
 
 func ExampleNew() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "garden/purge", Effect: actions.EffectDelete},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "purged", nil }))
 	tools, _ := reg.Tools(nil)
@@ -114,7 +115,7 @@ func ExampleNew() {
 }
 
 func ExampleToolOptions() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/rename", Parameters: `{"type":"object","properties":{
 		"name":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}}}`},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
@@ -129,7 +130,7 @@ func ExampleToolOptions() {
 }
 
 func ExampleRegistry_MustRegister() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	defer func() { fmt.Println("panic:", recover()) }()
 	reg.MustRegister(actions.New(actions.Definition{ID: "no-slash"},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
@@ -138,7 +139,7 @@ func ExampleRegistry_MustRegister() {
 }
 
 func ExampleRegistry_Register() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	body := func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }
 	// All or none: the second action's schema is refused, so neither is
 	// registered.
@@ -167,7 +168,7 @@ func ExampleNewTrace() {
 }
 
 func ExampleRegistry_Tools() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	_ = reg.Register(plantAction())
 	tools, err := reg.Tools(nil)
 	if err != nil {
@@ -181,19 +182,42 @@ func ExampleRegistry_Tools() {
 	// garden-plant false false [species]
 }
 
+// shopEnv is what the bodies of ExampleNewRegistry receive: the host's
+// services for one call, built by the registry's Env.
+type shopEnv struct {
+	user  string
+	trace *actions.Trace
+}
+
 func ExampleNewRegistry() {
-	reg := actions.NewRegistry[*actions.Trace](&actions.Options{Limits: actions.Limits{MaxParamBytes: 64}})
-	_ = reg.Register(plantAction())
-	_, _, err := reg.Run(context.Background(), "garden/plant", `{"species":"`+string(make([]byte, 100))+`"}`, nil)
+	// Env builds each body's environment from the call's context (where
+	// a store puts its transaction) and its trace.
+	env := func(_ context.Context, t *actions.Trace) *shopEnv {
+		user := "the host"
+		if c := t.Caller(); c != nil {
+			user = c.Principal
+		}
+		return &shopEnv{user: user, trace: t}
+	}
+	reg := actions.NewRegistry(env, &actions.Options{Limits: actions.Limits{MaxParamBytes: 64}})
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/greet", Effect: actions.EffectRead},
+		func(_ context.Context, _ map[string]any, env *shopEnv) (any, error) {
+			return "hello " + env.user + " from " + env.trace.Action(), nil
+		}))
+	res, err := reg.Run(context.Background(), actions.Call{Action: "shop/greet", Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}})
+	fmt.Println(res.Value, err)
+
+	_, err = reg.Run(context.Background(), actions.Call{Action: "shop/greet", Params: `{"note":"` + strings.Repeat("x", 100) + `"}`})
 	fmt.Println(err)
 	fmt.Println(reg.Limits().MaxParamBytes, reg.Limits().MaxParamDepth)
 	// Output:
+	// hello ann from shop/greet <nil>
 	// invalid_parameters: the parameters are not I-JSON text: the parameters are larger than 64 bytes
 	// 64 64
 }
 
 func ExampleTrace_Command() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	_ = reg.Register(actions.Action[*actions.Trace]{
 		Definition: actions.Definition{ID: "garden/water"},
 		Run: func(_ context.Context, _ map[string]any, t *actions.Trace) (any, error) {
@@ -201,8 +225,9 @@ func ExampleTrace_Command() {
 			return nil, err
 		},
 	})
-	_, entry, _ := reg.Run(context.Background(), "garden/water", nil, nil)
-	fmt.Println(string(entry.Steps[0].Command), entry.Steps[0].Result)
+	res, _ := reg.Run(context.Background(), actions.Call{Action: "garden/water"})
+	step := res.Entry().Steps[0]
+	fmt.Println(string(step.Command), step.Result)
 	// Output:
 	// {"at":"${now()}","op":"update"} {"updated":1}
 }

@@ -12,7 +12,7 @@ import (
 // change: an optional property with a default, a length bound and the
 // registry's ref keyword.
 func orderRegistry() *actions.Registry[*actions.Trace] {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	reg.MustRegister(actions.New(actions.Definition{
 		ID:          "shop/order",
 		Description: "Orders an item.",
@@ -144,17 +144,17 @@ func ExampleRegistry_Export_geminiOpenAPI() {
 // sent for qty is taken as left out, so the default fills.
 func ExampleRegistry_RunToolCall() {
 	reg := orderRegistry()
-	result, entry, err := reg.RunToolCall(context.Background(), actions.ProfileOpenAIChat,
-		"shop-order", []byte(`{"item":"tea","qty":null}`), nil)
+	res, err := reg.RunToolCall(context.Background(), actions.ProfileOpenAIChat,
+		actions.Call{Action: "shop-order", Params: []byte(`{"item":"tea","qty":null}`), ToolCallID: "call_7"})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(result)
-	fmt.Println(entry.Parameters)
+	fmt.Println(res.Value)
+	fmt.Println(res.Entry().Parameters, res.Records[0].Audit.ToolCallID)
 	// Output:
 	// map[item:tea qty:1]
-	// {"item":"tea","qty":1}
+	// {"item":"tea","qty":1} call_7
 }
 
 // Options.PortableNames refuses, at Register, an id whose tool name a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/actionreg/actions"
 )
@@ -37,7 +38,7 @@ func plantAction() actions.Action[*actions.Trace] {
 }
 
 func ExampleRegistry_Run() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	if err := reg.Register(plantAction()); err != nil {
 		fmt.Println(err)
 		return
@@ -46,31 +47,33 @@ func ExampleRegistry_Run() {
 
 	// A done call: count takes its default, the body's command and
 	// result are in the entry.
-	result, entry, err := reg.Run(ctx, "garden/plant", map[string]any{"species": "rose"}, nil)
-	fmt.Println(result, err)
-	line, _ := actions.CanonicalJSON(entry)
+	res, err := reg.Run(ctx, actions.Call{Action: "garden/plant", Params: map[string]any{"species": "rose"}})
+	fmt.Println(res.Value, err)
+	line, _ := actions.CanonicalJSON(res.Entry())
 	fmt.Println(string(line))
 
 	// A refused call: the body does not run, the entry keeps the
 	// parameters as they were given.
-	_, entry, err = reg.Run(ctx, "garden/plant", []byte(`{"count": 0}`), nil)
+	res, err = reg.Run(ctx, actions.Call{Action: "garden/plant", Params: []byte(`{"count": 0}`)})
 	fmt.Println(err)
-	fmt.Println(entry.Outcome, entry.Error, entry.Parameters)
+	entry := res.Entry()
+	fmt.Println(res.Value, entry.Outcome, entry.Error, entry.Parameters)
 	// Output:
 	// map[count:1 key:plant:1] <nil>
 	// {"action":"garden/plant","outcome":"done","parameters":"{\"count\":1,\"species\":\"rose\"}","result":"{\"count\":1,\"key\":\"plant:1\"}","steps":[{"command":{"at":"${now()}","op":"create","schema":"plant","values":{"count":1,"species":"rose"}},"result":"{\"key\":\"plant:1\"}"}]}
 	// invalid_parameters: the parameters break the schema: /count must be >= 1; /species is required
-	// refused invalid_parameters {"count":0}
+	// <nil> refused invalid_parameters {"count":0}
 }
 
 func ExampleTrace_Call() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	_ = reg.Register(plantAction())
 	_ = reg.Register(actions.Action[*actions.Trace]{
 		Definition: actions.Definition{ID: "garden/hedge"},
 		Run: func(ctx context.Context, _ map[string]any, t *actions.Trace) (any, error) {
-			// Each call goes through the same registry and host and
-			// becomes a step of this entry, done or refused.
+			// Each call goes through the same registry and gate, as
+			// the same caller, and becomes a step of this entry, done
+			// or refused.
 			first, err := t.Call(ctx, "garden/plant", map[string]any{"species": "box", "count": 12})
 			if err != nil {
 				return nil, err
@@ -82,7 +85,8 @@ func ExampleTrace_Call() {
 		},
 	})
 
-	_, entry, err := reg.Run(context.Background(), "garden/hedge", nil, nil)
+	res, err := reg.Run(context.Background(), actions.Call{Action: "garden/hedge"})
+	entry := res.Entry()
 	fmt.Println(entry.Action, entry.Outcome, err)
 	for _, step := range entry.Steps {
 		fmt.Println("  step:", step.Call.Action, step.Call.Outcome, step.Call.Error, step.Call.Parameters)
@@ -94,29 +98,65 @@ func ExampleTrace_Call() {
 	//   step: garden/plant refused invalid_parameters {"species":""}
 }
 
-func ExampleNewRunLog() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
-	_ = reg.Register(plantAction())
-	log := actions.NewRunLog()
-	host := &actions.Host[*actions.Trace]{OnEntry: log.Record}
-
-	ctx := context.Background()
-	_, _, _ = reg.Run(ctx, "garden/plant", map[string]any{"species": "fern"}, host)
-	_, _, _ = reg.Run(ctx, "garden/prune", nil, host)
-
-	// One entry per top-level call, refused calls included.
-	for _, e := range log.Entries() {
-		fmt.Println(e.Action, e.Outcome, e.Error, len(e.Steps))
+// A body that must act beyond its caller's rights says so: the nested
+// call runs as the host, and its entry records it.
+func ExampleTrace_CallAsHost() {
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg.MustRegister(
+		// Only the host may write the audit trail.
+		actions.New(actions.Definition{ID: "audit/append", Additive: true, Surfaces: []actions.Surface{}},
+			func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) { return "appended", nil }),
+		actions.New(actions.Definition{ID: "shop/checkout"},
+			func(ctx context.Context, _ map[string]any, t *actions.Trace) (any, error) {
+				// As the caller: refused, since the caller may not
+				// call audit/append.
+				_, err := t.Call(ctx, "audit/append", nil)
+				fmt.Println("as the caller:", err)
+				// As the host: it runs.
+				return t.CallAsHost(ctx, "audit/append", nil)
+			}),
+	)
+	shopper := &actions.Caller{Principal: "sam", Surface: actions.SurfaceMCP}
+	res, err := reg.Run(context.Background(), actions.Call{Action: "shop/checkout", Caller: shopper})
+	fmt.Println(res.Value, err)
+	for _, step := range res.Entry().Steps {
+		fmt.Println("  step:", step.Call.Action, step.Call.Outcome, step.Call.Error, step.Call.AsHost)
 	}
 	// Output:
-	// garden/plant done  1
-	// garden/prune refused unknown_action 0
+	// as the caller: unknown_action: no action is registered under this id
+	// appended <nil>
+	//   step: audit/append refused forbidden_surface false
+	//   step: audit/append done  true
+}
+
+// A RunLog is the simplest [actions.Store]: each unit's records, in
+// order, in memory. What a refused call changed is undone by nobody but
+// the body, so its record is marked rolled back.
+func ExampleRunLog() {
+	log := actions.NewRunLog()
+	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: log})
+	_ = reg.Register(plantAction())
+
+	ctx := context.Background()
+	_, _ = reg.Run(ctx, actions.Call{Action: "garden/plant", Params: map[string]any{"species": "fern"}})
+	_, _ = reg.Run(ctx, actions.Call{Action: "garden/prune"})
+
+	// One record per top-level call, refused calls included.
+	for _, rec := range log.Records() {
+		e := rec.Entry
+		fmt.Println(e.Action, e.Outcome, e.Error, len(e.Steps), rec.RolledBack)
+	}
+	fmt.Println(len(log.Entries()))
+	// Output:
+	// garden/plant done  1 false
+	// garden/prune refused unknown_action 0 true
+	// 2
 }
 
 func ExampleRefusal() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	_ = reg.Register(plantAction())
-	_, _, err := reg.Run(context.Background(), "garden/plant", map[string]any{"count": "two", "colour": "red"}, nil)
+	_, err := reg.Run(context.Background(), actions.Call{Action: "garden/plant", Params: map[string]any{"count": "two", "colour": "red"}})
 
 	// The sentinel tells the code; errors.As gives the fields.
 	fmt.Println(errors.Is(err, actions.ErrInvalidParameters))
@@ -194,7 +234,7 @@ func ExampleRegistry_Bind() {
 	weed := func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }
 
 	// Every fault is reported at once, and nothing is registered.
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	err = reg.Bind(defs, map[string]actions.Body[*actions.Trace]{"garden/list": list, "garden/weed": weed})
 	var r *actions.Refusal
 	if errors.As(err, &r) {
@@ -222,20 +262,24 @@ func ExampleRegistry_Bind() {
 }
 
 func ExampleNewEntryWriter() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
-	_ = reg.Register(plantAction())
-	// A host would write to a file; each entry is one line of canonical
-	// JSON (JSON Lines).
+	// A host would write to a file; each record (entry and audit) is one
+	// line of canonical JSON (JSON Lines), written once its unit is
+	// settled.
 	w := actions.NewEntryWriter(os.Stdout)
-	host := &actions.Host[*actions.Trace]{OnEntry: w.Record}
+	clock := func() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }
+	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{
+		OnRecord: w.Write,
+		Gate:     &actions.GateOptions{Now: clock},
+	})
+	_ = reg.Register(plantAction())
 
 	ctx := context.Background()
-	_, _, _ = reg.Run(ctx, "garden/plant", map[string]any{"species": "ivy", "count": 3}, host)
-	_, _, _ = reg.Run(ctx, "garden/plant", nil, host)
+	_, _ = reg.Run(ctx, actions.Call{Action: "garden/plant", Params: map[string]any{"species": "ivy", "count": 3}})
+	_, _ = reg.Run(ctx, actions.Call{Action: "garden/plant", Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}})
 	if err := w.Err(); err != nil {
 		fmt.Println(err)
 	}
 	// Output:
-	// {"action":"garden/plant","outcome":"done","parameters":"{\"count\":3,\"species\":\"ivy\"}","result":"{\"count\":3,\"key\":\"plant:1\"}","steps":[{"command":{"at":"${now()}","op":"create","schema":"plant","values":{"count":3,"species":"ivy"}},"result":"{\"key\":\"plant:1\"}"}]}
-	// {"action":"garden/plant","error":"invalid_parameters","outcome":"refused","parameters":"{}","steps":[]}
+	// {"audit":{"at":"2026-12-01T09:00:00Z"},"entry":{"action":"garden/plant","outcome":"done","parameters":"{\"count\":3,\"species\":\"ivy\"}","result":"{\"count\":3,\"key\":\"plant:1\"}","steps":[{"command":{"at":"${now()}","op":"create","schema":"plant","values":{"count":3,"species":"ivy"}},"result":"{\"key\":\"plant:1\"}"}]}}
+	// {"audit":{"at":"2026-12-01T09:00:00Z","caller":{"principal":"ann","surface":"ui"},"code":"invalid_parameters"},"entry":{"action":"garden/plant","error":"invalid_parameters","outcome":"refused","parameters":"{}","steps":[]},"rolledBack":true}
 }

@@ -27,7 +27,7 @@ type plantResult struct {
 // body receives a plantParams and returns a plantResult, whose own schema
 // becomes the action's output schema.
 func ExampleTyped() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	reg.MustRegister(actions.Typed(actions.Definition{ID: "garden/plant"},
 		func(_ context.Context, p plantParams, _ *actions.Trace) (plantResult, error) {
 			return plantResult{Key: "plant:1", Count: p.Count}, nil
@@ -39,12 +39,12 @@ func ExampleTyped() {
 	fmt.Println(string(out))
 
 	// 1e2 is an integer: it fits the int8 field as 100.
-	result, entry, err := reg.Run(context.Background(), "garden/plant", `{"species": "rose", "count": 1e2}`, nil)
-	fmt.Printf("%+v %v\n", result, err)
-	fmt.Println(entry.Result)
+	res, err := reg.Run(context.Background(), actions.Call{Action: "garden/plant", Params: `{"species": "rose", "count": 1e2}`})
+	fmt.Printf("%+v %v\n", res.Value, err)
+	fmt.Println(res.Entry().Result)
 
 	// 300 does not fit an int8: the inferred schema bounds it.
-	_, _, err = reg.Run(context.Background(), "garden/plant", `{"species": "rose", "count": 300}`, nil)
+	_, err = reg.Run(context.Background(), actions.Call{Action: "garden/plant", Params: `{"species": "rose", "count": 300}`})
 	fmt.Println(err)
 	// Output:
 	// {"additionalProperties":false,"properties":{"at":{"type":"string"},"count":{"maximum":127,"minimum":-128,"type":"integer"},"species":{"description":"the plant's species","type":"string"}},"required":["species"],"type":"object"}
@@ -68,21 +68,21 @@ func ExampleTyped_givenSchema() {
 	body := func(_ context.Context, p orderParams, _ any) (string, error) {
 		return fmt.Sprintf("%d %s for %s", p.Qty, p.Size, p.Customer), nil
 	}
-	reg := actions.NewRegistry[any](nil)
+	resolve := func(_ context.Context, schema, value string) (actions.RefMatches, error) {
+		if value == "Ada Lovelace" {
+			return actions.RefMatches{Names: []string{"customer:7"}}, nil
+		}
+		return actions.RefMatches{}, nil
+	}
+	reg := actions.NewRegistry[any](nil, &actions.Options{Resolve: resolve})
 	reg.MustRegister(actions.Typed(actions.Definition{ID: "shop/order", Parameters: `{
 		"type": "object", "required": ["customer"], "additionalProperties": false,
 		"properties": {
 			"customer": {"type": "string", "ref": "customer"},
 			"size": {"enum": ["S", "M", "L"], "default": "M"},
 			"qty": {"type": "integer", "minimum": 1, "default": 1}}}`}, body))
-	host := &actions.Host[any]{Resolve: func(_ context.Context, schema, value string) (actions.RefMatches, error) {
-		if value == "Ada Lovelace" {
-			return actions.RefMatches{Names: []string{"customer:7"}}, nil
-		}
-		return actions.RefMatches{}, nil
-	}}
-	result, _, err := reg.Run(context.Background(), "shop/order", `{"customer": "Ada Lovelace"}`, host)
-	fmt.Println(result, err)
+	res, err := reg.Run(context.Background(), actions.Call{Action: "shop/order", Params: `{"customer": "Ada Lovelace"}`})
+	fmt.Println(res.Value, err)
 
 	// The same Go type with a schema that drifted from it.
 	err = reg.Register(actions.Typed(actions.Definition{ID: "shop/order2", Parameters: `{
@@ -101,17 +101,18 @@ func ExampleTyped_givenSchema() {
 }
 
 // An output contract on an untyped action: a result that breaks it never
-// reaches the caller. The issues are for the host, in errors.Unwrap.
+// reaches the caller. The issues are for the host: errors.As finds the
+// *OutputError behind the output_invalid refusal.
 func ExampleOutputError() {
-	reg := actions.NewRegistry[any](nil)
+	reg := actions.NewRegistry[any](nil, nil)
 	reg.MustRegister(actions.New(actions.Definition{
 		ID:           "stock/count",
 		OutputSchema: `{"type": "object", "required": ["items"], "properties": {"items": {"type": "integer", "minimum": 0}}}`,
 	}, func(context.Context, map[string]any, any) (any, error) {
 		return map[string]any{"items": -1}, nil
 	}))
-	result, entry, err := reg.Run(context.Background(), "stock/count", nil, nil)
-	fmt.Println(result, entry.Outcome, entry.Error)
+	res, err := reg.Run(context.Background(), actions.Call{Action: "stock/count"})
+	fmt.Println(res.Value, res.Entry().Outcome, res.Entry().Error)
 	fmt.Println(errors.Is(err, actions.ErrOutputInvalid), actions.PolicyOf(actions.CodeOutputInvalid))
 	var oe *actions.OutputError
 	if errors.As(err, &oe) {

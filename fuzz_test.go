@@ -112,7 +112,7 @@ func FuzzDecodeManifest(f *testing.F) {
 		for _, d := range defs {
 			bodies[d.ID] = func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 		}
-		reg := NewRegistry[*Trace](nil)
+		reg := NewRegistry[*Trace](nil, nil)
 		if err := reg.Bind(defs, bodies); err != nil {
 			var r *Refusal
 			if !errors.As(err, &r) {
@@ -159,7 +159,20 @@ func FuzzReplay(f *testing.F) {
 			}
 		}
 	}
-	reg := NewRegistry[*Trace](nil)
+	// A resolver that gives a key back for itself, which makes every
+	// replay exact (see Replay).
+	resolve := func(_ context.Context, _, v string) (RefMatches, error) {
+		switch v {
+		case "k-rose", "k-tulip":
+			return RefMatches{ID: &v}, nil
+		case "Rose":
+			return RefMatches{Names: []string{"k-rose"}}, nil
+		case "Tulip":
+			return RefMatches{Names: []string{"k-tulip"}}, nil
+		}
+		return RefMatches{}, nil
+	}
+	reg := NewRegistry[*Trace](nil, &Options{Resolve: resolve})
 	plant := `{"type":"object","properties":{"species":{"type":"string","minLength":1},"count":{"type":"integer","minimum":1,"default":1}},"required":["species"],"additionalProperties":false}`
 	water := `{"type":"object","properties":{"plant":{"type":"string","ref":"plant"},"litres":{"type":"integer","default":2}},"required":["plant"]}`
 	for _, a := range []Action[*Trace]{
@@ -188,31 +201,17 @@ func FuzzReplay(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	// A resolver that gives a key back for itself, which makes every
-	// replay exact (see Replay).
-	resolve := func(_ context.Context, _, v string) (RefMatches, error) {
-		switch v {
-		case "k-rose", "k-tulip":
-			return RefMatches{ID: &v}, nil
-		case "Rose":
-			return RefMatches{Names: []string{"k-rose"}}, nil
-		case "Tulip":
-			return RefMatches{Names: []string{"k-tulip"}}, nil
-		}
-		return RefMatches{}, nil
-	}
-	host := &Host[*Trace]{Resolve: resolve}
 	f.Fuzz(func(t *testing.T, text []byte) {
 		var e RunEntry
 		if json.Unmarshal(text, &e) != nil {
 			return
 		}
-		got, err := reg.Replay(context.Background(), e, host)
+		got, err := reg.Replay(context.Background(), Record{Entry: e})
 		var d *Divergence
 		if err != nil && !errors.As(err, &d) {
 			t.Fatalf("Replay returned %T: %v", err, err)
 		}
-		if again, err := reg.Replay(context.Background(), got, host); err != nil {
+		if again, err := reg.Replay(context.Background(), Record{Entry: got}); err != nil {
 			t.Fatalf("the replayed entry does not replay: %v (%+v)\n%+v", err, d, again)
 		}
 	})

@@ -172,7 +172,7 @@ func runParamsFixtures(t *testing.T, dir string) int {
 							if c.Code != "" {
 								assert.Equal(t, c.Code, r.Code, r.Error())
 								assert.Empty(t, r.Issues, "the caller is not told to edit what it did not send")
-								assert.Error(t, errors.Unwrap(r), "the host gets the details")
+								assert.Error(t, r.Cause(), "the host gets the details")
 								continue
 							}
 							assert.Equal(t, CodeInvalidParameters, r.Code)

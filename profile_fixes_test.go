@@ -86,11 +86,11 @@ func TestProfileProviderRules(t *testing.T) {
 						}
 					}
 					for _, call := range c.Calls {
-						reg := NewRegistry[*Trace](nil)
+						reg := NewRegistry[*Trace](nil, nil)
 						require.NoError(t, reg.Register(New[*Trace](def, echo)))
-						res, _, err := reg.RunToolCall(context.Background(), call.Profile, ToolName(def.ID), call.Arguments, nil)
+						res, err := reg.RunToolCall(context.Background(), call.Profile, Call{Action: ToolName(def.ID), Params: call.Arguments})
 						require.NoError(t, err, call.Profile)
-						assert.Equal(t, canonical(t, call.Params), canonical(t, exportJSON(t, res)), call.Profile)
+						assert.Equal(t, canonical(t, call.Params), canonical(t, exportJSON(t, res.Value)), call.Profile)
 					}
 				})
 			}

@@ -390,7 +390,7 @@ func TestProfileErrors(t *testing.T) {
 }
 
 func TestPortableNames(t *testing.T) {
-	reg := NewRegistry[*Trace](&Options{PortableNames: true})
+	reg := NewRegistry[*Trace](nil, &Options{PortableNames: true})
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	ok64 := "ns/" + strings.Repeat("a", 61)
 	require.NoError(t, reg.Register(New[*Trace](Definition{ID: ok64}, body)))
@@ -398,7 +398,7 @@ func TestPortableNames(t *testing.T) {
 	assert.ErrorIs(t, err, ErrConstraintViolation)
 	err = reg.Bind([]Definition{{ID: "ns/" + strings.Repeat("b", 62)}}, map[string]Body[*Trace]{"ns/" + strings.Repeat("b", 62): body})
 	assert.ErrorIs(t, err, ErrConstraintViolation, "a manifest is checked too")
-	require.NoError(t, NewRegistry[*Trace](nil).Register(New[*Trace](Definition{ID: ok64 + "b"}, body)), "off by default")
+	require.NoError(t, NewRegistry[*Trace](nil, nil).Register(New[*Trace](Definition{ID: ok64 + "b"}, body)), "off by default")
 	assert.NoError(t, CheckPortableName(ok64))
 	assert.Error(t, CheckPortableName(ok64+"b"))
 	assert.Error(t, CheckPortableName("no-slash"))
@@ -406,7 +406,7 @@ func TestPortableNames(t *testing.T) {
 
 // exportDefs registers defs in a fresh registry and exports them.
 func exportDefs(defs []Definition, p Profile) (*Export, error) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	for _, d := range defs {
 		if err := reg.Register(New[*Trace](d, echo)); err != nil {
 			return nil, err
@@ -419,7 +419,8 @@ func exportDefs(defs []Definition, p Profile) (*Export, error) {
 func echo(_ context.Context, p map[string]any, _ *Trace) (any, error) { return p, nil }
 
 func TestRunToolCall(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	var seen []RunEntry
+	reg := NewRegistry[*Trace](nil, &Options{OnRecord: func(rec Record) { seen = append(seen, rec.Entry) }})
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "shop/order", Parameters: `{"type":"object",
 		"properties":{
 			"item":{"type":"string"},
@@ -429,35 +430,40 @@ func TestRunToolCall(t *testing.T) {
 		},
 		"required":["item"],"additionalProperties":false}`}, Run: echo}))
 	ctx := context.Background()
-	var seen []RunEntry
-	host := &Host[*Trace]{OnEntry: func(e RunEntry) { seen = append(seen, e) }}
+	tool := func(name, args string) Call {
+		c := Call{Action: name}
+		if args != "" {
+			c.Params = []byte(args)
+		}
+		return c
+	}
 
-	res, entry, err := reg.RunToolCall(ctx, ProfileOpenAIChat, "shop-order",
-		[]byte(`{"item":"tea","qty":null,"note":null,"ship":{"fast":null}}`), host)
+	res, err := reg.RunToolCall(ctx, ProfileOpenAIChat, tool("shop-order", `{"item":"tea","qty":null,"note":null,"ship":{"fast":null}}`))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1"), "note": nil,
-		"ship": map[string]any{"fast": false}}, res, "nulls of optional properties are left out, so defaults fill; a null the schema takes stays")
-	assert.Equal(t, OutcomeDone, entry.Outcome)
+		"ship": map[string]any{"fast": false}}, res.Value, "nulls of optional properties are left out, so defaults fill; a null the schema takes stays")
+	assert.Equal(t, OutcomeDone, res.Entry().Outcome)
 	assert.Len(t, seen, 1)
 
-	_, _, err = reg.RunToolCall(ctx, ProfileAnthropic, "shop-order", []byte(`{"item":"tea","qty":null}`), nil)
+	_, err = reg.RunToolCall(ctx, ProfileAnthropic, tool("shop-order", `{"item":"tea","qty":null}`))
 	assert.ErrorIs(t, err, ErrInvalidParameters, "other profiles pass nulls as they are")
 
-	_, entry, err = reg.RunToolCall(ctx, ProfileOpenAIChat, "shop-order", []byte(`{"item":`), nil)
+	res, err = reg.RunToolCall(ctx, ProfileOpenAIChat, tool("shop-order", `{"item":`))
 	assert.ErrorIs(t, err, ErrInvalidParameters)
-	assert.Equal(t, OutcomeRefused, entry.Outcome)
+	assert.Equal(t, OutcomeRefused, res.Entry().Outcome)
 
-	_, entry, err = reg.RunToolCall(ctx, ProfileOpenAIChat, "nope", []byte(`{}`), host)
+	seen = nil
+	res, err = reg.RunToolCall(ctx, ProfileOpenAIChat, tool("nope", `{}`))
 	assert.ErrorIs(t, err, ErrUnknownAction)
-	assert.Equal(t, "nope", entry.Action)
-	assert.Len(t, seen, 2)
+	assert.Equal(t, "nope", res.Entry().Action)
+	assert.Len(t, seen, 1, "a refused tool call is recorded too")
 
-	_, _, err = reg.RunToolCall(ctx, ProfileOpenAIChat, "shop-other", nil, nil)
+	_, err = reg.RunToolCall(ctx, ProfileOpenAIChat, tool("shop-other", ""))
 	assert.ErrorIs(t, err, ErrUnknownAction)
 
-	res, _, err = reg.RunToolCall(ctx, ProfileGemini, "shop-order", []byte(`{"item":"x"}`), nil)
+	res, err = reg.RunToolCall(ctx, ProfileGemini, tool("shop-order", `{"item":"x"}`))
 	require.NoError(t, err)
-	assert.Equal(t, json.Number("1"), res.(map[string]any)["qty"])
+	assert.Equal(t, json.Number("1"), res.Value.(map[string]any)["qty"])
 }
 
 // strictEncode sets null for each property the strict export made
@@ -554,7 +560,7 @@ func TestProfileRoundTrip(t *testing.T) {
 				if g.Refused != nil || len(g.Schema) == 0 {
 					continue
 				}
-				reg := NewRegistry[*Trace](nil)
+				reg := NewRegistry[*Trace](nil, nil)
 				id := fmt.Sprintf("fx/g%d", gi)
 				require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: id, Parameters: json.RawMessage(g.Schema)}, Run: echo}))
 				reg2, _ := reg.lookup(id)
@@ -592,9 +598,9 @@ func TestProfileRoundTrip(t *testing.T) {
 						assert.NoError(t, strictSchema.Validate(enc), "%s group %d case %d: the strict encoding passes the exported schema", name, gi, ci)
 						text, err := json.Marshal(enc)
 						require.NoError(t, err)
-						got, _, err := reg.RunToolCall(ctx, ProfileOpenAIChat, ToolName(id), text, nil)
+						got, err := reg.RunToolCall(ctx, ProfileOpenAIChat, Call{Action: ToolName(id), Params: text})
 						require.NoError(t, err, "%s group %d case %d: %s", name, gi, ci, text)
-						assert.Equal(t, want, got, "%s group %d case %d", name, gi, ci)
+						assert.Equal(t, want, got.Value, "%s group %d case %d", name, gi, ci)
 						trips++
 					}
 				}
@@ -608,7 +614,7 @@ func TestProfileRoundTrip(t *testing.T) {
 // The way back costs one walk of the schema more than Run: compare
 // RunToolCall under a strict OpenAI tool with Run on the same call.
 func BenchmarkRunToolCall(b *testing.B) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	require.NoError(b, reg.Register(New[*Trace](Definition{ID: "shop/order", Parameters: `{"type":"object",
 		"properties":{"item":{"type":"string"},"qty":{"type":"integer","default":1},"note":{"type":["string","null"]},
 			"ship":{"type":"object","properties":{"fast":{"type":"boolean","default":false}},"additionalProperties":false}},
@@ -619,7 +625,7 @@ func BenchmarkRunToolCall(b *testing.B) {
 	b.Run("run", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := reg.Run(ctx, "shop/order", json.RawMessage(plainArgs), nil); err != nil {
+			if _, err := reg.Run(ctx, Call{Action: "shop/order", Params: json.RawMessage(plainArgs)}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -627,7 +633,7 @@ func BenchmarkRunToolCall(b *testing.B) {
 	b.Run("openai-strict", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := reg.RunToolCall(ctx, ProfileOpenAIChat, "shop-order", strictArgs, nil); err != nil {
+			if _, err := reg.RunToolCall(ctx, ProfileOpenAIChat, Call{Action: "shop-order", Params: strictArgs}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -635,7 +641,7 @@ func BenchmarkRunToolCall(b *testing.B) {
 	b.Run("anthropic", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := reg.RunToolCall(ctx, ProfileAnthropic, "shop-order", plainArgs, nil); err != nil {
+			if _, err := reg.RunToolCall(ctx, ProfileAnthropic, Call{Action: "shop-order", Params: plainArgs}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -644,7 +650,7 @@ func BenchmarkRunToolCall(b *testing.B) {
 
 // Export of every fixture action, per profile.
 func BenchmarkExport(b *testing.B) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	n := 0
 	for _, dir := range []string{"params", "refs"} {
 		names, _ := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
@@ -680,7 +686,7 @@ func BenchmarkExport(b *testing.B) {
 // The MCP profile is Registry.Tools as JSON values; the provider profiles
 // show what is offered on the ai surface.
 func TestProfileMCPIsTools(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	for _, defs := range fixtureActions(t) {
 		for _, d := range defs {
 			require.NoError(t, reg.Register(New[*Trace](d, echo)))
@@ -731,7 +737,7 @@ func FuzzExportProfiles(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
-		reg := NewRegistry[*Trace](nil)
+		reg := NewRegistry[*Trace](nil, nil)
 		if reg.Register(New[*Trace](Definition{ID: "fz/tool", Parameters: json.RawMessage(text)}, echo)) != nil {
 			return
 		}
@@ -748,7 +754,7 @@ func FuzzExportProfiles(f *testing.F) {
 				t.Fatalf("%s breaks %v", p, v)
 			}
 		}
-		_, _, _ = reg.RunToolCall(context.Background(), ProfileOpenAIChat, "fz-tool", []byte(`{"a":null,"b":{"c":null},"d":[null,{"e":null}]}`), nil)
+		_, _ = reg.RunToolCall(context.Background(), ProfileOpenAIChat, Call{Action: "fz-tool", Params: []byte(`{"a":null,"b":{"c":null},"d":[null,{"e":null}]}`)})
 	})
 }
 
@@ -780,7 +786,7 @@ func TestProfileInliningBounded(t *testing.T) {
 // A required property with a default (its own or behind its $ref) may be
 // left out of a call, so strict mode makes it nullable too.
 func TestRunToolCallRequiredWithDefault(t *testing.T) {
-	reg := NewRegistry[*Trace](nil)
+	reg := NewRegistry[*Trace](nil, nil)
 	require.NoError(t, reg.Register(New[*Trace](Definition{ID: "ns/say", Parameters: `{"type":"object",
 		"properties":{"lang":{"$ref":"#/$defs/lang"},"tone":{"type":"string","default":"plain"}},
 		"required":["lang","tone"],"additionalProperties":false,
@@ -789,7 +795,7 @@ func TestRunToolCallRequiredWithDefault(t *testing.T) {
 	require.NoError(t, err)
 	fn := e.Tools[0]["function"].(map[string]any)
 	assert.Equal(t, true, fn["strict"])
-	res, _, err := reg.RunToolCall(context.Background(), ProfileOpenAIChat, "ns-say", []byte(`{"lang":null,"tone":null}`), nil)
+	res, err := reg.RunToolCall(context.Background(), ProfileOpenAIChat, Call{Action: "ns-say", Params: []byte(`{"lang":null,"tone":null}`)})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"lang": "en", "tone": "plain"}, res)
+	assert.Equal(t, map[string]any{"lang": "en", "tone": "plain"}, res.Value)
 }

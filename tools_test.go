@@ -42,7 +42,7 @@ func (f *toolFixture) options() *ToolOptions {
 // exportTools is the export of a manifest: its visible definitions
 // registered in a fresh registry, then listed as tools.
 func exportTools(defs []Definition, opts *ToolOptions) ([]Tool, error) {
-	r := NewRegistry[any](nil)
+	r := NewRegistry[any](nil, nil)
 	for _, d := range defs {
 		if !d.IsVisible() {
 			continue
@@ -56,7 +56,7 @@ func exportTools(defs []Definition, opts *ToolOptions) ([]Tool, error) {
 
 // exportTool is the tool of one definition, hidden or not.
 func exportTool(def Definition, opts *ToolOptions) (Tool, error) {
-	def.Exposure, def.Surfaces = "", nil // offered everywhere
+	def.Surfaces = nil // offered everywhere
 	tools, err := exportTools([]Definition{def}, opts)
 	if err != nil {
 		return Tool{}, err
@@ -227,7 +227,7 @@ func checkOneByOne(t *testing.T, f *toolFixture, defs []Definition, tools []Tool
 // with the fixture's code.
 func checkRegistryTools(t *testing.T, f *toolFixture, defs []Definition, opts *ToolOptions) {
 	t.Helper()
-	r := NewRegistry[any](nil)
+	r := NewRegistry[any](nil, nil)
 	for _, d := range defs {
 		if err := r.Register(Action[any]{Definition: d, Run: noBody}); err != nil {
 			if !d.IsVisible() && f.Error == "" {
@@ -311,7 +311,7 @@ func TestToolNameLength(t *testing.T) {
 	_, err = exportTools([]Definition{{ID: "ns/ok"}, {ID: id129}}, nil)
 	requireCode(t, err, CodeConstraintViolation)
 
-	r := NewRegistry[any](nil)
+	r := NewRegistry[any](nil, nil)
 	err = r.Register(Action[any]{Definition: Definition{ID: id129}, Run: noBody})
 	requireCode(t, err, CodeConstraintViolation)
 }
@@ -351,7 +351,7 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 		"required": []any{"name"},
 	}
 	def := Definition{ID: "shop/add", Parameters: params}
-	r := NewRegistry[any](nil)
+	r := NewRegistry[any](nil, nil)
 	require.NoError(t, r.Register(Action[any]{Definition: def, Run: noBody}))
 	before, err := r.Tools(nil)
 	require.NoError(t, err)
@@ -389,21 +389,21 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 	assert.Equal(t, wantParams, toolsJSON(t, params), "the definition's parameters")
 
 	// The registry still checks calls against the schema it compiled.
-	_, _, err = r.Run(context.Background(), "shop/add", map[string]any{"name": "too long a name"}, nil)
+	_, err = r.Run(context.Background(), Call{Action: "shop/add", Params: map[string]any{"name": "too long a name"}})
 	assert.ErrorIs(t, err, ErrInvalidParameters)
-	_, _, err = r.Run(context.Background(), "shop/add", map[string]any{"name": "pen", "tags": []any{"a"}}, nil)
+	_, err = r.Run(context.Background(), Call{Action: "shop/add", Params: map[string]any{"name": "pen", "tags": []any{"a"}}})
 	assert.NoError(t, err)
 }
 
 func TestToolsRootCombinatorStillChecked(t *testing.T) {
 	def := Definition{ID: "style/set", Parameters: `{"type":"object","properties":{"icon":{"type":"string"},"color":{"type":"string"}},"anyOf":[{"required":["icon"]},{"required":["color"]}]}`}
-	r := NewRegistry[any](nil)
+	r := NewRegistry[any](nil, nil)
 	require.NoError(t, r.Register(Action[any]{Definition: def, Run: noBody}))
 	tools, err := r.Tools(nil)
 	require.NoError(t, err)
 	require.Len(t, tools, 1)
 	assert.NotContains(t, tools[0].InputSchema, "anyOf")
-	_, _, err = r.Run(context.Background(), "style/set", map[string]any{}, nil)
+	_, err = r.Run(context.Background(), Call{Action: "style/set", Params: map[string]any{}})
 	assert.ErrorIs(t, err, ErrInvalidParameters, "the full schema still holds at run time")
 }
 
@@ -459,14 +459,14 @@ func TestToAIToolsEmpty(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, tools)
 	assert.Equal(t, "[]", toolsJSON(t, tools))
-	tools, err = NewRegistry[any](nil).Tools(nil)
+	tools, err = NewRegistry[any](nil, nil).Tools(nil)
 	require.NoError(t, err)
 	assert.Equal(t, "[]", toolsJSON(t, tools))
 }
 
 func TestToolsFromDefinitions(t *testing.T) {
-	r := NewRegistry[any](nil)
-	require.NoError(t, r.Register(Action[any]{Definition: Definition{ID: "b/x", Exposure: ExposureHidden, Writes: []string{"Actor"}}, Run: noBody}))
+	r := NewRegistry[any](nil, nil)
+	require.NoError(t, r.Register(Action[any]{Definition: Definition{ID: "b/x", Surfaces: []Surface{}, Writes: []string{"Actor"}}, Run: noBody}))
 	require.NoError(t, r.Register(Action[any]{Definition: Definition{ID: "a/y", Parameters: `{"type":"object"}`}, Run: noBody}))
 	defs := r.Definitions()
 	require.Len(t, defs, 2)
@@ -479,7 +479,7 @@ func TestToolsFromDefinitions(t *testing.T) {
 }
 
 func TestToolsConcurrentWithRegister(t *testing.T) {
-	r := NewRegistry[any](nil)
+	r := NewRegistry[any](nil, nil)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(2)

@@ -19,7 +19,7 @@ import (
 // examples declare, with their inferred input and output schemas, are
 // valid $defs/Tool of both MCP versions (testdata/mcp-schema).
 func TestTypedExamplesAgainstMCP(t *testing.T) {
-	reg := actions.NewRegistry[any](nil)
+	reg := actions.NewRegistry[any](nil, nil)
 	reg.MustRegister(
 		actions.Typed(actions.Definition{ID: "garden/plant"}, func(context.Context, plantParams, any) (plantResult, error) {
 			return plantResult{}, nil

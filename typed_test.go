@@ -130,7 +130,7 @@ func TestTypedSchemas(t *testing.T) {
 			default:
 				t.Fatalf("as must be parameters or result, not %q", c.As)
 			}
-			reg := NewRegistry[any](nil)
+			reg := NewRegistry[any](nil, nil)
 			err := reg.Register(a)
 			if c.Error != nil {
 				requireTypedRefusal(t, c.Error, err)
@@ -192,18 +192,19 @@ func TestTypedDecode(t *testing.T) {
 				ran = true
 				return body(ctx, p, c)
 			}
-			reg := NewRegistry[any](nil)
-			require.NoError(t, reg.Register(a))
-			host := &Host[any]{}
+			var opts Options
 			if c.Resolve != nil {
-				host.Resolve = func(_ context.Context, _, value string) (RefMatches, error) {
+				opts.Resolve = func(_ context.Context, _, value string) (RefMatches, error) {
 					if k, ok := c.Resolve[value]; ok {
 						return RefMatches{Names: []string{k}}, nil
 					}
 					return RefMatches{}, nil
 				}
 			}
-			_, entry, err := reg.Run(context.Background(), "typed/case", json.RawMessage(c.Params), host)
+			reg := NewRegistry[any](nil, &opts)
+			require.NoError(t, reg.Register(a))
+			res, err := reg.Run(context.Background(), Call{Action: "typed/case", Params: json.RawMessage(c.Params)})
+			entry := res.Entry()
 			if c.Error != nil {
 				requireTypedRefusal(t, c.Error, err)
 				assert.Equal(t, OutcomeRefused, entry.Outcome)
@@ -255,12 +256,12 @@ func TestTypedOutput(t *testing.T) {
 			} else {
 				a = gt.result(def, ret)
 			}
-			reg := NewRegistry[any](nil)
-			require.NoError(t, reg.Register(a))
 			var seen []RunEntry
-			host := &Host[any]{OnEntry: func(e RunEntry) { seen = append(seen, e) }}
-			result, entry, err := reg.Run(context.Background(), "typed/case", nil, host)
-			require.Len(t, seen, 1, "OnEntry sees the call once")
+			reg := NewRegistry[any](nil, &Options{OnRecord: func(rec Record) { seen = append(seen, rec.Entry) }})
+			require.NoError(t, reg.Register(a))
+			res, err := reg.Run(context.Background(), Call{Action: "typed/case"})
+			result, entry := res.Value, res.Entry()
+			require.Len(t, seen, 1, "OnRecord sees the call once")
 			if c.Error != nil {
 				requireTypedRefusal(t, c.Error, err)
 				assert.Nil(t, result, "a refused result never reaches the caller")
@@ -271,13 +272,13 @@ func TestTypedOutput(t *testing.T) {
 				if c.Error.Code == CodeOutputInvalid {
 					assert.ErrorIs(t, err, ErrOutputInvalid)
 					var oe *OutputError
-					require.ErrorAs(t, err, &oe, "the issues reach the host through errors.Unwrap")
+					require.ErrorAs(t, err, &oe, "the issues reach the host through errors.As")
 					assert.Equal(t, "typed/case", oe.Action)
 					assert.Equal(t, PolicyOf(CodeOutputInvalid), Policy{TransportProtocol, RetryNever})
 					var r *Refusal
 					require.ErrorAs(t, err, &r)
 					assert.Equal(t, r.Issues, oe.Issues)
-					assert.Same(t, oe, errors.Unwrap(err))
+					assert.Same(t, oe, r.Cause(), "the *OutputError is the refusal's cause")
 					assert.NotContains(t, oe.Error(), "SECRET")
 				}
 				return
@@ -292,7 +293,7 @@ func TestTypedOutput(t *testing.T) {
 
 func TestTypedNilBody(t *testing.T) {
 	a := Typed[any, tOrder, tResult](Definition{ID: "typed/nil"}, nil)
-	err := NewRegistry[any](nil).Register(a)
+	err := NewRegistry[any](nil, nil).Register(a)
 	requireCode(t, err, CodeConstraintViolation)
 }
 
@@ -314,7 +315,7 @@ func TestTypedManifestOutputSchema(t *testing.T) {
 	_, err = DecodeManifest([]byte(`[{"id": "m/a", "OutputSchema": {}}]`))
 	assert.Error(t, err, "member names are exact")
 
-	reg := NewRegistry[any](nil)
+	reg := NewRegistry[any](nil, nil)
 	require.NoError(t, reg.Bind(defs, map[string]Body[any]{"m/a": noBody, "m/b": noBody, "m/c": noBody}))
 	got := reg.Definitions()
 	assert.JSONEq(t, `{"type": "object", "properties": {"n": {"type": "integer"}}}`, toolsJSON(t, got[0].OutputSchema))
@@ -377,22 +378,22 @@ func TestTypedEncodeMatchesEncodingJSON(t *testing.T) {
 // TestOutputUntypedGoValue: an untyped body's result that is not in
 // JSON's Go types (a struct, a typed map) is checked in its JSON form.
 func TestOutputUntypedGoValue(t *testing.T) {
-	reg := NewRegistry[any](nil)
+	reg := NewRegistry[any](nil, nil)
 	ret := any(tResult{Key: "k", Lines: 2})
 	reg.MustRegister(Action[any]{
 		Definition: Definition{ID: "u/go", OutputSchema: `{"type": "object", "required": ["key", "lines"], "properties": {"lines": {"maximum": 2}}}`},
 		Run:        func(context.Context, map[string]any, any) (any, error) { return ret, nil },
 	})
-	_, entry, err := reg.Run(context.Background(), "u/go", nil, nil)
+	res, err := reg.Run(context.Background(), Call{Action: "u/go"})
 	require.NoError(t, err)
-	assert.Equal(t, `{"key":"k","lines":2,"tags":null}`, entry.Result)
+	assert.Equal(t, `{"key":"k","lines":2,"tags":null}`, res.Entry().Result)
 
 	ret = map[string]int{"key": 1}
-	_, _, err = reg.Run(context.Background(), "u/go", nil, nil)
+	_, err = reg.Run(context.Background(), Call{Action: "u/go"})
 	requireTypedRefusal(t, &typedError{Code: CodeOutputInvalid, Issues: []typedIssue{{Path: "/lines", Keyword: "required", Contains: "is required"}}}, err)
 
 	ret = tResult{Key: "k", Lines: 3}
-	_, _, err = reg.Run(context.Background(), "u/go", nil, nil)
+	_, err = reg.Run(context.Background(), Call{Action: "u/go"})
 	requireTypedRefusal(t, &typedError{Code: CodeOutputInvalid, Issues: []typedIssue{{Path: "/lines", Keyword: "maximum", Contains: "must be <= 2"}}}, err)
 }
 
@@ -409,7 +410,7 @@ func TestTypedConcurrentResults(t *testing.T) {
 		Inner inner   `json:"inner"`
 		List  []inner `json:"list"`
 	}
-	reg := NewRegistry[any](nil)
+	reg := NewRegistry[any](nil, nil)
 	reg.MustRegister(Typed(Definition{ID: "c/echo"}, func(_ context.Context, p struct {
 		N int `json:"n"`
 	}, _ any) (*outer, error) {
@@ -422,12 +423,12 @@ func TestTypedConcurrentResults(t *testing.T) {
 			defer wg.Done()
 			for i := range 200 {
 				n := g*1000 + i
-				_, entry, err := reg.Run(context.Background(), "c/echo", map[string]any{"n": n}, nil)
+				res, err := reg.Run(context.Background(), Call{Action: "c/echo", Params: map[string]any{"n": n}})
 				if !assert.NoError(t, err) {
 					return
 				}
 				want := fmt.Sprintf(`{"id":%d,"inner":{"n":%d,"s":"x"},"list":[{"n":%d,"s":""},{"n":%d,"s":""}]}`, n, n, n, -n)
-				if !assert.Equal(t, want, entry.Result) {
+				if !assert.Equal(t, want, res.Entry().Result) {
 					return
 				}
 			}
@@ -449,7 +450,7 @@ func FuzzTyped(f *testing.F) {
 		b, _ := json.Marshal(map[string]any{"type": "object", "properties": props})
 		return string(b)
 	}
-	reg := NewRegistry[any](nil)
+	reg := NewRegistry[any](nil, nil)
 	var got any
 	reg.MustRegister(
 		goTypes["tNumbers"].params(Definition{ID: "f/numbers", Parameters: anyProps("i8", "i64", "u8", "u64", "f32", "f64", "n", "b", "bv")}, &got),
@@ -471,7 +472,7 @@ func FuzzTyped(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, text []byte) {
 		id := ids[int(which)%len(ids)]
-		_, _, err := reg.Run(context.Background(), id, json.RawMessage(text), nil)
+		_, err := reg.Run(context.Background(), Call{Action: id, Params: json.RawMessage(text)})
 		if err == nil {
 			return
 		}

@@ -13,8 +13,8 @@ import (
 // hold no state of their own beyond a CSRF key; every access decision is
 // the backend's (the pages pass who is asking to each method).
 //
-// [Legacy] implements it on today's call path (a registry and a SQL
-// store). A Backend must be safe for concurrent use.
+// [SQL] implements it on an [actions.Runner] and a SQL store. A Backend
+// must be safe for concurrent use.
 type Backend interface {
 	// Pending returns the pending changes that who may decide, newest
 	// first. A nil who has none.
@@ -138,6 +138,8 @@ type Record struct {
 	// Entry is the run entry; Text its canonical JSON as stored.
 	Entry actions.RunEntry
 	Text  string
+
+	raw actions.Record // what SQL replays
 }
 
 // Audit is the audit record kept beside an entry.

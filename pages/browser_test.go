@@ -324,7 +324,7 @@ func TestBrowserReject(t *testing.T) {
 	tb.shot("decided")
 	tb.forget() // a 409 is logged by the browser as a failed load
 	tb.open("/ui/log?outcome=rejected")
-	assert.Contains(t, tb.text("table.log tbody"), "held", "the held call, whose change was rejected")
+	assert.Contains(t, tb.text("table.log tbody"), "rejected", "the rejection's record")
 	tb.quiet("the log")
 }
 

@@ -56,13 +56,12 @@ func callerOf(r *http.Request) *actions.Caller {
 }
 
 type fixture struct {
-	t      *testing.T
-	clock  *clock
-	store  *sqlstore.Store
-	reg    *actions.Registry[*actions.Trace]
-	runner *sqlstore.Runner[*actions.Trace]
-	pages  *pages.Handler
-	srv    *httptest.Server
+	t     *testing.T
+	clock *clock
+	store *sqlstore.Store
+	reg   *actions.Registry[*actions.Trace]
+	pages *pages.Handler
+	srv   *httptest.Server
 }
 
 func newFixture(t *testing.T, opts *pages.Options) *fixture {
@@ -75,39 +74,13 @@ func newFixture(t *testing.T, opts *pages.Options) *fixture {
 	f.store, err = sqlstore.New(db, sqlstore.SQLite, &sqlstore.Options{Now: f.clock.Now, Origin: "test"})
 	require.NoError(t, err)
 	require.NoError(t, f.store.Migrate(ctx))
-	f.reg = actions.NewRegistry[*actions.Trace](&actions.Options{Gate: &actions.GateOptions{Pending: f.store.Pending(), Now: f.clock.Now}})
-	f.reg.MustRegister(
-		actions.New(actions.Definition{ID: "shop/discard", Title: "Discard stock",
-			Description: "Removes items from the stock for good, with a note saying why.",
-			Capability:  "shop.write", Effect: actions.EffectDelete, NeedsConfirmation: true,
-			Parameters: `{"type":"object","required":["item"],"properties":{"item":{"type":"string"},"count":{"type":"integer"},"note":{"type":"string"},"labels":{"type":"object"},"batches":{"type":"array"}}}`},
-			func(_ context.Context, p map[string]any, tr *actions.Trace) (any, error) {
-				tr.Command(map[string]any{"op": "discard", "item": p["item"]}, true)
-				return map[string]any{"discarded": p["item"], "count": p["count"]}, nil
-			}),
-		actions.New(actions.Definition{ID: "shop/restock", Title: "Restock", Capability: "shop.write", Additive: true,
-			Parameters: `{"type":"object","properties":{"item":{"type":"string"},"count":{"type":"integer","minimum":1}}}`},
-			func(ctx context.Context, p map[string]any, tr *actions.Trace) (any, error) {
-				if _, err := tr.Call(ctx, "shop/count", map[string]any{"item": p["item"]}); err != nil {
-					return nil, err
-				}
-				return map[string]any{"restocked": p["item"]}, nil
-			}),
-		actions.New(actions.Definition{ID: "shop/count", Title: "Count stock", Capability: "shop.read", Effect: actions.EffectRead,
-			Parameters: `{"type":"object","properties":{"item":{"type":"string"}}}`},
-			func(_ context.Context, p map[string]any, tr *actions.Trace) (any, error) {
-				tr.Command(map[string]any{"op": "count", "item": p["item"]}, 12)
-				return 12, nil
-			}),
-	)
-	f.runner = sqlstore.NewRunner(f.store, f.reg)
-	backend := &pages.Legacy[*actions.Trace]{
-		Registry: f.reg, Store: f.store, Now: f.clock.Now,
-		Confirm: func(ctx context.Context, id string, who *actions.Caller) (any, actions.RunEntry, error) {
-			return f.runner.Confirm(ctx, id, f.host(who))
-		},
-		ReplayHost: func(context.Context, pages.Record) *actions.Host[*actions.Trace] { return &actions.Host[*actions.Trace]{} },
-		SeesAll:    func(who *actions.Caller) bool { return who.Principal == "editor" },
+	f.reg = newRegistry(f.store, f.store.Pending(), f.clock)
+	// Replays run on a registry of their own, in memory: a replay that
+	// matches is kept, which the live store must not get.
+	replayer := newRegistry(actions.NewRunLog(), &actions.MemoryPendingStore{}, f.clock)
+	backend := &pages.SQL{
+		Runner: f.reg, Store: f.store, Now: f.clock.Now, Replayer: replayer,
+		SeesAll: func(who *actions.Caller) bool { return who.Principal == "editor" },
 	}
 	o := pages.Options{Base: "/ui", Title: "Shop", Now: f.clock.Now, Replay: true}
 	if opts != nil {
@@ -127,14 +100,41 @@ func newFixture(t *testing.T, opts *pages.Options) *fixture {
 	return f
 }
 
-func (f *fixture) host(who *actions.Caller) sqlstore.TxHost[*actions.Trace] {
-	return func(*sql.Tx) *actions.Host[*actions.Trace] { return &actions.Host[*actions.Trace]{Caller: who} }
+// newRegistry registers the fixture's actions on store.
+func newRegistry(store actions.Store, pending actions.PendingStore, c *clock) *actions.Registry[*actions.Trace] {
+	reg := actions.NewRegistry(func(_ context.Context, t *actions.Trace) *actions.Trace { return t },
+		&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: pending, Now: c.Now}})
+	reg.MustRegister(
+		actions.New(actions.Definition{ID: "shop/discard", Title: "Discard stock",
+			Description: "Removes items from the stock for good, with a note saying why.",
+			Capability:  "shop.write", Effect: actions.EffectDelete, NeedsConfirmation: true,
+			Parameters: `{"type":"object","required":["item"],"properties":{"item":{"type":"string"},"count":{"type":"integer"},"note":{"type":"string"},"labels":{"type":"object"},"batches":{"type":"array"}}}`},
+			func(_ context.Context, p map[string]any, tr *actions.Trace) (any, error) {
+				_ = tr.Command(map[string]any{"op": "discard", "item": p["item"]}, true)
+				return map[string]any{"discarded": p["item"], "count": p["count"]}, nil
+			}),
+		actions.New(actions.Definition{ID: "shop/restock", Title: "Restock", Capability: "shop.write", Additive: true,
+			Parameters: `{"type":"object","properties":{"item":{"type":"string"},"count":{"type":"integer","minimum":1}}}`},
+			func(ctx context.Context, p map[string]any, tr *actions.Trace) (any, error) {
+				if _, err := tr.Call(ctx, "shop/count", map[string]any{"item": p["item"]}); err != nil {
+					return nil, err
+				}
+				return map[string]any{"restocked": p["item"]}, nil
+			}),
+		actions.New(actions.Definition{ID: "shop/count", Title: "Count stock", Capability: "shop.read", Effect: actions.EffectRead,
+			Parameters: `{"type":"object","properties":{"item":{"type":"string"}}}`},
+			func(_ context.Context, p map[string]any, tr *actions.Trace) (any, error) {
+				_ = tr.Command(map[string]any{"op": "count", "item": p["item"]}, 12)
+				return 12, nil
+			}),
+	)
+	return reg
 }
 
 // hold makes who's call of shop/discard and returns the pending change's id.
 func (f *fixture) hold(who string, params any) string {
 	f.t.Helper()
-	_, _, err := f.runner.Run(context.Background(), "shop/discard", params, f.host(people[who]))
+	_, err := f.reg.Run(context.Background(), actions.Call{Action: "shop/discard", Params: params, Caller: people[who]})
 	var r *actions.Refusal
 	require.True(f.t, errors.As(err, &r) && r.Pending != nil, "held: %v", err)
 	return r.Pending.ID
@@ -142,6 +142,6 @@ func (f *fixture) hold(who string, params any) string {
 
 // call runs an action as who, recorded in the log.
 func (f *fixture) call(who, id string, params any) error {
-	_, _, err := f.runner.Run(context.Background(), id, params, f.host(people[who]))
+	_, err := f.reg.Run(context.Background(), actions.Call{Action: id, Params: params, Caller: people[who]})
 	return err
 }

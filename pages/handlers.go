@@ -235,7 +235,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 // The outcomes the run log's filter offers.
 var outcomeChoices = []struct{ Value, Label string }{
 	{"", "Any outcome"}, {"done", "Done"}, {"refused", "Refused"}, {"held", "Held for confirmation"},
-	{"confirmed", "Confirmed"}, {"rejected", "Rejected or lapsed"},
+	{"confirmed", "Confirmed"}, {"rejected", "Rejected"},
 }
 
 type logView struct {
@@ -327,6 +327,8 @@ func (h *Handler) row(rec Record) recordRow {
 	switch {
 	case e.Error == actions.CodeConfirmationRequired:
 		row.Outcome, row.Tone = "held", "held"
+	case e.Error == actions.CodeRejected:
+		row.Outcome, row.Tone = "rejected", ""
 	case rec.Audit != nil && rec.Audit.PendingChange != "" && e.Outcome == actions.OutcomeDone:
 		row.Outcome, row.Tone = "confirmed · done", "ok"
 	case rec.Audit != nil && rec.Audit.PendingChange != "":

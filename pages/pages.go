@@ -11,8 +11,8 @@
 // allows no script and no framing, X-Frame-Options DENY and
 // Cache-Control: no-store.
 //
-// What the pages show and do they ask of a [Backend]; [Legacy] is the
-// backend on today's registry and SQL store.
+// What the pages show and do they ask of a [Backend]; [SQL] is the
+// backend on a runner and a SQL store.
 package pages
 
 import (

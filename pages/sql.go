@@ -8,100 +8,87 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/sqlstore"
 )
 
-// Legacy is a [Backend] on today's call path: a registry whose gate keeps
-// its pending changes in a [sqlstore.Store] (GateOptions.Pending =
-// Store.Pending()), and whose calls are recorded in that store's run log.
-// It is to be replaced by a backend on the library's one call path.
+// SQL is a [Backend] on the library's call path: an [actions.Runner]
+// (a registry whose Options.Store is the [sqlstore.Store] and whose
+// gate keeps its pending changes in Store.Pending()) decides and
+// describes, and the store's run log is read for the log's pages.
 //
-// What the library lacks, and Legacy makes up for by reading the store's
+// What the library lacks, and SQL makes up for by reading the store's
 // tables (docs/database.md) itself:
-//   - a listing of a principal's pending changes (it reads
-//     actions_pending);
-//   - the run log newest first with a cursor, by refusal code, and by
-//     "confirmed" or "rejected" (it queries actions_run_log);
-//   - whether a change someone cannot confirm expired or was decided (the
-//     registry answers unknown_change to both: it reads the change, and
-//     the log's record of its confirmation).
-//
-// A rejection leaves no record in today's log: "rejected" selects the held
-// calls whose change is neither pending nor confirmed (rejected, or
-// expired and dropped).
-type Legacy[C any] struct {
-	// Registry gives the actions' text and policy, and rejects.
-	Registry *actions.Registry[C]
+//   - the run log newest first with a cursor (sqlstore.Filter has no
+//     Before and reads in ascending order), by refusal code, and by
+//     stage (held, confirmed, rejected);
+//   - whether a change its person can no longer decide expired or was
+//     decided (the runner answers unknown_change to both: SQL reads the
+//     change's row, and the log's record of its decision).
+type SQL struct {
+	// Runner decides changes and gives the actions' definitions.
+	Runner actions.Runner
 	// Store holds the pending changes and the run log.
 	Store *sqlstore.Store
-	// Confirm runs the confirmation of change id as who (for instance
-	// sqlstore.Runner.Confirm with the host's TxHost), with who as the
-	// host's Caller.
-	Confirm func(ctx context.Context, id string, who *actions.Caller) (any, actions.RunEntry, error)
-	// ReplayHost, when set, offers replay: the host a record's call
-	// replays on (a transaction rolled back, a fresh model).
-	ReplayHost func(ctx context.Context, r Record) *actions.Host[C]
+	// Replayer, when set, offers replay: a runner of the same actions on a
+	// store where replaying does no harm (a fresh model, a copy). Nil: no
+	// replay. Never the live runner: a replay that matches is kept.
+	Replayer actions.Runner
 	// SeesAll tells who may read every record of the log; the others
 	// read their own calls only. Nil: nobody sees all.
 	SeesAll func(who *actions.Caller) bool
 	// Now is the gate's clock (nil: time.Now): expiry is decided on it.
 	Now func() time.Time
-
-	mu      sync.Mutex
-	decided map[string]string // change id → principal, for ErrDecided
 }
 
-const heldCode = string(actions.CodeConfirmationRequired)
+const (
+	heldCode     = string(actions.CodeConfirmationRequired)
+	rejectedCode = string(actions.CodeRejected)
+)
 
-func (l *Legacy[C]) now() time.Time {
+func (l *SQL) now() time.Time {
 	if l.Now != nil {
 		return l.Now()
 	}
 	return time.Now()
 }
 
-func (l *Legacy[C]) q(s string) string { return l.Store.Dialect().Rebind(s) }
+func (l *SQL) q(s string) string { return l.Store.Dialect().Rebind(s) }
 
-// Pending lists who's changes that have not expired, newest first (at
-// most 500).
-func (l *Legacy[C]) Pending(ctx context.Context, who *actions.Caller) ([]Change, error) {
+// Pending lists who's changes that have not expired, newest first.
+func (l *SQL) Pending(ctx context.Context, who *actions.Caller) ([]Change, error) {
 	if who == nil || who.Principal == "" {
 		return nil, nil
 	}
-	rows, err := l.Store.DB().QueryContext(ctx,
-		l.q("SELECT change FROM actions_pending WHERE principal = ? AND expires > ? ORDER BY expires DESC LIMIT 500"),
-		who.Principal, l.now().UnixMicro())
+	pcs, err := l.Store.Pending().List(ctx, who.Principal)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defs := l.definitions()
+	now := l.now()
 	var out []Change
-	for rows.Next() {
-		var text string
-		if err := rows.Scan(&text); err != nil {
-			return nil, err
+	for _, pc := range pcs {
+		if now.Before(pc.Expires) {
+			out = append(out, changeOf(pc, defs))
 		}
-		var pc actions.PendingChange
-		if err := json.Unmarshal([]byte(text), &pc); err != nil {
-			return nil, fmt.Errorf("pages: a pending change does not decode: %w", err)
-		}
-		out = append(out, l.change(pc))
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	slices.SortStableFunc(out, func(a, b Change) int { return b.Created.Compare(a.Created) })
 	return out, nil
 }
 
-func (l *Legacy[C]) change(pc actions.PendingChange) Change {
+func (l *SQL) definitions() map[string]actions.Definition {
+	defs := map[string]actions.Definition{}
+	for _, d := range l.Runner.Definitions() {
+		defs[d.ID] = d
+	}
+	return defs
+}
+
+func changeOf(pc actions.PendingChange, defs map[string]actions.Definition) Change {
 	call := Call{Action: pc.Action, Alias: pc.Alias, Parameters: pc.Parameters, Effect: "write", Destructive: true}
-	if a, ok := l.Registry.Get(pc.Action); ok {
-		d := a.Definition
+	if d, ok := defs[pc.Action]; ok {
 		call.Title, call.Description = d.Title, d.Description
 		call.Effect, call.Destructive = string(d.EffectOf()), d.IsDestructive()
 	}
@@ -117,13 +104,13 @@ func whoOf(c *actions.Caller) Who {
 }
 
 // Change returns who's change id.
-func (l *Legacy[C]) Change(ctx context.Context, id string, who *actions.Caller) (Change, error) {
+func (l *SQL) Change(ctx context.Context, id string, who *actions.Caller) (Change, error) {
 	if who == nil || who.Principal == "" {
 		return Change{}, ErrNotFound
 	}
-	pc, err := l.Registry.PendingChange(ctx, id, who)
+	pc, err := l.Runner.PendingChange(ctx, id, who)
 	if err == nil {
-		return l.change(pc), nil
+		return changeOf(pc, l.definitions()), nil
 	}
 	if !errors.Is(err, actions.ErrUnknownChange) {
 		return Change{}, err
@@ -141,13 +128,8 @@ func (l *Legacy[C]) Change(ctx context.Context, id string, who *actions.Caller) 
 	return Change{}, ErrNotFound
 }
 
-func (l *Legacy[C]) wasDecided(ctx context.Context, id, principal string) bool {
-	l.mu.Lock()
-	p, ok := l.decided[id]
-	l.mu.Unlock()
-	if ok {
-		return p == principal
-	}
+// wasDecided: the log holds principal's confirmation or rejection of id.
+func (l *SQL) wasDecided(ctx context.Context, id, principal string) bool {
 	var n int
 	err := l.Store.DB().QueryRowContext(ctx,
 		l.q("SELECT COUNT(*) FROM actions_run_log WHERE pending_change = ? AND principal = ? AND error <> ?"),
@@ -155,38 +137,19 @@ func (l *Legacy[C]) wasDecided(ctx context.Context, id, principal string) bool {
 	return err == nil && n > 0
 }
 
-// maxDecided bounds the changes Legacy remembers deciding.
-const maxDecided = 10000
-
-func (l *Legacy[C]) remember(id, principal string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.decided == nil || len(l.decided) >= maxDecided {
-		l.decided = map[string]string{}
-	}
-	l.decided[id] = principal
-}
-
-// Decide confirms through l.Confirm, or rejects through the registry.
-func (l *Legacy[C]) Decide(ctx context.Context, id string, confirm bool, who *actions.Caller) (Decision, error) {
+// Decide decides through the runner.
+func (l *SQL) Decide(ctx context.Context, id string, confirm bool, who *actions.Caller) (Decision, error) {
 	if _, err := l.Change(ctx, id, who); err != nil {
 		return Decision{}, err
 	}
-	if !confirm {
-		if err := l.Registry.Reject(ctx, id, who); err != nil {
-			return Decision{}, l.undecided(ctx, id, who, err)
-		}
-		l.remember(id, who.Principal)
-		return Decision{}, nil
-	}
-	if l.Confirm == nil {
-		return Decision{}, errors.New("pages: Legacy.Confirm is not set")
-	}
-	_, entry, err := l.Confirm(ctx, id, who)
-	if entry.Action == "" && err != nil {
+	res, err := l.Runner.Decide(ctx, actions.Decision{Change: id, Confirm: confirm, Caller: who})
+	if err != nil && len(res.Records) == 0 {
 		return Decision{}, l.undecided(ctx, id, who, err)
 	}
-	l.remember(id, who.Principal)
+	if !confirm {
+		return Decision{}, nil
+	}
+	entry := res.Entry()
 	d := Decision{Confirmed: true, Outcome: string(entry.Outcome), Result: entry.Result, Record: l.confirmation(ctx, id)}
 	if err != nil {
 		var r *actions.Refusal
@@ -200,8 +163,8 @@ func (l *Legacy[C]) Decide(ctx context.Context, id string, confirm bool, who *ac
 	return d, nil
 }
 
-// undecided maps the error of a decision that ran nothing.
-func (l *Legacy[C]) undecided(ctx context.Context, id string, who *actions.Caller, err error) error {
+// undecided maps the error of a decision that made no record.
+func (l *SQL) undecided(ctx context.Context, id string, who *actions.Caller, err error) error {
 	if errors.Is(err, actions.ErrUnknownChange) {
 		if _, cerr := l.Change(ctx, id, who); cerr != nil {
 			return cerr
@@ -211,8 +174,8 @@ func (l *Legacy[C]) undecided(ctx context.Context, id string, who *actions.Calle
 	return err
 }
 
-// confirmation is the id of the newest record confirming change id.
-func (l *Legacy[C]) confirmation(ctx context.Context, id string) string {
+// confirmation is the id of the newest record deciding change id.
+func (l *SQL) confirmation(ctx context.Context, id string) string {
 	var seq int64
 	err := l.Store.DB().QueryRowContext(ctx,
 		l.q("SELECT seq FROM actions_run_log WHERE pending_change = ? AND error <> ? ORDER BY seq DESC LIMIT 1"), id, heldCode).Scan(&seq)
@@ -228,7 +191,7 @@ const maxPage = 200
 const recordColumns = "seq, recorded_at, origin, rolled_back, audit, entry"
 
 // Records reads the log newest first; the cursor is the last seq shown.
-func (l *Legacy[C]) Records(ctx context.Context, q Query, who *actions.Caller) (RecordPage, error) {
+func (l *SQL) Records(ctx context.Context, q Query, who *actions.Caller) (RecordPage, error) {
 	if who == nil || who.Principal == "" {
 		return RecordPage{}, nil
 	}
@@ -253,17 +216,16 @@ func (l *Legacy[C]) Records(ctx context.Context, q Query, who *actions.Caller) (
 	case "done":
 		add("l.outcome = ?", string(actions.OutcomeDone))
 	case "refused":
-		add("l.outcome = ? AND l.error <> ?", string(actions.OutcomeRefused), heldCode)
+		add("l.outcome = ? AND l.error <> ? AND l.error <> ?", string(actions.OutcomeRefused), heldCode, rejectedCode)
 		if q.Code != "" {
 			add("l.error = ?", q.Code)
 		}
 	case "held":
 		add("l.error = ?", heldCode)
 	case "confirmed":
-		add("l.pending_change <> '' AND l.error <> ?", heldCode)
+		add("l.pending_change <> '' AND l.error <> ? AND l.error <> ?", heldCode, rejectedCode)
 	case "rejected":
-		add("l.error = ? AND NOT EXISTS (SELECT 1 FROM actions_run_log c WHERE c.pending_change = l.pending_change AND c.error <> ?)"+
-			" AND NOT EXISTS (SELECT 1 FROM actions_pending p WHERE p.id = l.pending_change)", heldCode, heldCode)
+		add("l.error = ?", rejectedCode)
 	default:
 		return RecordPage{}, fmt.Errorf("pages: unknown outcome filter %q", q.Outcome)
 	}
@@ -297,9 +259,9 @@ func (l *Legacy[C]) Records(ctx context.Context, q Query, who *actions.Caller) (
 	return page, nil
 }
 
-func (l *Legacy[C]) seesAll(who *actions.Caller) bool { return l.SeesAll != nil && l.SeesAll(who) }
+func (l *SQL) seesAll(who *actions.Caller) bool { return l.SeesAll != nil && l.SeesAll(who) }
 
-func (l *Legacy[C]) read(ctx context.Context, query string, args ...any) ([]Record, error) {
+func (l *SQL) read(ctx context.Context, query string, args ...any) ([]Record, error) {
 	rows, err := l.Store.DB().QueryContext(ctx, l.q(query), args...)
 	if err != nil {
 		return nil, err
@@ -321,10 +283,12 @@ func (l *Legacy[C]) read(ctx context.Context, query string, args ...any) ([]Reco
 				return nil, fmt.Errorf("pages: record %d: the audit does not decode: %w", seq, err)
 			}
 			r.Audit = auditOf(a)
+			r.raw.Audit = a
 		}
 		if err := json.Unmarshal([]byte(r.Text), &r.Entry); err != nil {
 			return nil, fmt.Errorf("pages: record %d: the entry does not decode: %w", seq, err)
 		}
+		r.raw.Entry, r.raw.RolledBack = r.Entry, r.RolledBack
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -341,7 +305,7 @@ func auditOf(a actions.Audit) *Audit {
 }
 
 // Record reads one record.
-func (l *Legacy[C]) Record(ctx context.Context, id string, who *actions.Caller) (Record, error) {
+func (l *SQL) Record(ctx context.Context, id string, who *actions.Caller) (Record, error) {
 	seq, err := strconv.ParseInt(id, 10, 64)
 	if err != nil || seq <= 0 || who == nil || who.Principal == "" {
 		return Record{}, ErrNotFound
@@ -362,16 +326,16 @@ func (l *Legacy[C]) Record(ctx context.Context, id string, who *actions.Caller) 
 	return recs[0], nil
 }
 
-// Replay replays record id on ReplayHost's host.
-func (l *Legacy[C]) Replay(ctx context.Context, id string, who *actions.Caller) (Replay, error) {
-	if l.ReplayHost == nil {
+// Replay replays record id on the Replayer.
+func (l *SQL) Replay(ctx context.Context, id string, who *actions.Caller) (Replay, error) {
+	if l.Replayer == nil {
 		return Replay{}, errors.ErrUnsupported
 	}
 	r, err := l.Record(ctx, id, who)
 	if err != nil {
 		return Replay{}, err
 	}
-	_, err = l.Registry.Replay(ctx, r.Entry, l.ReplayHost(ctx, r))
+	_, err = l.Replayer.Replay(ctx, r.raw)
 	var d *actions.Divergence
 	switch {
 	case err == nil:
@@ -382,4 +346,4 @@ func (l *Legacy[C]) Replay(ctx context.Context, id string, who *actions.Caller) 
 	return Replay{}, err
 }
 
-var _ Backend = (*Legacy[any])(nil)
+var _ Backend = (*SQL)(nil)

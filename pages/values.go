@@ -93,10 +93,24 @@ func segments(s string) (out []seg, n int) {
 	return out, n
 }
 
+// visible is s with each hidden character written as its escape: for
+// paths and names a page shows where no markup marks the escapes.
+func visible(s string) string {
+	segs, n := segments(s)
+	if n == 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, g := range segs {
+		b.WriteString(g.Text)
+	}
+	return b.String()
+}
+
 // node is a JSON value laid out for a page.
 type node struct {
 	Kind   string // object, array, string, number, bool, null, raw
-	Path   string // its JSON Pointer (RFC 6901)
+	Path   string // its JSON Pointer (RFC 6901), hidden characters escaped
 	Fields []field
 	Items  []*node
 	Text   []seg // a string's
@@ -158,7 +172,7 @@ func (t *tree) value(v any, path string, depth int) *node {
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		n := &node{Kind: "object", Path: path}
+		n := &node{Kind: "object", Path: visible(path)}
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
@@ -177,7 +191,7 @@ func (t *tree) value(v any, path string, depth int) *node {
 		}
 		return n
 	case []any:
-		n := &node{Kind: "array", Path: path}
+		n := &node{Kind: "array", Path: visible(path)}
 		for i, e := range x {
 			if t.cut > 0 && i >= t.cut {
 				n.Cut = len(x) - i
@@ -190,17 +204,17 @@ func (t *tree) value(v any, path string, depth int) *node {
 	case string:
 		return t.str(x, path, "string")
 	case json.Number:
-		return &node{Kind: "number", Path: path, Lit: x.String()}
+		return &node{Kind: "number", Lit: x.String()}
 	case bool:
-		return &node{Kind: "bool", Path: path, Lit: strconv.FormatBool(x)}
+		return &node{Kind: "bool", Lit: strconv.FormatBool(x)}
 	case nil:
-		return &node{Kind: "null", Path: path, Lit: "null"}
+		return &node{Kind: "null", Lit: "null"}
 	}
-	return &node{Kind: "raw", Path: path, Lit: fmt.Sprint(v)}
+	return &node{Kind: "raw", Lit: fmt.Sprint(v)}
 }
 
 func (t *tree) str(s, path, kind string) *node {
-	n := &node{Kind: kind, Path: path, Chars: utf8.RuneCountInString(s)}
+	n := &node{Kind: kind, Path: visible(path), Chars: utf8.RuneCountInString(s)}
 	t.collect(s, path)
 	if t.cut > 0 && n.Chars > t.cut*8 {
 		keep := t.cut * 8
@@ -227,7 +241,7 @@ func (t *tree) collect(s, path string) {
 			if path == "" {
 				path = "/"
 			}
-			t.flags = append(t.flags, flag{Path: path, Char: fmt.Sprintf("U+%04X", r), Name: charName(r)})
+			t.flags = append(t.flags, flag{Path: visible(path), Char: fmt.Sprintf("U+%04X", r), Name: charName(r)})
 		}
 	}
 }

@@ -39,7 +39,8 @@
 // sees only the tools it may call. Deleting an actor needs the person's
 // confirmation: a client that supports elicitation is asked; any other
 // gets a receipt, confirmed with POST /pending/{id}/confirm (or /reject)
-// and the same token.
+// and the same token, or on the pages for people at /ui/ (package pages:
+// the pending changes, their confirmation screens and the run log).
 package main
 
 import (
@@ -272,8 +273,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	opts := &mcpserver.HTTPOptions{Stateless: *stateless, Logger: logger}
+	ui, err := newPages(reg, model) // the pages for people: pages.go
+	if err != nil {
+		return err
+	}
 	return serveHTTP(ctx, *addr, server, opts, stderr, func(mux *http.ServeMux, h http.Handler) {
 		protect(mux, h, reg) // bearer tokens, scopes, confirmations: gate.go
+		mux.Handle("/ui/", ui)
 	})
 }
 
@@ -293,6 +299,7 @@ func serveHTTP(ctx context.Context, addr string, server *mcp.Server, opts *mcpse
 		mode = "stateless"
 	}
 	fmt.Fprintf(stderr, "supplychain: serving MCP at http://%s/mcp (%s)\n", ln.Addr(), mode)
+	fmt.Fprintf(stderr, "supplychain: pages for people at http://%s/ui/ (sign in as editor, password editor-demo-token)\n", ln.Addr())
 	done := make(chan error, 1)
 	go func() {
 		<-ctx.Done()

@@ -24,8 +24,8 @@ import (
 // These tests attack the serving layer as clients that flood, stall or
 // vanish would.
 
-func withBatch(o *mcpserver.Options[*actions.Trace]) {
-	o.Batch = &mcpserver.BatchTool[*actions.Trace]{}
+func withBatch(o *mcpserver.Options) {
+	o.Batch = &mcpserver.BatchTool{}
 }
 
 const blockBatch = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_batch","arguments":{"commands":[{"call":"wait/block"}]}}}`
@@ -127,26 +127,22 @@ var _ = strings.Contains
 // reports the work done (a commit that won the race with the cancel).
 func committer(t *testing.T) (*mcp.Server, func() []actions.RunEntry, chan struct{}) {
 	t.Helper()
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	var mu sync.Mutex
+	var entries []actions.RunEntry
+	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{OnRecord: func(rec actions.Record) {
+		mu.Lock()
+		entries = append(entries, rec.Entry)
+		mu.Unlock()
+	}})
 	started := make(chan struct{}, 10)
-	reg.MustRegister(actions.New(actions.Definition{ID: "commit/late"},
+	reg.MustRegister(actions.New(actions.Definition{ID: "commit/late", Additive: true},
 		func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
 			started <- struct{}{}
 			<-ctx.Done()
 			return "committed", nil
 		}))
-	var mu sync.Mutex
-	var entries []actions.RunEntry
 	s := mcp.NewServer(&mcp.Implementation{Name: "committer", Version: "v0"}, nil)
-	require.NoError(t, mcpserver.AddTools(s, reg, mcpserver.Options[*actions.Trace]{
-		Host: func(context.Context, *mcp.CallToolRequest) *actions.Host[*actions.Trace] {
-			return &actions.Host[*actions.Trace]{OnEntry: func(e actions.RunEntry) {
-				mu.Lock()
-				entries = append(entries, e)
-				mu.Unlock()
-			}}
-		},
-	}))
+	require.NoError(t, mcpserver.AddTools(s, reg, nil))
 	return s, func() []actions.RunEntry {
 		mu.Lock()
 		defer mu.Unlock()
@@ -261,18 +257,14 @@ func TestAttackHugeBody(t *testing.T) {
 // and no goroutine is left.
 func TestAttackSlowReader(t *testing.T) {
 	base := runtime.NumGoroutine()
-	reg := actions.NewRegistry[*actions.Trace](nil)
 	var recorded atomic.Int32
+	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{OnRecord: func(actions.Record) { recorded.Add(1) }})
 	reg.MustRegister(actions.New(actions.Definition{ID: "big/blob", Effect: actions.EffectRead},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			return strings.Repeat("x", 32<<20), nil
 		}))
 	s := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "v0"}, nil)
-	require.NoError(t, mcpserver.AddTools(s, reg, mcpserver.Options[*actions.Trace]{
-		Host: func(context.Context, *mcp.CallToolRequest) *actions.Host[*actions.Trace] {
-			return &actions.Host[*actions.Trace]{OnEntry: func(actions.RunEntry) { recorded.Add(1) }}
-		},
-	}))
+	require.NoError(t, mcpserver.AddTools(s, reg, nil))
 	h := mcpserver.HTTPHandler(s, &mcpserver.HTTPOptions{Stateless: true, WriteTimeout: 300 * time.Millisecond})
 	srv := httptest.NewServer(h)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))

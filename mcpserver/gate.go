@@ -369,7 +369,7 @@ func (s *requestState) verify(state, principal, tool string, args any) (string, 
 //
 // It panics when r is nil, as http.Handle does for a nil handler.
 func ScopeChallenge(r actions.Runner, opts *Options) func(http.Handler) http.Handler {
-	if r == nil {
+	if isNil(r) {
 		panic("mcpserver: ScopeChallenge needs a runner")
 	}
 	var o Options

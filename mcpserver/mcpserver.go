@@ -64,6 +64,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -144,7 +145,7 @@ type Options struct {
 // action id, or a batch tool name ([BatchTool].Name) that MCP refuses or
 // that an action's tool holds.
 func AddTools(s *mcp.Server, r actions.Runner, opts *Options) error {
-	if s == nil || r == nil {
+	if s == nil || isNil(r) {
 		return errors.New("mcpserver: AddTools needs a server and a runner")
 	}
 	srv, err := newServer(r, opts)
@@ -203,6 +204,17 @@ func AddTools(s *mcp.Server, r actions.Runner, opts *Options) error {
 	}
 	s.AddReceivingMiddleware(scrubErrors)
 	return nil
+}
+
+// isNil reports whether r is nil, or a nil pointer in an interface (a
+// host's *actions.Registry left unset), which would fail only at its
+// first method call.
+func isNil(r actions.Runner) bool {
+	if r == nil {
+		return true
+	}
+	v := reflect.ValueOf(r)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // server is what every tool of one AddTools shares: the runner, the

@@ -91,8 +91,9 @@ var indexes = []string{
 }
 
 // SchemaVersion is the version of the store's tables that this package
-// writes and reads.
-const SchemaVersion = 2
+// writes and reads: the last step of migrations (a new step raises it
+// too, or the next Migrate refuses the schema the previous one wrote).
+const SchemaVersion = 3
 
 // Migrate creates the store's tables and indexes, or brings them to
 // [SchemaVersion], in one transaction. It is idempotent: run it at every

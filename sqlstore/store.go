@@ -59,19 +59,19 @@ func (d Dialect) Rebind(q string) string {
 
 // Options configures a [Store]. The zero value is ready.
 type Options struct {
-	// Isolation is the isolation level of the transactions [Runner] opens
-	// (default sql.LevelSerializable). SQLite transactions are
+	// Isolation is the isolation level of the transactions
+	// [Store.Atomic] opens (default sql.LevelSerializable). SQLite transactions are
 	// serializable whatever this says.
 	Isolation sql.IsolationLevel
-	// MaxAttempts bounds how many times a [Runner] tries one call or
-	// batch whose transaction failed on a conflict (a serialization
+	// MaxAttempts bounds how many times [Store.Atomic] tries one unit (a
+	// call, a batch, a decision) whose transaction failed on a conflict (a serialization
 	// failure, a deadlock, SQLITE_BUSY): default 20, the first try
 	// included.
 	MaxAttempts int
 	// Backoff is the wait before attempt n+1 (n = 1 after the first
 	// failure). Default: [DefaultBackoff].
 	Backoff func(n int) time.Duration
-	// Serial runs a Runner's units one at a time across every process
+	// Serial runs the store's units one at a time across every process
 	// sharing the database. On PostgreSQL a session advisory lock is
 	// taken before each transaction begins (so its snapshot sees the
 	// previous unit's commit) and released after it ends: hot rows never

@@ -206,9 +206,9 @@ const MaxPendingFor = 7 * 24 * time.Hour
 type gate struct {
 	opts     GateOptions
 	serve    *Serving
-	limiters sync.Map // principal "\x00" id → *bucket
+	limiters sync.Map     // principal "\x00" id → *bucket
 	made     atomic.Int64 // limiters made, for pruning
-	aliases  sync.Map // alias → *registered[C]
+	aliases  sync.Map     // alias → *registered[C]
 	pendOnce sync.Once
 	pending  PendingStore
 }

@@ -126,6 +126,9 @@ const rolledBackTimeout = 10 * time.Second
 // conflict when the attempts ran out, or ctx.Err() when ctx ended before
 // the commit.
 func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
+	if err := s.made(); err != nil {
+		return nil, err
+	}
 	unit := NewUnit()
 	for attempt := 1; ; attempt++ {
 		u, committed, err := s.attempt(ctx, unit, fn)
@@ -233,6 +236,9 @@ func joinUnit(unitErr, err error) error {
 // see the same moment of the database, as replaying a live database
 // needs. The transaction is rolled back when fn returns.
 func (s *Store) View(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	opts := &sql.TxOptions{ReadOnly: true}
 	if s.dialect == PostgreSQL {
 		opts.Isolation = sql.LevelRepeatableRead

@@ -34,11 +34,17 @@ import (
 //     description. The tag actions:"ref=SCHEMA" on a string field (or
 //     *string, []string) adds the ref keyword: the value names an
 //     instance of the model schema SCHEMA and reaches the body resolved
-//     (see [RefResolver]). A struct has additionalProperties false;
+//     (see [RefResolver]); actions:"enum=A|B,default=A" adds an enum and
+//     a default, each value read as the field's Go type reads JSON (items
+//     separated by commas: ref=, enum=, default=, each at most once).
+//     The members are those encoding/json selects, by JSON name (the
+//     shallowest field wins, then a tagged one; two left at one depth
+//     drop the name), and a field promoted through an embedded pointer
+//     is optional. A struct has additionalProperties false;
 //     *big.Int is "type": "integer", json.Number "type": "number",
 //     time.Time and []byte strings (RFC 3339, base64);
-//   - when def.Parameters is given (to declare defaults, enums, bounds,
-//     formats, refs: what tags cannot say), it is kept, and checked
+//   - when def.Parameters is given (to declare bounds, formats,
+//     patterns: what tags cannot say), it is kept, and checked
 //     against P when Register runs: every required property must have a
 //     field, every field a property, and their types must agree (a
 //     property of type number for an int field is refused, as 1.5 would
@@ -73,10 +79,13 @@ import (
 // nil body; a P that is not a struct or string-keyed map; a type that
 // refers to itself, or holds a channel, a function, a complex number, an
 // unsafe pointer, a map with keys other than strings, an interface other
-// than any (in P), a field with the json option ",string", an embedded
-// field with a json name, or (for inference) a type with its own JSON
-// methods that jsonschema-go does not know; a disagreement between the
-// given schema and P.
+// than any (in P), a field with the json option ",string", a field (in P)
+// promoted through an embedded pointer to an unexported struct field, an
+// actions tag outside its grammar or with an enum or default value the
+// field cannot hold (at the field's pointer), or (for inference) a type
+// with its own JSON methods that jsonschema-go does not know; a
+// disagreement between the given schema and P (a tag's enum or default
+// the property does not say included).
 func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C) (R, error)) Action[C] {
 	a := Action[C]{Definition: def}
 	if body == nil {

@@ -361,6 +361,7 @@ func TestTypedEncodeMatchesEncodingJSON(t *testing.T) {
 		tSkipEmbed{TBase: TBase{ID: "i"}, Own: "o"},
 		tTaggedEmbed{TBase: TBase{ID: "i"}},
 		tDuplicate{A: "a", X: "x"},
+		tEmbedCode{TCode: "c", N: 1},
 		tResult{Key: "k", Lines: 1},
 		tEmpty{},
 		[]string(nil),

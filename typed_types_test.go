@@ -260,6 +260,7 @@ var goTypes = map[string]goType{
 	"tHidden":        typeFor[tHidden](),
 	"tDropped":       typeFor[tDropped](),
 	"tSkipEmbed":     typeFor[tSkipEmbed](),
+	"tEmbedCode":     typeFor[tEmbedCode](),
 	"tEnums":         typeFor[tEnums](),
 	"tBadDefault":    typeFor[tBadDefault](),
 	"tBadEnum":       typeFor[tBadEnum](),
@@ -432,6 +433,15 @@ type tDropped struct {
 	TC1
 	TC2
 	Own string `json:"own"`
+}
+
+// TCode is embedded as a non-struct: encoding/json makes it a member
+// named by its type.
+type TCode string
+
+type tEmbedCode struct {
+	TCode
+	N int `json:"n"`
 }
 
 type tSkipEmbed struct {

@@ -362,6 +362,8 @@ func TestTypedEncodeMatchesEncodingJSON(t *testing.T) {
 		tTaggedEmbed{TBase: TBase{ID: "i"}},
 		tDuplicate{A: "a", X: "x"},
 		tEmbedCode{TCode: "c", N: 1},
+		tEmbedLow{tLow: &tLow{Z: "z"}, N: 1},
+		tEmbedLow{N: 1},
 		tResult{Key: "k", Lines: 1},
 		tEmpty{},
 		[]string(nil),

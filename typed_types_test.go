@@ -260,6 +260,7 @@ var goTypes = map[string]goType{
 	"tHidden":        typeFor[tHidden](),
 	"tDropped":       typeFor[tDropped](),
 	"tSkipEmbed":     typeFor[tSkipEmbed](),
+	"tEmbedLow":      typeFor[tEmbedLow](),
 	"tEmbedCode":     typeFor[tEmbedCode](),
 	"tEnums":         typeFor[tEnums](),
 	"tBadDefault":    typeFor[tBadDefault](),
@@ -441,6 +442,18 @@ type TCode string
 
 type tEmbedCode struct {
 	TCode
+	N int `json:"n"`
+}
+
+// tLow is unexported: embedded by pointer in tEmbedLow, it cannot be
+// allocated by a decoder (encoding/json refuses it too), but a result
+// holding one is written.
+type tLow struct {
+	Z string `json:"z"`
+}
+
+type tEmbedLow struct {
+	*tLow
 	N int `json:"n"`
 }
 

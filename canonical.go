@@ -311,8 +311,8 @@ func (w *canonicalWriter) value(v any, depth int) error {
 			return nil
 		}
 		return w.raw(x, depth)
-	case RunEntry, *RunEntry, RunStep, *RunStep, []RunEntry:
-		// An entry is written in the entry's form whoever writes it: a
+	case RunEntry, *RunEntry, RunStep, *RunStep, []RunEntry, Record, *Record, []Record:
+		// An entry (alone or in its record) is written in the entry's form whoever writes it: a
 		// number a double does not hold keeps its digits (exactText).
 		exact := w.exact
 		w.exact = true

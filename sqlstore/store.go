@@ -133,6 +133,18 @@ func New(db *sql.DB, dialect Dialect, opts *Options) (*Store, error) {
 	return s, nil
 }
 
+// errNotMade is the error of a Store not made by New.
+var errNotMade = errors.New("sqlstore: the Store was not made by New")
+
+// made refuses a Store not made by New (its zero value), which has no
+// database to write to.
+func (s *Store) made() error {
+	if s == nil || s.db == nil {
+		return errNotMade
+	}
+	return nil
+}
+
 // DB returns the database the store writes to.
 func (s *Store) DB() *sql.DB { return s.db }
 
@@ -205,6 +217,9 @@ func auditColumns(a *actions.Audit) (text, principal, surface, pending string, e
 // canonical JSON form. Then a unit and position already in the log (the
 // unique key), or the database's.
 func (s *Store) Append(ctx context.Context, tx *sql.Tx, unit string, recs ...actions.Record) error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	if len(recs) == 0 {
 		return nil
 	}
@@ -248,6 +263,9 @@ func (s *Store) Append(ctx context.Context, tx *sql.Tx, unit string, recs ...act
 // Write appends the records of one unit in a transaction of their own,
 // retried on conflicts like a unit's.
 func (s *Store) Write(ctx context.Context, unit string, recs ...actions.Record) error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	return s.retry(ctx, func(int) error {
 		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation})
 		if err != nil {
@@ -354,6 +372,9 @@ type Filter struct {
 // its seq; so is a Filter.Kept other than the three choices, or a
 // negative Filter.Limit.
 func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
+	if err := s.made(); err != nil {
+		return nil, err
+	}
 	switch {
 	case f.Kept < KeptOnly || f.Kept > KeptAndUndone:
 		return nil, fmt.Errorf("sqlstore: unknown Filter.Kept %d", int(f.Kept))

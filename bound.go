@@ -24,7 +24,8 @@ import (
 //     Total, Kept and Left count items. When the action declares a
 //     cursor parameter ([CursorParam]), NextCall is the same action with
 //     the caller's parameters and the cursor of the first item left out,
-//     and a string "next" member beside the items is set to that cursor;
+//     and the "next" member beside a Page's items (or any string "next"
+//     member) is set to that cursor;
 //   - a root string: cut at a character (code point) boundary; Total,
 //     Kept and Left count characters;
 //   - anything else over its bound is refused with result_too_large,
@@ -143,6 +144,7 @@ func boundText(text string, limit int, next pager) (*Bounded, error) {
 		}
 		b.Path = ijson.AppendToken("", name)
 		_, hasNext := x["next"].(string)
+		hasNext = hasNext || (name == "items" && x["next"] == nil) // a Page leaves out an empty next
 		return cutList(b, x[name].([]any), func(items []any) any {
 			m := make(map[string]any, len(x))
 			for k, v := range x {
@@ -447,7 +449,8 @@ func smallEntry(e RunEntry, limit int) RunEntry {
 		e.ResultSHA256, e.ResultBytes = digestOf(e.Result), len(e.Result)
 		e.Result = ""
 	}
-	steps := append([]RunStep(nil), e.Steps...)
+	steps := make([]RunStep, len(e.Steps))
+	copy(steps, e.Steps)
 	for i, s := range steps {
 		if s.Call != nil && oversized(*s.Call, limit) {
 			c := smallEntry(*s.Call, limit)

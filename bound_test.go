@@ -150,7 +150,7 @@ func TestBoundNextCallFollowed(t *testing.T) {
 				require.LessOrEqual(t, len(res.Text), 2048)
 				var page struct {
 					Items []struct{ ID string } `json:"items"`
-					Next  string               `json:"next"`
+					Next  string                `json:"next"`
 				}
 				var next map[string]any
 				if b, ok := res.Value.(*Bounded); ok {

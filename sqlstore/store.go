@@ -349,8 +349,13 @@ type Filter struct {
 	// Until.
 	Since, Until time.Time
 	// After keeps records whose Seq is greater: a reader that follows the
-	// log passes the last Seq it read.
-	After int64
+	// log passes the last Seq it read. Before keeps those whose Seq is
+	// smaller: a page of the log newest first passes the last Seq shown.
+	After, Before int64
+	// Newest returns the records newest first (by Seq, descending).
+	Newest bool
+	// Code keeps the entries refused with this code (the host's code).
+	Code actions.Code
 	// Unit keeps the records of one call or batch.
 	Unit string
 	// Origin keeps the records written by the stores of this origin.
@@ -381,47 +386,11 @@ func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
 	case f.Limit < 0:
 		return nil, errors.New("sqlstore: negative Filter.Limit")
 	}
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.ReplaceAll(cond, "?", s.param(len(args))))
+	where, args := f.where(s.param)
+	q := "SELECT seq, recorded_at, unit, position, origin, rolled_back, audit, entry FROM actions_run_log" + where + " ORDER BY seq"
+	if f.Newest {
+		q += " DESC"
 	}
-	if f.Action != "" {
-		add("action = ?", f.Action)
-	}
-	if f.Outcome != "" {
-		add("outcome = ?", string(f.Outcome))
-	}
-	if !f.Since.IsZero() {
-		add("recorded_at >= ?", f.Since.UnixMicro())
-	}
-	if !f.Until.IsZero() {
-		add("recorded_at < ?", f.Until.UnixMicro())
-	}
-	if f.After > 0 {
-		add("seq > ?", f.After)
-	}
-	if f.Unit != "" {
-		add("unit = ?", f.Unit)
-	}
-	if f.Origin != "" {
-		add("origin = ?", f.Origin)
-	}
-	if f.Principal != "" {
-		add("principal = ?", f.Principal)
-	}
-	switch f.Kept {
-	case KeptOnly:
-		add("rolled_back = ?", false)
-	case UndoneOnly:
-		add("rolled_back = ?", true)
-	}
-	q := "SELECT seq, recorded_at, unit, position, origin, rolled_back, audit, entry FROM actions_run_log"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY seq"
 	if f.Limit > 0 {
 		q += " LIMIT " + strconv.Itoa(f.Limit)
 	}
@@ -438,22 +407,68 @@ func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
 	defer rows.Close()
 	var out []Record
 	for rows.Next() {
-		var r Record
-		var at int64
-		var audit string
-		if err := rows.Scan(&r.Seq, &at, &r.Unit, &r.Position, &r.Origin, &r.RolledBack, &audit, &r.Text); err != nil {
+		r, err := scanRecord(rows)
+		if err != nil {
 			return nil, err
-		}
-		r.RecordedAt = time.UnixMicro(at).UTC()
-		if audit != "{}" {
-			if err := json.Unmarshal([]byte(audit), &r.Audit); err != nil {
-				return nil, fmt.Errorf("sqlstore: record %d: the audit does not decode: %w", r.Seq, err)
-			}
-		}
-		if err := json.Unmarshal([]byte(r.Text), &r.Entry); err != nil {
-			return nil, fmt.Errorf("sqlstore: record %d: the entry does not decode: %w", r.Seq, err)
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// where is the WHERE clause (with its leading space, or empty) and the
+// arguments of what f selects, bind parameters written by param.
+func (f Filter) where(param func(int) string) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		conds = append(conds, strings.ReplaceAll(cond, "?", param(len(args))))
+	}
+	for _, c := range []struct {
+		set  bool
+		cond string
+		v    any
+	}{
+		{f.Action != "", "action = ?", f.Action},
+		{f.Outcome != "", "outcome = ?", string(f.Outcome)},
+		{f.Code != "", "error = ?", string(f.Code)},
+		{!f.Since.IsZero(), "recorded_at >= ?", f.Since.UnixMicro()},
+		{!f.Until.IsZero(), "recorded_at < ?", f.Until.UnixMicro()},
+		{f.After > 0, "seq > ?", f.After},
+		{f.Before > 0, "seq < ?", f.Before},
+		{f.Unit != "", "unit = ?", f.Unit},
+		{f.Origin != "", "origin = ?", f.Origin},
+		{f.Principal != "", "principal = ?", f.Principal},
+		{f.Kept == KeptOnly, "rolled_back = ?", false},
+		{f.Kept == UndoneOnly, "rolled_back = ?", true},
+	} {
+		if c.set {
+			add(c.cond, c.v)
+		}
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// scanRecord reads one row of Read's query.
+func scanRecord(rows *sql.Rows) (Record, error) {
+	var r Record
+	var at int64
+	var audit string
+	if err := rows.Scan(&r.Seq, &at, &r.Unit, &r.Position, &r.Origin, &r.RolledBack, &audit, &r.Text); err != nil {
+		return Record{}, err
+	}
+	r.RecordedAt = time.UnixMicro(at).UTC()
+	if audit != "{}" {
+		if err := json.Unmarshal([]byte(audit), &r.Audit); err != nil {
+			return Record{}, fmt.Errorf("sqlstore: record %d: the audit does not decode: %w", r.Seq, err)
+		}
+	}
+	if err := json.Unmarshal([]byte(r.Text), &r.Entry); err != nil {
+		return Record{}, fmt.Errorf("sqlstore: record %d: the entry does not decode: %w", r.Seq, err)
+	}
+	return r, nil
 }

@@ -74,6 +74,11 @@ type Definition struct {
 	// contract: results are not checked. [Typed] infers it from the
 	// result's Go type. See docs/typed.md for what a breach gives.
 	OutputSchema any `json:"outputSchema,omitempty"`
+	// MaxResultBytes bounds this action's results as they reach a
+	// caller, in bytes of canonical JSON, in place of the registry's
+	// Limits.MaxResultBytes; zero keeps the registry's, negative means
+	// no bound. See [Bounded] for what a result over it becomes.
+	MaxResultBytes int `json:"maxResultBytes,omitempty"`
 }
 
 // Action is a definition with its body. C is the environment the

@@ -86,6 +86,7 @@ func (r *Registry[C]) batch(ctx context.Context, b Batch, inv invocation) (any, 
 		return results[j], true
 	}
 	recs := make([]Record, 0, len(plan.steps))
+	bound := newBatchBound(limits)
 	var result any
 	for i, st := range plan.steps {
 		if err := ctx.Err(); err != nil {
@@ -106,7 +107,7 @@ func (r *Registry[C]) batch(ctx context.Context, b Batch, inv invocation) (any, 
 		step := inv
 		step.name, step.params, step.step = st.call, params, true
 		_, rec, _, err := r.top(ctx, step)
-		recs = append(recs, rec)
+		recs = append(recs, bound.step(r, step, rec))
 		if err != nil {
 			return nil, recs, false, &StepError{Index: i, Action: st.call, Err: err}
 		}
@@ -136,7 +137,11 @@ func (r *Registry[C]) batch(ctx context.Context, b Batch, inv invocation) (any, 
 		}
 		result = v
 	}
-	return result, recs, true, nil
+	a, err := bound.result(r, result, plan.result == "")
+	if err != nil {
+		return nil, recs, false, err
+	}
+	return a, recs, true, nil
 }
 
 // holdBatch holds b whole when a step needs confirmation: every step is

@@ -33,8 +33,20 @@ type Call struct {
 type Result struct {
 	// Value is the body's result, or for a batch the batch's result (see
 	// [Batch].Result), in JSON's Go types when it comes from a batch;
-	// nil whenever the error is not nil.
+	// nil whenever the error is not nil. A result over its bound
+	// (Limits.MaxResultBytes, [Definition].MaxResultBytes) is a
+	// *[Bounded] instead: its first items or characters, and how to get
+	// the rest.
 	Value any
+	// Text is the canonical JSON (RFC 8785) of Value as given: what a
+	// transport sends. "null" for a call done with no result; empty when
+	// the error is not nil.
+	Text string
+	// StepResults, for a batch, holds each step's result as the batch
+	// gives it back, in order: in JSON's Go types, or a *[Bounded] (an
+	// Omitted one past Limits.MaxBatchResultBytes); nil for a step that
+	// gave none or was refused. Nil for one call.
+	StepResults []any
 	// Records are the records of the calls the unit made, in order, as
 	// the store kept them: one for a call or a decision, one per call
 	// made for a batch (the refused one last). Empty when the call was

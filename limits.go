@@ -34,6 +34,29 @@ type Limits struct {
 	// MaxPlaceholders bounds the placeholders of one step's "with"
 	// (default 1000). Passing it: invalid_script_step.
 	MaxPlaceholders int
+	// MaxResultBytes bounds a call's result as it reaches its caller:
+	// bytes of its canonical JSON (RFC 8785). The default, 32 KiB, is
+	// about 8k to 10k tokens of JSON, under the 25k tokens where MCP
+	// clients cut a tool result and near the 10k where they warn: a
+	// result a model never sees whole is one it reasons about wrongly.
+	// Negative: no bound. An action may set its own
+	// ([Definition].MaxResultBytes). Over it, a list is cut, a string
+	// cut, anything else refused with result_too_large (see [Bounded]).
+	MaxResultBytes int
+	// MaxBatchResultBytes bounds the results one batch gives back in
+	// all, in bytes of canonical JSON (default 64 KiB): the batch's
+	// result (bounded first, by MaxResultBytes, and reserved out of it)
+	// and each step's result, bounded in turn by its action's bound and
+	// by what is left. A step that no longer fits still runs; its result
+	// is given as an omitted [Bounded]. Negative: each step bounded by
+	// its action's bound only. It sits beside MaxBatchCalls: with both,
+	// a batch's answer is at most this plus a fixed size per step.
+	MaxBatchResultBytes int
+	// MaxEntryResultBytes bounds the result text a run entry keeps
+	// (default 4 KiB): a longer one is kept as its SHA-256 and byte size
+	// ([RunEntry].ResultSHA256, ResultBytes), which replay compares.
+	// Negative: every result kept whole.
+	MaxEntryResultBytes int
 }
 
 // The defaults of [Limits].
@@ -47,10 +70,13 @@ const (
 	DefaultMaxBatchCalls        = 1000
 	DefaultMaxPlaceholderLength = 256
 	DefaultMaxPlaceholders      = 1000
+	DefaultMaxResultBytes       = 32 << 10
+	DefaultMaxBatchResultBytes  = 64 << 10
+	DefaultMaxEntryResultBytes  = 4 << 10
 )
 
 // withDefaults returns l with every zero (or negative) field set to its
-// default.
+// default; a negative result bound stays, meaning off.
 func (l Limits) withDefaults() Limits {
 	def := func(v *int, d int) {
 		if *v <= 0 {
@@ -66,5 +92,14 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxBatchCalls, DefaultMaxBatchCalls)
 	def(&l.MaxPlaceholderLength, DefaultMaxPlaceholderLength)
 	def(&l.MaxPlaceholders, DefaultMaxPlaceholders)
+	// The result bounds may be switched off: only zero is the default.
+	zero := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	zero(&l.MaxResultBytes, DefaultMaxResultBytes)
+	zero(&l.MaxBatchResultBytes, DefaultMaxBatchResultBytes)
+	zero(&l.MaxEntryResultBytes, DefaultMaxEntryResultBytes)
 	return l
 }

@@ -342,7 +342,7 @@ func (r *Registry[C]) Decide(ctx context.Context, d Decision) (Result, error) {
 				inv.name = pc.Alias
 			}
 			var rec Record
-			value, rec, commit, err = r.top(ctx, inv)
+			value, rec, commit, err = r.answer(inv)(r.top(ctx, inv))
 			recs = []Record{rec}
 		}
 		if !commit {

@@ -46,6 +46,11 @@ const (
 	// CodeDiverged: a replayed call departed from its record (a
 	// *[Divergence]).
 	CodeDiverged Code = "diverged"
+	// CodeResultTooLarge: the result is over its bound
+	// (Limits.MaxResultBytes or the action's own) and is neither a list
+	// nor a string that can be cut (see [Bounded]). The body ran; its
+	// unit is undone. Narrow the call.
+	CodeResultTooLarge Code = "result_too_large"
 )
 
 // Sentinels for [errors.Is]: a *Refusal matches the sentinel of its code.
@@ -65,6 +70,7 @@ var (
 	ErrCancelled           = errors.New(string(CodeCancelled))
 	ErrOutputInvalid       = errors.New(string(CodeOutputInvalid))
 	ErrDiverged            = errors.New(string(CodeDiverged))
+	ErrResultTooLarge      = errors.New(string(CodeResultTooLarge))
 )
 
 func sentinelOf(c Code) error {
@@ -91,6 +97,8 @@ func sentinelOf(c Code) error {
 		return ErrOutputInvalid
 	case CodeDiverged:
 		return ErrDiverged
+	case CodeResultTooLarge:
+		return ErrResultTooLarge
 	}
 	s, _, _ := gateSentinel(c)
 	return s
@@ -133,7 +141,7 @@ func PolicyOf(c Code) Policy {
 		return PolicyOf(CodeInternal)
 	case CodeUnknownAction, CodeDuplicateName, CodeConstraintViolation, CodeOutputInvalid, CodeDiverged:
 		return Policy{TransportProtocol, RetryNever}
-	case CodeInvalidParameters, CodeUnknownReference, CodeInvalidScriptStep:
+	case CodeInvalidParameters, CodeUnknownReference, CodeInvalidScriptStep, CodeResultTooLarge:
 		return Policy{TransportToolResult, RetryAfterEdit}
 	case CodeInternal, CodeCancelled:
 		return Policy{TransportProtocol, RetryAfterBackoff}
@@ -162,7 +170,7 @@ func Policies() map[Code]Policy {
 // registryCodes are the codes the registry itself raises.
 func registryCodes() []Code {
 	return append([]Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
-		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled, CodeOutputInvalid, CodeDiverged},
+		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled, CodeOutputInvalid, CodeDiverged, CodeResultTooLarge},
 		gateCodes...)
 }
 

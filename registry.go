@@ -379,7 +379,8 @@ func (r *Registry[C]) Run(ctx context.Context, c Call) (Result, error) {
 		if c.Batch != nil {
 			return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID})
 		}
-		v, rec, commit, err := r.top(ctx, invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID})
+		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID}
+		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
 		return v, []Record{rec}, commit, err
 	})
 }
@@ -422,10 +423,14 @@ func (r *Registry[C]) unit(ctx context.Context, fn work) (Result, error) {
 			}
 		}
 	}
-	if err != nil {
-		value = nil
+	res := Result{Value: value, Records: recs}
+	if a, ok := value.(answered); ok {
+		res.Value, res.Text, res.StepResults = a.value, a.text, a.steps
 	}
-	return Result{Value: value, Records: recs}, err
+	if err != nil {
+		res.Value, res.Text, res.StepResults = nil, "", nil
+	}
+	return res, err
 }
 
 // invocation is one call as the call path carries it.

@@ -174,6 +174,9 @@ func (r *Registry[C]) replayed(ctx context.Context, rec Record) (RunEntry, error
 	}
 	inv.params = params
 	_, got, _, err := r.top(ctx, inv)
+	if !inv.step {
+		_, got, _, err = r.answer(inv)(nil, got, true, err)
+	}
 	return got.Entry, err
 }
 
@@ -198,7 +201,7 @@ func (r *Registry[C]) diverge(at string, want, got RunEntry, depth int) *Diverge
 	if want.Error != got.Error {
 		return &Divergence{Path: at + "/error", Want: string(want.Error), Got: string(got.Error)}
 	}
-	return divergeText(at+"/result", want.Result, got.Result)
+	return divergeResult(at, want, got)
 }
 
 // divergeStep compares step i of both sides.

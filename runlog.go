@@ -39,6 +39,14 @@ type RunEntry struct {
 	// Result is the canonical JSON of the body's result; empty when the
 	// body returned nil or the call was refused.
 	Result string `json:"result,omitempty"`
+	// ResultSHA256 and ResultBytes stand for a result longer than
+	// Limits.MaxEntryResultBytes, which the entry does not keep (Result
+	// is then empty): the hex SHA-256 of its canonical JSON and that
+	// text's size in bytes. Replay compares the digest. Left out
+	// otherwise, so that an entry of a small result keeps the
+	// reference's shape.
+	ResultSHA256 string `json:"resultSHA256,omitempty"`
+	ResultBytes  int    `json:"resultBytes,omitempty"`
 	// AsHost is true for a nested call its body made as the host
 	// ([Trace.CallAsHost]) rather than as its caller; left out otherwise.
 	AsHost bool `json:"asHost,omitempty"`
@@ -63,6 +71,7 @@ func (e RunEntry) refused(err error, params string) RunEntry {
 	e.Outcome = OutcomeRefused
 	e.Error = CodeOf(err)
 	e.Result = ""
+	e.ResultSHA256, e.ResultBytes = "", 0
 	return e
 }
 

@@ -568,7 +568,11 @@ func TestBatchResultIsNotBoundLikeParameters(t *testing.T) {
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return map[string]any{"text": big}, nil }}))
 	result, _, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "a/big", As: "a"}}, Result: "${a.text}"}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, big, result)
+	// Not refused as parameters would be; bounded as every result is.
+	b, ok := result.(*Bounded)
+	require.True(t, ok, "a result over MaxResultBytes is bounded")
+	assert.Equal(t, len(big), b.Bound.Total)
+	assert.True(t, strings.HasPrefix(big, b.Value.(string)))
 }
 
 func TestDefaultsCannotMultiplyACall(t *testing.T) {

@@ -194,15 +194,34 @@ type batchRefusal struct {
 	Steps []stepOutcome `json:"steps"`
 }
 
-func outcomes(entries []actions.RunEntry) []stepOutcome {
+// outcomes are the lines of the steps made, each with its result as the
+// runner gave it back (results[i], bounded where it had to be); for a
+// refused batch (results nil), the results its entries kept.
+func outcomes(entries []actions.RunEntry, results []any) []stepOutcome {
 	out := make([]stepOutcome, len(entries))
 	for i, e := range entries {
 		out[i] = stepOutcome{Call: e.Action, Outcome: e.Outcome, Error: e.Error}
-		if e.Result != "" {
-			out[i].Result = json.RawMessage(e.Result)
+		switch {
+		case i < len(results) && results[i] != nil:
+			if text, err := actions.CanonicalJSON(clientValue(results[i])); err == nil {
+				out[i].Result = json.RawMessage(text)
+			}
+		case results == nil && e.Result != "":
+			out[i].Result = json.RawMessage(e.Result) // kept small by the entry's bound
 		}
 	}
 	return out
+}
+
+// boundedSteps counts the results of a batch's answer that were bounded.
+func boundedSteps(value any, results []any) int {
+	n := 0
+	for _, v := range append([]any{value}, results...) {
+		if _, ok := v.(*actions.Bounded); ok {
+			n++
+		}
+	}
+	return n
 }
 
 func (h *batchHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
@@ -265,20 +284,26 @@ func (h *batchHandler) render(ctx context.Context, result actions.Result, err er
 	if err != nil {
 		return h.batchRefused(ctx, err, result.Records)
 	}
-	text, err := actions.CanonicalJSON(result.Value)
+	text, err := actions.CanonicalJSON(clientValue(result.Value))
 	if err != nil {
 		h.report(ctx, err)
 		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
 	}
-	answer, err := actions.CanonicalJSON(batchAnswer{Result: text, Steps: outcomes(entries)})
+	answer, err := actions.CanonicalJSON(batchAnswer{Result: text, Steps: outcomes(entries, result.StepResults)})
 	if err != nil {
 		h.report(ctx, err)
 		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
 	}
-	return &mcp.CallToolResult{
+	res := &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(answer)}},
 		StructuredContent: json.RawMessage(answer),
-	}, nil
+	}
+	if n := boundedSteps(result.Value, result.StepResults); n > 0 {
+		res.Content = append(res.Content, &mcp.TextContent{Text: fmt.Sprintf(
+			"bounded: %d of the results above were cut or left out to keep the answer within its bound; "+
+				"each says so in its \"bounded\" member, with the next call that fetches the rest where there is one", n)})
+	}
+	return res, nil
 }
 
 // batchRefused answers a refused batch: a refusal whose issues point into
@@ -338,7 +363,7 @@ func (h *batchHandler) batchRefused(ctx context.Context, err error, recs []actio
 		d.ConfirmURL = h.srv.opts.ConfirmURL(located.Pending.ID)
 	}
 	b.WriteString(refusalText(&located, d.ConfirmURL))
-	data := batchRefusal{refusalJSON: d, At: at, Step: step, Kept: kept, Steps: outcomes(entries)}
+	data := batchRefusal{refusalJSON: d, At: at, Step: step, Kept: kept, Steps: outcomes(entries, nil)}
 	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}
 	if raw, err := json.Marshal(data); err == nil {
 		res.StructuredContent = json.RawMessage(raw)

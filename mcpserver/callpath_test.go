@@ -543,7 +543,7 @@ func TestTypedOutputSchemaAdmitsRefusalsAndReceipts(t *testing.T) {
 				AnyOf []map[string]any `json:"anyOf"`
 			}
 			require.NoError(t, json.Unmarshal(mustJSON(t, schemas[name]), &listed))
-			require.Len(t, listed.AnyOf, 2, "%s: the result's schema or a refusal's", name)
+			require.Len(t, listed.AnyOf, 3, "%s: the result's schema, a refusal's or a bounded result's", name)
 			if name != "shop-sizes" {
 				assert.Equal(t, "object", listed.Type, "%s: an object root stays an object root", name)
 			}

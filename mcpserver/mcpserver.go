@@ -359,7 +359,7 @@ func (h *toolHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res *
 	if runErr != nil {
 		return h.refused(ctx, runErr)
 	}
-	return h.done(result.Entry(), protocolVersion(req)), nil
+	return h.done(result, protocolVersion(req)), nil
 }
 
 // render answers a decided change of this tool: its result, or its
@@ -368,16 +368,25 @@ func (h *toolHandler) render(ctx context.Context, res actions.Result, err error,
 	if err != nil {
 		return h.refused(ctx, err)
 	}
-	return h.done(res.Entry(), version), nil
+	return h.done(res, version), nil
 }
 
 // done renders a done call of this tool for a request at protocol
-// version: with its output schema's rules when it has one.
-func (h *toolHandler) done(entry actions.RunEntry, version string) *mcp.CallToolResult {
+// version: with its output schema's rules when it has one. A bounded
+// result (actions.Bounded) goes as its envelope, with a second text item
+// saying what was left out and how to get it.
+func (h *toolHandler) done(res actions.Result, version string) *mcp.CallToolResult {
+	text, note := clientText(res)
+	var out *mcp.CallToolResult
 	if h.output.schema != nil {
-		return h.output.result(entry, version)
+		out = h.output.result(text, version)
+	} else {
+		out = resultOf(text)
 	}
-	return resultOf(entry)
+	if note != "" {
+		out.Content = append(out.Content, &mcp.TextContent{Text: note})
+	}
+	return out
 }
 
 // arguments returns the call's arguments for the runner's Run: the raw JSON
@@ -395,11 +404,7 @@ func arguments(req *mcp.CallToolRequest) any {
 
 // resultOf renders a done call: its canonical result text as the one
 // content item, and as structuredContent when it is an object.
-func resultOf(entry actions.RunEntry) *mcp.CallToolResult {
-	text := entry.Result
-	if text == "" {
-		text = "null" // the body returned no result
-	}
+func resultOf(text string) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 	if text[0] == '{' {
 		res.StructuredContent = json.RawMessage(text)

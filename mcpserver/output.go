@@ -23,9 +23,10 @@ type output struct {
 }
 
 // outputOf reads a tool's output schema, and makes the one listed: an
-// anyOf of the result's schema and a refusal's object, so that a client
-// validating structuredContent accepts a refusal (or a held call's
-// receipt) as well as a result. The result schema's $defs move to the
+// anyOf of the result's schema, a refusal's object and a bounded
+// result's envelope (boundedSchema), so that a client validating
+// structuredContent accepts a refusal (or a held call's receipt) and a
+// result cut to its bound as well as a result. The result schema's $defs move to the
 // root, where its "#/$defs/..." references still find them, and an
 // object root keeps "type": "object" at the root, as 2025-11-25 requires.
 func outputOf(t actions.Tool) (output, error) {
@@ -50,7 +51,7 @@ func outputOf(t actions.Tool) (output, error) {
 	if objectRoot {
 		listed["type"] = "object"
 	}
-	listed["anyOf"] = []any{inner, refusalSchema}
+	listed["anyOf"] = []any{inner, refusalSchema, boundedSchema}
 	lt, err := actions.CanonicalJSON(listed)
 	if err != nil {
 		return output{}, fmt.Errorf("mcpserver: tool %s: output schema: %w", t.Name, err)
@@ -103,11 +104,7 @@ func protocolVersion(req interface{ ProtocolVersion() string }) (v string) {
 // canonical JSON text as the one content item and, where the version
 // allows the result's JSON type, the same value as structuredContent. The
 // registry checked the result against the schema before it got here.
-func (o output) result(entry actions.RunEntry, version string) *mcp.CallToolResult {
-	text := entry.Result
-	if text == "" {
-		text = "null"
-	}
+func (o output) result(text string, version string) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 	if text[0] == '{' || anyOutput(version) {
 		res.StructuredContent = json.RawMessage(text)

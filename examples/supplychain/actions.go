@@ -26,6 +26,12 @@ const (
 	periodParam = `{"type": "string", "pattern": "^[0-9]{4}$", "default": "2024",
 		"description": "The reporting year."}`
 
+	listActorsSchema = `{"type": "object", "additionalProperties": false, "properties": {
+		"type": {"enum": ["plant", "warehouse", "depot", "supplier"], "description": "Only actors of this type."},
+		"lang": {"type": "string", "enum": ["en", "fr"], "default": "en", "description": "The language of the names."},
+		"limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 100, "description": "At most this many actors per page."},
+		"cursor": ` + actions.CursorSchema + `}}`
+
 	getActorSchema = `{"type": "object", "additionalProperties": false,
 		"properties": {"actor": ` + actorRef + `}, "required": ["actor"]}`
 
@@ -81,9 +87,11 @@ func definitions() []actions.Action[*Env] {
 	return []actions.Action[*Env]{
 		actions.Typed(actions.Definition{
 			ID: "supply/list_actors", Title: "List actors", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
-			Description: "Lists the actors of the supply chain, sorted by id, with their names in one language.",
-			// No Parameters: the schema is inferred from listActorsParams,
-			// whose tags say its enums and default.
+			Description: "Lists the actors of the supply chain, sorted by id, with their names in one language, a page at a time: call again with the cursor an answer gives (next, or nextCall when the answer was bounded) for the next page.",
+			// The schema adds the page's bounds and the cursor's pattern
+			// to what listActorsParams' tags say (enums, default), which
+			// Register checks it against.
+			Parameters: listActorsSchema,
 		}, listActors),
 		actions.Typed(actions.Definition{
 			ID: "supply/get_actor", Title: "Get an actor", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
@@ -160,20 +168,18 @@ func (m *Model) env(ctx context.Context, t *actions.Trace) *Env {
 // The parameters and results of the typed actions. The json tags name
 // the members; the schemas above add what tags cannot say.
 type (
-	// listActorsParams says its enums and default in tags: list_actors
-	// needs no hand-written schema.
+	// listActorsParams says its enums and default in tags.
 	listActorsParams struct {
-		Type string `json:"type,omitempty" jsonschema:"Only actors of this type." actions:"enum=plant|warehouse|depot|supplier"`
-		Lang string `json:"lang,omitempty" jsonschema:"The language of the names." actions:"enum=en|fr,default=en"`
+		Type   string `json:"type,omitempty" jsonschema:"Only actors of this type." actions:"enum=plant|warehouse|depot|supplier"`
+		Lang   string `json:"lang,omitempty" jsonschema:"The language of the names." actions:"enum=en|fr,default=en"`
+		Limit  int    `json:"limit,omitempty" actions:"default=100"`
+		Cursor string `json:"cursor,omitempty"`
 	}
 	actorSummary struct {
 		Key  string `json:"key"`
 		ID   string `json:"id"`
 		Type string `json:"type"`
 		Name string `json:"name"`
-	}
-	actorList struct {
-		Actors []actorSummary `json:"actors"`
 	}
 	// actorParams names one actor; the registry has resolved the ref to
 	// the actor's key before the body runs.
@@ -224,14 +230,21 @@ const actorViewSchema = `{"type": "object", "required": ["key", "id", "type", "d
 	"properties": {"key": {"type": "string"}, "id": {"type": "string"}, "type": {"type": "string"},
 		"display_name": {"type": "object", "additionalProperties": {"type": "string"}}}}`
 
-func listActors(ctx context.Context, p listActorsParams, env *Env) (actorList, error) {
-	list := actorList{Actors: []actorSummary{}}
+// listActors gives one page of the actors ([actions.Page]): the
+// registry cuts a page over its result bound and gives the cursor of the
+// first actor left out, through the same cursor parameter.
+func listActors(ctx context.Context, p listActorsParams, env *Env) (actions.Page[actorSummary], error) {
 	all, err := env.Model.Actors(ctx, p.Type)
 	if err != nil {
-		return actorList{}, err
+		return actions.Page[actorSummary]{}, err
 	}
-	for _, a := range all {
-		list.Actors = append(list.Actors, actorSummary{Key: a.Key, ID: a.ID, Type: a.Type, Name: nameIn(a, p.Lang, env.Model)})
+	page, err := actions.Paginate(all, p.Cursor, p.Limit)
+	if err != nil {
+		return actions.Page[actorSummary]{}, err
+	}
+	list := actions.Page[actorSummary]{Items: make([]actorSummary, 0, len(page.Items)), Next: page.Next}
+	for _, a := range page.Items {
+		list.Items = append(list.Items, actorSummary{Key: a.Key, ID: a.ID, Type: a.Type, Name: nameIn(a, p.Lang, env.Model)})
 	}
 	return list, nil
 }

@@ -48,11 +48,11 @@ func TestToolsAgainstMCPSchemas(t *testing.T) {
 	}
 }
 
-// TestListActorsSchemaFromTags: list_actors has no hand-written schema;
-// the tags of listActorsParams give the one it had (the enum of type,
-// the enum and default of lang), with "type": "string" beside the enum
-// of type, which allowed strings only already.
-func TestListActorsSchemaFromTags(t *testing.T) {
+// TestListActorsSchema: list_actors' schema is the one it declares (the
+// page's bounds, the cursor's pattern), which Register checked against
+// what listActorsParams' tags say (the enum of type, the enum and default
+// of lang, the default limit): a schema that disagreed would be refused.
+func TestListActorsSchema(t *testing.T) {
 	model, reg, err := setup()
 	require.NoError(t, err)
 	defer model.Close()
@@ -65,8 +65,10 @@ func TestListActorsSchemaFromTags(t *testing.T) {
 		text, err := json.Marshal(tool.InputSchema)
 		require.NoError(t, err)
 		assert.JSONEq(t, `{"type": "object", "additionalProperties": false, "properties": {
-			"type": {"type": "string", "enum": ["plant", "warehouse", "depot", "supplier"], "description": "Only actors of this type."},
-			"lang": {"type": "string", "enum": ["en", "fr"], "default": "en", "description": "The language of the names."}}}`, string(text))
+			"type": {"enum": ["plant", "warehouse", "depot", "supplier"], "description": "Only actors of this type."},
+			"lang": {"type": "string", "enum": ["en", "fr"], "default": "en", "description": "The language of the names."},
+			"limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 100, "description": "At most this many actors per page."},
+			"cursor": {"type": "string", "pattern": "^[0-9]{1,10}$", "description": "Where to start: give the cursor a previous answer's next or nextCall holds; leave it out for the first page."}}}`, string(text))
 		return
 	}
 	t.Fatal("no tool supply-list_actors")

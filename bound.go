@@ -1,0 +1,504 @@
+package actions
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/actionreg/actions/internal/ijson"
+)
+
+// Bounded is the form a result over its bound reaches its caller in
+// ([Result].Value, and each step's in [Result].StepResults): never the
+// whole result, never a value cut in the middle. Its JSON form is
+//
+//	{"value": <the part that fits>, "bounded": {"limit": 32768, "bytes": 120345,
+//	 "path": "/items", "total": 500, "kept": 40, "left": 460,
+//	 "nextCall": {"action": "supply/list_actors", "params": {"cursor": "40"}}}}
+//
+// What is cut (see docs/pagination.md):
+//   - a list: a root array, or in a root object its "items" member when
+//     it is an array, otherwise its one member that is an array. It is
+//     cut to the first items that fit, the object's other members kept;
+//     Total, Kept and Left count items. When the action declares a
+//     cursor parameter ([CursorParam]), NextCall is the same action with
+//     the caller's parameters and the cursor of the first item left out,
+//     and the "next" member beside a Page's items (or any string "next"
+//     member) is set to that cursor;
+//   - a root string: cut at a character (code point) boundary; Total,
+//     Kept and Left count characters;
+//   - anything else over its bound is refused with result_too_large,
+//     and so is a list whose first item alone is over it. In a batch a
+//     step is never refused for its size: its result is Omitted instead.
+//
+// The envelope itself, JSON text and all, fits the bound.
+type Bounded struct {
+	// Value is the part of the result that fits: the list with its first
+	// Kept items (and its object's other members), the string's first
+	// Kept characters; nil when Omitted.
+	Value any `json:"value"`
+	// Bound says what was cut.
+	Bound Bound `json:"bounded"`
+}
+
+// Bound describes how a result was bounded; see [Bounded].
+type Bound struct {
+	// Limit is the bound in force, in bytes of canonical JSON.
+	Limit int `json:"limit"`
+	// Bytes is the size of the whole result's canonical JSON.
+	Bytes int `json:"bytes"`
+	// Path is the RFC 6901 pointer of the list or string cut: "" for the
+	// root, "/items" for a member.
+	Path string `json:"path"`
+	// Total, Kept and Left count the items (a list) or characters (a
+	// string) of the whole value, those given and those left out.
+	Total int `json:"total"`
+	Kept  int `json:"kept"`
+	Left  int `json:"left"`
+	// Omitted is true for a batch step's result that did not fit what
+	// was left of the batch's bound, or could not be cut: only its size
+	// is given.
+	Omitted bool `json:"omitted,omitempty"`
+	// NextCall, for a list of an action that declares a cursor, is the
+	// call that fetches the items left out.
+	NextCall *NextCall `json:"nextCall,omitempty"`
+}
+
+// NextCall is a call that fetches the rest of a bounded list: Action (an
+// action id; MCP answers give the tool name) with Params, the caller's
+// parameters as given with [CursorParam] set.
+type NextCall struct {
+	Action string         `json:"action"`
+	Params map[string]any `json:"params"`
+}
+
+// resultLimit is the bound of a result of d under limits: the action's
+// own when set, negative for none.
+func resultLimit(d *Definition, l Limits) int {
+	if d != nil && d.MaxResultBytes != 0 {
+		return d.MaxResultBytes
+	}
+	return l.MaxResultBytes
+}
+
+// tooLarge is the refusal of a result over limit bytes that cannot be
+// cut. It names the bound, never the value.
+func tooLarge(limit int) *Refusal {
+	r := refusef(CodeResultTooLarge, "the result is larger than its bound of "+strconv.Itoa(limit)+" bytes of JSON and cannot be cut",
+		Issue{Path: "", Keyword: "maxResultBytes", Message: "the bound is " + strconv.Itoa(limit) + " bytes"})
+	r.NextAction = "Narrow the call (filter, ask for fewer fields) so that its result is smaller."
+	return r
+}
+
+// pager makes the next call of a cut list: nil when the action declares
+// no cursor.
+type pager func(kept int) *NextCall
+
+// pagerOf returns the pager of a call of d with given, the canonical
+// JSON of the parameters as given; nil when d's schema has no cursor
+// property or the parameters are not an object.
+func pagerOf(id string, schema map[string]any, given string) pager {
+	props, _ := schema["properties"].(map[string]any)
+	if _, ok := props[CursorParam]; !ok {
+		return nil
+	}
+	v, err := ijson.Decode([]byte(given), canonicalMaxDepth)
+	params, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return nil
+	}
+	at := 0
+	if c, ok := params[CursorParam].(string); ok {
+		if at, err = CursorOffset(c); err != nil {
+			return nil
+		}
+	}
+	return func(kept int) *NextCall {
+		p := make(map[string]any, len(params)+1)
+		for k, v := range params {
+			p[k] = v
+		}
+		p[CursorParam] = CursorAt(at + kept)
+		return &NextCall{Action: id, Params: p}
+	}
+}
+
+// boundText bounds the result whose canonical JSON is text to limit
+// bytes (see [Bounded]); next, when not nil, makes the next call.
+func boundText(text string, limit int, next pager) (*Bounded, error) {
+	v, err := ijson.Decode([]byte(text), canonicalMaxDepth)
+	if err != nil {
+		return nil, tooLarge(limit)
+	}
+	b := Bound{Limit: limit, Bytes: len(text)}
+	switch x := v.(type) {
+	case []any:
+		return cutList(b, x, func(items []any) any { return items }, next)
+	case string:
+		return cutString(b, x)
+	case map[string]any:
+		name := listMember(x)
+		if name == "" {
+			break
+		}
+		b.Path = ijson.AppendToken("", name)
+		_, hasNext := x["next"].(string)
+		hasNext = hasNext || (name == "items" && x["next"] == nil) // a Page leaves out an empty next
+		return cutList(b, x[name].([]any), func(items []any) any {
+			m := make(map[string]any, len(x))
+			for k, v := range x {
+				m[k] = v
+			}
+			m[name] = items
+			return m
+		}, next, hasNext)
+	}
+	return nil, tooLarge(limit)
+}
+
+// listMember is the member of m that holds its list: "items" when it is
+// an array, otherwise its one array member; "" for none.
+func listMember(m map[string]any) string {
+	if _, ok := m["items"].([]any); ok {
+		return "items"
+	}
+	name := ""
+	for k, v := range m {
+		if _, ok := v.([]any); ok {
+			if name != "" {
+				return ""
+			}
+			name = k
+		}
+	}
+	return name
+}
+
+// cutList keeps the first items of list that fit b.Limit inside the
+// envelope wrap(items) makes; setNext also points a "next" member at the
+// next call's cursor.
+func cutList(b Bound, list []any, wrap func([]any) any, next pager, setNext ...bool) (*Bounded, error) {
+	b.Total = len(list)
+	form := func(k int) *Bounded {
+		f := &Bounded{Value: wrap(list[:k:k]), Bound: b}
+		f.Bound.Kept, f.Bound.Left = k, len(list)-k
+		if next != nil {
+			f.Bound.NextCall = next(k)
+			if len(setNext) > 0 && setNext[0] {
+				f.Value.(map[string]any)["next"] = f.Bound.NextCall.Params[CursorParam]
+			}
+		}
+		return f
+	}
+	// The envelope with no item, its counts and cursor at their widest.
+	widest := form(0)
+	widest.Bound.Kept, widest.Bound.Left = len(list), len(list)
+	if next != nil {
+		widest.Bound.NextCall = next(len(list))
+		if len(setNext) > 0 && setNext[0] {
+			widest.Value.(map[string]any)["next"] = widest.Bound.NextCall.Params[CursorParam]
+		}
+	}
+	fixed, err := exactText(widest)
+	if err != nil {
+		return nil, tooLarge(b.Limit)
+	}
+	room, k := b.Limit-len(fixed), 0
+	for ; k < len(list); k++ {
+		t, err := exactText(list[k])
+		if err != nil {
+			return nil, tooLarge(b.Limit)
+		}
+		cost := len(t)
+		if k > 0 {
+			cost++ // the comma
+		}
+		if cost > room {
+			break
+		}
+		room -= cost
+	}
+	for ; k > 0; k-- { // the sizes above are an upper bound: check
+		f := form(k)
+		if t, err := exactText(f); err == nil && len(t) <= b.Limit {
+			return f, nil
+		}
+	}
+	return nil, tooLarge(b.Limit)
+}
+
+// cutString keeps the first characters of s that fit b.Limit.
+func cutString(b Bound, s string) (*Bounded, error) {
+	b.Total = utf8.RuneCountInString(s)
+	widest := &Bounded{Value: "", Bound: b}
+	widest.Bound.Kept, widest.Bound.Left = b.Total, b.Total
+	fixed, err := exactText(widest)
+	if err != nil {
+		return nil, tooLarge(b.Limit)
+	}
+	room, end, kept := b.Limit-len(fixed), 0, 0
+	for i, c := range s {
+		cost := escapedLen(c)
+		if cost > room {
+			break
+		}
+		room -= cost
+		end, kept = i+utf8.RuneLen(c), kept+1
+	}
+	for kept > 0 {
+		f := &Bounded{Value: s[:end], Bound: b}
+		f.Bound.Kept, f.Bound.Left = kept, b.Total-kept
+		if t, err := exactText(f); err == nil && len(t) <= b.Limit {
+			return f, nil
+		}
+		_, size := utf8.DecodeLastRuneInString(s[:end])
+		end, kept = end-size, kept-1
+	}
+	return nil, tooLarge(b.Limit)
+}
+
+// escapedLen is the length of c in a JSON string as RFC 8785 writes it.
+func escapedLen(c rune) int {
+	switch {
+	case c == '"' || c == '\\' || c == '\b' || c == '\t' || c == '\n' || c == '\f' || c == '\r':
+		return 2
+	case c < 0x20:
+		return 6
+	case c == utf8.RuneError:
+		return 3
+	}
+	return utf8.RuneLen(c)
+}
+
+// omitted is the form of a batch step's result that is not given.
+func omitted(text string, limit int) *Bounded {
+	return &Bounded{Bound: Bound{Limit: max(limit, 0), Bytes: len(text), Omitted: true}}
+}
+
+// answered carries what a unit gives its caller beside the value: the
+// canonical JSON of the value as given, and a batch's step results.
+type answered struct {
+	value any
+	text  string
+	steps []any
+}
+
+// answer returns what bounds the result of one top-level call of inv
+// (rec's entry holds its canonical JSON, whole) and keeps the record
+// small; it takes what [Registry.top] returns. A result over its bound
+// that cannot be cut refuses the call: the record is refused with
+// result_too_large and the unit not kept.
+func (r *Registry[C]) answer(inv invocation) func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
+	return func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
+		return r.answered(inv, v, rec, commit, err)
+	}
+}
+
+func (r *Registry[C]) answered(inv invocation, v any, rec Record, commit bool, err error) (any, Record, bool, error) {
+	limits := r.Limits()
+	if err != nil {
+		return v, keepSmall(rec, limits.MaxEntryResultBytes), commit, err
+	}
+	text := rec.Entry.Result
+	form, berr := r.boundFor(inv, text, resultLimitOf(r, inv.name, limits))
+	if berr != nil {
+		rec.Entry = rec.Entry.refused(berr, rec.Entry.Parameters)
+		rec.Audit.Code = CodeResultTooLarge
+		return nil, keepSmall(rec, limits.MaxEntryResultBytes), false, berr
+	}
+	rec = keepSmall(rec, limits.MaxEntryResultBytes)
+	if form != nil {
+		t, _ := exactText(form)
+		return answered{value: form, text: t}, rec, commit, nil
+	}
+	return answered{value: v, text: text}, rec, commit, nil
+}
+
+// resultLimitOf is the result bound of the action called as name.
+func resultLimitOf[C any](r *Registry[C], name string, l Limits) int {
+	reg, ok := r.lookup(name)
+	if !ok {
+		return l.MaxResultBytes
+	}
+	return resultLimit(&reg.action.Definition, l)
+}
+
+// boundFor bounds text, a result of a call of inv, to limit: nil when it
+// fits (or limit is negative).
+func (r *Registry[C]) boundFor(inv invocation, text string, limit int) (*Bounded, error) {
+	if limit < 0 || len(text) <= limit {
+		return nil, nil
+	}
+	var next pager
+	if reg, ok := r.lookup(inv.name); ok {
+		next = pagerOf(reg.action.ID, reg.params.Schema(), r.givenParameters(inv.params))
+	}
+	return boundText(text, limit, next)
+}
+
+// batchBound tracks what is left of a batch's result bound as its steps
+// run: the batch's own result has MaxResultBytes reserved first.
+type batchBound struct {
+	limits  Limits
+	left    int // for the steps; meaningless when off
+	reserve int // for the batch's result
+	off     bool
+	steps   []any
+	last    invocation
+}
+
+func newBatchBound(l Limits) *batchBound {
+	b := &batchBound{limits: l, off: l.MaxBatchResultBytes < 0}
+	if !b.off {
+		b.reserve = l.MaxResultBytes
+		if b.reserve < 0 || b.reserve > l.MaxBatchResultBytes {
+			b.reserve = l.MaxBatchResultBytes
+		}
+		b.left = l.MaxBatchResultBytes - b.reserve
+	}
+	return b
+}
+
+// step records the bounded form of one step's result (rec's entry holds
+// it whole) and returns the record kept small.
+func (b *batchBound) step(r interface {
+	boundFor(invocation, string, int) (*Bounded, error)
+	limitOf(string) int
+}, inv invocation, rec Record) Record {
+	b.last = inv
+	text := rec.Entry.Result
+	var form any
+	if text != "" && rec.Entry.Outcome == OutcomeDone {
+		limit := r.limitOf(inv.name)
+		if !b.off && (limit < 0 || limit > b.left) {
+			limit = b.left
+		}
+		bf, err := r.boundFor(inv, text, limit)
+		switch {
+		case err != nil:
+			bf = omitted(text, limit)
+			form = bf
+		case bf != nil:
+			form = bf
+			t, _ := exactText(bf)
+			b.left -= len(t)
+		default:
+			form, _ = ijson.Decode([]byte(text), canonicalMaxDepth)
+			b.left -= len(text)
+		}
+	}
+	b.steps = append(b.steps, form)
+	return keepSmall(rec, b.limits.MaxEntryResultBytes)
+}
+
+// limitOf is the result bound of the action called as name.
+func (r *Registry[C]) limitOf(name string) int { return resultLimitOf(r, name, r.Limits()) }
+
+// result bounds the batch's result v (in JSON's Go types): by
+// MaxResultBytes, within what is reserved and left. byLast is true when v
+// is the last step's whole result, which then pages as that step.
+func (b *batchBound) result(r interface {
+	boundFor(invocation, string, int) (*Bounded, error)
+}, v any, byLast bool) (answered, error) {
+	text, err := canonicalString(v)
+	if err != nil {
+		return answered{}, err
+	}
+	limit := b.limits.MaxResultBytes
+	if !b.off {
+		room := b.reserve + max(b.left, 0)
+		if limit < 0 || limit > room {
+			limit = room
+		}
+	}
+	inv := invocation{}
+	if byLast {
+		inv = b.last
+	}
+	form, err := r.boundFor(inv, text, limit)
+	switch {
+	case err != nil:
+		return answered{value: omitted(text, limit), text: mustText(omitted(text, limit)), steps: b.steps}, nil
+	case form != nil:
+		return answered{value: form, text: mustText(form), steps: b.steps}, nil
+	}
+	return answered{value: v, text: text, steps: b.steps}, nil
+}
+
+func mustText(v any) string {
+	t, _ := exactText(v)
+	return t
+}
+
+// keepSmall returns rec with every result text of its entry (nested
+// calls' included) longer than limit bytes replaced by its SHA-256 and
+// size; limit < 0 keeps them whole. The steps are copied where changed.
+func keepSmall(rec Record, limit int) Record {
+	if limit >= 0 {
+		rec.Entry = smallEntry(rec.Entry, limit)
+	}
+	return rec
+}
+
+func smallEntry(e RunEntry, limit int) RunEntry {
+	if !oversized(e, limit) {
+		return e
+	}
+	if len(e.Result) > limit {
+		e.ResultSHA256, e.ResultBytes = digestOf(e.Result), len(e.Result)
+		e.Result = ""
+	}
+	steps := make([]RunStep, len(e.Steps))
+	copy(steps, e.Steps)
+	for i, s := range steps {
+		if s.Call != nil && oversized(*s.Call, limit) {
+			c := smallEntry(*s.Call, limit)
+			steps[i].Call = &c
+		}
+	}
+	if e.Steps != nil {
+		e.Steps = steps
+	}
+	return e
+}
+
+// oversized reports whether e or a call nested in it keeps a result
+// text longer than limit.
+func oversized(e RunEntry, limit int) bool {
+	if len(e.Result) > limit {
+		return true
+	}
+	for _, s := range e.Steps {
+		if s.Call != nil && oversized(*s.Call, limit) {
+			return true
+		}
+	}
+	return false
+}
+
+// digestOf is the hex SHA-256 of a canonical JSON text.
+func digestOf(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:])
+}
+
+// divergeResult compares the recorded result of want with the replayed
+// one of got, as texts when both were kept, as digests when either was
+// kept as one (the recorded text in canonical form).
+func divergeResult(at string, want, got RunEntry) *Divergence {
+	if want.ResultSHA256 == "" && got.ResultSHA256 == "" {
+		return divergeText(at+"/result", want.Result, got.Result)
+	}
+	wd, gd := want.ResultSHA256, got.ResultSHA256
+	if wd == "" {
+		wd = digestOf(canonicalForm(want.Result))
+	}
+	if gd == "" {
+		gd = digestOf(got.Result)
+	}
+	if wd == gd {
+		return nil
+	}
+	return &Divergence{Path: at + "/resultSHA256", Want: wd, Got: gd}
+}

@@ -1,0 +1,110 @@
+package mcpserver
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/actionreg/actions"
+)
+
+// boundedSchema is the schema of a bounded result's structured content
+// ([actions.Bounded]): what a tool with an output schema may also give
+// when its result was over its bound.
+var boundedSchema = map[string]any{
+	"type":     "object",
+	"required": []any{"value", "bounded"},
+	"properties": map[string]any{
+		"value": map[string]any{},
+		"bounded": map[string]any{
+			"type":     "object",
+			"required": []any{"limit", "bytes"},
+			"properties": map[string]any{
+				"limit":   map[string]any{"type": "integer"},
+				"bytes":   map[string]any{"type": "integer"},
+				"path":    map[string]any{"type": "string"},
+				"total":   map[string]any{"type": "integer"},
+				"kept":    map[string]any{"type": "integer"},
+				"left":    map[string]any{"type": "integer"},
+				"omitted": map[string]any{"type": "boolean"},
+				"nextCall": map[string]any{
+					"type":     "object",
+					"required": []any{"action", "params"},
+					"properties": map[string]any{
+						"action": map[string]any{"type": "string"},
+						"params": map[string]any{"type": "object"},
+					},
+				},
+			},
+		},
+	},
+}
+
+// forClient is a bounded result as a client gets it: its next call names
+// the tool, as tools/list does, not the action id.
+func forClient(b *actions.Bounded) *actions.Bounded {
+	c := *b
+	if b.Bound.NextCall != nil {
+		nc := *b.Bound.NextCall
+		nc.Action = actions.ToolName(nc.Action)
+		c.Bound.NextCall = &nc
+	}
+	return &c
+}
+
+// clientValue is v (a result as [actions.Result] gives it) for a client:
+// a bounded one through forClient, anything else as it is.
+func clientValue(v any) any {
+	if b, ok := v.(*actions.Bounded); ok {
+		return forClient(b)
+	}
+	return v
+}
+
+// clientText is the canonical JSON of a call's result for a client, and
+// for a bounded one the sentence that tells a model so.
+func clientText(res actions.Result) (text, note string) {
+	b, ok := res.Value.(*actions.Bounded)
+	if !ok {
+		if res.Text == "" {
+			return "null", ""
+		}
+		return res.Text, ""
+	}
+	c := forClient(b)
+	t, err := actions.CanonicalJSON(c)
+	if err != nil {
+		return res.Text, boundedNote(c)
+	}
+	return string(t), boundedNote(c)
+}
+
+// boundedNote says, for a model, what of a result was given and how to
+// get the rest. It quotes the next call's parameters, which are the
+// caller's own plus the cursor.
+func boundedNote(b *actions.Bounded) string {
+	var s strings.Builder
+	bd := b.Bound
+	switch {
+	case bd.Omitted:
+		fmt.Fprintf(&s, "bounded: the result (%d bytes) is not shown: it does not fit what is left of the %d-byte bound", bd.Bytes, bd.Limit)
+	default:
+		unit := "items"
+		if _, isString := b.Value.(string); isString {
+			unit = "characters"
+		}
+		at := bd.Path
+		if at == "" {
+			at = "the result"
+		}
+		fmt.Fprintf(&s, "bounded: %s holds %d of %d %s (%d left out): the whole result is %d bytes, over the %d-byte bound", at, bd.Kept, bd.Total, unit, bd.Left, bd.Bytes, bd.Limit)
+	}
+	if bd.NextCall != nil {
+		params, err := actions.CanonicalJSON(bd.NextCall.Params)
+		if err == nil {
+			fmt.Fprintf(&s, "\nnext call: %s with %s, for the rest", bd.NextCall.Action, params)
+		}
+	} else if !bd.Omitted {
+		s.WriteString("\nnext call: none; narrow the call to see the rest")
+	}
+	return s.String()
+}

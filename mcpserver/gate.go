@@ -88,12 +88,9 @@ func gateMiddleware(srv *server, aliases map[string]*toolHandler, batch *batchHa
 					}
 				}
 			case "tools/list":
-				res, err := next(ctx, method, req)
-				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-					token, header := extraOf(req)
-					srv.filterTools(lr, srv.opts.callerOf(ctx, token, header), batch)
-				}
-				return res, err
+				token, header := extraOf(req)
+				caller := srv.opts.callerOf(ctx, token, header)
+				return listPerCaller(ctx, req, next, func(lr *mcp.ListToolsResult) { srv.filterTools(lr, caller, batch) })
 			}
 			return next(ctx, method, req)
 		}

@@ -2,14 +2,19 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -92,4 +97,75 @@ func TestHardenScopeChallengeReadsWhatRuns(t *testing.T) {
 		assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 		assert.Contains(t, resp.Header.Get("WWW-Authenticate"), `scope="mcp:read mcp:write"`)
 	})
+}
+
+// TestHardenToolsListPagesPerCaller (item 6): with a small page size,
+// the pages a caller gets hold only its tools, full but for the last,
+// and no cursor decodes to (or contains) a tool it may not see; the pages
+// together are its whole list, each once. A cursor the server did not
+// give is invalid params.
+func TestHardenToolsListPagesPerCaller(t *testing.T) {
+	g := newGateShop(t)
+	for _, id := range []string{"shop/a_write", "shop/b_write", "shop/c_write", "shop/d_write"} {
+		g.reg.MustRegister(actions.New(actions.Definition{ID: id, Effect: actions.EffectWrite, Capability: "stock.write"},
+			func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
+	}
+	for _, id := range []string{"shop/e_read", "shop/f_read", "shop/g_read"} {
+		g.reg.MustRegister(actions.New(actions.Definition{ID: id, Effect: actions.EffectRead, Capability: "stock.read"},
+			func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0"}, &mcp.ServerOptions{PageSize: 2})
+	require.NoError(t, mcpserver.AddTools(server, g.reg, g.options()))
+	handler := auth.RequireBearerToken(verify, nil)(mcpserver.HTTPHandler(server, nil))
+	ts := httptest.NewServer(handler)
+	t.Cleanup(ts.Close)
+
+	list := func(t *testing.T, token string) (names []string, pages [][]string, cursors []string) {
+		cs, _ := connectHTTP(t, ts.URL, token, "2025-11-25", nil)
+		cursor := ""
+		for range 20 {
+			res, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: cursor})
+			require.NoError(t, err)
+			var page []string
+			for _, tool := range res.Tools {
+				page = append(page, tool.Name)
+			}
+			names, pages = append(names, page...), append(pages, page)
+			if res.NextCursor == "" {
+				return names, pages, cursors
+			}
+			cursor = res.NextCursor
+			cursors = append(cursors, cursor)
+		}
+		t.Fatal("the pages never ended")
+		return
+	}
+	names, pages, cursors := list(t, "viewer-token")
+	assert.Equal(t, []string{"shop-e_read", "shop-f_read", "shop-g_read", "shop-stock"}, names, "the viewer's tools, each once")
+	assert.Equal(t, [][]string{{"shop-e_read", "shop-f_read"}, {"shop-g_read", "shop-stock"}}, pages, "full pages")
+	hidden := []string{"write", "restock", "discard", "tenants"}
+	for _, c := range cursors {
+		text := c // and what it decodes to, whatever the encoding
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+			if b, err := enc.DecodeString(strings.TrimPrefix(c, "v1.")); err == nil {
+				text += " " + string(b)
+			}
+			if b, err := enc.DecodeString(c); err == nil {
+				text += " " + string(b)
+			}
+		}
+		for _, h := range hidden {
+			assert.NotContains(t, text, h, "a cursor names a hidden tool")
+		}
+	}
+
+	names, _, _ = list(t, "editor-token")
+	assert.Equal(t, []string{"shop-a_write", "shop-b_write", "shop-c_write", "shop-d_write", "shop-discard",
+		"shop-e_read", "shop-f_read", "shop-g_read", "shop-restock", "shop-stock"}, names, "the editor's tools, each once")
+
+	cs, _ := connectHTTP(t, ts.URL, "viewer-token", "2025-11-25", nil)
+	_, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: "not-a-cursor"})
+	var je *jsonrpc.Error
+	require.ErrorAs(t, err, &je)
+	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), je.Code)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -168,4 +169,41 @@ func TestHardenToolsListPagesPerCaller(t *testing.T) {
 	var je *jsonrpc.Error
 	require.ErrorAs(t, err, &je)
 	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), je.Code)
+}
+
+// TestHardenShutdownAnswersCutCalls (item 10): calls cut by Shutdown are
+// answered -32800 on their streams before their sessions close: each of
+// the SDK clients' calls gets that answer, none an empty stream.
+func TestHardenShutdownAnswersCutCalls(t *testing.T) {
+	const sessions, perSession = 8, 8
+	w := newWaiter(t)
+	h := mcpserver.HTTPHandler(w.server(t), nil)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	errs := make(chan error, sessions*perSession)
+	for range sessions {
+		cs := connectSDK(t, srv.URL)
+		for range perSession {
+			go func() {
+				_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait-block", Arguments: map[string]any{}})
+				errs <- err
+			}()
+		}
+	}
+	for range sessions * perSession {
+		w.awaitStart(t)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no drain time: every call is cut
+	assert.ErrorIs(t, h.Shutdown(ctx), context.Canceled)
+	answered := 0
+	for range sessions * perSession {
+		err := <-errs
+		var je *jsonrpc.Error
+		if assert.ErrorAs(t, err, &je, "a cut call's answer") && assert.Equal(t, int64(mcpserver.CodeRequestCancelled), je.Code) {
+			answered++
+		}
+	}
+	assert.Equal(t, sessions*perSession, answered, "cut calls answered -32800")
+	w.awaitCancelled(t, sessions*perSession, 10*time.Second, mcpserver.ErrShuttingDown)
 }

@@ -417,9 +417,11 @@ type hostKey struct{}
 // Shutdown ends the handler's service: new sessions and calls are refused
 // (503, or JSON-RPC -32800 for a call in an open session), the calls in
 // flight may end until ctx is done, then the ones left are cancelled
-// ([ErrShuttingDown]) and every session is closed. It returns once they
-// are, with ctx.Err() if calls had to be cancelled. A body that does not
-// honour its context's cancellation holds Shutdown until it returns.
+// ([ErrShuttingDown]), their answers (-32800) are given up to
+// [ShutdownAnswerWait] to be written to the clients still reading, and
+// every session is closed. It returns once they are, with ctx.Err() if
+// calls had to be cancelled. A body that does not honour its context's
+// cancellation holds Shutdown until it returns.
 //
 // Call it before http.Server.Shutdown, or at the same time: the server's
 // Shutdown waits for the hanging requests (streams, calls) that this one
@@ -438,6 +440,7 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	}
 	if err != nil {
 		h.calls.cancelAll(ErrShuttingDown)
+		h.awaitAnswers()
 	}
 	h.mu.Lock()
 	var open []*httpSession
@@ -461,6 +464,24 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	h.closes.Wait()
 	_ = h.calls.running.wait(context.Background()) // stateless requests' calls
 	return err
+}
+
+// ShutdownAnswerWait bounds how long [Handler.Shutdown] waits, once it has
+// cancelled the calls left, for their answers to be written before it
+// closes the sessions (closing a session ends its streams, and an answer
+// not yet written is lost). A client that reads slowly is given up after
+// it; one that has stopped reading is given up by the write timeout.
+const ShutdownAnswerWait = 5 * time.Second
+
+// awaitAnswers waits for the cancelled calls to return (a body that
+// ignores its context holds it, as closing its session would) and then,
+// up to ShutdownAnswerWait, for the POST requests that carry their
+// answers to end: a call's answer is written by the time its POST ends.
+func (h *Handler) awaitAnswers() {
+	_ = h.calls.running.wait(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownAnswerWait)
+	defer cancel()
+	_ = h.posts.wait(ctx)
 }
 
 // Sessions returns the number of open sessions (always 0 when stateless).

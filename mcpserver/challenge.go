@@ -26,6 +26,7 @@ import (
 // its steps call when it is the batch tool.
 type toolCall struct {
 	name  string
+	args  int64 // the bytes of its arguments
 	steps []string
 }
 
@@ -59,7 +60,7 @@ func bodyCalls(body []byte, batchTool string) (calls []toolCall, ok bool) {
 		if json.Unmarshal(req.Params, &params) != nil || json.Unmarshal(params["name"], &name) != nil {
 			continue // the SDK refuses such params too (-32602)
 		}
-		c := toolCall{name: name}
+		c := toolCall{name: name, args: int64(len(params["arguments"]))}
 		if batchTool != "" && name == batchTool {
 			c.steps = batchSteps(params["arguments"])
 		}

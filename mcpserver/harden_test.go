@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -206,4 +207,74 @@ func TestHardenShutdownAnswersCutCalls(t *testing.T) {
 	}
 	assert.Equal(t, sessions*perSession, answered, "cut calls answered -32800")
 	w.awaitCancelled(t, sessions*perSession, 10*time.Second, mcpserver.ErrShuttingDown)
+}
+
+// TestHardenServerWideCallBound (item 9): the calls in flight of all
+// sessions together are bounded, in number and in argument bytes. Past a
+// bound a tools/call POST gets 503 with Retry-After and does not run;
+// other requests are served; once a call ends, calls run again.
+func TestHardenServerWideCallBound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts mcpserver.HTTPOptions
+		pad  int // bytes of padding in each blocked call's arguments
+		fill int // blocked calls that fill the bound
+	}{
+		{name: "calls", opts: mcpserver.HTTPOptions{MaxServerCalls: 4}, fill: 4},
+		{name: "bytes", opts: mcpserver.HTTPOptions{MaxServerCallBytes: 3100}, pad: 1000, fill: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWaiter(t)
+			w.reg.MustRegister(actions.New(actions.Definition{ID: "wait/hold",
+				Parameters: `{"type":"object","properties":{"pad":{"type":"string"}}}`},
+				func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+					w.started <- struct{}{}
+					select {
+					case <-w.release:
+						return "released", nil
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				}))
+			h := mcpserver.HTTPHandler(w.server(t), &tc.opts)
+			url := serveHTTP(t, h)
+			blocked := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait-hold","arguments":{"pad":%q}}}`, strings.Repeat("x", tc.pad))
+			streams := make(chan string, tc.fill)
+			for range tc.fill {
+				c := newRawClient(url) // a session for each: the bound is the server's
+				c.initialize(t)
+				go func() {
+					resp, err := c.post(context.Background(), blocked)
+					if err != nil {
+						streams <- err.Error()
+						return
+					}
+					streams <- readAll(t, resp)
+				}()
+				w.awaitStart(t)
+			}
+			c := newRawClient(url)
+			c.initialize(t)
+			resp, err := c.post(context.Background(),
+				`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait-echo","arguments":{"n":3,"pad":"`+strings.Repeat("x", 100)+`"}}}`)
+			require.NoError(t, err)
+			body := readAll(t, resp)
+			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
+			assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+
+			resp, err = c.post(context.Background(), `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+			require.NoError(t, err)
+			assert.Contains(t, readAll(t, resp), "wait-echo", "a tools/list is served")
+			entries, _, _ := w.snapshot()
+			assert.Empty(t, entries, "the refused call did not run")
+
+			close(w.release)
+			for range tc.fill {
+				assert.Contains(t, <-streams, "released")
+			}
+			resp, err = c.post(context.Background(), echoCall(5))
+			require.NoError(t, err)
+			assert.Contains(t, readAll(t, resp), `"n":5`, "room again")
+		})
+	}
 }

@@ -212,7 +212,7 @@ func ExampleNewRegistry() {
 	fmt.Println(reg.Limits().MaxParamBytes, reg.Limits().MaxParamDepth)
 	// Output:
 	// hello ann from shop/greet <nil>
-	// invalid_parameters: the parameters are not I-JSON text: the parameters are larger than 64 bytes
+	// invalid_parameters: the parameters are too large: the parameters are larger than 64 bytes
 	// 64 64
 }
 

@@ -27,7 +27,7 @@ func (ps *ParameterSchema) copyParams(params any) (any, error) {
 		return copyParamsValue(params, ps.limits.MaxParamDepth)
 	}
 	if len(text) > ps.limits.MaxParamBytes {
-		return nil, jsonRefusal("", fmt.Sprintf("the parameters are larger than %d bytes", ps.limits.MaxParamBytes))
+		return nil, sizeRefusal(ps.limits.MaxParamBytes)
 	}
 	v, err := ijson.Decode(text, ps.limits.MaxParamDepth)
 	if err != nil {
@@ -85,6 +85,17 @@ func decodeMessage(r ijson.Reason, depth int) string {
 		return "data after the JSON value"
 	}
 	return "not JSON text"
+}
+
+// sizeRefusal says that parameters given as text are past the byte
+// bound: their size is what is wrong, not their syntax, so the message
+// says so rather than calling them not I-JSON. The keyword stays json, the
+// one docs/security.md lists for the bound.
+func sizeRefusal(limit int) *Refusal {
+	r := refusef(CodeInvalidParameters, "the parameters are too large",
+		Issue{Keyword: "json", Message: fmt.Sprintf("the parameters are larger than %d bytes", limit)})
+	r.NextAction = "Send smaller parameters: this call's text may hold at most " + strconv.Itoa(limit) + " bytes."
+	return r
 }
 
 func jsonRefusal(ptr, msg string) *Refusal {

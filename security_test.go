@@ -119,6 +119,21 @@ func TestParamSizeLimit(t *testing.T) {
 	requireRefusal(t, err, CodeInvalidParameters)
 }
 
+// TestParamSizeRefusalSaysSize: text past MaxParamBytes is refused for
+// its size, and the refusal says so (not that the text is not I-JSON,
+// which valid text is not); issue 25 item 15.
+func TestParamSizeRefusalSaysSize(t *testing.T) {
+	ps, err := CompileParameters(`{"type":"object"}`, Limits{MaxParamBytes: 100})
+	require.NoError(t, err)
+	_, err = ps.Check(context.Background(), json.RawMessage(`{"s":"`+strings.Repeat("x", 200)+`"}`), nil)
+	r := requireRefusal(t, err, CodeInvalidParameters)
+	assert.Equal(t, "the parameters are too large", r.Message)
+	assert.NotContains(t, r.Error(), "I-JSON")
+	require.Len(t, r.Issues, 1)
+	assert.Equal(t, "json", r.Issues[0].Keyword)
+	assert.Equal(t, "the parameters are larger than 100 bytes", r.Issues[0].Message)
+}
+
 // TestRefusedEntryHoldsNoMoreThanALimit: the entry of a call refused for
 // its size records null, not a canonical copy of what was sent.
 func TestRefusedEntryHoldsNoMoreThanALimit(t *testing.T) {

@@ -61,6 +61,12 @@ type tracker struct {
 	seq      uint64
 
 	running gauge // calls in flight, all sessions
+
+	// Server-wide bounds (load.go); <= 0: none.
+	maxTotal int
+	maxBytes int64
+	total    int   // calls counted in, all sessions
+	bytes    int64 // their arguments' bytes
 }
 
 type sessionCalls struct {
@@ -119,6 +125,14 @@ func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (conte
 		t.mu.Unlock()
 		return nil, nil, busyError()
 	}
+	var size int64
+	if req.Params != nil {
+		size = int64(len(req.Params.Arguments))
+	}
+	if !t.admitLocked(size) {
+		t.mu.Unlock()
+		return nil, nil, serverBusyError()
+	}
 	// The call's context ends with its parent (the SDK's: a
 	// notifications/cancelled, a broken connection, the request of a
 	// 2026-07-28 call), or when the tracker ends it, with a cause the body
@@ -159,6 +173,7 @@ func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (conte
 			}
 		}
 		t.mu.Lock()
+		t.releaseLocked(size)
 		delete(sc.cancels, key)
 		sc.n--
 		if sc.n == 0 {

@@ -88,12 +88,9 @@ func gateMiddleware(srv *server, aliases map[string]*toolHandler, batch *batchHa
 					}
 				}
 			case "tools/list":
-				res, err := next(ctx, method, req)
-				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-					token, header := extraOf(req)
-					srv.filterTools(lr, srv.opts.callerOf(ctx, token, header), batch)
-				}
-				return res, err
+				token, header := extraOf(req)
+				caller := srv.opts.callerOf(ctx, token, header)
+				return listPerCaller(ctx, req, next, func(lr *mcp.ListToolsResult) { srv.filterTools(lr, caller, batch) })
 			}
 			return next(ctx, method, req)
 		}
@@ -380,13 +377,17 @@ func (s *requestState) verify(state, principal, tool string, args any) (string, 
 //
 // It reads the body of a POST (at most 4 MiB, the SDK's default bound; a
 // larger body passes untouched, for the SDK to refuse) and puts it back,
-// and asks r.Admit as the caller opts.Caller builds, for each
-// tools/call of the body (a JSON-RPC batch included; members matched by
-// their exact names, as the SDK matches them): a call that
-// an earlier check refuses (an unknown or forbidden tool) or that passes
-// goes on to the MCP handler, which answers as for any call, so that the
-// 403 tells nothing to a caller who may not see the tool. Every other
-// request passes untouched.
+// reads it as the SDK will (its first JSON value, whatever follows; a
+// JSON-RPC batch included; each message by the SDK's own decoder, members
+// matched by their exact names), and asks r.Admit as the caller
+// opts.Caller builds, for each tools/call of the body and each step of a
+// call of the batch tool ([Options].Batch). One challenge names every
+// scope the calls lack. A call that an earlier check refuses (an unknown
+// or forbidden tool) or that passes goes on to the MCP handler, which
+// answers as for any call, so that the 403 tells nothing to a caller who
+// may not see the tool. A body that starts as an array but cannot be
+// read as one gets 400, as the SDK answers it. Every other request passes
+// untouched.
 //
 // It panics when r is nil, as http.Handle does for a nil handler.
 func ScopeChallenge(r actions.Runner, opts *Options) func(http.Handler) http.Handler {
@@ -414,54 +415,20 @@ func ScopeChallenge(r actions.Runner, opts *Options) func(http.Handler) http.Han
 				next.ServeHTTP(w, r)
 				return
 			}
+			calls, ok := bodyCalls(body, batchToolName(o))
+			if !ok {
+				http.Error(w, "Bad Request: the body is not a JSON-RPC message or batch", http.StatusBadRequest)
+				return
+			}
 			caller := o.callerOf(r.Context(), auth.TokenInfoFromContext(r.Context()), r.Header)
-			for _, name := range calledTools(body) {
-				id, err := actions.ActionID(name)
-				if err != nil {
-					continue
-				}
-				var rf *actions.Refusal
-				if err := reg.Admit(r.Context(), id, caller); errors.As(err, &rf) && rf.Code == actions.CodeInsufficientScope && rf.Challenge != "" {
-					w.Header().Set("WWW-Authenticate", rf.Challenge)
-					http.Error(w, "insufficient_scope: the token lacks the scope this tool needs", http.StatusForbidden)
-					return
-				}
+			if challenge := scopeChallenge(r.Context(), reg, caller, calls); challenge != "" {
+				w.Header().Set("WWW-Authenticate", challenge)
+				http.Error(w, "insufficient_scope: the token lacks the scope this tool needs", http.StatusForbidden)
+				return
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
-}
-
-// calledTools returns the tool names of the tools/call requests in body:
-// one JSON-RPC message, or a batch of them (which the SDK serves to
-// clients of protocol versions before 2025-06-18). Members are matched by
-// their exact names, the last of a repeated one winning, as the SDK's own
-// decoder matches them: a "Name" or "Method" that Go's decoder would fold
-// into "name" or "method" cannot show this middleware another call than
-// the one the SDK runs.
-func calledTools(body []byte) []string {
-	var msgs []json.RawMessage
-	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
-		if json.Unmarshal(t, &msgs) != nil {
-			return nil
-		}
-	} else {
-		msgs = []json.RawMessage{t}
-	}
-	var names []string
-	for _, m := range msgs {
-		var msg map[string]json.RawMessage
-		var method string
-		if json.Unmarshal(m, &msg) != nil || json.Unmarshal(msg["method"], &method) != nil || method != "tools/call" {
-			continue
-		}
-		var params map[string]json.RawMessage
-		var name string
-		if json.Unmarshal(msg["params"], &params) == nil && json.Unmarshal(params["name"], &name) == nil {
-			names = append(names, name)
-		}
-	}
-	return names
 }
 
 // gateText writes the gate's particulars of a refusal for a model: the

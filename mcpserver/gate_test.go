@@ -82,6 +82,7 @@ var tokens = map[string]auth.TokenInfo{
 	"viewer-token":      {UserID: "viewer", Scopes: []string{"mcp:read"}},
 	"editor-token":      {UserID: "editor", Scopes: []string{"mcp:read", "mcp:write"}},
 	"editor-read-token": {UserID: "editor", Scopes: []string{"mcp:read"}},
+	"no-scope-token":    {UserID: "editor"},
 }
 
 func verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {

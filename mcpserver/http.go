@@ -72,6 +72,17 @@ type HTTPOptions struct {
 	// -32000 and does not run. UnboundedCalls turns it off.
 	MaxCallsInFlight int
 	UnboundedCalls   bool
+	// MaxServerCalls bounds the tool calls the handler runs at once, all
+	// sessions together (0: [DefaultMaxServerCalls]; negative: no bound),
+	// and MaxServerCallBytes the bytes of arguments they hold together
+	// (0: [DefaultMaxServerCallBytes]; negative: no bound; a call alone
+	// is bounded by MaxRequestBodyBytes). A POST that calls a tool while
+	// a bound is reached gets 503 Service Unavailable with Retry-After: 1
+	// before the SDK reads it; a call that reaches one on the way in gets
+	// JSON-RPC error -32000 with data.retryAfter 1. Neither runs, and
+	// nothing is queued.
+	MaxServerCalls     int
+	MaxServerCallBytes int64
 
 	// WriteTimeout bounds each write of a response (0:
 	// [DefaultWriteTimeout]): a client that stops reading loses its
@@ -105,6 +116,7 @@ type Handler struct {
 	maxSessions  int           // <= 0: no bound
 	writeTimeout time.Duration // <= 0: none
 	calls        *tracker
+	maxBody      int64 // the SDK's bound on a request body
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession
@@ -129,7 +141,9 @@ type httpSession struct {
 // Mount it on the path clients use, conventionally /mcp. opts may be nil:
 // the defaults refuse a foreign Origin (403), close idle sessions after
 // [DefaultSessionTimeout], bound open sessions to [DefaultMaxSessions]
-// (503 past it) and tool calls to [DefaultMaxCallsInFlight] per session.
+// (503 past it) and tool calls to [DefaultMaxCallsInFlight] per session
+// and [DefaultMaxServerCalls] (holding at most [DefaultMaxServerCallBytes]
+// of arguments) in all.
 //
 // Calls of tools added by [AddTools] end with their session: a DELETE of
 // the session, its idle timeout and [Handler.Shutdown] cancel them (cause
@@ -155,7 +169,12 @@ func HTTPHandler(s *mcp.Server, opts *HTTPOptions) *Handler {
 		writeTimeout: pick(o.WriteTimeout, DefaultWriteTimeout, o.NoWriteTimeout),
 		calls:        newTracker(pick(o.MaxCallsInFlight, DefaultMaxCallsInFlight, o.UnboundedCalls)),
 		sessions:     map[string]*httpSession{},
+		maxBody:      o.MaxRequestBodyBytes,
 	}
+	if h.maxBody <= 0 {
+		h.maxBody = mcp.DefaultMaxRequestBodyBytes
+	}
+	h.calls.limit(serverBound(o.MaxServerCalls, DefaultMaxServerCalls), serverBound(o.MaxServerCallBytes, DefaultMaxServerCallBytes))
 	if !o.AllowAnyOrigin {
 		h.origins = http.NewCrossOriginProtection()
 		for _, origin := range o.TrustedOrigins {
@@ -190,6 +209,18 @@ func pick[T int | time.Duration](v, def T, off bool) T {
 	return v
 }
 
+// serverBound returns v, or def when v is zero, or 0 (no bound) when v
+// is negative.
+func serverBound[T int | int64](v, def T) T {
+	switch {
+	case v < 0:
+		return 0
+	case v == 0:
+		return def
+	}
+	return v
+}
+
 // sessionIDHeader is the streamable HTTP transport's session header.
 const sessionIDHeader = "Mcp-Session-Id"
 
@@ -202,6 +233,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	rw := &responseWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: h.writeTimeout}
 	defer rw.extend() // time for the server to end the response
+	if h.refuseWhenFull(rw, req) {
+		return
+	}
 	if req.Method == http.MethodPost {
 		h.posts.add(1)
 		defer h.posts.add(-1)
@@ -417,9 +451,11 @@ type hostKey struct{}
 // Shutdown ends the handler's service: new sessions and calls are refused
 // (503, or JSON-RPC -32800 for a call in an open session), the calls in
 // flight may end until ctx is done, then the ones left are cancelled
-// ([ErrShuttingDown]) and every session is closed. It returns once they
-// are, with ctx.Err() if calls had to be cancelled. A body that does not
-// honour its context's cancellation holds Shutdown until it returns.
+// ([ErrShuttingDown]), their answers (-32800) are given up to
+// [ShutdownAnswerWait] to be written to the clients still reading, and
+// every session is closed. It returns once they are, with ctx.Err() if
+// calls had to be cancelled. A body that does not honour its context's
+// cancellation holds Shutdown until it returns.
 //
 // Call it before http.Server.Shutdown, or at the same time: the server's
 // Shutdown waits for the hanging requests (streams, calls) that this one
@@ -438,6 +474,7 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	}
 	if err != nil {
 		h.calls.cancelAll(ErrShuttingDown)
+		h.awaitAnswers()
 	}
 	h.mu.Lock()
 	var open []*httpSession
@@ -461,6 +498,24 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	h.closes.Wait()
 	_ = h.calls.running.wait(context.Background()) // stateless requests' calls
 	return err
+}
+
+// ShutdownAnswerWait bounds how long [Handler.Shutdown] waits, once it has
+// cancelled the calls left, for their answers to be written before it
+// closes the sessions (closing a session ends its streams, and an answer
+// not yet written is lost). A client that reads slowly is given up after
+// it; one that has stopped reading is given up by the write timeout.
+const ShutdownAnswerWait = 5 * time.Second
+
+// awaitAnswers waits for the cancelled calls to return (a body that
+// ignores its context holds it, as closing its session would) and then,
+// up to ShutdownAnswerWait, for the POST requests that carry their
+// answers to end: a call's answer is written by the time its POST ends.
+func (h *Handler) awaitAnswers() {
+	_ = h.calls.running.wait(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownAnswerWait)
+	defer cancel()
+	_ = h.posts.wait(ctx)
 }
 
 // Sessions returns the number of open sessions (always 0 when stateless).

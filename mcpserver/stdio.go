@@ -66,6 +66,12 @@ func ServeStdio(ctx context.Context, s *mcp.Server) error {
 //   - When the client's output is closed too (the client was killed), the
 //     first answer that fails to go out ends the session: the SDK cancels
 //     the calls left and writes nothing more, and nothing more is read.
+//     While Serve runs, a write to a closed standard output fails with
+//     EPIPE rather than ending the process with SIGPIPE (Go's default for
+//     file descriptors 1 and 2): Serve asks for the signal
+//     (signal.Notify) and drops it, and lets go when it returns. A host
+//     that writes to standard output after Serve returns, or that serves
+//     it otherwise, handles SIGPIPE itself (os/signal).
 //
 // It returns nil when the client ended its input, ctx.Err() when ctx did,
 // an error before serving when s or t is nil, or the session's error (a
@@ -83,6 +89,8 @@ func Serve(ctx context.Context, s *mcp.Server, t mcp.Transport, opts *ServeOptio
 	if opts != nil {
 		o = *opts
 	}
+	// A client killed with its pipes must not take the host with it.
+	defer holdSIGPIPE()()
 	calls := newTracker(0) // the connection bounds the calls
 	pt := &pacedTransport{
 		inner: t,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -73,6 +74,15 @@ type Definition struct {
 	// contract: results are not checked. [Typed] infers it from the
 	// result's Go type. See docs/typed.md for what a breach gives.
 	OutputSchema any `json:"outputSchema,omitempty"`
+	// Timeout is how long the body may run: past it the body's context
+	// ends and the call is refused with timeout ([CodeTimeout]), its
+	// unit rolled back. Zero means the registry's Options.Timeout;
+	// negative means no limit. A nested call runs within the smaller of
+	// its own limit and what is left of its caller's. The registry waits
+	// for the body to return (it must honour ctx); a body that returns
+	// after the limit passed is refused all the same. Set in Go: a
+	// manifest's JSON declares none.
+	Timeout time.Duration `json:"-"`
 }
 
 // Action is a definition with its body. C is the context the host builds

@@ -37,16 +37,19 @@ func (r *Registry[C]) limitTime(ctx context.Context, a *Action[C]) (context.Cont
 	return context.WithTimeoutCause(ctx, d, errTimedOut)
 }
 
-// timedOut returns the timeout refusal, its cause err (or the context's
-// error), when ctx ended because a time limit of the registry passed (the
+// timedOut returns the timeout refusal, its cause err with the context's
+// error (so that errors.Is finds context.DeadlineExceeded), when ctx ended because a time limit of the registry passed (the
 // call's own, or an outer call's); otherwise nil.
 func timedOut(ctx context.Context, err error) error {
 	if ctx.Err() == nil || !errors.Is(context.Cause(ctx), errTimedOut) {
 		return nil
 	}
 	r := NewRefusal(CodeTimeout, "the action ran past its time limit")
-	if err == nil || asRefusal(err) != nil {
+	switch {
+	case err == nil || asRefusal(err) != nil:
 		err = ctx.Err()
+	case !isCancel(err):
+		err = errors.Join(ctx.Err(), err)
 	}
 	r.cause = err
 	return r

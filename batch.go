@@ -210,6 +210,9 @@ type StepError struct {
 // Error returns "step 2: " and the call's error. It does not repeat the
 // id called, which is submitted text.
 func (e *StepError) Error() string {
+	if e.Err == nil {
+		return "step " + strconv.Itoa(e.Index) + ": refused"
+	}
 	return "step " + strconv.Itoa(e.Index) + ": " + e.Err.Error()
 }
 

@@ -206,8 +206,9 @@ const MaxPendingFor = 7 * 24 * time.Hour
 type gate struct {
 	opts     GateOptions
 	serve    *Serving
-	limiters sync.Map // principal "\x00" id → *bucket
-	aliases  sync.Map // alias → *registered[C]
+	limiters sync.Map     // principal "\x00" id → *bucket
+	made     atomic.Int64 // limiters made, for pruning
+	aliases  sync.Map     // alias → *registered[C]
 	pendOnce sync.Once
 	pending  PendingStore
 }
@@ -415,16 +416,47 @@ func (g *gate) limit(id, principal string) error {
 		burst = 1
 	}
 	key := principal + "\x00" + id
-	v, ok := g.limiters.Load(key)
-	if !ok {
-		v, _ = g.limiters.LoadOrStore(key, &bucket{l: rate.NewLimiter(lim, burst)})
+	for {
+		v, ok := g.limiters.Load(key)
+		if !ok {
+			var loaded bool
+			if v, loaded = g.limiters.LoadOrStore(key, &bucket{l: rate.NewLimiter(lim, burst)}); !loaded {
+				g.grew()
+			}
+		}
+		at, ok, gone := v.(*bucket).take(g.opts.Now)
+		if gone {
+			continue // pruned meanwhile: a fresh bucket is the same
+		}
+		if !ok {
+			r := NewRefusal(CodeRateLimited, "the caller calls this action too often")
+			r.RetryAt = at
+			return r
+		}
+		return nil
 	}
-	if at, ok := v.(*bucket).take(g.opts.Now); !ok {
-		r := NewRefusal(CodeRateLimited, "the caller calls this action too often")
-		r.RetryAt = at
-		return r
+}
+
+// pruneEvery is how many new limiters the gate makes between two sweeps
+// of the ones left full.
+const pruneEvery = 1024
+
+// grew counts a new limiter, and every pruneEvery of them drops the
+// limiters whose bucket is full again: a full bucket is what a fresh one
+// would be, so dropping it changes no decision, and the gate holds
+// limiters for the principals active within about Burst/Rate, not for
+// every principal ever seen.
+func (g *gate) grew() {
+	if g.made.Add(1)%pruneEvery != 0 {
+		return
 	}
-	return nil
+	now := g.opts.Now()
+	g.limiters.Range(func(k, v any) bool {
+		if v.(*bucket).retire(now) {
+			g.limiters.Delete(k)
+		}
+		return true
+	})
 }
 
 // bucket is one (principal, action) limiter. x/time/rate trusts the time
@@ -434,25 +466,42 @@ func (g *gate) limit(id, principal string) error {
 // times in order, so the limiter's bound (Burst + Rate·t calls over t
 // seconds) holds; only calls of one principal to one action wait on it.
 type bucket struct {
-	mu sync.Mutex
-	l  *rate.Limiter
+	mu   sync.Mutex
+	l    *rate.Limiter
+	gone bool // pruned: the gate holds it no more
 }
 
 // take reserves one call now, or returns when one may pass (the zero
-// time when none ever may).
-func (b *bucket) take(now func() time.Time) (time.Time, bool) {
+// time when none ever may). gone is true for a bucket pruned since it was
+// looked up: the caller looks again.
+func (b *bucket) take(now func() time.Time) (at time.Time, ok, gone bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.gone {
+		return time.Time{}, false, true
+	}
 	t := now()
 	res := b.l.ReserveN(t, 1)
 	if !res.OK() {
-		return time.Time{}, false
+		return time.Time{}, false, false
 	}
 	if d := res.DelayFrom(t); d > 0 {
 		res.CancelAt(t)
-		return t.Add(d), false
+		return t.Add(d), false, false
 	}
-	return t, true
+	return t, true, false
+}
+
+// retire marks the bucket gone when it is full at now, and reports
+// whether it did.
+func (b *bucket) retire(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.l.TokensAt(now) < float64(b.l.Burst()) {
+		return false
+	}
+	b.gone = true
+	return true
 }
 
 // concealed answers a forbidden call as an unknown action: a caller who

@@ -613,8 +613,9 @@ func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefRe
 		return nil, entry.refused(terr, entry.Parameters), terr
 	}
 	if err != nil {
-		if nr := asRefusal(err); nr != nil && t.fromNestedCall(nr) {
-			// Not the caller's fault: a call the body made was refused.
+		if nr := asRefusal(err); nr != nil && nr.Code != CodeCancelled && t.fromNestedCall(nr) {
+			// Not the caller's fault: a call the body made was refused
+			// (a cancellation stays one: it ends the whole call).
 			ir := NewRefusal(CodeInternal, "the action failed: a call it made was refused")
 			ir.cause = err
 			err = ir

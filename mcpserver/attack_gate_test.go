@@ -31,10 +31,10 @@ func (g *gateShop) serveRaw(t *testing.T, stateless bool) string {
 	t.Helper()
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
 	opts := g.options()
-	opts.Batch = &mcpserver.BatchTool[*actions.Trace]{}
+	opts.Batch = &mcpserver.BatchTool{}
 	require.NoError(t, mcpserver.AddTools(server, g.reg, opts))
 	h := mcpserver.HTTPHandler(server, &mcpserver.HTTPOptions{Stateless: stateless})
-	var handler http.Handler = mcpserver.ScopeChallenge(g.reg, opts, 0)(h)
+	var handler http.Handler = mcpserver.ScopeChallenge(g.reg, opts)(h)
 	handler = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: resourceMetadata})(handler)
 	ts := httptest.NewServer(handler)
 	t.Cleanup(ts.Close)
@@ -128,10 +128,12 @@ func TestAttackBatchToolForbiddenReadsAsUnknown(t *testing.T) {
 
 	_, list, _ := exchange(t, c, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
 	require.Contains(t, list, "run_batch")
-	for _, id := range []string{"shop/restock", "shop/discard", "shop/throw_away", "shop/tenants"} {
+	for _, id := range []string{"shop/restock", "shop/discard", "shop/throw_away", "shop/tenants",
+		"shop-restock", "shop-discard", "shop-throw_away", "shop-tenants"} {
 		assert.NotContains(t, list, id, "the batch tool's schema names an action the viewer may not see")
 	}
 	assert.Contains(t, list, "shop/stock")
+	assert.Contains(t, list, "shop-stock", "a step names a tool as listed")
 
 	batch := func(calls ...string) string {
 		var steps []string
@@ -140,13 +142,18 @@ func TestAttackBatchToolForbiddenReadsAsUnknown(t *testing.T) {
 		}
 		return callParams(`{"name":"run_batch","arguments":{"commands":[` + strings.Join(steps, ",") + `]}}`)
 	}
-	for _, first := range [][]string{nil, {"shop/stock"}} {
-		_, want, _ := exchange(t, c, batch(append(first, "shop/nothing")...))
-		require.NotEmpty(t, want)
-		for _, id := range []string{"shop/restock", "shop/discard", "shop/throw_away", "shop/tenants"} {
-			_, got, all := exchange(t, c, batch(append(first, id)...))
-			assert.Equal(t, want, got, "a batch step calling %s after %v", id, first)
-			assert.NotContains(t, all, marker)
+	// By action id and by tool name, first or after a step the viewer
+	// may call.
+	for _, first := range [][]string{nil, {"shop/stock"}, {"shop-stock"}} {
+		for _, unknown := range []string{"shop/nothing", "shop-nothing"} {
+			_, want, _ := exchange(t, c, batch(append(first, unknown)...))
+			require.NotEmpty(t, want)
+			for _, id := range []string{"shop/restock", "shop/discard", "shop/throw_away", "shop/tenants",
+				"shop-restock", "shop-discard", "shop-throw_away", "shop-tenants"} {
+				_, got, all := exchange(t, c, batch(append(first, id)...))
+				assert.Equal(t, want, got, "a batch step calling %s after %v", id, first)
+				assert.NotContains(t, all, marker)
+			}
 		}
 	}
 	assert.Zero(t, g.restocked.Load())

@@ -17,22 +17,29 @@ import (
 	"github.com/actionreg/actions/sqlstore"
 )
 
+// txEnv gives each body the transaction of its unit (sqlstore.Tx).
+func txEnv(ctx context.Context, _ *actions.Trace) *sql.Tx {
+	tx, _ := sqlstore.Tx(ctx)
+	return tx
+}
+
 // stockRegistry has two actions on a stock table reached through the
 // transaction: t/add puts units of an item in stock, t/take takes them
-// out and refuses (out_of_stock) when there are not enough.
-func stockRegistry(t *testing.T, db *dbtest.DB) *actions.Registry[*sql.Tx] {
+// out and refuses (out_of_stock) when there are not enough. Each unit
+// runs in one transaction of store (opts.Store), with its records.
+func stockRegistry(t *testing.T, db *dbtest.DB, opts *actions.Options) *actions.Registry[*sql.Tx] {
 	t.Helper()
-	reg := actions.NewRegistry[*sql.Tx](nil)
+	reg := actions.NewRegistry(txEnv, opts)
 	schema := `{"type":"object","additionalProperties":false,"required":["item","n"],
 		"properties":{"item":{"type":"string","minLength":1},"n":{"type":"integer","minimum":1}}}`
 	reg.MustRegister(
-		actions.New(actions.Definition{ID: "stock/add", Parameters: schema},
+		actions.New(actions.Definition{ID: "stock/add", Additive: true, Parameters: schema},
 			func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
 				n, _ := p["n"].(json.Number).Int64()
 				_, err := tx.ExecContext(ctx, db.Q("INSERT INTO stock (item, n) VALUES (?, ?) ON CONFLICT (item) DO UPDATE SET n = stock.n + excluded.n"), p["item"], n)
 				return map[string]any{"item": p["item"], "added": n}, err
 			}),
-		actions.New(actions.Definition{ID: "stock/take", Parameters: schema},
+		actions.New(actions.Definition{ID: "stock/take", Additive: true, Parameters: schema},
 			func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
 				n, _ := p["n"].(json.Number).Int64()
 				var have int64
@@ -64,20 +71,10 @@ func TestBatchToolRollsBackARefusedBatch(t *testing.T) {
 		store, err := sqlstore.New(db.DB, db.Dialect, nil)
 		require.NoError(t, err)
 		require.NoError(t, store.Migrate(ctx))
-		reg := stockRegistry(t, db)
-		runner := sqlstore.NewRunner(store, reg)
-		txHost := func(tx *sql.Tx) *actions.Host[*sql.Tx] {
-			return &actions.Host[*sql.Tx]{Env: func(*actions.Trace) *sql.Tx { return tx }}
-		}
+		reg := stockRegistry(t, db, &actions.Options{Store: store})
 
 		server := mcp.NewServer(&mcp.Implementation{Name: "stock", Version: "v0.0.1"}, nil)
-		require.NoError(t, mcpserver.AddTools(server, reg, mcpserver.Options[*sql.Tx]{
-			Batch: &mcpserver.BatchTool[*sql.Tx]{
-				Run: func(ctx context.Context, b actions.Batch, _ *actions.Host[*sql.Tx]) (any, []actions.RunEntry, error) {
-					return runner.RunBatch(ctx, b, txHost)
-				},
-			},
-		}))
+		require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{Batch: &mcpserver.BatchTool{}}))
 		serverT, clientT := mcp.NewInMemoryTransports()
 		ss, err := server.Connect(ctx, serverT, nil)
 		require.NoError(t, err)
@@ -86,7 +83,8 @@ func TestBatchToolRollsBackARefusedBatch(t *testing.T) {
 		require.NoError(t, err)
 		defer cs.Close()
 
-		// The tool's input schema is the batch grammar listing the ids.
+		// The tool's input schema is the batch grammar listing the tool
+		// names as tools/list shows them, and the action ids.
 		list, err := cs.ListTools(ctx, nil)
 		require.NoError(t, err)
 		var batchTool *mcp.Tool
@@ -98,7 +96,7 @@ func TestBatchToolRollsBackARefusedBatch(t *testing.T) {
 		require.NotNil(t, batchTool, "the batch tool is listed")
 		schema, err := json.Marshal(batchTool.InputSchema)
 		require.NoError(t, err)
-		assert.Contains(t, string(schema), `"call":{"description":"The action id to call.","enum":["stock/add","stock/take"]}`)
+		assert.Contains(t, string(schema), `"call":{"description":"The tool to call, by its name.","enum":["stock-add","stock-take","stock/add","stock/take"]}`)
 
 		stockOf := func() map[string]int64 {
 			rows, err := db.Query("SELECT item, n FROM stock ORDER BY item")
@@ -122,11 +120,12 @@ func TestBatchToolRollsBackARefusedBatch(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, res.IsError, "the batch is refused")
 		text := res.Content[0].(*mcp.TextContent).Text
-		assert.Contains(t, text, "step /commands/2 was refused; nothing of the batch was kept")
+		assert.Contains(t, text, "step /commands/2 (stock-take) was refused; nothing of the batch was kept")
 		assert.Contains(t, text, "refused: out_of_stock")
 		var answer struct {
 			Code  string `json:"code"`
 			At    string `json:"at"`
+			Step  string `json:"step"`
 			Kept  bool   `json:"kept"`
 			Steps []struct {
 				Call, Outcome, Error string
@@ -137,6 +136,7 @@ func TestBatchToolRollsBackARefusedBatch(t *testing.T) {
 		require.NoError(t, json.Unmarshal(raw, &answer))
 		assert.Equal(t, "out_of_stock", answer.Code)
 		assert.Equal(t, "/commands/2", answer.At)
+		assert.Equal(t, "stock-take", answer.Step, "the step at fault by its tool name")
 		assert.False(t, answer.Kept)
 		require.Len(t, answer.Steps, 3)
 		assert.Equal(t, "done", answer.Steps[0].Outcome)
@@ -147,7 +147,7 @@ func TestBatchToolRollsBackARefusedBatch(t *testing.T) {
 		committed, err := store.Read(ctx, sqlstore.Filter{})
 		require.NoError(t, err)
 		assert.Empty(t, committed)
-		rolled, err := store.Read(ctx, sqlstore.Filter{Which: sqlstore.RolledBack})
+		rolled, err := store.Read(ctx, sqlstore.Filter{Kept: sqlstore.UndoneOnly})
 		require.NoError(t, err)
 		require.Len(t, rolled, 3, "the three entries are kept as an audit trail")
 

@@ -92,7 +92,7 @@ func benchSession(b *testing.B, s *mcp.Server) *mcp.ClientSession {
 //     google/jsonschema-go, decodes it, validates the result); the
 //     handler looks the ref up itself, as it has no registry to do it.
 //   - actions: a typed action served through mcpserver.AddTools, with the
-//     gate on (a caller with its capability, surface mcp, an audit hook)
+//     gate on (a caller with its capability, surface mcp, a record hook)
 //     and the output check of the inferred output schema, each call
 //     recorded as an entry.
 //
@@ -116,17 +116,15 @@ func BenchmarkToolCall(b *testing.B) {
 		benchCalls(ctx, b, benchSession(b, s), args)
 	})
 	b.Run("actions", func(b *testing.B) {
-		reg := actions.NewRegistry[*actions.Trace](&actions.Options{Gate: &actions.GateOptions{}})
+		reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Gate: &actions.GateOptions{}, Resolve: benchResolve,
+			OnRecord: func(actions.Record) {}})
 		reg.MustRegister(actions.Typed(
 			actions.Definition{ID: "supply/create_site", Parameters: benchSchema, Effect: actions.EffectWrite, Capability: "supply.write"},
 			func(_ context.Context, p benchIn, _ *actions.Trace) (benchOut, error) {
 				return benchOut{ID: "site:1", Owner: p.Owner, Lines: len(p.Lines)}, nil
 			}))
 		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v0.0.1"}, nil)
-		err := mcpserver.AddTools(s, reg, mcpserver.Options[*actions.Trace]{
-			Host: func(context.Context, *mcp.CallToolRequest) *actions.Host[*actions.Trace] {
-				return &actions.Host[*actions.Trace]{Resolve: benchResolve, OnEntry: func(actions.RunEntry) {}, OnAudit: func(actions.RunEntry, actions.Audit) {}}
-			},
+		err := mcpserver.AddTools(s, reg, &mcpserver.Options{
 			Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
 				return &actions.Caller{Principal: "ann", Capabilities: []string{"supply.write"}}
 			},

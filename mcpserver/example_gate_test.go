@@ -21,14 +21,14 @@ import (
 // its challenge, and Options.Caller says who calls, so that each token
 // lists only the tools it may call.
 func ExampleScopeChallenge() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "stock/count", Effect: actions.EffectRead, Capability: "stock.read"},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { return 42, nil }),
 		actions.New(actions.Definition{ID: "stock/add", Effect: actions.EffectWrite, Additive: true, Capability: "stock.write"},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { return "added", nil }),
 	)
-	opts := mcpserver.Options[*actions.Trace]{
+	opts := &mcpserver.Options{
 		// Who calls: the token's user, with the capabilities the host
 		// gives that user (here, everyone may read and write).
 		Caller: func(_ context.Context, token *auth.TokenInfo, _ http.Header) *actions.Caller {
@@ -46,7 +46,7 @@ func ExampleScopeChallenge() {
 		return &auth.TokenInfo{UserID: "ann", Scopes: []string{"mcp:read"}, Expiration: time.Now().Add(time.Hour)}, nil
 	}
 	handler := auth.RequireBearerToken(verify, nil)(
-		mcpserver.ScopeChallenge(reg, opts, 0)(mcpserver.HTTPHandler(server, nil)))
+		mcpserver.ScopeChallenge(reg, opts)(mcpserver.HTTPHandler(server, nil)))
 	ts := httptest.NewServer(handler)
 	defer ts.Close()
 

@@ -22,13 +22,13 @@ import (
 // piping them in would send them, then the end of the input. Every request
 // read is answered before Serve returns.
 func ExampleServe() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	_ = reg.Register(actions.Action[*actions.Trace]{
-		Definition: actions.Definition{ID: "clock/ping", Kind: actions.KindRead},
+		Definition: actions.Definition{ID: "clock/ping", Effect: actions.EffectRead},
 		Run:        func(context.Context, map[string]any, *actions.Trace) (any, error) { return "pong", nil },
 	})
 	server := mcp.NewServer(&mcp.Implementation{Name: "clock", Version: "v1.0.0"}, nil)
-	if err := mcpserver.AddTools(server, reg, mcpserver.Options[*actions.Trace]{}); err != nil {
+	if err := mcpserver.AddTools(server, reg, nil); err != nil {
 		log.Fatal(err)
 	}
 	input := strings.Join([]string{

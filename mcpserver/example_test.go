@@ -17,13 +17,13 @@ import (
 // in-memory transports. A real server would call mcpserver.ServeStdio or
 // mount mcpserver.HTTPHandler instead of connecting in process.
 func ExampleAddTools() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	err := reg.Register(actions.Action[*actions.Trace]{
 		Definition: actions.Definition{
 			ID:          "stock/count",
 			Title:       "Count stock",
 			Description: "Counts the items of a warehouse.",
-			Kind:        actions.KindRead,
+			Effect:      actions.EffectRead,
 			Parameters: `{"type": "object",
 				"properties": {"warehouse": {"type": "string"}, "min": {"type": "integer", "default": 0}},
 				"required": ["warehouse"]}`,
@@ -37,7 +37,7 @@ func ExampleAddTools() {
 	}
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "stock", Version: "v1.0.0"}, nil)
-	if err := mcpserver.AddTools(server, reg, mcpserver.Options[*actions.Trace]{}); err != nil {
+	if err := mcpserver.AddTools(server, reg, nil); err != nil {
 		log.Fatal(err)
 	}
 
@@ -87,13 +87,13 @@ func ExampleAddTools() {
 // Serving over streamable HTTP: mount the handler, and any MCP client can
 // reach the tools at its URL. Here the SDK's client calls it on loopback.
 func ExampleHTTPHandler() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	_ = reg.Register(actions.Action[*actions.Trace]{
-		Definition: actions.Definition{ID: "clock/ping", Kind: actions.KindRead},
+		Definition: actions.Definition{ID: "clock/ping", Effect: actions.EffectRead},
 		Run:        func(context.Context, map[string]any, *actions.Trace) (any, error) { return "pong", nil },
 	})
 	server := mcp.NewServer(&mcp.Implementation{Name: "clock", Version: "v1.0.0"}, nil)
-	if err := mcpserver.AddTools(server, reg, mcpserver.Options[*actions.Trace]{}); err != nil {
+	if err := mcpserver.AddTools(server, reg, nil); err != nil {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
@@ -121,9 +121,9 @@ func ExampleHTTPHandler() {
 // the host as a subprocess expects (see examples/supplychain). Not run:
 // it would read this process's standard input.
 func ExampleServeStdio() {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	server := mcp.NewServer(&mcp.Implementation{Name: "host", Version: "v1.0.0"}, nil)
-	if err := mcpserver.AddTools(server, reg, mcpserver.Options[*actions.Trace]{}); err != nil {
+	if err := mcpserver.AddTools(server, reg, nil); err != nil {
 		log.Fatal(err)
 	}
 	if err := mcpserver.ServeStdio(context.Background(), server); err != nil {

@@ -22,16 +22,18 @@ type countResult struct {
 }
 
 // A typed action served as a tool: tools/list carries the output schema
-// inferred from the result type, and a call answers structuredContent
-// with its canonical JSON text.
+// inferred from the result type, in an anyOf with the object of a refusal
+// (so that a client validating structuredContent accepts a refusal or a
+// receipt too), and a call answers structuredContent with its canonical
+// JSON text.
 func ExampleAddTools_typed() {
-	reg := actions.NewRegistry[any](nil)
-	reg.MustRegister(actions.Typed(actions.Definition{ID: "stock/count", Kind: actions.KindRead},
-		func(_ context.Context, p countParams, _ any) (countResult, error) {
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg.MustRegister(actions.Typed(actions.Definition{ID: "stock/count", Effect: actions.EffectRead},
+		func(_ context.Context, p countParams, _ *actions.Trace) (countResult, error) {
 			return countResult{Warehouse: p.Warehouse, Items: 42}, nil
 		}))
 	server := mcp.NewServer(&mcp.Implementation{Name: "stock", Version: "v1.0.0"}, nil)
-	if err := mcpserver.AddTools(server, reg, mcpserver.Options[any]{}); err != nil {
+	if err := mcpserver.AddTools(server, reg, nil); err != nil {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
@@ -60,6 +62,6 @@ func ExampleAddTools_typed() {
 	structured, _ := json.Marshal(res.StructuredContent)
 	fmt.Println(res.Content[0].(*mcp.TextContent).Text, string(structured))
 	// Output:
-	// {"additionalProperties":false,"properties":{"items":{"type":"integer"},"warehouse":{"type":"string"}},"required":["warehouse","items"],"type":"object"}
+	// {"anyOf":[{"additionalProperties":false,"properties":{"items":{"type":"integer"},"warehouse":{"type":"string"}},"required":["warehouse","items"],"type":"object"},{"properties":{"code":{"type":"string"},"confirmUrl":{"type":"string"},"issues":{"type":"array"},"message":{"type":"string"},"nextAction":{"type":"string"},"pending":{"properties":{"action":{"type":"string"},"expires":{"type":"string"},"id":{"type":"string"}},"required":["id","expires"],"type":"object"},"retry":{"type":"string"}},"required":["code"],"type":"object"}],"type":"object"}
 	// {"items":42,"warehouse":"north"} {"items":42,"warehouse":"north"}
 }

@@ -36,7 +36,15 @@ type gateShop struct {
 
 func newGateShop(t *testing.T) *gateShop {
 	t.Helper()
-	g := &gateShop{reg: actions.NewRegistry[*actions.Trace](&actions.Options{Gate: &actions.GateOptions{ResourceMetadata: resourceMetadata}})}
+	g := &gateShop{}
+	g.reg = actions.NewRegistry[*actions.Trace](nil, &actions.Options{
+		Gate: &actions.GateOptions{ResourceMetadata: resourceMetadata},
+		OnRecord: func(rec actions.Record) {
+			g.mu.Lock()
+			g.audits = append(g.audits, rec.Audit)
+			g.mu.Unlock()
+		},
+	})
 	g.reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/stock", Title: "Stock", Effect: actions.EffectRead, Capability: "stock.read", Idempotent: true},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) {
@@ -57,7 +65,7 @@ func newGateShop(t *testing.T) *gateShop {
 				return map[string]any{"discarded": p["item"]}, nil
 			}),
 		actions.New(actions.Definition{ID: "shop/tenants", Effect: actions.EffectRead, Capability: "stock.read",
-			PersonalData: []actions.PersonalData{actions.PersonalName, actions.PersonalProtected}},
+			PersonalData: []actions.PersonalData{"name", actions.PersonalProtected}},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }),
 	)
 	return g
@@ -85,20 +93,13 @@ func verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, 
 	return &ti, nil
 }
 
-func (g *gateShop) options() mcpserver.Options[*actions.Trace] {
-	return mcpserver.Options[*actions.Trace]{
+func (g *gateShop) options() *mcpserver.Options {
+	return &mcpserver.Options{
 		Caller: func(_ context.Context, token *auth.TokenInfo, _ http.Header) *actions.Caller {
 			if token == nil {
 				return &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"]}
 			}
 			return &actions.Caller{Principal: token.UserID, Capabilities: capabilitiesOf[token.UserID]}
-		},
-		Host: func(context.Context, *mcp.CallToolRequest) *actions.Host[*actions.Trace] {
-			return &actions.Host[*actions.Trace]{OnAudit: func(_ actions.RunEntry, a actions.Audit) {
-				g.mu.Lock()
-				g.audits = append(g.audits, a)
-				g.mu.Unlock()
-			}}
 		},
 	}
 }
@@ -143,7 +144,7 @@ func (g *gateShop) serveHTTP(t *testing.T, stateless bool) string {
 	opts := g.options()
 	require.NoError(t, mcpserver.AddTools(server, g.reg, opts))
 	var handler http.Handler = mcpserver.HTTPHandler(server, &mcpserver.HTTPOptions{Stateless: stateless})
-	handler = mcpserver.ScopeChallenge(g.reg, opts, 0)(handler)
+	handler = mcpserver.ScopeChallenge(g.reg, opts)(handler)
 	handler = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: resourceMetadata})(handler)
 	ts := httptest.NewServer(handler)
 	t.Cleanup(ts.Close)
@@ -281,6 +282,9 @@ func TestGateElicitationAcceptRunsOnce(t *testing.T) {
 	assert.NotEmpty(t, last.PendingChange)
 }
 
+// A person who declines (or cancels, or whose client fails to ask) gets
+// code rejected: the change was rejected, nothing ran, and it cannot be
+// confirmed later.
 func TestGateElicitationDeclineRunsNothing(t *testing.T) {
 	for _, answer := range []string{"decline", "cancel", "error"} {
 		t.Run(answer, func(t *testing.T) {
@@ -296,7 +300,20 @@ func TestGateElicitationDeclineRunsNothing(t *testing.T) {
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "shop-discard", Arguments: map[string]any{"item": "milk"}})
 			require.NoError(t, err)
 			assert.True(t, res.IsError)
-			assert.Contains(t, textOf(t, res), "confirmation_required: the person did not confirm the call; nothing ran")
+			assert.Contains(t, textOf(t, res), "refused: rejected: the person did not confirm the call; nothing ran")
+			var out struct {
+				Code actions.Code `json:"code"`
+			}
+			require.NoError(t, json.Unmarshal(mustJSON(t, res.StructuredContent), &out))
+			assert.Equal(t, actions.CodeRejected, out.Code)
+			assert.Equal(t, int32(0), g.discarded.Load())
+			g.mu.Lock()
+			last := g.audits[len(g.audits)-1]
+			g.mu.Unlock()
+			assert.Equal(t, actions.StageRejected, last.Stage, "the change was rejected")
+			_, err = g.reg.Decide(context.Background(), actions.Decision{Change: last.PendingChange, Confirm: true,
+				Caller: &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: actions.SurfaceUI}})
+			assert.ErrorIs(t, err, actions.ErrUnknownChange, "a rejected change is gone")
 			assert.Equal(t, int32(0), g.discarded.Load())
 		})
 	}
@@ -323,11 +340,11 @@ func TestGateReceiptThenConfirm(t *testing.T) {
 
 	// Later, on the host's own screen, the same person confirms.
 	person := &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: actions.SurfaceUI}
-	_, entry, err := g.reg.Confirm(context.Background(), out.Pending.ID, &actions.Host[*actions.Trace]{Caller: person})
+	confirmed, err := g.reg.Decide(context.Background(), actions.Decision{Change: out.Pending.ID, Confirm: true, Caller: person})
 	require.NoError(t, err)
-	assert.Equal(t, `{"discarded":"milk"}`, entry.Result)
+	assert.Equal(t, `{"discarded":"milk"}`, confirmed.Entry().Result)
 	assert.Equal(t, int32(1), g.discarded.Load())
-	_, _, err = g.reg.Confirm(context.Background(), out.Pending.ID, &actions.Host[*actions.Trace]{Caller: person})
+	_, err = g.reg.Decide(context.Background(), actions.Decision{Change: out.Pending.ID, Confirm: true, Caller: person})
 	assert.ErrorIs(t, err, actions.ErrUnknownChange)
 	assert.Equal(t, int32(1), g.discarded.Load())
 }

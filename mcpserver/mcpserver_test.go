@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -23,19 +25,29 @@ import (
 // parameter or put it in a body's error.
 const marker = "MARKER-7f3c-secret"
 
-// caller is the context each test body receives: who is calling.
+// caller is the environment each test body receives: the client the call
+// came through, as Options.Caller named it.
 type caller struct{ Client string }
 
-func testRegistry(t *testing.T) *actions.Registry[caller] {
+// callerEnv builds a body's environment from the call's caller.
+func callerEnv(_ context.Context, tr *actions.Trace) caller {
+	if c := tr.Caller(); c != nil && c.Client != nil {
+		return caller{Client: c.Client.ID}
+	}
+	return caller{}
+}
+
+// testRegistry is the shop; opts (nil for none) are the registry's own.
+func testRegistry(t *testing.T, opts *actions.Options) *actions.Registry[caller] {
 	t.Helper()
-	reg := actions.NewRegistry[caller](nil)
+	reg := actions.NewRegistry(callerEnv, opts)
 	add := func(a actions.Action[caller]) {
 		t.Helper()
 		require.NoError(t, reg.Register(a))
 	}
 	add(actions.Action[caller]{
 		Definition: actions.Definition{
-			ID: "shop/greet", Title: "Greet", Description: "Greets a customer.", Kind: actions.KindRead,
+			ID: "shop/greet", Title: "Greet", Description: "Greets a customer.", Effect: actions.EffectRead,
 			Parameters: `{"type":"object","properties":{
 				"name":{"type":"string","pattern":"^[A-Z][a-z]+$"},
 				"times":{"type":"integer","minimum":1,"default":1},
@@ -47,25 +59,25 @@ func testRegistry(t *testing.T) *actions.Registry[caller] {
 		},
 	})
 	add(actions.Action[caller]{
-		Definition: actions.Definition{ID: "shop/list_sizes", Kind: actions.KindRead},
+		Definition: actions.Definition{ID: "shop/list_sizes", Effect: actions.EffectRead},
 		Run: func(context.Context, map[string]any, caller) (any, error) {
 			return []any{"S", "M", "L"}, nil
 		},
 	})
 	add(actions.Action[caller]{
-		Definition: actions.Definition{ID: "shop/purge", Destructive: true, Description: "Deletes every order."},
+		Definition: actions.Definition{ID: "shop/purge", Effect: actions.EffectWrite, Description: "Deletes every order."},
 		Run: func(context.Context, map[string]any, caller) (any, error) {
 			return nil, nil
 		},
 	})
 	add(actions.Action[caller]{
-		Definition: actions.Definition{ID: "shop/audit", Exposure: actions.ExposureHidden},
+		Definition: actions.Definition{ID: "shop/audit", Surfaces: []actions.Surface{}},
 		Run: func(context.Context, map[string]any, caller) (any, error) {
 			return "audited", nil
 		},
 	})
 	add(actions.Action[caller]{
-		Definition: actions.Definition{ID: "shop/order", Parameters: `{"type":"object","properties":{"qty":{"type":"integer"}}}`},
+		Definition: actions.Definition{ID: "shop/order", Additive: true, Parameters: `{"type":"object","properties":{"qty":{"type":"integer"}}}`},
 		Run: func(context.Context, map[string]any, caller) (any, error) {
 			r := actions.NewRefusal("out_of_stock", "the item is out of stock")
 			r.NextAction = "Offer the customer another size."
@@ -73,13 +85,13 @@ func testRegistry(t *testing.T) *actions.Registry[caller] {
 		},
 	})
 	add(actions.Action[caller]{
-		Definition: actions.Definition{ID: "shop/crash"},
+		Definition: actions.Definition{ID: "shop/crash", Additive: true},
 		Run: func(context.Context, map[string]any, caller) (any, error) {
 			panic("crash " + marker)
 		},
 	})
 	add(actions.Action[caller]{
-		Definition: actions.Definition{ID: "shop/fail"},
+		Definition: actions.Definition{ID: "shop/fail", Additive: true},
 		Run: func(context.Context, map[string]any, caller) (any, error) {
 			return nil, errors.New("database unreachable: password=" + marker)
 		},
@@ -126,7 +138,7 @@ type fixture struct {
 	mu      sync.Mutex
 	entries []actions.RunEntry
 	errs    []error
-	hosts   int
+	callers int // calls of Options.Caller
 }
 
 func (f *fixture) loggedErrors() []error {
@@ -145,25 +157,22 @@ func (f *fixture) runEntries() []actions.RunEntry {
 // a client asking for protocolVersion ("" for the SDK's default).
 func connect(t *testing.T, protocolVersion string) *fixture {
 	t.Helper()
-	f := &fixture{reg: testRegistry(t), wire: &lockedBuffer{}}
+	f := &fixture{wire: &lockedBuffer{}}
+	// The registry's OnRecord sees each call's record once it is settled.
+	f.reg = testRegistry(t, &actions.Options{OnRecord: func(rec actions.Record) {
+		f.mu.Lock()
+		f.entries = append(f.entries, rec.Entry)
+		f.mu.Unlock()
+	}})
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
-	err := mcpserver.AddTools(server, f.reg, mcpserver.Options[caller]{
-		Host: func(_ context.Context, req *mcp.CallToolRequest) *actions.Host[caller] {
-			name := ""
-			if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
-				name = p.ClientInfo.Name
-			}
+	err := mcpserver.AddTools(server, f.reg, &mcpserver.Options{
+		// Who calls, built per request: the body's environment is built
+		// from it (callerEnv).
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
 			f.mu.Lock()
-			f.hosts++
+			f.callers++
 			f.mu.Unlock()
-			return &actions.Host[caller]{
-				Env: func(*actions.Trace) caller { return caller{Client: name} },
-				OnEntry: func(e actions.RunEntry) {
-					f.mu.Lock()
-					f.entries = append(f.entries, e)
-					f.mu.Unlock()
-				},
-			}
+			return &actions.Caller{Principal: "ada", Client: &actions.Client{ID: "test-client"}}
 		},
 		OnError: func(_ context.Context, tool string, err error) {
 			f.mu.Lock()
@@ -359,7 +368,10 @@ func TestPanickingBody(t *testing.T) {
 		logged := f.loggedErrors()
 		require.Len(t, logged, 1)
 		assert.ErrorIs(t, logged[0], actions.ErrInternal)
-		assert.Contains(t, errors.Unwrap(logged[0]).Error(), marker, "OnError gets the panic value")
+		var r *actions.Refusal
+		require.ErrorAs(t, logged[0], &r)
+		require.Error(t, r.Cause())
+		assert.Contains(t, r.Cause().Error(), marker, "OnError gets the panic value, in the refusal's cause")
 
 		// The server keeps serving.
 		res, err = call(t, f, "shop-greet", map[string]any{"name": "Ada"})
@@ -370,9 +382,11 @@ func TestPanickingBody(t *testing.T) {
 
 // A body that returns the refusal of its nested call fails as a server
 // fault: the client is not told "unknown tool" for a tool it listed, nor
-// asked to fix parameters it never sent, and OnError hears of it.
+// asked to fix parameters it never sent, and OnError hears of it: an
+// internal refusal whose cause is the nested refusal, whole (one code per
+// error: errors.Is matches internal only, the nested code is the cause's).
 func TestNestedRefusalIsNotTheClients(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/strict", Parameters: `{"type":"object","required":["sku"]}`},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }),
@@ -386,7 +400,7 @@ func TestNestedRefusalIsNotTheClients(t *testing.T) {
 	var mu sync.Mutex
 	var logged []error
 	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	require.NoError(t, mcpserver.AddTools(s, reg, mcpserver.Options[*actions.Trace]{
+	require.NoError(t, mcpserver.AddTools(s, reg, &mcpserver.Options{
 		OnError: func(_ context.Context, _ string, err error) { mu.Lock(); logged = append(logged, err); mu.Unlock() },
 	}))
 	ct, st := mcp.NewInMemoryTransports()
@@ -397,7 +411,7 @@ func TestNestedRefusalIsNotTheClients(t *testing.T) {
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
 	require.NoError(t, err)
 	defer cs.Close()
-	for name, nested := range map[string]error{"shop-missing": actions.ErrUnknownAction, "shop-badcall": actions.ErrInvalidParameters} {
+	for name, nested := range map[string]actions.Code{"shop-missing": actions.CodeUnknownAction, "shop-badcall": actions.CodeInvalidParameters} {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name})
 		assert.Nil(t, res)
 		var werr *jsonrpc.Error
@@ -406,16 +420,23 @@ func TestNestedRefusalIsNotTheClients(t *testing.T) {
 		assert.NotContains(t, werr.Message, "unknown tool")
 		mu.Lock()
 		require.NotEmpty(t, logged, "OnError hears of it")
-		assert.ErrorIs(t, logged[len(logged)-1], nested, "the host gets the nested refusal whole")
+		last := logged[len(logged)-1]
 		mu.Unlock()
+		assert.Equal(t, actions.CodeInternal, actions.CodeOf(last), name)
+		assert.ErrorIs(t, last, actions.ErrInternal, name)
+		var r *actions.Refusal
+		require.ErrorAs(t, last, &r, name)
+		assert.Equal(t, nested, actions.CodeOf(r.Cause()), "%s: the host gets the nested refusal whole, as the cause", name)
 	}
 }
 
 // Without Options.Caller every client is an anonymous caller: it neither
 // sees nor calls an action that needs a capability, and an action that
-// needs confirmation is held, not run.
+// needs confirmation is refused, never run, and nothing is held: nobody
+// could confirm it (issue 25, item 3).
 func TestNoCallerIsAnonymous(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	pending := &actions.MemoryPendingStore{}
+	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Gate: &actions.GateOptions{Pending: pending}})
 	var ran sync.Map
 	body := func(id string) actions.Body[*actions.Trace] {
 		return func(context.Context, map[string]any, *actions.Trace) (any, error) {
@@ -429,7 +450,7 @@ func TestNoCallerIsAnonymous(t *testing.T) {
 		actions.New(actions.Definition{ID: "shop/wipe", Effect: actions.EffectDelete, NeedsConfirmation: true}, body("wipe")),
 	)
 	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
-	require.NoError(t, mcpserver.AddTools(s, reg, mcpserver.Options[*actions.Trace]{}))
+	require.NoError(t, mcpserver.AddTools(s, reg, nil))
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := s.Connect(ctx, st, nil)
@@ -457,8 +478,12 @@ func TestNoCallerIsAnonymous(t *testing.T) {
 	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), werr.Code, "as unknown as a tool that does not exist")
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-wipe"})
 	require.NoError(t, err)
-	assert.True(t, res.IsError, "held for a confirmation")
+	assert.True(t, res.IsError, "refused: it needs a confirmation")
 	assert.Contains(t, textOf(t, res), "confirmation_required")
+	assert.NotContains(t, textOf(t, res), "pending change", "no receipt: nobody could confirm it")
+	held, err := pending.List(ctx, "")
+	require.NoError(t, err)
+	assert.Empty(t, held, "nothing is held")
 	_, admin := ran.Load("admin")
 	_, wipe := ran.Load("wipe")
 	assert.False(t, admin)
@@ -494,7 +519,10 @@ func TestOnEntrySeesEachCall(t *testing.T) {
 
 		entries := f.runEntries()
 		require.Len(t, entries, 4)
-		assert.Equal(t, 4, f.hosts, "the host is built once per call")
+		f.mu.Lock()
+		callers := f.callers
+		f.mu.Unlock()
+		assert.Equal(t, 4, callers, "the caller is built once per call")
 		got := make([]string, len(entries))
 		for i, e := range entries {
 			got[i] = e.Action + " " + string(e.Outcome) + " " + string(e.Error)
@@ -527,9 +555,9 @@ func TestConcurrentCalls(t *testing.T) {
 }
 
 func TestLanguages(t *testing.T) {
-	reg := testRegistry(t)
+	reg := testRegistry(t, nil)
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
-	require.NoError(t, mcpserver.AddTools(server, reg, mcpserver.Options[caller]{Languages: []string{"en", "fr"}}))
+	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{Languages: []string{"en", "fr"}}))
 	serverT, clientT := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(context.Background(), serverT, nil)
 	require.NoError(t, err)
@@ -551,15 +579,16 @@ func TestLanguages(t *testing.T) {
 
 func TestAddToolsErrors(t *testing.T) {
 	server := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "v0"}, nil)
-	assert.Error(t, mcpserver.AddTools[caller](server, nil, mcpserver.Options[caller]{}))
+	assert.Error(t, mcpserver.AddTools(server, nil, &mcpserver.Options{}))
+	assert.Error(t, mcpserver.AddTools(server, (*actions.Registry[caller])(nil), &mcpserver.Options{}), "a nil registry")
 
 	// A name MCP refuses never reaches AddTools: Register refuses its id.
-	reg := actions.NewRegistry[caller](nil)
+	reg := actions.NewRegistry(callerEnv, nil)
 	long := "n" + strings.Repeat("x", actions.MaxToolNameLength)
 	err := reg.Register(actions.Action[caller]{
 		Definition: actions.Definition{ID: long + "/a"},
 		Run:        func(context.Context, map[string]any, caller) (any, error) { return nil, nil },
 	})
 	assert.ErrorIs(t, err, actions.ErrConstraintViolation)
-	require.NoError(t, mcpserver.AddTools(server, reg, mcpserver.Options[caller]{}))
+	require.NoError(t, mcpserver.AddTools(server, reg, nil))
 }

@@ -15,12 +15,12 @@ import (
 	"github.com/actionreg/actions/mcpserver"
 )
 
-// A missing server, transport or registry is the host's mistake, told
+// A missing server, transport or runner is the host's mistake, told
 // where it is made: Serve returns an error, as AddTools does, and the
 // constructors of handlers panic with a message naming what is missing
 // (as http.Handle does for a nil handler), instead of a nil dereference
 // on the first request.
-func TestMissingServerOrRegistry(t *testing.T) {
+func TestMissingServerOrRunner(t *testing.T) {
 	ctx := context.Background()
 	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "v0"}, nil)
 	err := mcpserver.Serve(ctx, nil, &mcp.InMemoryTransport{}, nil)
@@ -30,10 +30,12 @@ func TestMissingServerOrRegistry(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "transport")
 	assert.PanicsWithValue(t, "mcpserver: HTTPHandler needs a server", func() { mcpserver.HTTPHandler(nil, nil) })
-	assert.PanicsWithValue(t, "mcpserver: ScopeChallenge needs a registry", func() {
-		mcpserver.ScopeChallenge[*actions.Trace](nil, mcpserver.Options[*actions.Trace]{}, 0)
+	assert.PanicsWithValue(t, "mcpserver: ScopeChallenge needs a runner", func() {
+		mcpserver.ScopeChallenge(nil, &mcpserver.Options{})
 	})
-	// A server and a registry: no panic, and a request is served.
+	// A typed nil registry is nil too.
+	assert.Error(t, mcpserver.AddTools(s, (*actions.Registry[*actions.Trace])(nil), nil))
+	// A server and a runner: no panic, and a request is served.
 	h := mcpserver.HTTPHandler(s, nil)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", strings.NewReader("")))
@@ -44,12 +46,12 @@ func TestMissingServerOrRegistry(t *testing.T) {
 // other fault of AddTools: a name MCP refuses (1 to 128 characters of
 // [A-Za-z0-9_.-]) or an action's tool name leaves the server as it was.
 func TestBatchToolNameCheckedFirst(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil)
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "a/b"},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
 	for _, name := range []string{"a-b", "bad name!", strings.Repeat("x", 129)} {
 		s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "v0"}, nil)
-		err := mcpserver.AddTools(s, reg, mcpserver.Options[*actions.Trace]{Batch: &mcpserver.BatchTool[*actions.Trace]{Name: name}})
+		err := mcpserver.AddTools(s, reg, &mcpserver.Options{Batch: &mcpserver.BatchTool{Name: name}})
 		require.Error(t, err, name)
 		ct, st := mcp.NewInMemoryTransports()
 		go func() { _ = s.Run(context.Background(), st) }()

@@ -36,9 +36,14 @@ type waiter struct {
 
 func newWaiter(t *testing.T) *waiter {
 	t.Helper()
-	w := &waiter{reg: actions.NewRegistry[*actions.Trace](nil), started: make(chan struct{}, 1000), release: make(chan struct{})}
+	w := &waiter{started: make(chan struct{}, 1000), release: make(chan struct{})}
+	w.reg = actions.NewRegistry[*actions.Trace](nil, &actions.Options{OnRecord: func(rec actions.Record) {
+		w.mu.Lock()
+		w.entries = append(w.entries, rec.Entry)
+		w.mu.Unlock()
+	}})
 	require.NoError(t, w.reg.Register(actions.Action[*actions.Trace]{
-		Definition: actions.Definition{ID: "wait/block", Kind: actions.KindAction},
+		Definition: actions.Definition{ID: "wait/block", Effect: actions.EffectWrite, Additive: true},
 		Run: func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
 			w.started <- struct{}{}
 			select {
@@ -53,7 +58,7 @@ func newWaiter(t *testing.T) *waiter {
 		},
 	}))
 	require.NoError(t, w.reg.Register(actions.Action[*actions.Trace]{
-		Definition: actions.Definition{ID: "wait/echo", Kind: actions.KindRead,
+		Definition: actions.Definition{ID: "wait/echo", Effect: actions.EffectRead,
 			Parameters: `{"type":"object","properties":{"n":{"type":"integer"}}}`},
 		Run: func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
 			return map[string]any{"n": p["n"]}, nil
@@ -63,18 +68,12 @@ func newWaiter(t *testing.T) *waiter {
 }
 
 // server returns a fresh MCP server with the waiter's tools; each of more
-// changes the options before AddTools.
-func (w *waiter) server(t *testing.T, more ...func(*mcpserver.Options[*actions.Trace])) *mcp.Server {
+// changes the options before AddTools. The registry's OnRecord keeps
+// every entry.
+func (w *waiter) server(t *testing.T, more ...func(*mcpserver.Options)) *mcp.Server {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "waiter", Version: "v0"}, nil)
-	opts := mcpserver.Options[*actions.Trace]{
-		Host: func(context.Context, *mcp.CallToolRequest) *actions.Host[*actions.Trace] {
-			return &actions.Host[*actions.Trace]{OnEntry: func(e actions.RunEntry) {
-				w.mu.Lock()
-				w.entries = append(w.entries, e)
-				w.mu.Unlock()
-			}}
-		},
+	opts := &mcpserver.Options{
 		OnError: func(_ context.Context, _ string, err error) {
 			w.mu.Lock()
 			w.errs = append(w.errs, err)
@@ -82,7 +81,7 @@ func (w *waiter) server(t *testing.T, more ...func(*mcpserver.Options[*actions.T
 		},
 	}
 	for _, change := range more {
-		change(&opts)
+		change(opts)
 	}
 	require.NoError(t, mcpserver.AddTools(s, w.reg, opts))
 	return s

@@ -54,10 +54,10 @@ func TestStressEverythingAtOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range rounds {
-				if _, _, err := reg.Run(ctx, "shop/greet", map[string]any{"name": "Ada"}, nil); err != nil {
+				if _, err := reg.Run(ctx, actions.Call{Action: "shop/greet", Params: map[string]any{"name": "Ada"}}); err != nil {
 					report(err)
 				}
-				if _, _, err := reg.Run(ctx, "shop/greet", map[string]any{"name": i}, nil); err == nil {
+				if _, err := reg.Run(ctx, actions.Call{Action: "shop/greet", Params: map[string]any{"name": i}}); err == nil {
 					report(fmt.Errorf("an invalid call passed"))
 				}
 				runs.Add(2)
@@ -75,8 +75,8 @@ func TestStressEverythingAtOnce(t *testing.T) {
 			return
 		}
 		for range rounds {
-			if _, entries, err := reg.RunBatch(ctx, b, nil); err != nil || len(entries) != 2 {
-				report(fmt.Errorf("batch: %v, %d entries", err, len(entries)))
+			if res, err := reg.Run(ctx, actions.Call{Batch: &b}); err != nil || len(res.Records) != 2 {
+				report(fmt.Errorf("batch: %v, %d records", err, len(res.Records)))
 			}
 			batches.Add(1)
 		}
@@ -126,5 +126,7 @@ func TestStressEverythingAtOnce(t *testing.T) {
 	assert.EqualValues(t, rounds, exports.Load())
 	assert.EqualValues(t, 4*rounds, calls.Load())
 	assert.Len(t, reg.List(), 7+2*rounds) // the test registry holds 7
-	require.Len(t, f.runEntries(), 4*rounds, "OnEntry saw every MCP call")
+	// The registry's OnRecord sees every call it runs, direct or over
+	// MCP: 4 per round run directly, 2 per batch, 4 per round over MCP.
+	require.Len(t, f.runEntries(), 4*rounds+2*rounds+4*rounds, "OnRecord saw every call")
 }

@@ -46,14 +46,18 @@ type typedServer struct {
 
 func (ts *typedServer) connect(t *testing.T, version string) *mcp.ClientSession {
 	t.Helper()
-	reg := actions.NewRegistry[caller](nil)
+	reg := actions.NewRegistry(callerEnv, &actions.Options{OnRecord: func(rec actions.Record) {
+		ts.mu.Lock()
+		ts.runs = append(ts.runs, rec.Entry)
+		ts.mu.Unlock()
+	}})
 	require.NoError(t, reg.Register(actions.Typed(
-		actions.Definition{ID: "shop/quote", Description: "Prices an item.", Kind: actions.KindRead},
+		actions.Definition{ID: "shop/quote", Description: "Prices an item.", Effect: actions.EffectRead},
 		func(_ context.Context, p quoteParams, _ caller) (*quote, error) {
 			return &quote{Item: p.Item, Qty: p.Qty, Total: 2.5 * float64(p.Qty)}, nil
 		})))
 	require.NoError(t, reg.Register(actions.Typed(
-		actions.Definition{ID: "shop/sizes", Kind: actions.KindRead},
+		actions.Definition{ID: "shop/sizes", Effect: actions.EffectRead},
 		func(context.Context, sizeParams, caller) ([]string, error) {
 			return []string{"S", "M", "L"}, nil
 		})))
@@ -63,14 +67,7 @@ func (ts *typedServer) connect(t *testing.T, version string) *mcp.ClientSession 
 			return nil, nil // null breaks the object schema inferred from quote
 		})))
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
-	require.NoError(t, mcpserver.AddTools(server, reg, mcpserver.Options[caller]{
-		Host: func(context.Context, *mcp.CallToolRequest) *actions.Host[caller] {
-			return &actions.Host[caller]{OnEntry: func(e actions.RunEntry) {
-				ts.mu.Lock()
-				ts.runs = append(ts.runs, e)
-				ts.mu.Unlock()
-			}}
-		},
+	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
 		OnError: func(_ context.Context, _ string, err error) {
 			ts.mu.Lock()
 			ts.errs = append(ts.errs, err)
@@ -149,15 +146,26 @@ func TestTypedTools(t *testing.T) {
 			require.NotNil(t, res.StructuredContent)
 			validateStructured(t, quoteSchema, res)
 
-			// A refused call of the same tool (point 3): isError, the
-			// refusal in the text, no structuredContent that would break
-			// the output schema.
+			// A refused call of the same tool: isError, the refusal in
+			// the text and as structuredContent, which the listed output
+			// schema admits beside the result (issue 23, item 5; it used
+			// to leave structuredContent out, as the result's schema
+			// alone would refuse it).
 			res, err = call(t, &fixture{session: cs}, "shop-quote", map[string]any{"item": "bolt", "qty": "four"})
 			require.NoError(t, err)
 			assert.True(t, res.IsError)
-			assert.Nil(t, res.StructuredContent, "a tool with an output schema answers a refusal without structuredContent")
 			assert.Contains(t, textOf(t, res), "refused: invalid_parameters")
 			assert.Contains(t, textOf(t, res), "/qty [type]")
+			require.NotNil(t, res.StructuredContent, "a refusal carries structuredContent on a tool with an output schema too")
+			var refused struct {
+				Code   actions.Code    `json:"code"`
+				Issues []actions.Issue `json:"issues"`
+			}
+			require.NoError(t, json.Unmarshal(mustJSON(t, res.StructuredContent), &refused))
+			assert.Equal(t, actions.CodeInvalidParameters, refused.Code)
+			require.Len(t, refused.Issues, 1)
+			assert.Equal(t, "/qty", refused.Issues[0].Path)
+			validateStructured(t, quoteSchema, res)
 
 			// An array result: structuredContent where the version allows.
 			res, err = call(t, &fixture{session: cs}, "shop-sizes", nil)
@@ -206,20 +214,21 @@ type discarded struct {
 }
 
 // TestTypedToolHeldForConfirmation: a typed tool whose action needs a
-// person's confirmation keeps point 3 on the gate's paths too: the
-// receipt goes in the text, never as structuredContent that would break
-// the output schema, and the confirmed call's result is rendered as any
-// result of the tool.
+// person's confirmation: the receipt goes in the text and as
+// structuredContent (pending.id, pending.expires), which the listed
+// output schema admits (issue 23, item 5: it used to go in the text
+// only), and the confirmed call's result is rendered as any result of the
+// tool.
 func TestTypedToolHeldForConfirmation(t *testing.T) {
 	for _, accept := range []bool{false, true} {
 		t.Run(map[bool]string{false: "no elicitation", true: "accepted"}[accept], func(t *testing.T) {
-			reg := actions.NewRegistry[any](&actions.Options{Gate: &actions.GateOptions{}})
+			reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Gate: &actions.GateOptions{}})
 			reg.MustRegister(actions.Typed(actions.Definition{ID: "shop/discard", Effect: actions.EffectDelete, Capability: "stock.write", NeedsConfirmation: true},
-				func(_ context.Context, p discardParams, _ any) (discarded, error) {
+				func(_ context.Context, p discardParams, _ *actions.Trace) (discarded, error) {
 					return discarded{Item: p.Item}, nil
 				}))
 			server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0"}, nil)
-			require.NoError(t, mcpserver.AddTools(server, reg, mcpserver.Options[any]{
+			require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
 				Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
 					return &actions.Caller{Principal: "editor", Capabilities: []string{"stock.write"}}
 				},
@@ -241,12 +250,26 @@ func TestTypedToolHeldForConfirmation(t *testing.T) {
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v0"}, copts).Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			require.NoError(t, err)
 			defer cs.Close()
+			list, err := cs.ListTools(ctx, nil)
+			require.NoError(t, err)
+			require.Len(t, list.Tools, 1)
+			listed := compileListed(t, list.Tools[0].OutputSchema)
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-discard", Arguments: map[string]any{"item": "milk"}})
 			require.NoError(t, err)
+			validateStructured(t, listed, res)
 			if !accept {
 				assert.True(t, res.IsError)
-				assert.Nil(t, res.StructuredContent, "the receipt would break the output schema")
 				assert.Contains(t, textOf(t, res), "pending change: ")
+				var receipt struct {
+					Code    actions.Code     `json:"code"`
+					Pending *actions.Receipt `json:"pending"`
+				}
+				require.NoError(t, json.Unmarshal(mustJSON(t, res.StructuredContent), &receipt))
+				assert.Equal(t, actions.CodeConfirmationRequired, receipt.Code)
+				require.NotNil(t, receipt.Pending, "the receipt is structured data")
+				assert.NotEmpty(t, receipt.Pending.ID)
+				assert.Contains(t, textOf(t, res), "pending change: "+receipt.Pending.ID)
+				assert.False(t, receipt.Pending.Expires.IsZero())
 				return
 			}
 			assert.False(t, res.IsError, textOf(t, res))

@@ -44,9 +44,8 @@ func BenchmarkAppend(b *testing.B) {
 						n++
 					}
 					wg.Go(func() {
-						unit := sqlstore.NewUnit()
-						for i := range n {
-							if err := s.Write(ctx, sqlstore.Row{Unit: unit, Position: i, Entry: benchEntry}); err != nil {
+						for range n {
+							if err := s.Write(ctx, sqlstore.NewUnit(), actions.Record{Entry: benchEntry}); err != nil {
 								b.Error(err)
 								return
 							}
@@ -60,10 +59,12 @@ func BenchmarkAppend(b *testing.B) {
 	})
 }
 
-// benchRegistry has t/set, a write of one row, as a host's typical call.
-func benchRegistry(b *testing.B, db *dbtest.DB) *actions.Registry[*sql.Tx] {
+// benchRegistry has t/set, a write of one row, as a host's typical call,
+// its calls kept by store; env gives the body its transaction (nil: no
+// row is written).
+func benchRegistry(b *testing.B, db *dbtest.DB, store actions.Store, env actions.Env[*sql.Tx]) *actions.Registry[*sql.Tx] {
 	b.Helper()
-	reg := actions.NewRegistry[*sql.Tx](nil)
+	reg := actions.NewRegistry(env, &actions.Options{Store: store})
 	reg.MustRegister(actions.New(actions.Definition{ID: "t/set",
 		Parameters: `{"type":"object","required":["k","v"],"properties":{"k":{"type":"string"},"v":{"type":"number"}}}`},
 		func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
@@ -76,21 +77,28 @@ func benchRegistry(b *testing.B, db *dbtest.DB) *actions.Registry[*sql.Tx] {
 	return reg
 }
 
+// hostTxKey carries the transaction a host opened itself (tx-no-store).
+type hostTxKey struct{}
+
+func hostTx(ctx context.Context, _ *actions.Trace) *sql.Tx {
+	tx, _ := ctx.Value(hostTxKey{}).(*sql.Tx)
+	return tx
+}
+
 // BenchmarkCallStore compares one call made three ways: Registry.Run
-// with the in-memory RunLog (no database: the peer), Registry.Run in a
-// transaction the host opens itself, its body changing one row and no
-// entry stored (what a host pays without the store), and Runner.Run
-// (the same transaction and row, the entry appended in it). The ratio of
-// the last two is the store's cost per call.
+// with the in-memory RunLog as its store (no database: the peer),
+// Registry.Run in a transaction the host opens itself, its body changing
+// one row and the record kept in a RunLog (what a host pays without the
+// SQL store), and Registry.Run with the sqlstore.Store as its store (the
+// same transaction and row, the record appended in it). The ratio of the
+// last two is the store's cost per call.
 func BenchmarkCallStore(b *testing.B) {
 	params := []byte(`{"k":"a","v":1.5}`)
 	b.Run("memory-log", func(b *testing.B) {
-		reg := benchRegistry(b, nil)
-		log := actions.NewRunLog()
-		host := &actions.Host[*sql.Tx]{Env: func(*actions.Trace) *sql.Tx { return nil }, OnEntry: log.Record}
+		reg := benchRegistry(b, nil, actions.NewRunLog(), txEnv)
 		ctx := context.Background()
 		for b.Loop() {
-			if _, _, err := reg.Run(ctx, "t/set", params, host); err != nil {
+			if _, err := reg.Run(ctx, actions.Call{Action: "t/set", Params: params}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -102,18 +110,16 @@ func BenchmarkCallStore(b *testing.B) {
 		if _, err := db.Exec("INSERT INTO kv (k, v, n) VALUES ('a', '0', 0)"); err != nil {
 			b.Fatal(err)
 		}
-		reg := benchRegistry(b, db)
 		s := newStore(b, db, nil)
 		ctx := context.Background()
 		b.Run("tx-no-store", func(b *testing.B) {
-			log := actions.NewRunLog()
+			reg := benchRegistry(b, db, actions.NewRunLog(), hostTx)
 			for b.Loop() {
 				tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable})
 				if err != nil {
 					b.Fatal(err)
 				}
-				host := &actions.Host[*sql.Tx]{Env: func(*actions.Trace) *sql.Tx { return tx }, OnEntry: log.Record}
-				if _, _, err := reg.Run(ctx, "t/set", params, host); err != nil {
+				if _, err := reg.Run(context.WithValue(ctx, hostTxKey{}, tx), actions.Call{Action: "t/set", Params: params}); err != nil {
 					b.Fatal(err)
 				}
 				if err := tx.Commit(); err != nil {
@@ -121,10 +127,10 @@ func BenchmarkCallStore(b *testing.B) {
 				}
 			}
 		})
-		b.Run("runner", func(b *testing.B) {
-			r := sqlstore.NewRunner(s, reg)
+		b.Run("store", func(b *testing.B) {
+			reg := benchRegistry(b, db, s, txEnv)
 			for b.Loop() {
-				if _, _, err := r.Run(ctx, "t/set", params, txHost); err != nil {
+				if _, err := reg.Run(ctx, actions.Call{Action: "t/set", Params: params}); err != nil {
 					b.Fatal(err)
 				}
 			}

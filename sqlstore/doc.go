@@ -4,22 +4,41 @@
 // (modernc.org/sqlite and github.com/jackc/pgx/v5/stdlib are the ones
 // tested) and names its [Dialect].
 //
-// The life of a call through a [Runner]:
+// A *[Store] is a registry's [actions.Store]: pass it as
+// actions.Options.Store, and its [Store.Pending] as the gate's
+// PendingStore. The life of a call, a batch or a decision
+// ([Store.Atomic]):
 //
-//  1. a transaction begins (serializable by default);
-//  2. the host's [TxHost] builds the call's host on it, so that the
-//     bodies reach the transaction through the environment they receive;
-//  3. the registry checks and runs the call (or the whole batch);
-//  4. done: the entries are appended in the same transaction, which
-//     commits; refused or failed: it rolls back, and the entries are
-//     written in a transaction of their own, marked rolled back;
-//  5. a conflict (serialization failure, deadlock, SQLITE_BUSY) runs the
-//     whole unit again, a bounded number of times, its entries written
+//  1. a transaction begins (serializable by default), carried by the
+//     context the registry's Env, resolver, bodies and pending store
+//     receive: [Tx] returns it, and an Env builder puts it in the
+//     environment the bodies see;
+//  2. the registry checks and runs the call (or the whole batch, or the
+//     confirmed change);
+//  3. done, or held for confirmation: the records are appended in the
+//     same transaction, which commits; refused, failed or cancelled
+//     before the commit: it rolls back, and the records are written in
+//     a transaction of their own, marked rolled back (and given back to
+//     the registry so marked, so that OnRecord never reports a change
+//     that was not kept);
+//  4. a conflict (serialization failure, deadlock, SQLITE_BUSY) runs the
+//     whole unit again, a bounded number of times, its records written
 //     once.
 //
+// The wiring, on a database the host opened:
+//
+//	store, _ := sqlstore.New(db, sqlstore.SQLite, nil)
+//	_ = store.Migrate(ctx)
+//	reg := actions.NewRegistry(func(ctx context.Context, t *actions.Trace) *Env {
+//		tx, _ := sqlstore.Tx(ctx)
+//		return &Env{Tx: tx, Trace: t}
+//	}, &actions.Options{Store: store, Gate: &actions.GateOptions{Pending: store.Pending()}})
+//
 // Entries are stored as their canonical JSON (RFC 8785), byte for byte,
-// and read back in commit order by [Store.Read] for replay
-// ([actions.Registry.Replay]). [Store.Migrate] creates the tables;
+// beside their audit records, and read back in commit order by
+// [Store.Read] for replay ([actions.Registry.Replay]); [Store.View] reads
+// the log and the host's tables in one snapshot, so that a database
+// still being written replays exactly. [Store.Migrate] creates the tables;
 // docs/database.md in the repository shows the layout and how to set up
 // PostgreSQL.
 package sqlstore

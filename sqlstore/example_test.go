@@ -34,7 +34,14 @@ func Example() {
 		panic(err)
 	}
 
-	reg := actions.NewRegistry[*sql.Tx](nil)
+	// The store runs each unit (a call, a batch, a decision) in one
+	// transaction with its records; the Env gives the bodies that
+	// transaction.
+	env := func(ctx context.Context, _ *actions.Trace) *sql.Tx {
+		tx, _ := sqlstore.Tx(ctx)
+		return tx
+	}
+	reg := actions.NewRegistry(env, &actions.Options{Store: store, Gate: &actions.GateOptions{Pending: store.Pending()}})
 	reg.MustRegister(actions.New(actions.Definition{ID: "stock/add",
 		Parameters: `{"type":"object","required":["item","n"],"properties":{"item":{"type":"string","minLength":1},"n":{"type":"integer"}}}`},
 		func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
@@ -42,24 +49,19 @@ func Example() {
 			_, err := tx.ExecContext(ctx, "INSERT INTO stock (item, n) VALUES (?, ?)", p["item"], n)
 			return nil, err
 		}))
-	runner := sqlstore.NewRunner(store, reg)
-	// The body reaches the transaction through the environment.
-	host := func(tx *sql.Tx) *actions.Host[*sql.Tx] {
-		return &actions.Host[*sql.Tx]{Env: func(*actions.Trace) *sql.Tx { return tx }}
-	}
 
 	refused, _ := reg.DecodeBatch([]byte(`{"commands":[
 		{"call":"stock/add","with":{"item":"nut","n":3}},
 		{"call":"stock/add","with":{"item":"","n":1}}]}`))
-	_, _, err = runner.RunBatch(ctx, refused, host)
+	_, err = reg.Run(ctx, actions.Call{Batch: &refused})
 	fmt.Println("refused:", actions.CodeOf(err))
-	_, _, err = runner.Run(ctx, "stock/add", `{"item":"bolt","n":2}`, host)
+	_, err = reg.Run(ctx, actions.Call{Action: "stock/add", Params: `{"item":"bolt","n":2}`})
 	fmt.Println("done:", err)
 
 	var items int
 	_ = db.QueryRow("SELECT count(*) FROM stock").Scan(&items)
 	fmt.Println("items in stock:", items)
-	recs, err := store.Read(ctx, sqlstore.Filter{Which: sqlstore.All})
+	recs, err := store.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
 	if err != nil {
 		panic(err)
 	}

@@ -91,8 +91,9 @@ var indexes = []string{
 }
 
 // SchemaVersion is the version of the store's tables that this package
-// writes and reads.
-const SchemaVersion = 2
+// writes and reads: the last step of migrations (a new step raises it
+// too, or the next Migrate refuses the schema the previous one wrote).
+const SchemaVersion = 3
 
 // Migrate creates the store's tables and indexes, or brings them to
 // [SchemaVersion], in one transaction. It is idempotent: run it at every
@@ -103,6 +104,9 @@ const SchemaVersion = 2
 // Errors: the database's; or a schema newer than this package knows
 // (written by a later release), which it leaves alone.
 func (s *Store) Migrate(ctx context.Context) error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	return s.retry(ctx, func(int) error {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {

@@ -16,15 +16,16 @@ import (
 )
 
 // TestPendingChangesInSQL: a call needing confirmation is held in the
-// database; a confirmation whose body fails rolls back with the change
-// left in place; two confirmations at once run the change once, in one
-// transaction with its entry and the change's removal.
+// database, committed with its record (stage held); a confirmation whose
+// body fails rolls back with the change left in place; two confirmations
+// at once run the change once, in one transaction with its record and
+// the change's removal; a rejection drops the change and records it.
 func TestPendingChangesInSQL(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		ctx := context.Background()
 		createModel(t, db)
 		s := newStore(t, db, nil)
-		reg := actions.NewRegistry[*sql.Tx](&actions.Options{Gate: &actions.GateOptions{Pending: s.Pending()}})
+		reg := actions.NewRegistry(txEnv, &actions.Options{Store: s, Gate: &actions.GateOptions{Pending: s.Pending()}})
 		var fail atomic.Bool
 		var ran atomic.Int32
 		reg.MustRegister(actions.New(actions.Definition{ID: "t/purge", Effect: actions.EffectDelete, NeedsConfirmation: true,
@@ -39,27 +40,32 @@ func TestPendingChangesInSQL(t *testing.T) {
 				ran.Add(1)
 				return "purged", nil
 			}))
-		runner := sqlstore.NewRunner(s, reg)
 		eve := &actions.Caller{Principal: "eve", Surface: actions.SurfaceUI}
-		host := func(tx *sql.Tx) *actions.Host[*sql.Tx] {
-			return &actions.Host[*sql.Tx]{Env: func(*actions.Trace) *sql.Tx { return tx }, Caller: eve}
+		confirm := func(id string) (actions.Result, error) {
+			return reg.Decide(ctx, actions.Decision{Change: id, Confirm: true, Caller: eve})
 		}
 
-		_, _, err := runner.Run(ctx, "t/purge", `{"n":1}`, host)
+		res, err := reg.Run(ctx, actions.Call{Action: "t/purge", Params: `{"n":1}`, Caller: eve})
 		require.ErrorIs(t, err, actions.ErrConfirmationRequired)
 		var r *actions.Refusal
 		require.ErrorAs(t, err, &r)
 		require.NotNil(t, r.Pending)
 		id := r.Pending.ID
 		pc, err := s.Pending().Get(ctx, id)
-		require.NoError(t, err, "the change outlives the held call's rollback")
+		require.NoError(t, err, "the change is kept with the held call's record")
 		assert.Equal(t, `{"n":1}`, pc.Parameters)
+		require.Len(t, res.Records, 1)
+		assert.False(t, res.Records[0].RolledBack, "a held call's unit commits")
+		assert.Equal(t, actions.StageHeld, res.Records[0].Audit.Stage)
+		assert.Equal(t, id, res.Records[0].Audit.PendingChange)
 		before := dump(t, db)
 
 		fail.Store(true)
-		_, _, err = runner.Confirm(ctx, id, host)
+		res, err = confirm(id)
 		require.Error(t, err)
 		assert.Equal(t, before, dump(t, db))
+		require.Len(t, res.Records, 1)
+		assert.True(t, res.Records[0].RolledBack, "the failed confirmation is undone")
 		_, err = s.Pending().Get(ctx, id)
 		require.NoError(t, err, "a confirmation rolled back leaves the change to confirm again")
 
@@ -67,7 +73,7 @@ func TestPendingChangesInSQL(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for i := range errs {
-			wg.Go(func() { _, _, errs[i] = runner.Confirm(ctx, id, host) })
+			wg.Go(func() { _, errs[i] = confirm(id) })
 		}
 		wg.Wait()
 		assert.Equal(t, int32(1), ran.Load(), "two confirmations run the change once")
@@ -78,8 +84,23 @@ func TestPendingChangesInSQL(t *testing.T) {
 		recs, err := s.Read(ctx, sqlstore.Filter{Outcome: actions.OutcomeDone})
 		require.NoError(t, err)
 		require.Len(t, recs, 1, "the confirmed call's entry, committed with it")
-		require.NotNil(t, recs[0].Audit)
 		assert.Equal(t, id, recs[0].Audit.PendingChange)
+		assert.Equal(t, actions.StageConfirmed, recs[0].Audit.Stage)
 		assert.Equal(t, "eve", recs[0].Audit.Caller.Principal)
+
+		// A rejection takes the change and runs nothing.
+		_, err = reg.Run(ctx, actions.Call{Action: "t/purge", Params: `{"n":2}`, Caller: eve})
+		require.ErrorAs(t, err, &r)
+		before = dump(t, db)
+		res, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Caller: eve})
+		require.NoError(t, err)
+		require.Len(t, res.Records, 1)
+		assert.Equal(t, actions.CodeRejected, res.Records[0].Entry.Error)
+		assert.Equal(t, actions.StageRejected, res.Records[0].Audit.Stage)
+		assert.False(t, res.Records[0].RolledBack, "the rejection is kept")
+		assert.Equal(t, before, dump(t, db))
+		assert.Equal(t, int32(1), ran.Load())
+		_, err = s.Pending().Get(ctx, r.Pending.ID)
+		require.ErrorIs(t, err, actions.ErrNoPendingChange)
 	})
 }

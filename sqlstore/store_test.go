@@ -3,7 +3,6 @@ package sqlstore_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -91,13 +90,15 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 		ctx := context.Background()
 		clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		s := newStore(t, db, &sqlstore.Options{Origin: "tester", Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
-		unit := sqlstore.NewUnit()
+		units := make([]string, len(entries))
 		for i, e := range entries {
-			rec := sqlstore.Row{Unit: unit, Position: i, Entry: e, RolledBack: i%5 == 4,
-				Audit: &actions.Audit{At: clock, Caller: &actions.Caller{Principal: "p" + itoa(i%3), Surface: actions.SurfaceMCP}, PendingChange: "c" + itoa(i)}}
-			require.NoError(t, s.Write(ctx, rec))
+			units[i] = sqlstore.NewUnit()
+			rec := actions.Record{Entry: e, RolledBack: i%5 == 4,
+				Audit: actions.Audit{At: clock, Caller: &actions.Caller{Principal: "p" + itoa(i%3), Surface: actions.SurfaceMCP}, PendingChange: "c" + itoa(i),
+					Stage: actions.StageConfirmed, Batch: i%2 == 1, ToolCallID: "call_" + itoa(i)}}
+			require.NoError(t, s.Write(ctx, units[i], rec))
 		}
-		all, err := s.Read(ctx, sqlstore.Filter{Which: sqlstore.All})
+		all, err := s.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
 		require.NoError(t, err)
 		require.Len(t, all, len(entries))
 		for i, r := range all {
@@ -107,12 +108,15 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 			again, err := actions.CanonicalJSON(r.Entry)
 			require.NoError(t, err)
 			assert.Equal(t, r.Text, string(again), "entry %d decodes to the same entry", i)
-			assert.Equal(t, unit, r.Unit)
-			assert.Equal(t, i, r.Position)
+			assert.Equal(t, units[i], r.Unit)
+			assert.Equal(t, 0, r.Position)
 			assert.Equal(t, i%5 == 4, r.RolledBack)
-			require.NotNil(t, r.Audit)
+			require.NotNil(t, r.Audit.Caller)
 			assert.Equal(t, "p"+itoa(i%3), r.Audit.Caller.Principal)
 			assert.Equal(t, "c"+itoa(i), r.Audit.PendingChange)
+			assert.Equal(t, actions.StageConfirmed, r.Audit.Stage)
+			assert.Equal(t, i%2 == 1, r.Audit.Batch)
+			assert.Equal(t, "call_"+itoa(i), r.Audit.ToolCallID)
 			assert.Equal(t, "tester", r.Origin)
 			assert.Equal(t, time.Date(2026, 1, 1, 0, 0, i+1, 0, time.UTC), r.RecordedAt)
 			if i > 0 {
@@ -140,20 +144,32 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 		committed := func(r sqlstore.Record) bool { return !r.RolledBack }
 		action := entries[0].Action
 		check("committed by default", sqlstore.Filter{}, func(_ int, r sqlstore.Record) bool { return committed(r) })
-		check("rolled back", sqlstore.Filter{Which: sqlstore.RolledBack}, func(_ int, r sqlstore.Record) bool { return r.RolledBack })
-		check("action", sqlstore.Filter{Action: action, Which: sqlstore.All}, func(_ int, r sqlstore.Record) bool { return r.Entry.Action == action })
+		check("rolled back", sqlstore.Filter{Kept: sqlstore.UndoneOnly}, func(_ int, r sqlstore.Record) bool { return r.RolledBack })
+		check("action", sqlstore.Filter{Action: action, Kept: sqlstore.KeptAndUndone}, func(_ int, r sqlstore.Record) bool { return r.Entry.Action == action })
 		check("refused", sqlstore.Filter{Outcome: actions.OutcomeRefused}, func(_ int, r sqlstore.Record) bool {
 			return committed(r) && r.Entry.Outcome == actions.OutcomeRefused
 		})
 		since, until := all[3].RecordedAt, all[7].RecordedAt
-		check("time", sqlstore.Filter{Since: since, Until: until, Which: sqlstore.All}, func(i int, _ sqlstore.Record) bool { return i >= 3 && i < 7 })
-		check("after and limit", sqlstore.Filter{After: all[2].Seq, Limit: 3, Which: sqlstore.All}, func(i int, _ sqlstore.Record) bool { return i >= 3 && i < 6 })
-		check("unit", sqlstore.Filter{Unit: "other", Which: sqlstore.All}, func(int, sqlstore.Record) bool { return false })
-		check("origin", sqlstore.Filter{Origin: "tester", Which: sqlstore.All}, func(int, sqlstore.Record) bool { return true })
-		check("principal", sqlstore.Filter{Principal: "p1", Which: sqlstore.All}, func(i int, _ sqlstore.Record) bool { return i%3 == 1 })
+		check("time", sqlstore.Filter{Since: since, Until: until, Kept: sqlstore.KeptAndUndone}, func(i int, _ sqlstore.Record) bool { return i >= 3 && i < 7 })
+		check("after and limit", sqlstore.Filter{After: all[2].Seq, Limit: 3, Kept: sqlstore.KeptAndUndone}, func(i int, _ sqlstore.Record) bool { return i >= 3 && i < 6 })
+		check("unit", sqlstore.Filter{Unit: units[4], Kept: sqlstore.KeptAndUndone}, func(i int, _ sqlstore.Record) bool { return i == 4 })
+		check("no such unit", sqlstore.Filter{Unit: "other", Kept: sqlstore.KeptAndUndone}, func(int, sqlstore.Record) bool { return false })
+		check("origin", sqlstore.Filter{Origin: "tester", Kept: sqlstore.KeptAndUndone}, func(int, sqlstore.Record) bool { return true })
+		check("principal", sqlstore.Filter{Principal: "p1", Kept: sqlstore.KeptAndUndone}, func(i int, _ sqlstore.Record) bool { return i%3 == 1 })
+
+		// The records of one write are one unit, at positions 0, 1, 2.
+		batch := sqlstore.NewUnit()
+		require.NoError(t, s.Write(ctx, batch, actions.Record{Entry: entries[0]}, actions.Record{Entry: entries[1]}, actions.Record{Entry: entries[2]}))
+		three, err := s.Read(ctx, sqlstore.Filter{Unit: batch})
+		require.NoError(t, err)
+		require.Len(t, three, 3)
+		for i, r := range three {
+			assert.Equal(t, i, r.Position)
+			assert.Equal(t, entries[i].Action, r.Entry.Action)
+		}
 
 		// A unit's position is written once.
-		err = s.Write(ctx, sqlstore.Row{Unit: unit, Position: 0, Entry: entries[0]})
+		err = s.Write(ctx, units[0], actions.Record{Entry: entries[0]})
 		assert.Error(t, err, "the unique key refuses a second record at the same position")
 	})
 }
@@ -176,7 +192,7 @@ func TestEntryTextIsExact(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		ctx := context.Background()
 		s := newStore(t, db, nil)
-		require.NoError(t, s.Write(ctx, sqlstore.Row{Unit: "u", Entry: e}))
+		require.NoError(t, s.Write(ctx, "u", actions.Record{Entry: e}))
 		got, err := s.Read(ctx, sqlstore.Filter{})
 		require.NoError(t, err)
 		require.Len(t, got, 1)
@@ -187,55 +203,63 @@ func TestEntryTextIsExact(t *testing.T) {
 	})
 }
 
-// A Filter whose Which is none of the three choices is refused: it read
-// as All, so a typo showed rolled-back records as if they were kept.
-// A negative Limit is refused too (0 is the only "no bound").
+// A Filter whose Kept is none of the three choices is refused: read as
+// every record, a typo would show rolled-back records as if they were
+// kept. A negative Limit is refused too (0 is the only "no bound").
 func TestReadRefusesUnknownFilter(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		s := newStore(t, db, nil)
 		ctx := context.Background()
-		_, err := s.Read(ctx, sqlstore.Filter{Which: sqlstore.All + 1})
-		assert.ErrorContains(t, err, "sqlstore: unknown Filter.Which 3")
+		_, err := s.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone + 1})
+		assert.ErrorContains(t, err, "sqlstore: unknown Filter.Kept 3")
+		_, err = s.Read(ctx, sqlstore.Filter{Kept: -1})
+		assert.ErrorContains(t, err, "sqlstore: unknown Filter.Kept -1")
 		_, err = s.Read(ctx, sqlstore.Filter{Limit: -1})
 		assert.ErrorContains(t, err, "sqlstore: negative Filter.Limit")
-		_, err = s.Read(ctx, sqlstore.Filter{Which: sqlstore.All})
+		_, err = s.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
 		assert.NoError(t, err)
 	})
 }
 
-// A row without a unit, at a negative position, or whose entry has no
-// outcome is refused before anything is written: the log
-// would otherwise hold records no replay or audit can place.
-func TestAppendRefusesRowsWithoutPlace(t *testing.T) {
+// A record without a unit, or whose entry has no outcome, is refused
+// before anything of its write is written: the log would otherwise hold
+// records no replay or audit can place. (Positions are the records'
+// indexes in the write since Row went: no negative position to refuse.)
+func TestAppendRefusesRecordsWithoutPlace(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		s := newStore(t, db, nil)
 		ctx := context.Background()
-		entry := actions.RunEntry{Action: "a/b", Parameters: "{}", Steps: []actions.RunStep{}, Outcome: actions.OutcomeDone}
-		for name, row := range map[string]sqlstore.Row{
-			"zero":        {},
-			"no unit":     {Entry: entry},
-			"negative":    {Unit: "u", Position: -1, Entry: entry},
-			"no outcome":  {Unit: "u", Entry: actions.RunEntry{Action: "a/b"}},
-			"bad outcome": {Unit: "u", Entry: actions.RunEntry{Action: "a/b", Outcome: "maybe"}},
+		good := actions.Record{Entry: actions.RunEntry{Action: "a/b", Parameters: "{}", Steps: []actions.RunStep{}, Outcome: actions.OutcomeDone}}
+		for name, c := range map[string]struct {
+			unit string
+			rec  actions.Record
+		}{
+			"zero":        {"", actions.Record{}},
+			"no unit":     {"", good},
+			"no outcome":  {"u", actions.Record{Entry: actions.RunEntry{Action: "a/b"}}},
+			"bad outcome": {"u", actions.Record{Entry: actions.RunEntry{Action: "a/b", Outcome: "maybe"}}},
 		} {
-			assert.Error(t, s.Write(ctx, sqlstore.Row{Unit: "ok " + name, Entry: entry}, row), name)
+			assert.Error(t, s.Write(ctx, c.unit, good, c.rec), name)
 		}
-		recs, err := s.Read(ctx, sqlstore.Filter{Which: sqlstore.All})
+		recs, err := s.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
 		require.NoError(t, err)
 		assert.Empty(t, recs, "nothing of a refused write is kept")
-		require.NoError(t, s.Write(ctx, sqlstore.Row{Unit: "u", Entry: entry}))
+		require.NoError(t, s.Write(ctx, "u", good))
 	})
 }
 
-// A Runner's call of an id that names nothing (the empty id included) is
-// refused and its entry kept, rolled back, as any refused call's.
-func TestRunnerKeepsEntryOfEmptyID(t *testing.T) {
+// A call through the store of an id that names nothing (the empty id
+// included) is refused and its record kept, rolled back, as any refused
+// call's.
+func TestStoreKeepsRecordOfEmptyID(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		s := newStore(t, db, nil)
-		reg := actions.NewRegistry[*sql.Tx](nil)
-		_, _, err := sqlstore.NewRunner(s, reg).Run(context.Background(), "", nil, nil)
+		reg := actions.NewRegistry(txEnv, &actions.Options{Store: s})
+		res, err := reg.Run(context.Background(), actions.Call{})
 		require.ErrorIs(t, err, actions.ErrUnknownAction)
-		recs, err := s.Read(context.Background(), sqlstore.Filter{Which: sqlstore.RolledBack})
+		require.Len(t, res.Records, 1)
+		assert.True(t, res.Records[0].RolledBack)
+		recs, err := s.Read(context.Background(), sqlstore.Filter{Kept: sqlstore.UndoneOnly})
 		require.NoError(t, err)
 		require.Len(t, recs, 1)
 		assert.Equal(t, "", recs[0].Entry.Action)

@@ -24,9 +24,20 @@ import (
 	"github.com/actionreg/actions/sqlstore"
 )
 
-// txHost gives the bodies the attempt's transaction itself.
-func txHost(tx *sql.Tx) *actions.Host[*sql.Tx] {
-	return &actions.Host[*sql.Tx]{Env: func(*actions.Trace) *sql.Tx { return tx }}
+// txEnv gives the bodies the unit's transaction itself (nil outside a
+// unit).
+func txEnv(ctx context.Context, _ *actions.Trace) *sql.Tx {
+	tx, _ := sqlstore.Tx(ctx)
+	return tx
+}
+
+// entriesOf are the entries of a result's records, in order.
+func entriesOf(res actions.Result) []actions.RunEntry {
+	out := make([]actions.RunEntry, len(res.Records))
+	for i, r := range res.Records {
+		out[i] = r.Entry
+	}
+	return out
 }
 
 // createModel makes the model table of the atomicity tests, with three
@@ -96,11 +107,11 @@ type batchFixture struct {
 	} `json:"expect"`
 }
 
-// fixtureRegistry registers a fixture's actions with bodies that write
-// to the model through the transaction before they answer.
-func fixtureRegistry(t *testing.T, db *dbtest.DB, f *batchFixture) *actions.Registry[*sql.Tx] {
+// fixtureRegistry registers a fixture's actions, on store s, with bodies
+// that write to the model through the transaction before they answer.
+func fixtureRegistry(t *testing.T, db *dbtest.DB, s *sqlstore.Store, f *batchFixture) *actions.Registry[*sql.Tx] {
 	t.Helper()
-	reg := actions.NewRegistry[*sql.Tx](&actions.Options{Limits: actions.Limits{
+	reg := actions.NewRegistry(txEnv, &actions.Options{Store: s, Limits: actions.Limits{
 		MaxBatchCalls: f.Limits.MaxBatchCalls, MaxPlaceholderLength: f.Limits.MaxPlaceholderLength,
 		MaxPlaceholders: f.Limits.MaxPlaceholders,
 	}})
@@ -154,7 +165,7 @@ func TestAtomicityOverBatchFixtures(t *testing.T) {
 			data, err := os.ReadFile(file)
 			require.NoError(t, err)
 			require.NoError(t, json.Unmarshal(data, &f), name)
-			reg := fixtureRegistry(t, db, &f)
+			reg := fixtureRegistry(t, db, s, &f)
 			text := []byte(f.Batch)
 			if f.BatchText != "" {
 				text = []byte(f.BatchText)
@@ -165,7 +176,8 @@ func TestAtomicityOverBatchFixtures(t *testing.T) {
 			}
 			last := lastSeq(t, s)
 			before := dump(t, db)
-			_, entries, runErr := sqlstore.NewRunner(s, reg).RunBatch(ctx, b, txHost)
+			res, runErr := reg.Run(ctx, actions.Call{Batch: &b})
+			entries := entriesOf(res)
 
 			var want []string
 			for _, e := range f.Expect.Entries {
@@ -175,13 +187,14 @@ func TestAtomicityOverBatchFixtures(t *testing.T) {
 			}
 			got := texts(t, entries)
 			require.Equal(t, want, got, "%s: the entries", name)
-			recs, err := s.Read(ctx, sqlstore.Filter{After: last, Which: sqlstore.All})
+			recs, err := s.Read(ctx, sqlstore.Filter{After: last, Kept: sqlstore.KeptAndUndone})
 			require.NoError(t, err)
 			var stored []string
-			for _, r := range recs {
+			for i, r := range recs {
 				stored = append(stored, r.Text)
 				assert.Equal(t, f.Expect.Error != nil, r.RolledBack, "%s: rolled back", name)
-				require.NotNil(t, r.Audit, "%s: the audit record is kept", name)
+				assert.Equal(t, f.Expect.Error != nil, res.Records[i].RolledBack, "%s: the result's records say rolled back too", name)
+				assert.True(t, r.Audit.Batch, "%s: the audit record is kept, a batch's step", name)
 				assert.Nil(t, r.Audit.Caller, "%s: the host's own call", name)
 			}
 			assert.Equal(t, want, stored, "%s: the log holds the entries once, in order", name)
@@ -207,7 +220,7 @@ func TestAtomicityOverBatchFixtures(t *testing.T) {
 
 func lastSeq(t testing.TB, s *sqlstore.Store) int64 {
 	t.Helper()
-	recs, err := s.Read(context.Background(), sqlstore.Filter{Which: sqlstore.All})
+	recs, err := s.Read(context.Background(), sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
 	require.NoError(t, err)
 	if len(recs) == 0 {
 		return 0
@@ -227,10 +240,12 @@ func texts(t testing.TB, entries []actions.RunEntry) []string {
 }
 
 // writerRegistry has one action, t/write, whose body writes a row and
-// then runs hook (when not nil).
-func writerRegistry(t testing.TB, db *dbtest.DB, hook func(ctx context.Context, tx *sql.Tx) error) *actions.Registry[*sql.Tx] {
+// then, for the step whose parameters say last, runs hook (when not
+// nil); its calls run on store s, and onRecord (when not nil) sees their
+// records.
+func writerRegistry(t testing.TB, db *dbtest.DB, s *sqlstore.Store, hook func(ctx context.Context, tx *sql.Tx) error, onRecord func(actions.Record)) *actions.Registry[*sql.Tx] {
 	t.Helper()
-	reg := actions.NewRegistry[*sql.Tx](nil)
+	reg := actions.NewRegistry(txEnv, &actions.Options{Store: s, OnRecord: onRecord})
 	require.NoError(t, reg.Register(actions.Action[*sql.Tx]{
 		Definition: actions.Definition{ID: "t/write", Parameters: `{"type":"object"}`},
 		Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
@@ -261,11 +276,43 @@ func assertNeither(t *testing.T, db *dbtest.DB, s *sqlstore.Store, before string
 	assert.Empty(t, committed, "no entry committed")
 }
 
+// assertUndone checks that the records a unit gave back, and those
+// OnRecord saw, are n and all marked rolled back: nothing reports a
+// change that was not kept (issue 25, item 11).
+func assertUndone(t *testing.T, res actions.Result, seen []actions.Record, n int) {
+	t.Helper()
+	require.Len(t, res.Records, n, "the result's records")
+	require.Len(t, seen, n, "OnRecord saw each record once")
+	for i := range n {
+		assert.True(t, res.Records[i].RolledBack, "result record %d is marked rolled back", i)
+		assert.True(t, seen[i].RolledBack, "OnRecord's record %d is marked rolled back", i)
+	}
+}
+
+// recorder collects what OnRecord receives.
+type recorder struct {
+	mu   sync.Mutex
+	recs []actions.Record
+}
+
+func (r *recorder) add(rec actions.Record) {
+	r.mu.Lock()
+	r.recs = append(r.recs, rec)
+	r.mu.Unlock()
+}
+
+func (r *recorder) all() []actions.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]actions.Record(nil), r.recs...)
+}
+
 // TestKillBetweenChangesAndCommit ends the transaction after the bodies
 // changed the model and before the commit: by cancelling the context (in
-// a body, and just before the commit), and by closing the connection
-// (PostgreSQL: the server ends the backend). Neither the changes nor
-// committed entries are left.
+// the last body, which then returns done, and just before the commit),
+// and by closing the connection (PostgreSQL: the server ends the
+// backend). Neither the changes nor committed entries are left, and
+// the records the caller and OnRecord get are marked rolled back.
 func TestKillBetweenChangesAndCommit(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		createModel(t, db)
@@ -275,38 +322,44 @@ func TestKillBetweenChangesAndCommit(t *testing.T) {
 		t.Run("cancel in the body", func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			reg := writerRegistry(t, db, func(context.Context, *sql.Tx) error { cancel(); return nil })
-			_, entries, err := sqlstore.NewRunner(s, reg).RunBatch(ctx, twoWrites, txHost)
+			var seen recorder
+			reg := writerRegistry(t, db, s, func(context.Context, *sql.Tx) error { cancel(); return nil }, seen.add)
+			res, err := reg.Run(ctx, actions.Call{Batch: &twoWrites})
 			require.ErrorIs(t, err, context.Canceled)
-			assert.Len(t, entries, 2)
+			assert.Equal(t, actions.CodeCancelled, actions.CodeOf(err))
+			assertUndone(t, res, seen.all(), 2)
 			assertNeither(t, db, s, before)
 		})
 		t.Run("cancel before the commit", func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			r := sqlstore.NewRunner(s, writerRegistry(t, db, nil))
-			r.BeforeCommit = func(context.Context, *sql.Tx) error { cancel(); return nil }
-			_, _, err := r.RunBatch(ctx, twoWrites, txHost)
+			cs := newStore(t, db, &sqlstore.Options{BeforeCommit: func(context.Context, *sql.Tx) error { cancel(); return nil }})
+			var seen recorder
+			res, err := writerRegistry(t, db, cs, nil, seen.add).Run(ctx, actions.Call{Batch: &twoWrites})
 			require.ErrorIs(t, err, context.Canceled)
+			assert.Equal(t, actions.CodeCancelled, actions.CodeOf(err))
+			assertUndone(t, res, seen.all(), 2)
 			assertNeither(t, db, s, before)
 		})
 		if db.Dialect == sqlstore.PostgreSQL {
 			t.Run("connection closed before the commit", func(t *testing.T) {
-				r := sqlstore.NewRunner(s, writerRegistry(t, db, nil))
-				r.BeforeCommit = func(ctx context.Context, tx *sql.Tx) error {
+				ks := newStore(t, db, &sqlstore.Options{BeforeCommit: func(ctx context.Context, tx *sql.Tx) error {
 					var pid int
 					if err := tx.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 						return err
 					}
 					_, err := db.ExecContext(ctx, "SELECT pg_terminate_backend($1)", pid)
 					return err
-				}
-				_, _, err := r.RunBatch(context.Background(), twoWrites, txHost)
+				}})
+				var seen recorder
+				res, err := writerRegistry(t, db, ks, nil, seen.add).Run(context.Background(), actions.Call{Batch: &twoWrites})
 				require.Error(t, err)
+				assert.Equal(t, actions.CodeInternal, actions.CodeOf(err), "the store's failure: %v", err)
+				assertUndone(t, res, seen.all(), 2)
 				assertNeither(t, db, s, before)
 			})
 		}
-		rolled, err := s.Read(context.Background(), sqlstore.Filter{Which: sqlstore.RolledBack})
+		rolled, err := s.Read(context.Background(), sqlstore.Filter{Kept: sqlstore.UndoneOnly})
 		require.NoError(t, err)
 		assert.NotEmpty(t, rolled, "the undone batches left their trail, marked rolled back")
 	})
@@ -332,7 +385,7 @@ func TestProcessDiesBeforeCommit(t *testing.T) {
 		require.ErrorAs(t, err, &exit, "%s", out)
 		require.Equal(t, 7, exit.ExitCode(), "the child died where it should:\n%s", out)
 		assertNeither(t, db, s, before)
-		all, err := s.Read(context.Background(), sqlstore.Filter{Which: sqlstore.All})
+		all, err := s.Read(context.Background(), sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
 		require.NoError(t, err)
 		assert.Empty(t, all, "a dead process writes no trail")
 	})
@@ -353,11 +406,9 @@ func TestKillChild(t *testing.T) {
 		dialect = sqlstore.PostgreSQL
 	}
 	db := &dbtest.DB{DB: sqlDB, Dialect: dialect, DSN: parts[2], Driver: parts[0]}
-	s, err := sqlstore.New(sqlDB, dialect, nil)
+	s, err := sqlstore.New(sqlDB, dialect, &sqlstore.Options{BeforeCommit: func(context.Context, *sql.Tx) error { os.Exit(7); return nil }})
 	require.NoError(t, err)
-	r := sqlstore.NewRunner(s, writerRegistry(t, db, nil))
-	r.BeforeCommit = func(context.Context, *sql.Tx) error { os.Exit(7); return nil }
-	_, _, err = r.RunBatch(context.Background(), twoWrites, txHost)
+	_, err = writerRegistry(t, db, s, nil, nil).Run(context.Background(), actions.Call{Batch: &twoWrites})
 	t.Fatalf("the child lived on: %v", err)
 }
 
@@ -372,7 +423,7 @@ func TestConflictIsRetriedEntriesOnce(t *testing.T) {
 		createModel(t, db)
 		s := newStore(t, db, nil)
 		var attempts atomic.Int32
-		reg := actions.NewRegistry[*sql.Tx](nil)
+		reg := actions.NewRegistry(txEnv, &actions.Options{Store: s})
 		require.NoError(t, reg.Register(actions.Action[*sql.Tx]{
 			Definition: actions.Definition{ID: "t/bump", Parameters: `{"type":"object"}`},
 			Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
@@ -391,18 +442,20 @@ func TestConflictIsRetriedEntriesOnce(t *testing.T) {
 				return params + "y", nil
 			},
 		}))
-		result, entry, err := sqlstore.NewRunner(s, reg).Run(ctx, "t/bump", nil, txHost)
+		res, err := reg.Run(ctx, actions.Call{Action: "t/bump"})
 		require.NoError(t, err)
 		assert.Equal(t, int32(2), attempts.Load(), "the first attempt conflicted and was run again")
-		assert.Equal(t, "[]xy", result, "the second attempt saw the other writer's change")
+		assert.Equal(t, "[]xy", res.Value, "the second attempt saw the other writer's change")
+		require.Len(t, res.Records, 1, "the last attempt's record only")
+		assert.False(t, res.Records[0].RolledBack)
 		var params string
 		require.NoError(t, db.QueryRow("SELECT params FROM model_rows WHERE n = 2").Scan(&params))
 		assert.Equal(t, "[]xy", params)
-		all, err := s.Read(ctx, sqlstore.Filter{Which: sqlstore.All})
+		all, err := s.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
 		require.NoError(t, err)
 		require.Len(t, all, 1, "one entry, committed")
 		assert.False(t, all[0].RolledBack)
-		assert.Equal(t, texts(t, []actions.RunEntry{entry}), []string{all[0].Text})
+		assert.Equal(t, texts(t, []actions.RunEntry{res.Entry()}), []string{all[0].Text})
 	}
 	t.Run("sqlite", func(t *testing.T) { run(t, dbtest.SQLiteDeferred(t)) })
 	t.Run("postgresql", func(t *testing.T) { run(t, dbtest.Postgres(t)) })
@@ -434,7 +487,7 @@ func TestConcurrentConflictingBatches(t *testing.T) {
 			}
 			return sqlstore.DefaultBackoff(n)
 		}})
-		reg := actions.NewRegistry[*sql.Tx](nil)
+		reg := actions.NewRegistry(txEnv, &actions.Options{Store: s})
 		require.NoError(t, reg.Register(actions.Action[*sql.Tx]{
 			Definition: actions.Definition{ID: "t/add", Parameters: `{"type":"object","required":["counter","amount"],
 				"properties":{"counter":{"enum":["a","b"]},"amount":{"type":"integer"}}}`},
@@ -450,7 +503,6 @@ func TestConcurrentConflictingBatches(t *testing.T) {
 				return total + amount, nil
 			},
 		}))
-		runner := sqlstore.NewRunner(s, reg)
 		var sumA, sumB, failed atomic.Int64
 		var wg sync.WaitGroup
 		for w := range writers {
@@ -462,7 +514,7 @@ func TestConcurrentConflictingBatches(t *testing.T) {
 						first, second = second, first
 					}
 					batch := actions.Batch{Steps: []actions.Step{{Call: "t/add", With: first}, {Call: "t/add", With: second}}}
-					if _, _, err := runner.RunBatch(ctx, batch, txHost); err != nil {
+					if _, err := reg.Run(ctx, actions.Call{Batch: &batch}); err != nil {
 						failed.Add(1)
 						t.Errorf("writer %d batch %d: %v", w, i, err)
 						continue
@@ -502,7 +554,7 @@ func TestConcurrentConflictingBatches(t *testing.T) {
 		}
 		assert.Equal(t, totalA, logA, "the log adds up to a")
 		assert.Equal(t, totalB, logB, "the log adds up to b")
-		rolled, err := s.Read(ctx, sqlstore.Filter{Which: sqlstore.RolledBack})
+		rolled, err := s.Read(ctx, sqlstore.Filter{Kept: sqlstore.UndoneOnly})
 		require.NoError(t, err)
 		assert.Empty(t, rolled, "retried attempts leave no trail")
 		t.Logf("%d batches committed after %d retries, at most %d for one batch", len(units), retries.Load(), most.Load())

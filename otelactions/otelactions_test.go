@@ -10,11 +10,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/mcpserver"
@@ -92,7 +94,11 @@ const secret = "a-personal-value"
 var nameSchema = map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
 
 func registry(p *pipeline, store actions.Store) *actions.Registry[*actions.Trace] {
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Observer: p.obs, Store: store, ProgressInterval: -1})
+	opts := &actions.Options{Store: store, ProgressInterval: -1}
+	if p.obs != nil {
+		opts.Observer = p.obs
+	}
+	reg := actions.NewRegistry[*actions.Trace](nil, opts)
 	reg.MustRegister(
 		actions.New[*actions.Trace](actions.Definition{ID: "demo/echo", Parameters: nameSchema}, func(ctx context.Context, params map[string]any, _ *actions.Trace) (any, error) {
 			return map[string]any{"echo": params["name"]}, nil
@@ -389,4 +395,36 @@ func TestSpanNamesFollowConventions(t *testing.T) {
 		}
 	}
 	p.named(t, "tools/list")
+}
+
+// BenchmarkCall is the cost of one call with tracing and metrics on a real
+// SDK pipeline (every span sampled, batched to an exporter that drops
+// them), on the no-op providers, and with no observer at all.
+func BenchmarkCall(b *testing.B) {
+	params := map[string]any{"name": "n"}
+	run := func(b *testing.B, reg *actions.Registry[*actions.Trace]) {
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := reg.Run(ctx, actions.Call{Action: "demo/echo", Params: params}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("sdk", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		obs, err := otelactions.New(&otelactions.Options{TracerProvider: tp, MeterProvider: mp})
+		require.NoError(b, err)
+		run(b, registry(&pipeline{obs: obs}, nil))
+	})
+	b.Run("noop", func(b *testing.B) {
+		obs, err := otelactions.New(&otelactions.Options{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()})
+		require.NoError(b, err)
+		run(b, registry(&pipeline{obs: obs}, nil))
+	})
+	b.Run("none", func(b *testing.B) {
+		run(b, registry(&pipeline{}, nil))
+	})
 }

@@ -20,7 +20,8 @@ import (
 // each, fail) and batches with parameters belong to the engine's script
 // runner; this package refuses them (see [DecodeBatch]).
 //
-// A Batch built in Go is checked by [Registry.RunBatch] exactly as a decoded one is.
+// A Batch built in Go is checked by [Registry.Run] (as [Call].Batch)
+// exactly as a decoded one is.
 // See docs/batches.md for the rules in full.
 type Batch struct {
 	// Steps are the calls, run in order; their JSON member is "commands",

@@ -49,8 +49,9 @@ const (
 )
 
 // Sentinels of the gate's codes, for [errors.Is]. A forbidden call's
-// refusal is unknown_action for the caller, with the forbidden refusal as
-// its cause: errors.Is(err, ErrForbiddenCapability) tells the host.
+// refusal is unknown_action for the caller (errors.Is matches
+// ErrUnknownAction only); the host reads the forbidden code in the
+// call's record, and the forbidden refusal in [Refusal.Cause].
 var (
 	ErrForbiddenSurface     = newSentinel(CodeForbiddenSurface)
 	ErrForbiddenCapability  = newSentinel(CodeForbiddenCapability)
@@ -115,7 +116,7 @@ var gateCodes = []Code{CodeForbiddenSurface, CodeForbiddenCapability, CodeInsuff
 
 // Caller is who calls, built by the host for each call from what it
 // authenticated (a session, a verified token), never from the call's
-// arguments. Set it as [Host].Caller; a nil Caller is the host itself,
+// arguments. Set it as [Call].Caller; a nil Caller is the host itself,
 // which the gate lets through (see [Registry.Run]). The token itself is
 // never held: only what the host derived from it.
 type Caller struct {
@@ -133,7 +134,7 @@ type Caller struct {
 	// Client is the connected app that called, when one did.
 	Client *Client `json:"client,omitempty"`
 	// PendingChange is the id of the pending change this call confirms.
-	// [Registry.Confirm] sets it; a host that sets it itself confirms
+	// [Registry.Decide] sets it; a host that sets it itself confirms
 	// nothing.
 	PendingChange string `json:"pendingChange,omitempty"`
 }
@@ -506,8 +507,8 @@ func (b *bucket) retire(now time.Time) bool {
 
 // concealed answers a forbidden call as an unknown action: a caller who
 // may not see an action learns nothing of it, not even that it exists.
-// The forbidden refusal is the cause, for the host (errors.Is, the run
-// entry's code and the audit record).
+// The forbidden refusal is the cause, for the host ([Refusal.Cause], the
+// run entry's code and the audit record).
 func concealed(forbidden *Refusal) *Refusal {
 	r := unknownAction()
 	r.cause = forbidden
@@ -525,7 +526,7 @@ func hostCode(err error) Code {
 	return CodeOf(err)
 }
 
-// Caller returns who calls, as the host built it ([Host].Caller), for a
+// Caller returns who calls, as the host built it ([Call].Caller), for a
 // body that decides what an audience may see: nil for the host's own call
 // and for a trace from [NewTrace]. A call confirming a pending change has
 // PendingChange set. Nested calls see their caller's. The body must not
@@ -533,8 +534,8 @@ func hostCode(err error) Code {
 func (t *Trace) Caller() *Caller { return t.caller }
 
 // Audit is who made a call, recorded beside its run entry (never inside
-// it: the entry keeps the reference's shape). [Host].OnAudit receives one
-// per top-level call; a SQL store keeps its fields as columns.
+// it: the entry keeps the reference's shape), in its [Record]; a SQL
+// store keeps its fields as columns.
 type Audit struct {
 	// At is when the call was admitted or refused (the gate's clock).
 	At time.Time `json:"at"`

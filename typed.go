@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/big"
 	"reflect"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,11 +34,17 @@ import (
 //     description. The tag actions:"ref=SCHEMA" on a string field (or
 //     *string, []string) adds the ref keyword: the value names an
 //     instance of the model schema SCHEMA and reaches the body resolved
-//     (see [RefResolver]). A struct has additionalProperties false;
+//     (see [RefResolver]); actions:"enum=A|B,default=A" adds an enum and
+//     a default, each value read as the field's Go type reads JSON (items
+//     separated by commas: ref=, enum=, default=, each at most once).
+//     The members are those encoding/json selects, by JSON name (the
+//     shallowest field wins, then a tagged one; two left at one depth
+//     drop the name), and a field promoted through an embedded pointer
+//     is optional. A struct has additionalProperties false;
 //     *big.Int is "type": "integer", json.Number "type": "number",
 //     time.Time and []byte strings (RFC 3339, base64);
-//   - when def.Parameters is given (to declare defaults, enums, bounds,
-//     formats, refs: what tags cannot say), it is kept, and checked
+//   - when def.Parameters is given (to declare bounds, formats,
+//     patterns: what tags cannot say), it is kept, and checked
 //     against P when Register runs: every required property must have a
 //     field, every field a property, and their types must agree (a
 //     property of type number for an int field is refused, as 1.5 would
@@ -74,10 +79,13 @@ import (
 // nil body; a P that is not a struct or string-keyed map; a type that
 // refers to itself, or holds a channel, a function, a complex number, an
 // unsafe pointer, a map with keys other than strings, an interface other
-// than any (in P), a field with the json option ",string", an embedded
-// field with a json name, or (for inference) a type with its own JSON
-// methods that jsonschema-go does not know; a disagreement between the
-// given schema and P.
+// than any (in P), a field with the json option ",string", a field (in P)
+// promoted through an embedded pointer to an unexported struct field, an
+// actions tag outside its grammar or with an enum or default value the
+// field cannot hold (at the field's pointer), or (for inference) a type
+// with its own JSON methods that jsonschema-go does not know; a
+// disagreement between the given schema and P (a tag's enum or default
+// the property does not say included).
 func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C) (R, error)) Action[C] {
 	a := Action[C]{Definition: def}
 	if body == nil {
@@ -266,8 +274,9 @@ func hasJSONMethods(t reflect.Type) bool {
 
 // typeWalk checks a Go type and plans its decoding. input is true for
 // parameters (the decoder must be able to fill every part); overrides
-// gathers the schemas of byte slices, which encoding/json writes as base64
-// strings.
+// gathers the schemas jsonschema-go is to take as they are: byte slices,
+// which encoding/json writes as base64 strings, and every struct, built
+// from the members encoding/json selects (structSchema).
 type typeWalk struct {
 	input     bool
 	stack     []reflect.Type // the named types being walked, for cycles
@@ -375,92 +384,48 @@ func (w *typeWalk) plan(t reflect.Type, ptr, field string) (*decoder, error) {
 	return d, nil
 }
 
-// planStruct plans the fields of a struct as jsonschema-go lists them
-// (reflect.VisibleFields: exported, promoted through embedded structs),
-// refusing what encoding/json would read otherwise.
+// planStruct plans the members of a struct as encoding/json selects them
+// (jsonFields: by JSON name, through embedded structs), and builds the
+// struct's schema for inference.
 func (w *typeWalk) planStruct(d *decoder, t reflect.Type, ptr string) error {
 	d.kind = decStruct
 	d.byName = map[string]int{}
 	d.maps = &sync.Pool{}
-	for _, f := range reflect.VisibleFields(t) {
-		goName := t.Name() + "." + f.Name
-		if t.Name() == "" {
-			goName = t.String() + "." + f.Name
+	typeName := t.Name()
+	if typeName == "" {
+		typeName = t.String()
+	}
+	members := jsonFields(t)
+	for _, m := range members {
+		goName := typeName + "." + m.sf.Name
+		at := ijson.AppendToken(ptr+"/properties", m.name)
+		if m.stringOpt {
+			return typeRefusal(at, "field "+goName+" has the json option \",string\", which no inferred schema describes")
 		}
-		if f.Anonymous {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			switch {
-			case name == "-":
-				return typeRefusal(ptr, "the embedded field "+goName+" is tagged json:\"-\": encoding/json skips it, jsonschema-go does not")
-			case name != "" || ft.Kind() != reflect.Struct:
-				return typeRefusal(ptr, "the embedded field "+goName+" is a named member for encoding/json but promoted by jsonschema-go: give it a field name")
-			case f.Type.Kind() == reflect.Pointer && !f.IsExported():
-				return typeRefusal(ptr, "the embedded field "+goName+" points to an unexported struct, which a decoder cannot allocate")
-			}
-			continue
+		if w.input && m.viaUnexported {
+			return typeRefusal(ptr, "the field "+goName+" is promoted through an embedded pointer to an unexported field, which a decoder cannot allocate")
 		}
-		if !f.IsExported() {
-			continue
-		}
-		tag, hasTag := f.Tag.Lookup("json")
-		name, opts, comma := strings.Cut(tag, ",")
-		if hasTag && name == "-" && !comma {
-			continue // json:"-" skips the field; json:"-," names it "-"
-		}
-		if name == "" {
-			name = f.Name
-		}
-		var omitEmpty, omitZero bool
-		for _, o := range strings.Split(opts, ",") {
-			switch o {
-			case "string":
-				return typeRefusal(ijson.AppendToken(ptr+"/properties", name), "field "+goName+" has the json option \",string\", which no inferred schema describes")
-			case "omitempty":
-				omitEmpty = true
-			case "omitzero":
-				omitZero = true
-			}
-		}
-		at := ijson.AppendToken(ptr+"/properties", name)
-		if _, dup := d.byName[name]; dup {
-			return typeRefusal(at, "two fields of "+t.String()+" have the JSON name "+name)
-		}
-		fd, err := w.plan(f.Type, at, goName)
+		fd, err := w.plan(m.sf.Type, at, goName)
 		if err != nil {
 			return err
 		}
-		gf := goField{name: name, goName: goName, index: f.Index, dec: fd, omitEmpty: omitEmpty, omitZero: omitZero}
-		if ref, ok := refTag(f); ok {
-			if !refTarget(f.Type) {
-				return typeRefusal(at, "field "+goName+" has a ref tag but is not a string, *string or []string")
-			}
-			gf.ref = ref
-		} else if hasRefTag(f) {
-			return typeRefusal(at, "field "+goName+" has an actions tag other than ref=SCHEMA")
+		tag, err := readFieldTag(m.sf, fd, goName, at)
+		if err != nil {
+			return err
 		}
-		d.byName[name] = len(d.fields)
-		d.fields = append(d.fields, gf)
+		d.byName[m.name] = len(d.fields)
+		d.fields = append(d.fields, goField{name: m.name, goName: goName, index: m.index, dec: fd,
+			ref: tag.ref, tag: tag, omitEmpty: m.omitEmpty, omitZero: m.omitZero})
 	}
+	if w.custom {
+		return nil // inference refuses the type anyway
+	}
+	s, err := w.structSchema(d, members, ptr)
+	if err != nil {
+		return err
+	}
+	w.overrides[t] = s
 	return nil
-}
-
-// refTag reads actions:"ref=SCHEMA".
-func refTag(f reflect.StructField) (string, bool) {
-	v, ok := f.Tag.Lookup("actions")
-	if !ok {
-		return "", false
-	}
-	schema, ok := strings.CutPrefix(v, "ref=")
-	return schema, ok && schema != ""
-}
-
-func hasRefTag(f reflect.StructField) bool {
-	_, ok := f.Tag.Lookup("actions")
-	return ok
 }
 
 // refTarget reports whether a ref tag may sit on a field of type t.
@@ -479,11 +444,7 @@ func (w *typeWalk) infer(t reflect.Type) (map[string]any, error) {
 	if w.custom {
 		return nil, typeRefusal("", "the type "+t.String()+" holds a type with its own JSON methods that jsonschema-go describes by its Go structure: give the schema in the Definition")
 	}
-	over := typeSchemas()
-	for k, v := range w.overrides {
-		over[k] = v
-	}
-	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: over})
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: w.typeSchemas()})
 	if err != nil {
 		r := typeRefusal("", "jsonschema-go cannot infer a schema from "+t.String())
 		r.cause = err

@@ -118,6 +118,7 @@ func (a *agreement) walkStruct(s map[string]any, dec *decoder, ptr string, depth
 				a.add(at, "ref", fmt.Sprintf("field %s is tagged ref=%s but its property has no such ref", f.goName, f.ref))
 			}
 		}
+		a.agreeTag(ps, &f, at)
 		a.walk(ps, f.dec, at, "field "+f.goName, depth+1)
 	}
 	var extra []string

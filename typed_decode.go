@@ -58,6 +58,7 @@ type goField struct {
 	index  []int    // reflect's index path, through embedded structs
 	dec    *decoder // the field's type
 	ref    string   // the model schema of an actions:"ref=..." tag
+	tag    fieldTag // the whole actions tag
 
 	omitEmpty, omitZero bool // the json options, for encoding a result
 }

@@ -254,6 +254,21 @@ var goTypes = map[string]goType{
 	"*tResult":       typeFor[*tResult](),
 	"tEmpty":         typeFor[tEmpty](),
 	"tMaps":          typeFor[tMaps](),
+	"tEmbedPtr":      typeFor[tEmbedPtr](),
+	"tShadow":        typeFor[tShadow](),
+	"tTwoX":          typeFor[tTwoX](),
+	"tHidden":        typeFor[tHidden](),
+	"tDropped":       typeFor[tDropped](),
+	"tSkipEmbed":     typeFor[tSkipEmbed](),
+	"tEmbedLow":      typeFor[tEmbedLow](),
+	"tEmbedCode":     typeFor[tEmbedCode](),
+	"tEnums":         typeFor[tEnums](),
+	"tBadDefault":    typeFor[tBadDefault](),
+	"tBadEnum":       typeFor[tBadEnum](),
+	"tBadBool":       typeFor[tBadBool](),
+	"tEnumStruct":    typeFor[tEnumStruct](),
+	"tDupKey":        typeFor[tDupKey](),
+	"tDefaultOut":    typeFor[tDefaultOut](),
 	"[]string":       typeFor[[]string](),
 	"int":            typeFor[int](),
 	"string":         typeFor[string](),
@@ -357,4 +372,126 @@ func goTypeNames() string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
+}
+
+// TMeta is embedded by pointer in tEmbedPtr (issue 26, item 7): its
+// fields are required in TMeta, optional once promoted through a pointer
+// that may be nil.
+type TMeta struct {
+	Owner string `json:"owner"`
+	Rev   int    `json:"rev"`
+}
+
+type tEmbedPtr struct {
+	*TMeta
+	Name string `json:"name"`
+}
+
+// The field selection of encoding/json, by JSON name (issue 26, item 8).
+
+type TInner struct {
+	E1 string `json:"e1"`
+}
+
+// tShadow: the outer E1 hides the inner one by Go name only; their JSON
+// names differ, so encoding/json writes both.
+type tShadow struct {
+	TInner
+	E1 string `json:"e1x"`
+}
+
+type TXA struct {
+	X string `json:"a"`
+}
+
+type TXB struct {
+	X string `json:"b"`
+}
+
+// tTwoX: two promoted fields X, ambiguous by Go name, distinct by JSON
+// name.
+type tTwoX struct {
+	TXA
+	TXB
+}
+
+type TFoo struct {
+	Foo int `json:"e1"`
+}
+
+// tHidden: the outer field wins the JSON name e1 by depth.
+type tHidden struct {
+	TFoo
+	E1 string `json:"e1"`
+}
+
+type TC1 struct{ ID string }
+
+type TC2 struct{ ID string }
+
+// tDropped: two untagged ID at one depth: encoding/json drops the name.
+type tDropped struct {
+	TC1
+	TC2
+	Own string `json:"own"`
+}
+
+// TCode is embedded as a non-struct: encoding/json makes it a member
+// named by its type.
+type TCode string
+
+type tEmbedCode struct {
+	TCode
+	N int `json:"n"`
+}
+
+// tLow is unexported: embedded by pointer in tEmbedLow, it cannot be
+// allocated by a decoder (encoding/json refuses it too), but a result
+// holding one is written.
+type tLow struct {
+	Z string `json:"z"`
+}
+
+type tEmbedLow struct {
+	*tLow
+	N int `json:"n"`
+}
+
+type tSkipEmbed struct {
+	TBase `json:"-"`
+	Own   string `json:"own"`
+}
+
+// Enums and defaults on the type (issue 26, item 9).
+type tEnums struct {
+	Site  string   `json:"site,omitempty" jsonschema:"the site" actions:"enum=plant|depot,default=plant"`
+	Level int8     `json:"level,omitempty" actions:"enum=1|2|3,default=2"`
+	Ratio *float64 `json:"ratio,omitempty" actions:"default=0.5"`
+	On    bool     `json:"on,omitempty" actions:"default=true"`
+	Owner string   `json:"owner,omitempty" actions:"ref=actor,default=me"`
+	Kinds []string `json:"kinds,omitempty" actions:"enum=a|b"`
+}
+
+type tBadDefault struct {
+	N int8 `json:"n,omitempty" actions:"default=300"`
+}
+
+type tBadEnum struct {
+	N uint `json:"n,omitempty" actions:"enum=1|-1"`
+}
+
+type tBadBool struct {
+	B bool `json:"b,omitempty" actions:"default=yes"`
+}
+
+type tEnumStruct struct {
+	S tSub `json:"s" actions:"enum=x"`
+}
+
+type tDupKey struct {
+	S string `json:"s" actions:"enum=a,enum=b"`
+}
+
+type tDefaultOut struct {
+	S string `json:"s,omitempty" actions:"enum=a|b,default=c"`
 }

@@ -26,10 +26,6 @@ const (
 	periodParam = `{"type": "string", "pattern": "^[0-9]{4}$", "default": "2024",
 		"description": "The reporting year."}`
 
-	listActorsSchema = `{"type": "object", "additionalProperties": false, "properties": {
-		"type": {"enum": ["plant", "warehouse", "depot", "supplier"], "description": "Only actors of this type."},
-		"lang": {"type": "string", "enum": ["en", "fr"], "default": "en", "description": "The language of the names."}}}`
-
 	getActorSchema = `{"type": "object", "additionalProperties": false,
 		"properties": {"actor": ` + actorRef + `}, "required": ["actor"]}`
 
@@ -73,9 +69,11 @@ const (
 // may call).
 //
 // All but one are typed ([actions.Typed]): their bodies take a Go struct
-// and return one, whose schema becomes the tool's output schema. Each
-// keeps its hand-written parameters schema (defaults, enums, patterns,
-// refs), which Register checks against the struct. create_actor stays
+// and return one, whose schema becomes the tool's output schema.
+// list_actors infers its parameters schema from its struct, whose tags
+// say the enums and the default (actions:"enum=...,default=..."); the
+// others keep a hand-written parameters schema (patterns, bounds, refs
+// with a description), which Register checks against the struct. create_actor stays
 // untyped ([actions.New]): its localized display_name is a string or an
 // object, which a map[string]any reads as naturally as any Go type would;
 // it declares its output schema by hand.
@@ -84,7 +82,8 @@ func definitions() []actions.Action[*Env] {
 		actions.Typed(actions.Definition{
 			ID: "supply/list_actors", Title: "List actors", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Lists the actors of the supply chain, sorted by id, with their names in one language.",
-			Parameters:  listActorsSchema,
+			// No Parameters: the schema is inferred from listActorsParams,
+			// whose tags say its enums and default.
 		}, listActors),
 		actions.Typed(actions.Definition{
 			ID: "supply/get_actor", Title: "Get an actor", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
@@ -162,9 +161,11 @@ func (m *Model) env(ctx context.Context, t *actions.Trace) *Env {
 // The parameters and results of the typed actions. The json tags name
 // the members; the schemas above add what tags cannot say.
 type (
+	// listActorsParams says its enums and default in tags: list_actors
+	// needs no hand-written schema.
 	listActorsParams struct {
-		Type string `json:"type,omitempty"`
-		Lang string `json:"lang,omitempty"`
+		Type string `json:"type,omitempty" jsonschema:"Only actors of this type." actions:"enum=plant|warehouse|depot|supplier"`
+		Lang string `json:"lang,omitempty" jsonschema:"The language of the names." actions:"enum=en|fr,default=en"`
 	}
 	actorSummary struct {
 		Key  string `json:"key"`

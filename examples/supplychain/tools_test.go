@@ -47,3 +47,27 @@ func TestToolsAgainstMCPSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestListActorsSchemaFromTags: list_actors has no hand-written schema;
+// the tags of listActorsParams give the one it had (the enum of type,
+// the enum and default of lang), with "type": "string" beside the enum
+// of type, which allowed strings only already.
+func TestListActorsSchemaFromTags(t *testing.T) {
+	model, reg, err := setup()
+	require.NoError(t, err)
+	defer model.Close()
+	tools, err := reg.Tools(nil)
+	require.NoError(t, err)
+	for _, tool := range tools {
+		if tool.Name != "supply-list_actors" {
+			continue
+		}
+		text, err := json.Marshal(tool.InputSchema)
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"type": "object", "additionalProperties": false, "properties": {
+			"type": {"type": "string", "enum": ["plant", "warehouse", "depot", "supplier"], "description": "Only actors of this type."},
+			"lang": {"type": "string", "enum": ["en", "fr"], "default": "en", "description": "The language of the names."}}}`, string(text))
+		return
+	}
+	t.Fatal("no tool supply-list_actors")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -79,6 +80,15 @@ type Definition struct {
 	// Limits.MaxResultBytes; zero keeps the registry's, negative means
 	// no bound. See [Bounded] for what a result over it becomes.
 	MaxResultBytes int `json:"maxResultBytes,omitempty"`
+	// Timeout is how long the body may run: past it the body's context
+	// ends and the call is refused with timeout ([CodeTimeout]), its
+	// unit rolled back. Zero means the registry's Options.Timeout;
+	// negative means no limit. A nested call runs within the smaller of
+	// its own limit and what is left of its caller's. The registry waits
+	// for the body to return (it must honour ctx); a body that returns
+	// after the limit passed is refused all the same. Set in Go: a
+	// manifest's JSON declares none.
+	Timeout time.Duration `json:"-"`
 }
 
 // Action is a definition with its body. C is the environment the

@@ -106,11 +106,13 @@ func (r *Registry[C]) batch(ctx context.Context, b Batch, inv invocation) (any, 
 		}
 		step := inv
 		step.name, step.params, step.step = st.call, params, true
+		step.stepIndex, step.progress = i, nil
 		_, rec, _, err := r.top(ctx, step)
 		recs = append(recs, bound.step(r, step, rec))
 		if err != nil {
 			return nil, recs, false, &StepError{Index: i, Action: st.call, Err: err}
 		}
+		inv.progress.report(stepProgress(i, len(plan.steps)))
 		if st.keep || i == len(plan.steps)-1 {
 			v, err := scopeValue(rec.Entry)
 			if err != nil {

@@ -27,6 +27,12 @@ type Call struct {
 	// request id, a model's tool call id), kept in the audit record for
 	// tracing; it decides nothing.
 	ToolCallID string
+	// Progress, when set, receives the call's progress reports: the
+	// body's (see [Trace.Progress]) or, for a batch, one per step done
+	// (Done steps of Total). It is called on the reporting goroutine,
+	// one report at a time, in order, never after Run returned. Nil:
+	// reports are dropped.
+	Progress func(Progress)
 }
 
 // Result is what a call, a batch or a decision gave back.

@@ -557,6 +557,12 @@ type Audit struct {
 	Batch bool `json:"batch,omitempty"`
 	// ToolCallID is the id the client gave the call ([Call].ToolCallID).
 	ToolCallID string `json:"toolCallId,omitempty"`
+	// TraceID and SpanID identify the span of the call (or of the batch
+	// or decision that made the record) as the registry's [Observer]
+	// gave them: W3C trace-id and parent-id hex with OpenTelemetry. Empty
+	// without an observer.
+	TraceID string `json:"traceId,omitempty"`
+	SpanID  string `json:"spanId,omitempty"`
 }
 
 // Stage is what a call did to a pending change (see [Audit]).

@@ -317,7 +317,7 @@ func (r *Registry[C]) Decide(ctx context.Context, d Decision) (Result, error) {
 	if d.Caller == nil || d.Caller.Principal == "" {
 		return Result{}, unknownChange()
 	}
-	return r.unit(ctx, func(ctx context.Context) (any, []Record, bool, error) {
+	return r.observeDecide(ctx, d, func(ctx context.Context) (any, []Record, bool, error) {
 		g := r.gateOf()
 		pc, err := g.take(ctx, d.Change, d.Caller)
 		if err != nil {

@@ -99,6 +99,8 @@ func sentinelOf(c Code) error {
 		return ErrDiverged
 	case CodeResultTooLarge:
 		return ErrResultTooLarge
+	case CodeTimeout:
+		return ErrTimeout
 	}
 	s, _, _ := gateSentinel(c)
 	return s
@@ -145,6 +147,8 @@ func PolicyOf(c Code) Policy {
 		return Policy{TransportToolResult, RetryAfterEdit}
 	case CodeInternal, CodeCancelled:
 		return Policy{TransportProtocol, RetryAfterBackoff}
+	case CodeTimeout:
+		return timeoutPolicy
 	}
 	if _, p, ok := gateSentinel(c); ok {
 		return p
@@ -170,7 +174,8 @@ func Policies() map[Code]Policy {
 // registryCodes are the codes the registry itself raises.
 func registryCodes() []Code {
 	return append([]Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
-		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled, CodeOutputInvalid, CodeDiverged, CodeResultTooLarge},
+		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled, CodeOutputInvalid, CodeDiverged,
+		CodeResultTooLarge, CodeTimeout},
 		gateCodes...)
 }
 
@@ -388,6 +393,8 @@ func nextActionOf(c Code) string {
 		return "The call was cancelled before it ended; call again if it is still wanted."
 	case CodeDuplicateName, CodeConstraintViolation:
 		return "Fix the definition; calling again will not help."
+	case CodeTimeout:
+		return timeoutNextAction
 	case CodeOutputInvalid:
 		return "Do not retry: the action's result broke its own contract; tell the user the action failed."
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -74,6 +75,18 @@ type Options struct {
 	// commit, or marked RolledBack once the unit was undone, so it never
 	// reports a change that was not kept. It may be called concurrently.
 	OnRecord func(Record)
+	// Observer, when set, sees every call, batch, nested call, decision,
+	// replay and unit of work the registry runs (see [Observer];
+	// package otelactions traces them with OpenTelemetry).
+	Observer Observer
+	// Timeout is how long a body may run when its action declares no
+	// [Definition].Timeout; zero or negative: no limit. Past it the call
+	// is refused with timeout (see [CodeTimeout]).
+	Timeout time.Duration
+	// ProgressInterval is the least time between two progress reports
+	// delivered to one call (see [Trace.Progress]); zero means
+	// DefaultProgressInterval (100 ms), negative no bound.
+	ProgressInterval time.Duration
 	// PortableNames makes Register and Bind refuse, with
 	// constraint_violation, an id whose tool name is not portable to
 	// every export profile (see [CheckPortableName]: at most 64
@@ -375,11 +388,13 @@ func (r *Registry[C]) List() []Action[C] {
 //
 // A body sees ctx and must honour its cancellation itself.
 func (r *Registry[C]) Run(ctx context.Context, c Call) (Result, error) {
+	p := r.newProgress(c.Progress)
+	defer p.close()
+	if c.Batch != nil {
+		return r.observeBatch(ctx, c, p)
+	}
 	return r.unit(ctx, func(ctx context.Context) (any, []Record, bool, error) {
-		if c.Batch != nil {
-			return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID})
-		}
-		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID}
+		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, progress: p}
 		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
 		return v, []Record{rec}, commit, err
 	})
@@ -395,6 +410,7 @@ func (r *Registry[C]) unit(ctx context.Context, fn work) (Result, error) {
 	attempt := func(ctx context.Context) Unit {
 		v, recs, commit, err := fn(ctx)
 		value = v
+		stamp(ctx, observed{}, recs)
 		return Unit{Records: recs, Commit: commit, Err: err}
 	}
 	var (
@@ -402,7 +418,9 @@ func (r *Registry[C]) unit(ctx context.Context, fn work) (Result, error) {
 		err  error
 	)
 	if r.opts.Store != nil {
-		recs, err = r.opts.Store.Atomic(ctx, attempt)
+		uctx, ob := r.observe(ctx, Operation{Kind: OpUnit, Step: -1})
+		recs, err = r.opts.Store.Atomic(uctx, attempt)
+		ob.end(Done{Records: recs, Err: err, Commit: committed(recs, err)})
 		if err != nil && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == CodeInternal {
 			// The store's own failure (a commit, a lost connection):
 			// an internal refusal for the caller, the cause for the host.
@@ -451,6 +469,10 @@ type invocation struct {
 	step bool
 	// asHost: a nested call the body made as the host (Trace.CallAsHost).
 	asHost bool
+	// stepIndex is the index of the step, when step.
+	stepIndex int
+	// progress delivers the body's progress reports (nil: dropped).
+	progress *progress
 }
 
 // audit starts the audit record of inv.
@@ -463,7 +485,9 @@ func (r *Registry[C]) audit(inv invocation) Audit {
 }
 
 // top runs one top-level call through the gate and records it.
-func (r *Registry[C]) top(ctx context.Context, inv invocation) (any, Record, bool, error) {
+func (r *Registry[C]) top(ctx context.Context, inv invocation) (value any, rec Record, commit bool, err error) {
+	ctx, ob := r.observe(ctx, callOp(inv))
+	defer func() { rec = ob.endCall(rec, value, commit, err) }()
 	audit := r.audit(inv)
 	g := r.gateOf()
 	reg, ok := r.lookup(inv.name)
@@ -565,12 +589,15 @@ func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefRe
 		err = f.hold(ctx, entry.Parameters)
 		return nil, entry.refused(err, entry.Parameters), err
 	}
+	ctx, stop := r.limitTime(ctx, &reg.action)
+	defer stop()
 	if err := ctx.Err(); err != nil {
-		err = cancelRefusal(err)
+		err = endedRefusal(ctx, err)
 		return nil, entry.refused(err, entry.Parameters), err
 	}
 	t := &f.Trace
 	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
+	t.progress = f.inv.progress
 	var env C
 	switch {
 	case r.env != nil:
@@ -587,6 +614,9 @@ func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefRe
 	}
 	t.close()
 	entry = t.entry
+	if terr := timedOut(ctx, err); terr != nil {
+		return nil, entry.refused(terr, entry.Parameters), terr
+	}
 	if err != nil {
 		if nr := asRefusal(err); nr != nil && nr.Code != CodeCancelled && t.fromNestedCall(nr) {
 			// Not the caller's fault: a call the body made was refused
@@ -623,10 +653,19 @@ func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefRe
 // identity (or as the host when asHost), one level deeper, never held.
 func (f *frame[C]) nested(ctx context.Context, id string, params any, asHost bool) (any, RunEntry, error) {
 	inv := f.inv
-	inv.asHost = asHost
+	inv.asHost, inv.progress = asHost, nil
 	if asHost {
 		inv.caller = nil
 	}
+	ctx, ob := f.r.observe(ctx, Operation{Kind: OpNested, Action: id, Caller: inv.caller, Params: params, Step: -1, AsHost: asHost})
+	res, entry, err := f.nestedRun(ctx, inv, id, params)
+	ob.end(Done{Records: []Record{{Entry: entry}}, Value: res, Err: err, Commit: err == nil})
+	return res, entry, err
+}
+
+// nestedRun is nested's call, once observed.
+func (f *frame[C]) nestedRun(ctx context.Context, inv invocation, id string, params any) (any, RunEntry, error) {
+	asHost := inv.asHost
 	child := f.r.frame(inv, f.depth+1)
 	if reg, ok := f.r.lookup(id); ok {
 		d := &reg.action.Definition

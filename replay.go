@@ -93,7 +93,9 @@ func (d *Divergence) Is(target error) bool { return target == ErrDiverged }
 // matches; a *[Divergence] at the first member that differs; cancelled
 // when ctx was done by the end of the replay, since a cancelled run says
 // nothing about the entry.
-func (r *Registry[C]) Replay(ctx context.Context, rec Record) (RunEntry, error) {
+func (r *Registry[C]) Replay(ctx context.Context, rec Record) (_ RunEntry, err error) {
+	ctx, ob := r.observe(ctx, Operation{Kind: OpReplay, Action: rec.Entry.Action, Caller: rec.Audit.Caller, Step: -1})
+	defer func() { ob.end(Done{Err: err}) }()
 	var (
 		got  RunEntry
 		rerr error
@@ -109,7 +111,6 @@ func (r *Registry[C]) Replay(ctx context.Context, rec Record) (RunEntry, error) 
 		}
 		return nil, nil, d == nil && (got.Outcome == OutcomeDone || rec.Audit.Stage == StageHeld), nil
 	}
-	var err error
 	if r.opts.Store != nil {
 		_, err = r.opts.Store.Atomic(ctx, func(ctx context.Context) Unit {
 			_, recs, commit, err := fn(ctx)

@@ -17,9 +17,10 @@ import (
 // The registry builds the trace of each call. A test of a body builds one
 // with [NewTrace].
 type Trace struct {
-	action string
-	runner nestedRunner // runs the body's nested calls; nil for NewTrace's
-	caller *Caller      // who calls: the host's Caller (see Trace.Caller)
+	action   string
+	runner   nestedRunner // runs the body's nested calls; nil for NewTrace's
+	caller   *Caller      // who calls: the host's Caller (see Trace.Caller)
+	progress *progress    // delivers Progress reports; nil drops them
 
 	mu       sync.Mutex
 	entry    RunEntry

@@ -352,7 +352,7 @@ func (h *toolHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res *
 	if req.Params != nil && req.Params.RequestState != "" {
 		return h.srv.resume(ctx, req, caller, h.id, h.name, h.render) // the answer to a confirmation
 	}
-	result, runErr := h.srv.r.Run(ctx, actions.Call{Action: h.id, Params: arguments(req), Caller: caller})
+	result, runErr := h.srv.r.Run(ctx, actions.Call{Action: h.id, Params: arguments(req), Caller: caller, Progress: progressOf(ctx, req)})
 	if rf := (*actions.Refusal)(nil); errors.As(runErr, &rf) && rf.Code == actions.CodeConfirmationRequired && rf.Pending != nil {
 		return h.srv.held(ctx, req, caller, rf, h.name, h.render)
 	}

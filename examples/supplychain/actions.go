@@ -142,6 +142,7 @@ func NewRegistry(model *Model, onRecord func(actions.Record)) (*actions.Registry
 		Store:    store,
 		Gate:     &actions.GateOptions{Pending: store.Pending()},
 		OnRecord: onRecord,
+		Observer: observer(), // telemetry.go
 	})
 	if err := reg.Register(definitions()...); err != nil {
 		return nil, fmt.Errorf("register: %w", err)

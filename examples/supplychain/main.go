@@ -76,7 +76,11 @@ var batchJSON []byte
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	shutdown, err := startTelemetry(ctx)
+	if err == nil {
+		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		err = errors.Join(err, shutdown(context.WithoutCancel(ctx)))
+	}
 	stop()
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -237,6 +241,7 @@ func newServerAt(model *Model, reg *actions.Registry[*Env], logger *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
+	observeServer(server)
 	return server, nil
 }
 

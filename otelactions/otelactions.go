@@ -1,0 +1,285 @@
+// Package otelactions traces and measures a registry's calls with
+// OpenTelemetry, by the GenAI and MCP semantic conventions
+// (open-telemetry/semantic-conventions-genai, docs/gen-ai/gen-ai-spans.md,
+// gen-ai-metrics.md and mcp.md), so that the root package imports no
+// OpenTelemetry. [New] returns an [*Observer]: give it to the registry
+// (actions.Options.Observer) for the execute_tool spans and the
+// gen_ai.execute_tool.duration histogram, and its [Observer.Middleware]
+// to an *mcp.Server (AddReceivingMiddleware) for the MCP server spans and
+// the mcp.server.operation.duration histogram. docs/observability.md
+// shows the spans of one batch.
+//
+// No parameter or result value is put on a span unless Options.Values
+// says so: they may be personal data.
+package otelactions
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/actionreg/actions"
+)
+
+// ScopeName is the instrumentation scope of the tracer and meter.
+const ScopeName = "github.com/actionreg/actions/otelactions"
+
+// The conventions' attribute names this package writes (GenAI and MCP
+// semantic conventions, and error.type of the general registry).
+const (
+	AttrOperationName   = attribute.Key("gen_ai.operation.name")
+	AttrToolName        = attribute.Key("gen_ai.tool.name")
+	AttrToolCallID      = attribute.Key("gen_ai.tool.call.id")
+	AttrToolType        = attribute.Key("gen_ai.tool.type")
+	AttrToolArguments   = attribute.Key("gen_ai.tool.call.arguments")
+	AttrToolResult      = attribute.Key("gen_ai.tool.call.result")
+	AttrPromptName      = attribute.Key("gen_ai.prompt.name")
+	AttrErrorType       = attribute.Key("error.type")
+	AttrMCPMethod       = attribute.Key("mcp.method.name")
+	AttrMCPSession      = attribute.Key("mcp.session.id")
+	AttrMCPProtocol     = attribute.Key("mcp.protocol.version")
+	AttrJSONRPCID       = attribute.Key("jsonrpc.request.id")
+	AttrRPCResponseCode = attribute.Key("rpc.response.status_code")
+)
+
+// The registry's own attributes, in its namespace.
+const (
+	// AttrActionID is the id of the action run ("supply/create_actor"),
+	// where gen_ai.tool.name is its tool name ("supply-create_actor").
+	AttrActionID = attribute.Key("actions.action.id")
+	// AttrBatchStep is the index of a batch's step (Batch.Steps).
+	AttrBatchStep = attribute.Key("actions.batch.step")
+	// AttrBatchSteps is the number of steps of a batch.
+	AttrBatchSteps = attribute.Key("actions.batch.steps")
+	// AttrPendingChange is the id of the pending change a call was held
+	// as, or a decision decides.
+	AttrPendingChange = attribute.Key("actions.pending_change.id")
+	// AttrCommitted says whether a unit of work kept its changes.
+	AttrCommitted = attribute.Key("actions.unit.committed")
+	// AttrAsHost marks a nested call made as the host.
+	AttrAsHost = attribute.Key("actions.as_host")
+)
+
+// Metric names and their unit (seconds), from the conventions.
+const (
+	MetricExecuteToolDuration = "gen_ai.execute_tool.duration"
+	MetricMCPServerDuration   = "mcp.server.operation.duration"
+	unitSeconds               = "s"
+)
+
+// EventHeld is the span event of a call (or batch) held as a pending
+// change; its attribute actions.pending_change.id names the change, which
+// a later "confirm" or "reject" span decides.
+const EventHeld = "actions.held"
+
+// The conventions' advised bucket boundaries, in seconds.
+var (
+	toolBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
+	mcpBuckets  = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+)
+
+// Options configures an [Observer]. The zero value (or nil) means the
+// global providers and no values on spans.
+type Options struct {
+	// TracerProvider makes the spans; nil: otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the histograms; nil: otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+	// Values puts each call's parameters (gen_ai.tool.call.arguments)
+	// and result (gen_ai.tool.call.result), as canonical JSON text, on
+	// its execute_tool span: the conventions' opt-in attributes. Off by
+	// default: they may be personal data.
+	Values bool
+	// ToolType is gen_ai.tool.type; empty means "function" (the
+	// conventions' name for a predefined function the application runs
+	// with the parameters a model chose).
+	ToolType string
+}
+
+// Observer traces a registry's operations (it implements
+// actions.Observer) and MCP requests ([Observer.Middleware]). It is safe
+// for concurrent use.
+type Observer struct {
+	tracer   trace.Tracer
+	toolDur  metric.Float64Histogram
+	mcpDur   metric.Float64Histogram
+	values   bool
+	toolType string
+}
+
+// New returns an observer on the providers of opts (nil for the
+// defaults). Its error is the meter's, making a histogram.
+func New(opts *Options) (*Observer, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = otel.GetTracerProvider()
+	}
+	if o.MeterProvider == nil {
+		o.MeterProvider = otel.GetMeterProvider()
+	}
+	if o.ToolType == "" {
+		o.ToolType = "function"
+	}
+	meter := o.MeterProvider.Meter(ScopeName)
+	toolDur, err := meter.Float64Histogram(MetricExecuteToolDuration, metric.WithUnit(unitSeconds),
+		metric.WithDescription("The duration of a single tool execution."), metric.WithExplicitBucketBoundaries(toolBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	mcpDur, err := meter.Float64Histogram(MetricMCPServerDuration, metric.WithUnit(unitSeconds),
+		metric.WithDescription("MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent."),
+		metric.WithExplicitBucketBoundaries(mcpBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	return &Observer{tracer: o.TracerProvider.Tracer(ScopeName), toolDur: toolDur, mcpDur: mcpDur, values: o.Values, toolType: o.ToolType}, nil
+}
+
+// Start starts the span of op (actions.Observer):
+//   - OpCall, OpNested: "execute_tool {gen_ai.tool.name}", kind INTERNAL,
+//     with gen_ai.operation.name execute_tool, gen_ai.tool.name (the
+//     action's tool name), gen_ai.tool.type, gen_ai.tool.call.id when the
+//     call has one, actions.action.id, actions.batch.step for a step;
+//     error.type (the host's refusal code) and status Error on failure;
+//     the event actions.held for a held call; recorded in
+//     gen_ai.execute_tool.duration;
+//   - OpBatch: "batch", with actions.batch.steps;
+//   - OpDecide: "confirm" or "reject", with actions.pending_change.id;
+//   - OpUnit: "transaction" (the store's unit, a database transaction
+//     with sqlstore), with actions.unit.committed;
+//   - OpReplay: "replay {gen_ai.tool.name}".
+//
+// The Observation's ids are the span's (W3C hex), which the registry
+// keeps in the records' Audit (TraceID, SpanID).
+func (o *Observer) Start(ctx context.Context, op actions.Operation) (context.Context, actions.Observation) {
+	name, attrs := o.describe(op)
+	ctx, span := o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	start := time.Now()
+	ob := actions.Observation{End: func(d actions.Done) { o.end(span, op, start, d) }}
+	if sc := span.SpanContext(); sc.IsValid() {
+		ob.TraceID, ob.SpanID = sc.TraceID().String(), sc.SpanID().String()
+	}
+	return ctx, ob
+}
+
+// describe returns the span name and start attributes of op.
+func (o *Observer) describe(op actions.Operation) (string, []attribute.KeyValue) {
+	switch op.Kind {
+	case actions.OpCall, actions.OpNested:
+		tool := actions.ToolName(op.Action)
+		attrs := []attribute.KeyValue{AttrOperationName.String("execute_tool"), AttrToolName.String(tool), AttrToolType.String(o.toolType)}
+		if op.ToolCallID != "" {
+			attrs = append(attrs, AttrToolCallID.String(op.ToolCallID))
+		}
+		if op.Step >= 0 {
+			attrs = append(attrs, AttrBatchStep.Int(op.Step))
+		}
+		if op.Change != "" {
+			attrs = append(attrs, AttrPendingChange.String(op.Change))
+		}
+		if op.AsHost {
+			attrs = append(attrs, AttrAsHost.Bool(true))
+		}
+		if o.values {
+			if text, err := actions.CanonicalJSON(paramsValue(op.Params)); err == nil {
+				attrs = append(attrs, AttrToolArguments.String(string(text)))
+			}
+		}
+		return "execute_tool " + tool, attrs
+	case actions.OpBatch:
+		attrs := []attribute.KeyValue{AttrBatchSteps.Int(op.Steps)}
+		if op.ToolCallID != "" {
+			attrs = append(attrs, AttrToolCallID.String(op.ToolCallID))
+		}
+		return "batch", attrs
+	case actions.OpDecide:
+		name := "reject"
+		if op.Confirm {
+			name = "confirm"
+		}
+		return name, []attribute.KeyValue{AttrPendingChange.String(op.Change)}
+	case actions.OpUnit:
+		return "transaction", nil
+	case actions.OpReplay:
+		tool := actions.ToolName(op.Action)
+		return "replay " + tool, []attribute.KeyValue{AttrToolName.String(tool)}
+	}
+	return string(op.Kind), nil
+}
+
+// end ends span with what the operation gave, and records a tool
+// execution's duration.
+func (o *Observer) end(span trace.Span, op actions.Operation, start time.Time, d actions.Done) {
+	code := errorType(d)
+	var rec actions.Record
+	if len(d.Records) > 0 {
+		rec = d.Records[len(d.Records)-1]
+	}
+	switch op.Kind {
+	case actions.OpCall, actions.OpNested:
+		if rec.Entry.Action != "" {
+			span.SetAttributes(AttrActionID.String(rec.Entry.Action))
+		}
+		if o.values && d.Err == nil && rec.Entry.Result != "" {
+			span.SetAttributes(AttrToolResult.String(rec.Entry.Result))
+		}
+	case actions.OpUnit:
+		span.SetAttributes(AttrCommitted.Bool(d.Commit))
+	}
+	if rec.Audit.Stage == actions.StageHeld && rec.Audit.PendingChange != "" && op.Kind != actions.OpDecide {
+		span.AddEvent(EventHeld, trace.WithAttributes(AttrPendingChange.String(rec.Audit.PendingChange)))
+	}
+	if code != "" {
+		span.SetAttributes(AttrErrorType.String(code))
+		span.SetStatus(codes.Error, code)
+	}
+	span.End()
+	if op.Kind == actions.OpCall || op.Kind == actions.OpNested {
+		attrs := []attribute.KeyValue{AttrToolName.String(actions.ToolName(op.Action)), AttrToolType.String(o.toolType)}
+		if code != "" {
+			attrs = append(attrs, AttrErrorType.String(code))
+		}
+		o.toolDur.Record(context.Background(), time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+	}
+}
+
+// errorType is error.type of an operation that gave d: the host's code
+// of its refusal (the record's, which names a forbidden call for what it
+// was), or "" when it succeeded.
+func errorType(d actions.Done) string {
+	if d.Err == nil {
+		return ""
+	}
+	if n := len(d.Records); n > 0 {
+		if c := d.Records[n-1].Audit.Code; c != "" {
+			return string(c)
+		}
+		if c := d.Records[n-1].Entry.Error; c != "" {
+			return string(c)
+		}
+	}
+	return string(actions.CodeOf(d.Err))
+}
+
+// paramsValue is params as CanonicalJSON takes them: JSON text as raw
+// JSON, nil as {}.
+func paramsValue(p any) any {
+	switch v := p.(type) {
+	case nil:
+		return map[string]any{}
+	case []byte:
+		return json.RawMessage(v)
+	case string:
+		return json.RawMessage(v)
+	}
+	return p
+}

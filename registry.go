@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -79,6 +80,11 @@ type Options struct {
 	// every export profile (see [CheckPortableName]: at most 64
 	// characters, where MCP allows 128).
 	PortableNames bool
+	// KeyWindow is how long a call run under an idempotency key answers
+	// its retries (0: DefaultKeyWindow, 24 h). KeyWait bounds how long a
+	// retry waits for a first call still running under its key before
+	// it is refused in_progress (0: DefaultKeyWait, 5 s).
+	KeyWindow, KeyWait time.Duration
 }
 
 // NewRegistry returns an empty registry whose bodies receive the
@@ -375,11 +381,18 @@ func (r *Registry[C]) List() []Action[C] {
 //
 // A body sees ctx and must honour its cancellation itself.
 func (r *Registry[C]) Run(ctx context.Context, c Call) (Result, error) {
-	return r.unit(ctx, func(ctx context.Context) (any, []Record, bool, error) {
-		if c.Batch != nil {
-			return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID})
+	var key *UnitKey
+	if c.IdempotencyKey != "" {
+		var err error
+		if key, err = r.keyOf(c); err != nil {
+			return Result{}, err
 		}
-		v, rec, commit, err := r.top(ctx, invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID})
+	}
+	return r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
+		if c.Batch != nil {
+			return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey})
+		}
+		v, rec, commit, err := r.top(ctx, invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey})
 		return v, []Record{rec}, commit, err
 	})
 }
@@ -388,20 +401,30 @@ func (r *Registry[C]) Run(ctx context.Context, c Call) (Result, error) {
 // its error.
 type work func(ctx context.Context) (value any, recs []Record, commit bool, err error)
 
-// unit runs fn in one unit of the store and delivers its records.
-func (r *Registry[C]) unit(ctx context.Context, fn work) (Result, error) {
+// unit runs fn in one unit of the store, at most once under k when k is
+// not nil, and delivers its records.
+func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn work) (Result, error) {
 	var value any
 	attempt := func(ctx context.Context) Unit {
 		v, recs, commit, err := fn(ctx)
 		value = v
-		return Unit{Records: recs, Commit: commit, Err: err}
+		u := Unit{Records: recs, Commit: commit, Err: err}
+		if k != nil && commit {
+			u.Answer = answerOf(k, v, recs, err)
+		}
+		return u
 	}
 	var (
 		recs []Record
 		err  error
+		rec  *Recorded // the recorded unit that answered a retry
 	)
 	if r.opts.Store != nil {
-		recs, err = r.opts.Store.Atomic(ctx, attempt)
+		if k != nil {
+			recs, rec, err = r.opts.Store.AtomicOnce(ctx, *k, attempt)
+		} else {
+			recs, err = r.opts.Store.Atomic(ctx, attempt)
+		}
 		if err != nil && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == CodeInternal {
 			// The store's own failure (a commit, a lost connection):
 			// an internal refusal for the caller, the cause for the host.
@@ -422,6 +445,9 @@ func (r *Registry[C]) unit(ctx context.Context, fn work) (Result, error) {
 			}
 		}
 	}
+	if rec != nil && err == nil {
+		return answered(rec)
+	}
 	if err != nil {
 		value = nil
 	}
@@ -434,6 +460,7 @@ type invocation struct {
 	params     any
 	caller     *Caller
 	toolCallID string
+	key        string // the call's idempotency key
 	// confirming is the pending change a confirmation runs.
 	confirming string
 	// replay: the gate decides who may call (surface, capability,
@@ -450,7 +477,7 @@ type invocation struct {
 
 // audit starts the audit record of inv.
 func (r *Registry[C]) audit(inv invocation) Audit {
-	a := Audit{At: r.gateOf().opts.Now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID}
+	a := Audit{At: r.gateOf().opts.Now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID, IdempotencyKey: inv.key}
 	if inv.confirming != "" {
 		a.Stage = StageConfirmed
 	}
@@ -466,7 +493,11 @@ func (r *Registry[C]) top(ctx context.Context, inv invocation) (any, Record, boo
 		if reg.action.ID != inv.name {
 			audit.Alias = inv.name
 		}
-		if err := g.decide(&reg.action.Definition, inv.caller, inv.replay); err != nil {
+		err := g.decide(ctx, &reg.action.Definition, inv.caller, inv.replay)
+		if err == nil {
+			err = needsKey(&reg.action.Definition, inv)
+		}
+		if err != nil {
 			return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
 		}
 	}
@@ -485,7 +516,7 @@ func (r *Registry[C]) top(ctx context.Context, inv invocation) (any, Record, boo
 			if inv.replay {
 				return Receipt{Action: reg.action.ID}.refusal()
 			}
-			rec, err := g.hold(ctx, PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: r.givenParameters(inv.params)}, inv.caller)
+			rec, err := g.hold(ctx, PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: r.givenParameters(inv.params), IdempotencyKey: inv.key}, inv.caller)
 			if err != nil {
 				return err
 			}

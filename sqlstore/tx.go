@@ -120,7 +120,11 @@ const rolledBackTimeout = 10 * time.Second
 // conflict when the attempts ran out, or ctx.Err() when ctx ended before
 // the commit.
 func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
-	unit := NewUnit()
+	return s.atomic(ctx, NewUnit(), fn)
+}
+
+// atomic is Atomic for the unit id unit.
+func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
 	for attempt := 1; ; attempt++ {
 		u, committed, err := s.attempt(ctx, unit, fn)
 		if committed {

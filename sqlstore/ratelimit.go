@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"strconv"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -49,7 +50,16 @@ func (s *Store) RateLimits() *RateLimits {
 	if s.dialect == PostgreSQL {
 		greatest = "GREATEST"
 	}
-	p := s.param
+	// Numbered parameters: the take reads now and the interval twice.
+	p := func(n int) string {
+		switch {
+		case s.dialect != PostgreSQL:
+			return "?" + strconv.Itoa(n)
+		case n >= 3: // microseconds: PostgreSQL infers no type for $3 + $4
+			return "CAST(" + s.param(n) + " AS BIGINT)"
+		}
+		return s.param(n)
+	}
 	return &RateLimits{
 		s: s,
 		take: "INSERT INTO actions_rate (principal, action, tat) VALUES (" + p(1) + ", " + p(2) + ", " + p(3) + " + " + p(4) + ")" +

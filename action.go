@@ -40,7 +40,8 @@ type Definition struct {
 	OpenWorld bool `json:"openWorld,omitempty"`
 	// NeedsConfirmation: a caller's call is checked in full, then held as
 	// a pending change until a person confirms it (see
-	// [Registry.Confirm]). A read may not need confirmation.
+	// [Registry.Decide]). A read may not need confirmation, and an action
+	// that needs it must be offered on ui, where the person confirms.
 	NeedsConfirmation bool `json:"needsConfirmation,omitempty"`
 	// NeedsIdempotencyKey: a caller's call without an idempotency key is
 	// refused idempotency_key_required (see [Call].IdempotencyKey): the
@@ -81,8 +82,9 @@ type Definition struct {
 	OutputSchema any `json:"outputSchema,omitempty"`
 }
 
-// Action is a definition with its body. C is the context the host builds
-// for each body (see [Host]); the body receives the checked parameters:
+// Action is a definition with its body. C is the environment the
+// registry's [Env] builds for each body; the body receives the checked
+// parameters:
 // a copy the body may keep or change, holding only JSON's Go types
 // (map[string]any, []any, string, bool, nil and json.Number). A number
 // keeps the text it was given in: JSON Schema counts 1.0 and 1e2 as

@@ -20,7 +20,8 @@ import (
 // each, fail) and batches with parameters belong to the engine's script
 // runner; this package refuses them (see [DecodeBatch]).
 //
-// A Batch built in Go is checked by [Registry.RunBatch] exactly as a decoded one is.
+// A Batch built in Go is checked by [Registry.Run] (as [Call].Batch)
+// exactly as a decoded one is.
 // See docs/batches.md for the rules in full.
 type Batch struct {
 	// Steps are the calls, run in order; their JSON member is "commands",
@@ -208,6 +209,9 @@ type StepError struct {
 // Error returns "step 2: " and the call's error. It does not repeat the
 // id called, which is submitted text.
 func (e *StepError) Error() string {
+	if e.Err == nil {
+		return "step " + strconv.Itoa(e.Index) + ": refused"
+	}
 	return "step " + strconv.Itoa(e.Index) + ": " + e.Err.Error()
 }
 

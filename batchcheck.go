@@ -20,7 +20,7 @@ import (
 
 // DecodeBatch decodes a batch's JSON text strictly (I-JSON, RFC 7493:
 // duplicate member names, invalid UTF-8 and lone surrogates are refused)
-// and checks the whole batch as [Registry.RunBatch] does, with the
+// and checks the whole batch as [Registry.Run] does, with the
 // registry's limits, before anything runs.
 // Numbers in "with" are kept exact, as json.Number.
 //
@@ -71,8 +71,8 @@ func decodeBatch(data []byte, limits Limits) (Batch, error) {
 
 // UnmarshalJSON decodes a batch as [Registry.DecodeBatch] does, with its
 // *Refusal, but with no bound on the count of steps or placeholders: no
-// registry is at hand to say what they are. [Registry.RunBatch] checks
-// those against the registry's limits before any call.
+// registry is at hand to say what they are. [Registry.Run] checks those
+// against the registry's limits before any call.
 func (b *Batch) UnmarshalJSON(data []byte) error {
 	d, err := decodeBatch(data, unmarshalLimits())
 	if err != nil {
@@ -401,8 +401,8 @@ func planDrops(steps []plannedStep, lastRead []int32) {
 
 // stepWith returns a step's parameters as JSON values: nil as {}, and, when
 // convert is set, a copy in JSON's Go types bounded by MaxParamDepth unless
-// they are such values already (as after DecodeBatch). RunBatch never
-// changes the value it returns, and Registry.Run copies it again.
+// they are such values already (as after DecodeBatch). The batch never
+// changes the value it returns, and each call copies it again.
 func stepWith(w map[string]any, limits Limits, convert bool) (map[string]any, error) {
 	if w == nil {
 		return map[string]any{}, nil

@@ -241,40 +241,74 @@ func (w *canonicalWriter) value(v any, depth int) error {
 	case string:
 		return w.string(x)
 	case bool:
-		if x {
-			w.buf = append(w.buf, "true"...)
-		} else {
-			w.buf = append(w.buf, "false"...)
-		}
+		w.buf = strconv.AppendBool(w.buf, x)
 	case map[string]any:
-		if x == nil {
-			w.buf = append(w.buf, "null"...)
-			return nil
-		}
-		if err := w.enter(container{reflect.ValueOf(x).UnsafePointer(), -1}); err != nil {
-			return err
-		}
-		err := w.object(x, depth)
-		w.open = w.open[:len(w.open)-1]
-		return err
+		return w.mapValue(x, depth)
 	case []any:
-		if x == nil {
-			w.buf = append(w.buf, "null"...)
-			return nil
-		}
-		if len(x) == 0 { // empty slices may share their address
-			return w.array(x, depth)
-		}
-		if err := w.enter(container{unsafe.Pointer(unsafe.SliceData(x)), len(x)}); err != nil {
-			return err
-		}
-		err := w.array(x, depth)
-		w.open = w.open[:len(w.open)-1]
-		return err
+		return w.sliceValue(x, depth)
 	case json.Number:
 		return w.number(string(x))
+	case json.RawMessage:
+		if x == nil {
+			w.buf = append(w.buf, "null"...)
+			return nil
+		}
+		return w.raw(x, depth)
+	case RunEntry, *RunEntry, RunStep, *RunStep, []RunEntry, Record, *Record, []Record:
+		// An entry, alone or in its record, is written in the entry's
+		// form whoever writes it: a number a double does not hold keeps
+		// its digits (exactText).
+		exact := w.exact
+		w.exact = true
+		err := w.marshal(v, depth)
+		w.exact = exact
+		return err
+	default:
+		if ok, err := w.numeric(v); ok {
+			return err
+		}
+		return w.marshal(v, depth)
+	}
+	return nil
+}
+
+// mapValue writes an object, refusing a cycle.
+func (w *canonicalWriter) mapValue(x map[string]any, depth int) error {
+	if x == nil {
+		w.buf = append(w.buf, "null"...)
+		return nil
+	}
+	if err := w.enter(container{reflect.ValueOf(x).UnsafePointer(), -1}); err != nil {
+		return err
+	}
+	err := w.object(x, depth)
+	w.open = w.open[:len(w.open)-1]
+	return err
+}
+
+// sliceValue writes an array, refusing a cycle.
+func (w *canonicalWriter) sliceValue(x []any, depth int) error {
+	if x == nil {
+		w.buf = append(w.buf, "null"...)
+		return nil
+	}
+	if len(x) == 0 { // empty slices may share their address
+		return w.array(x, depth)
+	}
+	if err := w.enter(container{unsafe.Pointer(unsafe.SliceData(x)), len(x)}); err != nil {
+		return err
+	}
+	err := w.array(x, depth)
+	w.open = w.open[:len(w.open)-1]
+	return err
+}
+
+// numeric writes a Go number of a built-in type; ok is false for any
+// other value.
+func (w *canonicalWriter) numeric(v any) (ok bool, err error) {
+	switch x := v.(type) {
 	case float64:
-		return w.float(x)
+		return true, w.float(x)
 	case float32:
 		// encoding/json writes a float32 as its shortest float32 text.
 		f := float64(x)
@@ -282,47 +316,31 @@ func (w *canonicalWriter) value(v any, depth int) error {
 			var tmp [32]byte
 			f, _ = strconv.ParseFloat(string(strconv.AppendFloat(tmp[:0], f, 'g', -1, 32)), 64)
 		}
-		return w.float(f)
+		return true, w.float(f)
 	case int:
-		return w.int(int64(x))
+		return true, w.int(int64(x))
 	case int8:
-		return w.int(int64(x))
+		return true, w.int(int64(x))
 	case int16:
-		return w.int(int64(x))
+		return true, w.int(int64(x))
 	case int32:
-		return w.int(int64(x))
+		return true, w.int(int64(x))
 	case int64:
-		return w.int(x)
+		return true, w.int(x)
 	case uint:
-		return w.uint(uint64(x))
+		return true, w.uint(uint64(x))
 	case uint8:
-		return w.uint(uint64(x))
+		return true, w.uint(uint64(x))
 	case uint16:
-		return w.uint(uint64(x))
+		return true, w.uint(uint64(x))
 	case uint32:
-		return w.uint(uint64(x))
+		return true, w.uint(uint64(x))
 	case uint64:
-		return w.uint(x)
+		return true, w.uint(x)
 	case uintptr:
-		return w.uint(uint64(x))
-	case json.RawMessage:
-		if x == nil {
-			w.buf = append(w.buf, "null"...)
-			return nil
-		}
-		return w.raw(x, depth)
-	case RunEntry, *RunEntry, RunStep, *RunStep, []RunEntry:
-		// An entry is written in the entry's form whoever writes it: a
-		// number a double does not hold keeps its digits (exactText).
-		exact := w.exact
-		w.exact = true
-		err := w.marshal(v, depth)
-		w.exact = exact
-		return err
-	default:
-		return w.marshal(v, depth)
+		return true, w.uint(uint64(x))
 	}
-	return nil
+	return false, nil
 }
 
 func (w *canonicalWriter) object(m map[string]any, depth int) error {

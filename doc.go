@@ -7,33 +7,37 @@
 // Anthropic, Gemini), whose calls come back through
 // [Registry.RunToolCall].
 //
-// The life of one call, [Registry.Run]:
+// Every entry point is a thin wrapper of one service call,
+// [Registry.Run] with a [Call]: an MCP tool, the batch tool, a model API's
+// tool call, a person's confirmation ([Registry.Decide]), a replay
+// ([Registry.Replay]), the host's own Go code. The life of one call:
 //
 //  1. look the action up by id ("namespace/name"), or refuse unknown_action;
 //     then the gate checks who calls ([Caller]: surface, capability,
 //     token scope, serving, read-only, rate), before any parameter is
 //     looked at;
 //  2. copy the parameters into JSON's Go types (the caller's value is never
-//     changed) and fill the schema's defaults;
-//  3. validate, listing every breach in one invalid_parameters refusal;
-//  4. resolve each ref value through the host's [RefResolver];
-//  5. hold the call as a pending change when its action needs a person's
-//     confirmation ([Registry.Confirm] runs it later), or run the body;
-//     then record a [RunEntry] and hand it to [Host].OnEntry, with an
-//     [Audit] of who called to [Host].OnAudit.
+//     changed), fill the schema's defaults, and validate, listing every
+//     breach in one invalid_parameters refusal;
+//  3. resolve each ref value through the registry's [RefResolver];
+//  4. hold the call as a pending change when its action needs a person's
+//     confirmation, or run the body with the environment [Env] builds;
+//  5. keep the call's [Record] (its [RunEntry] and [Audit]) with what the
+//     body changed, in one unit of the registry's [Store] (a [RunLog] in
+//     memory, sqlstore in a database transaction), then hand it to
+//     Options.OnRecord.
 //
 // Declare actions with [New] and [Registry.Register], or with [Typed] for
 // a body that takes and returns Go values (schemas inferred from the
 // types, results checked against an output schema), or bind a JSON
 // manifest with [Registry.Bind]; check parameters alone with
-// [CompileParameters]; run call-only scripts with [Registry.RunBatch];
-// test a body alone with [NewTrace]; replay a recorded entry with
-// [Registry.Replay]; serialise with [CanonicalJSON]. Every
-// refusal is a *[Refusal] with a code that errors.Is matches against the
-// sentinels (ErrInvalidParameters, ...), and a published transport and
-// retry policy ([PolicyOf]).
+// [CompileParameters]; run call-only scripts with a [Batch] in
+// [Call].Batch; test a body alone with [NewTrace]; serialise with
+// [CanonicalJSON]. *[Registry] is the [Runner] every transport takes.
 //
-// The registry opens no transaction: a host wraps a call or a batch in its
-// own and rolls it back when an error comes back. Limits on sizes and
-// depths are in [Limits]; docs/ in the repository has a page per concept.
+// Errors: every refusal is a *[Refusal] with a code; for every error the
+// library returns, errors.Is(err, ErrX) holds exactly when [CodeOf](err)
+// is X, and each code has a published transport and retry policy
+// ([PolicyOf]). Limits on sizes and depths are in [Limits]; docs/ in the
+// repository has a page per concept.
 package actions

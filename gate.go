@@ -49,8 +49,9 @@ const (
 )
 
 // Sentinels of the gate's codes, for [errors.Is]. A forbidden call's
-// refusal is unknown_action for the caller, with the forbidden refusal as
-// its cause: errors.Is(err, ErrForbiddenCapability) tells the host.
+// refusal is unknown_action for the caller (errors.Is matches
+// ErrUnknownAction only); the host reads the forbidden code in the
+// call's record, and the forbidden refusal in [Refusal.Cause].
 var (
 	ErrForbiddenSurface     = newSentinel(CodeForbiddenSurface)
 	ErrForbiddenCapability  = newSentinel(CodeForbiddenCapability)
@@ -115,7 +116,7 @@ var gateCodes = []Code{CodeForbiddenSurface, CodeForbiddenCapability, CodeInsuff
 
 // Caller is who calls, built by the host for each call from what it
 // authenticated (a session, a verified token), never from the call's
-// arguments. Set it as [Host].Caller; a nil Caller is the host itself,
+// arguments. Set it as [Call].Caller; a nil Caller is the host itself,
 // which the gate lets through (see [Registry.Run]). The token itself is
 // never held: only what the host derived from it.
 type Caller struct {
@@ -133,7 +134,7 @@ type Caller struct {
 	// Client is the connected app that called, when one did.
 	Client *Client `json:"client,omitempty"`
 	// PendingChange is the id of the pending change this call confirms.
-	// [Registry.Confirm] sets it; a host that sets it itself confirms
+	// [Registry.Decide] sets it; a host that sets it itself confirms
 	// nothing.
 	PendingChange string `json:"pendingChange,omitempty"`
 }
@@ -210,8 +211,9 @@ const MaxPendingFor = 7 * 24 * time.Hour
 type gate struct {
 	opts     GateOptions
 	serve    *Serving
-	limiters sync.Map // principal "\x00" id → *bucket
-	aliases  sync.Map // alias → *registered[C]
+	limiters sync.Map     // principal "\x00" id → *bucket
+	made     atomic.Int64 // limiters made, for pruning
+	aliases  sync.Map     // alias → *registered[C]
 	pendOnce sync.Once
 	pending  PendingStore
 }
@@ -422,16 +424,47 @@ func (g *gate) limit(ctx context.Context, id, principal string) error {
 		return g.shared(ctx, id, principal, lim, burst)
 	}
 	key := principal + "\x00" + id
-	v, ok := g.limiters.Load(key)
-	if !ok {
-		v, _ = g.limiters.LoadOrStore(key, &bucket{l: rate.NewLimiter(lim, burst)})
+	for {
+		v, ok := g.limiters.Load(key)
+		if !ok {
+			var loaded bool
+			if v, loaded = g.limiters.LoadOrStore(key, &bucket{l: rate.NewLimiter(lim, burst)}); !loaded {
+				g.grew()
+			}
+		}
+		at, ok, gone := v.(*bucket).take(g.opts.Now)
+		if gone {
+			continue // pruned meanwhile: a fresh bucket is the same
+		}
+		if !ok {
+			r := NewRefusal(CodeRateLimited, "the caller calls this action too often")
+			r.RetryAt = at
+			return r
+		}
+		return nil
 	}
-	if at, ok := v.(*bucket).take(g.opts.Now); !ok {
-		r := NewRefusal(CodeRateLimited, "the caller calls this action too often")
-		r.RetryAt = at
-		return r
+}
+
+// pruneEvery is how many new limiters the gate makes between two sweeps
+// of the ones left full.
+const pruneEvery = 1024
+
+// grew counts a new limiter, and every pruneEvery of them drops the
+// limiters whose bucket is full again: a full bucket is what a fresh one
+// would be, so dropping it changes no decision, and the gate holds
+// limiters for the principals active within about Burst/Rate, not for
+// every principal ever seen.
+func (g *gate) grew() {
+	if g.made.Add(1)%pruneEvery != 0 {
+		return
 	}
-	return nil
+	now := g.opts.Now()
+	g.limiters.Range(func(k, v any) bool {
+		if v.(*bucket).retire(now) {
+			g.limiters.Delete(k)
+		}
+		return true
+	})
 }
 
 // bucket is one (principal, action) limiter. x/time/rate trusts the time
@@ -441,31 +474,48 @@ func (g *gate) limit(ctx context.Context, id, principal string) error {
 // times in order, so the limiter's bound (Burst + Rate·t calls over t
 // seconds) holds; only calls of one principal to one action wait on it.
 type bucket struct {
-	mu sync.Mutex
-	l  *rate.Limiter
+	mu   sync.Mutex
+	l    *rate.Limiter
+	gone bool // pruned: the gate holds it no more
 }
 
 // take reserves one call now, or returns when one may pass (the zero
-// time when none ever may).
-func (b *bucket) take(now func() time.Time) (time.Time, bool) {
+// time when none ever may). gone is true for a bucket pruned since it was
+// looked up: the caller looks again.
+func (b *bucket) take(now func() time.Time) (at time.Time, ok, gone bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.gone {
+		return time.Time{}, false, true
+	}
 	t := now()
 	res := b.l.ReserveN(t, 1)
 	if !res.OK() {
-		return time.Time{}, false
+		return time.Time{}, false, false
 	}
 	if d := res.DelayFrom(t); d > 0 {
 		res.CancelAt(t)
-		return t.Add(d), false
+		return t.Add(d), false, false
 	}
-	return t, true
+	return t, true, false
+}
+
+// retire marks the bucket gone when it is full at now, and reports
+// whether it did.
+func (b *bucket) retire(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.l.TokensAt(now) < float64(b.l.Burst()) {
+		return false
+	}
+	b.gone = true
+	return true
 }
 
 // concealed answers a forbidden call as an unknown action: a caller who
 // may not see an action learns nothing of it, not even that it exists.
-// The forbidden refusal is the cause, for the host (errors.Is, the run
-// entry's code and the audit record).
+// The forbidden refusal is the cause, for the host ([Refusal.Cause], the
+// run entry's code and the audit record).
 func concealed(forbidden *Refusal) *Refusal {
 	r := unknownAction()
 	r.cause = forbidden
@@ -483,7 +533,7 @@ func hostCode(err error) Code {
 	return CodeOf(err)
 }
 
-// Caller returns who calls, as the host built it ([Host].Caller), for a
+// Caller returns who calls, as the host built it ([Call].Caller), for a
 // body that decides what an audience may see: nil for the host's own call
 // and for a trace from [NewTrace]. A call confirming a pending change has
 // PendingChange set. Nested calls see their caller's. The body must not
@@ -491,8 +541,8 @@ func hostCode(err error) Code {
 func (t *Trace) Caller() *Caller { return t.caller }
 
 // Audit is who made a call, recorded beside its run entry (never inside
-// it: the entry keeps the reference's shape). [Host].OnAudit receives one
-// per top-level call; a SQL store keeps its fields as columns.
+// it: the entry keeps the reference's shape), in its [Record]; a SQL
+// store keeps its fields as columns.
 type Audit struct {
 	// At is when the call was admitted or refused (the gate's clock).
 	At time.Time `json:"at"`

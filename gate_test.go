@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -159,7 +160,8 @@ func TestGateFixtures(t *testing.T) {
 			want := c.Expect.Code
 			if c.Expect.Reason != "" {
 				want = c.Expect.Reason
-				assert.True(t, errors.Is(got.err, sentinelOf(c.Expect.Reason)), "errors.Is finds the reason")
+				assert.False(t, errors.Is(got.err, sentinelOf(c.Expect.Reason)), "the caller's error is unknown_action only")
+				assert.Equal(t, c.Expect.Reason, CodeOf(r.Cause()), "the host finds the reason in the cause")
 				assert.Equal(t, unknownAction().Error(), r.Error(), "a forbidden call reads as an unknown one")
 			}
 			assert.Equal(t, want, got.entry.Error, "the entry records the host's code")
@@ -311,4 +313,47 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 	require.Len(t, res.Records, 3)
 	assert.Equal(t, CodeRejected, res.Records[1].Entry.Error)
 	assert.Equal(t, StageRejected, res.Records[1].Audit.Stage)
+}
+
+// TestRateLimitersArePruned: limiters whose bucket is full again are
+// dropped as new ones are made, so the gate does not grow with every
+// principal ever seen, and no decision changes: a principal whose bucket
+// is empty is still refused, across a sweep.
+func TestRateLimitersArePruned(t *testing.T) {
+	clk := &clock{now: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}
+	reg := NewRegistry[any](nil, &Options{Gate: &GateOptions{Rate: rate.Every(time.Minute), Burst: 1, Now: clk.Now}})
+	reg.MustRegister(New(Definition{ID: "shop/count", Effect: EffectRead}, func(context.Context, map[string]any, any) (any, error) { return nil, nil }))
+	call := func(p string) error {
+		_, err := reg.Run(context.Background(), Call{Action: "shop/count", Caller: &Caller{Principal: p, Surface: SurfaceUI}})
+		return err
+	}
+	count := func() int {
+		n := 0
+		reg.gateOf().limiters.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	for i := range pruneEvery - 1 {
+		require.NoError(t, call(fmt.Sprint("early", i)))
+	}
+	require.NoError(t, call("busy"))
+	require.ErrorIs(t, call("busy"), ErrRateLimited)
+	assert.Equal(t, pruneEvery, count(), "one limiter per principal so far")
+
+	// A minute later every early bucket is full again; busy's too, so
+	// take from it again just before the sweep.
+	clk.Add(time.Minute)
+	require.NoError(t, call("busy"))
+	for i := range pruneEvery {
+		require.NoError(t, call(fmt.Sprint("late", i)))
+	}
+	early := 0
+	reg.gateOf().limiters.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), "early") {
+			early++
+		}
+		return true
+	})
+	assert.Zero(t, early, "the full buckets were dropped")
+	assert.LessOrEqual(t, count(), pruneEvery+1, "busy's and the late principals' are left")
+	require.ErrorIs(t, call("busy"), ErrRateLimited, "an empty bucket survives the sweep")
 }

@@ -42,7 +42,7 @@ func compileOutput(s any, limits Limits) (*ParameterSchema, error) {
 	return ps, nil
 }
 
-// OutputError is the cause (errors.Unwrap, errors.As) of an
+// OutputError is the cause ([Refusal.Cause], errors.As) of an
 // output_invalid refusal: which action's result broke its output schema,
 // and where. Its issues point (RFC 6901) into the result; their messages,
 // as every issue's, hold no value of the result.

@@ -38,6 +38,10 @@ type ParameterSchema struct {
 	limits Limits
 }
 
+// errNotCompiled is the cause of checking with a ParameterSchema that
+// CompileParameters did not make.
+var errNotCompiled = errors.New("actions: a ParameterSchema is made by CompileParameters; its zero value checks nothing")
+
 // schemaBase is the URI the schema document is compiled under. The .invalid
 // top-level domain (RFC 2606) can never be reached, and the loader refuses
 // every URL anyway.
@@ -248,6 +252,9 @@ func locationPointer(loc string) string {
 // Schema returns a copy of the compiled schema document, in JSON's Go
 // types (map[string]any, []any, string, bool, nil, json.Number).
 func (ps *ParameterSchema) Schema() map[string]any {
+	if ps == nil || ps.doc == nil {
+		return nil // a ParameterSchema not made by CompileParameters
+	}
 	return schema.Copy(ps.doc).(map[string]any)
 }
 
@@ -271,8 +278,14 @@ func (ps *ParameterSchema) Schema() map[string]any {
 // code internal. A breach that the defaults made (at a member they filled,
 // or one the parameters as sent do not have; a missing member excepted)
 // is the schema contradicting itself: a *Refusal with code internal and
-// no issues, whose cause lists the breaches for the host.
+// no issues, whose cause lists the breaches for the host. A ParameterSchema
+// not made by [CompileParameters] (its zero value) refuses every call with
+// internal: the host's fault, never the caller's.
 func (ps *ParameterSchema) Check(ctx context.Context, params any, resolve RefResolver) (map[string]any, error) {
+	if ps == nil || ps.sch == nil {
+		// The host's mistake, not the caller's: no schema was compiled.
+		return nil, internalRefusal("the parameters schema was not compiled", errNotCompiled)
+	}
 	if nullText(params) {
 		params = nil
 	}

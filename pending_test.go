@@ -371,3 +371,42 @@ func TestPolicyIsNotShared(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnknownAction)
 	assert.Equal(t, CodeForbiddenSurface, res.Entry().Error)
 }
+
+// TestPendingChangesAreBounded: a principal holds at most MaxPending
+// changes at once; the next is refused rate_limited and nothing is held;
+// deciding or expiry frees a place; another principal has its own.
+func TestPendingChangesAreBounded(t *testing.T) {
+	clk := &clock{now: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}
+	store := &MemoryPendingStore{}
+	reg, ran := confirmRegistry(t, GateOptions{Now: clk.Now, Pending: store, PendingFor: time.Hour})
+	var first Receipt
+	for i := range DefaultMaxPending {
+		rc := propose(t, reg, editor, "shop/discard", fmt.Sprintf(`{"item":"x%d"}`, i))
+		if i == 0 {
+			first = rc
+		}
+	}
+	res, err := reg.Run(context.Background(), Call{Action: "shop/discard", Params: `{"item":"one too many"}`, Caller: editor})
+	require.ErrorIs(t, err, ErrRateLimited)
+	assert.Nil(t, asRefusal(err).Pending, "nothing is held")
+	assert.Equal(t, CodeRateLimited, res.Entry().Error)
+	held, err := store.List(context.Background(), editor.Principal)
+	require.NoError(t, err)
+	assert.Len(t, held, DefaultMaxPending)
+
+	other := &Caller{Principal: "olga", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
+	propose(t, reg, other, "shop/discard", `{"item":"hers"}`)
+
+	require.NoError(t, reject(reg, context.Background(), first.ID, editor))
+	propose(t, reg, editor, "shop/discard", `{"item":"after a rejection"}`)
+
+	clk.Add(time.Hour)
+	propose(t, reg, editor, "shop/discard", `{"item":"after expiry"}`)
+	assert.Zero(t, ran.Load())
+
+	// Negative: no bound.
+	unbounded, _ := confirmRegistry(t, GateOptions{MaxPending: -1})
+	for i := range DefaultMaxPending + 4 {
+		propose(t, unbounded, editor, "shop/discard", fmt.Sprintf(`{"item":"y%d"}`, i))
+	}
+}

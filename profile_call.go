@@ -15,7 +15,7 @@ import (
 // arguments' JSON text (OpenAI's function.arguments, Anthropic's
 // tool_use input, Gemini's functionCall.args re-encoded). It gives what
 // [Registry.Run] gives for the action the name comes from, and Run is
-// what it calls: the same checks, defaults, body, entry and OnEntry.
+// what it calls: the same checks, defaults, body, record and OnRecord.
 //
 // Under ProfileOpenAIChat and ProfileOpenAIResponses, a strict tool lists
 // every property as required, and the model sends null for each property

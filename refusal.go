@@ -338,8 +338,15 @@ func isSentinel(err error) bool {
 	return false
 }
 
-// isCancel reports whether err's chain holds the end of a context.
-func isCancel(err error) bool {
+// isCancel reports whether err's chain holds the end of a context. A
+// chain whose Unwrap panics (a typed nil with an Unwrap method) holds
+// none.
+func isCancel(err error) (yes bool) {
+	defer func() {
+		if recover() != nil {
+			yes = false
+		}
+	}()
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 

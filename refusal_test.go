@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestCodeOfCancelled: an error whose chain holds a context's own error is
@@ -33,4 +37,479 @@ func TestCodeOfCancelled(t *testing.T) {
 	assert.ErrorIs(t, r, ErrCancelled)
 	assert.Equal(t, Policy{TransportProtocol, RetryAfterBackoff}, PolicyOf(CodeCancelled))
 	assert.Contains(t, Policies(), CodeCancelled)
+}
+
+// The one error model (issue 23, item 6; docs/refusals.md): for every
+// error the library returns, errors.Is(err, ErrX) holds exactly when
+// CodeOf(err) is X.
+
+// libraryError reports whether err's chain holds an error the library
+// made (a *Refusal or a *Divergence), rather than only a host's own: a
+// body's plain error comes back as it is, the host's to match, and
+// CodeOf reads it as internal without ErrInternal matching
+// (docs/refusals.md).
+func libraryError(err error) bool {
+	var d *Divergence
+	return asRefusal(err) != nil || errors.As(err, &d)
+}
+
+// assertOneErrorModel checks err against the sentinel of every code the
+// library raises: errors.Is(err, ErrX) exactly when CodeOf(err) is X (no
+// sentinel at all for a host's own error). A refusal's cause that is a
+// refusal itself is checked the same way.
+func assertOneErrorModel(t *testing.T, err error, what string) {
+	t.Helper()
+	require.Error(t, err, what)
+	code := CodeOf(err)
+	own := libraryError(err)
+	for _, c := range registryCodes() {
+		is := errors.Is(err, sentinelOf(c))
+		if !own {
+			assert.False(t, is, "%s: a host's own error (%v) matches the sentinel of %s", what, err, c)
+			continue
+		}
+		assert.Equal(t, code == c, is, "%s: CodeOf is %s, errors.Is(err, sentinel of %s) is %v: %v", what, code, c, is, err)
+	}
+	if r := asRefusal(err); r != nil && asRefusal(r.Cause()) != nil {
+		assertOneErrorModel(t, r.Cause(), what+" (its cause)")
+	}
+}
+
+// modelCodes are every code the library raises, the empty code (read as
+// internal) and a body's domain code, which has no sentinel.
+func modelCodes() []Code {
+	return append(registryCodes(), "", "tank_empty")
+}
+
+// TestOneErrorModelEveryCode: a refusal of each code, bare or wrapped as
+// the library and a host wrap it, and with a cause of every other code,
+// matches its own code's sentinel and no other.
+func TestOneErrorModelEveryCode(t *testing.T) {
+	for _, c := range modelCodes() {
+		want := c
+		if c == "" {
+			want = CodeInternal
+		}
+		t.Run(string(want)+"/"+string(c), func(t *testing.T) {
+			shapes := map[string]error{
+				"NewRefusal":   NewRefusal(c, "m"),
+				"literal":      &Refusal{Code: c},
+				"wrapped":      fmt.Errorf("while serving: %w", NewRefusal(c, "m")),
+				"step":         &StepError{Index: 2, Action: "a/b", Err: NewRefusal(c, "m")},
+				"joined":       errors.Join(NewRefusal(c, "m"), errors.New("the rollback failed too")),
+				"cancel cause": &Refusal{Code: c, cause: context.Canceled},
+			}
+			for _, other := range modelCodes() {
+				r := NewRefusal(c, "m")
+				r.cause = NewRefusal(other, "the cause")
+				shapes["cause "+string(other)] = r
+				wrapped := NewRefusal(c, "m")
+				wrapped.cause = fmt.Errorf("nested: %w", NewRefusal(other, "the cause"))
+				shapes["wrapped cause "+string(other)] = wrapped
+			}
+			for name, err := range shapes {
+				assert.Equal(t, want, CodeOf(err), name)
+				assertOneErrorModel(t, err, name)
+			}
+		})
+	}
+	// A divergence is diverged, whatever the replayed call gave.
+	for _, c := range modelCodes() {
+		d := &Divergence{Path: "/error", Code: c, Err: NewRefusal(c, "m")}
+		assert.Equal(t, CodeDiverged, CodeOf(d), "a divergence of %s", c)
+		assertOneErrorModel(t, d, "divergence of "+string(c))
+	}
+	// A host's own errors match no sentinel: the body's plain error, one
+	// with a Code method, a bare context error.
+	for name, err := range map[string]error{
+		"plain":    errors.New("disk full"),
+		"coded":    codedError("read_only"),
+		"canceled": context.Canceled,
+	} {
+		assertOneErrorModel(t, err, name)
+	}
+}
+
+// codedError is a host's error type with a Code method.
+type codedError string
+
+func (e codedError) Error() string { return "coded: " + string(e) }
+func (e codedError) Code() string  { return string(e) }
+
+// oneModelRegistry has an action for each way a call can fail.
+func oneModelRegistry(t *testing.T, opts *Options) *Registry[*Trace] {
+	reg := NewRegistry[*Trace](nil, opts)
+	reg.MustRegister(
+		New(Definition{ID: "m/strict", Parameters: `{"type":"object","required":["n"]}`},
+			func(context.Context, map[string]any, *Trace) (any, error) { return "ok", nil }),
+		New(Definition{ID: "m/admin", Capability: "admin"},
+			func(context.Context, map[string]any, *Trace) (any, error) { return "admin", nil }),
+		New(Definition{ID: "m/read", Effect: EffectRead},
+			func(context.Context, map[string]any, *Trace) (any, error) { return "read", nil }),
+		New(Definition{ID: "m/nested_invalid"}, func(ctx context.Context, _ map[string]any, tr *Trace) (any, error) {
+			return tr.Call(ctx, "m/strict", nil)
+		}),
+		New(Definition{ID: "m/nested_forbidden"}, func(ctx context.Context, _ map[string]any, tr *Trace) (any, error) {
+			return tr.Call(ctx, "m/admin", nil)
+		}),
+		New(Definition{ID: "m/wait"}, func(ctx context.Context, _ map[string]any, _ *Trace) (any, error) {
+			<-ctx.Done()
+			return nil, fmt.Errorf("waiting: %w", ctx.Err())
+		}),
+		New(Definition{ID: "m/panic"}, func(context.Context, map[string]any, *Trace) (any, error) { panic("boom") }),
+		New(Definition{ID: "m/output", OutputSchema: `{"type":"string"}`},
+			func(context.Context, map[string]any, *Trace) (any, error) { return 1, nil }),
+		New(Definition{ID: "m/domain", Refusals: []DeclaredRefusal{{Code: "tank_empty", Retry: RetryAfterBackoff}}},
+			func(context.Context, map[string]any, *Trace) (any, error) {
+				return nil, NewRefusal("tank_empty", "the tank is empty")
+			}),
+		New(Definition{ID: "m/confirm", Effect: EffectDelete, NeedsConfirmation: true},
+			func(context.Context, map[string]any, *Trace) (any, error) { return "deleted", nil }),
+		New(Definition{ID: "m/body_plain"}, func(context.Context, map[string]any, *Trace) (any, error) {
+			return nil, errors.New("disk full")
+		}),
+	)
+	return reg
+}
+
+// failingStore runs each unit, then fails to keep it.
+type failingStore struct{ err error }
+
+func (s failingStore) Atomic(ctx context.Context, fn func(context.Context) Unit) ([]Record, error) {
+	u := fn(ctx)
+	for i := range u.Records {
+		u.Records[i].RolledBack = true
+	}
+	return u.Records, errors.Join(u.Err, s.err)
+}
+
+func (s failingStore) AtomicOnce(ctx context.Context, _ UnitKey, fn func(context.Context) Unit) ([]Record, *Recorded, error) {
+	recs, err := s.Atomic(ctx, fn)
+	return recs, nil, err
+}
+
+// TestOneErrorModelCalls: the errors real calls return, one case per way
+// a call fails, each checked against every sentinel, and the record (the
+// host's view) where the caller's code differs from the host's.
+func TestOneErrorModelCalls(t *testing.T) {
+	ctx := context.Background()
+	ann := &Caller{Principal: "ann", Surface: SurfaceMCP}
+	type outcome struct {
+		err  error
+		recs []Record
+	}
+	run := func(reg *Registry[*Trace], ctx context.Context, c Call) outcome {
+		res, err := reg.Run(ctx, c)
+		return outcome{err, res.Records}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	errDisk := errors.New("the disk is gone")
+	cases := []struct {
+		name string
+		do   func(t *testing.T) outcome
+		want Code
+		// host is the code the last record says, when it is not want;
+		// hostDone, that the record says done (the unit was undone).
+		host     Code
+		hostDone bool
+		check    func(t *testing.T, o outcome)
+	}{
+		{name: "invalid parameters", want: CodeInvalidParameters, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/strict"})
+		}},
+		{name: "unknown action", want: CodeUnknownAction, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/none"})
+		}},
+		{name: "a body returns a nested call's refusal", want: CodeInternal, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/nested_invalid"})
+		}, check: func(t *testing.T, o outcome) {
+			r := asRefusal(o.err)
+			assert.NotErrorIs(t, o.err, ErrInvalidParameters, "the caller's error is internal only")
+			assert.Equal(t, CodeInvalidParameters, CodeOf(r.Cause()), "the host finds the nested refusal in Cause")
+			assert.ErrorIs(t, r.Cause(), ErrInvalidParameters)
+		}},
+		{name: "a concealed forbidden call", want: CodeUnknownAction, host: CodeForbiddenCapability, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/admin", Caller: ann})
+		}, check: func(t *testing.T, o outcome) {
+			assert.NotErrorIs(t, o.err, ErrForbiddenCapability, "the caller learns nothing of the action")
+			assert.Equal(t, CodeForbiddenCapability, CodeOf(asRefusal(o.err).Cause()), "the host's code is the cause's")
+			rec := o.recs[len(o.recs)-1]
+			assert.Equal(t, CodeForbiddenCapability, rec.Audit.Code)
+		}},
+		{name: "a concealed forbidden surface", want: CodeUnknownAction, host: CodeForbiddenSurface, do: func(t *testing.T) outcome {
+			reg := oneModelRegistry(t, nil)
+			reg.MustRegister(New(Definition{ID: "m/ui_only", Surfaces: []Surface{SurfaceUI}},
+				func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
+			return run(reg, ctx, Call{Action: "m/ui_only", Caller: ann})
+		}},
+		{name: "a body returns a concealed nested refusal", want: CodeInternal, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/nested_forbidden", Caller: ann})
+		}, check: func(t *testing.T, o outcome) {
+			assert.NotErrorIs(t, o.err, ErrUnknownAction)
+			assert.NotErrorIs(t, o.err, ErrForbiddenCapability)
+			step := o.recs[0].Entry.Steps[0].Call
+			assert.Equal(t, CodeForbiddenCapability, step.Error, "the nested entry has the host's code")
+		}},
+		{name: "cancelled before the call", want: CodeCancelled, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), cancelled, Call{Action: "m/read"})
+		}, check: func(t *testing.T, o outcome) {
+			assert.ErrorIs(t, o.err, context.Canceled)
+		}},
+		{name: "cancelled in the body", want: CodeCancelled, do: func(t *testing.T) outcome {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+			defer cancel()
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/wait"})
+		}, check: func(t *testing.T, o outcome) {
+			assert.ErrorIs(t, o.err, context.DeadlineExceeded)
+			assert.NotErrorIs(t, o.err, ErrInternal)
+		}},
+		{name: "a panic", want: CodeInternal, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/panic"})
+		}},
+		{name: "an output breaking its schema", want: CodeOutputInvalid, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/output"})
+		}, check: func(t *testing.T, o outcome) {
+			var oe *OutputError
+			assert.ErrorAs(t, o.err, &oe)
+		}},
+		{name: "a domain refusal", want: "tank_empty", do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/domain"})
+		}},
+		{name: "a held call", want: CodeConfirmationRequired, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/confirm", Caller: ann})
+		}},
+		{name: "an anonymous call needing confirmation", want: CodeConfirmationRequired, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/confirm", Caller: &Caller{Surface: SurfaceUI}})
+		}},
+		{name: "insufficient scope", want: CodeInsufficientScope, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/read", Caller: &Caller{Principal: "ann", Surface: SurfaceMCP, Token: true}})
+		}},
+		{name: "not serving", want: CodeNotServing, do: func(t *testing.T) outcome {
+			s := &Serving{}
+			s.StopAll()
+			return run(oneModelRegistry(t, &Options{Gate: &GateOptions{Serving: s}}), ctx, Call{Action: "m/read", Caller: ann})
+		}},
+		{name: "read only", want: CodeReadOnly, do: func(t *testing.T) outcome {
+			s := &Serving{}
+			s.SetReadOnly(true)
+			return run(oneModelRegistry(t, &Options{Gate: &GateOptions{Serving: s}}), ctx, Call{Action: "m/strict", Caller: ann})
+		}},
+		{name: "rate limited", want: CodeRateLimited, do: func(t *testing.T) outcome {
+			reg := oneModelRegistry(t, &Options{Gate: &GateOptions{Rate: 0.001, Burst: 1}})
+			_, err := reg.Run(ctx, Call{Action: "m/read", Caller: ann})
+			require.NoError(t, err)
+			return run(reg, ctx, Call{Action: "m/read", Caller: ann})
+		}},
+		{name: "an unknown change", want: CodeUnknownChange, do: func(t *testing.T) outcome {
+			res, err := oneModelRegistry(t, nil).Decide(ctx, Decision{Change: "0123", Confirm: true, Caller: ann})
+			return outcome{err, res.Records}
+		}},
+		{name: "a confirmation refused by today's gate", want: CodeUnknownAction, host: CodeForbiddenSurface, do: func(t *testing.T) outcome {
+			reg := oneModelRegistry(t, nil)
+			_, err := reg.Run(ctx, Call{Action: "m/confirm", Caller: ann})
+			id := asRefusal(err).Pending.ID
+			other := *ann
+			other.Surface = "elsewhere"
+			res, err := reg.Decide(ctx, Decision{Change: id, Confirm: true, Caller: &other})
+			return outcome{err, res.Records}
+		}},
+		{name: "a batch step refused", want: CodeInvalidParameters, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Batch: &Batch{Steps: []Step{{Call: "m/read"}, {Call: "m/strict"}}}})
+		}, check: func(t *testing.T, o outcome) {
+			var se *StepError
+			require.ErrorAs(t, o.err, &se)
+			assert.Equal(t, 1, se.Index)
+		}},
+		{name: "a batch step concealed", want: CodeUnknownAction, host: CodeForbiddenCapability, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Batch: &Batch{Steps: []Step{{Call: "m/read"}, {Call: "m/admin"}}}, Caller: ann})
+		}, check: func(t *testing.T, o outcome) {
+			var se *StepError
+			require.ErrorAs(t, o.err, &se)
+			assert.NotErrorIs(t, o.err, ErrForbiddenCapability)
+		}},
+		{name: "a batch step returning a nested refusal", want: CodeInternal, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Batch: &Batch{Steps: []Step{{Call: "m/nested_invalid"}}}})
+		}, check: func(t *testing.T, o outcome) {
+			var se *StepError
+			require.ErrorAs(t, o.err, &se)
+			assert.NotErrorIs(t, o.err, ErrInvalidParameters)
+		}},
+		{name: "a batch step cancelled", want: CodeCancelled, do: func(t *testing.T) outcome {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+			defer cancel()
+			return run(oneModelRegistry(t, nil), ctx, Call{Batch: &Batch{Steps: []Step{{Call: "m/wait"}}}})
+		}, check: func(t *testing.T, o outcome) {
+			assert.ErrorIs(t, o.err, context.DeadlineExceeded)
+		}},
+		{name: "a batch holding a step for confirmation", want: CodeConfirmationRequired, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, nil), ctx, Call{Batch: &Batch{Steps: []Step{{Call: "m/read"}, {Call: "m/confirm"}}}, Caller: ann})
+		}},
+		{name: "a batch that cannot run", want: CodeInvalidScriptStep, do: func(t *testing.T) outcome {
+			_, err := oneModelRegistry(t, nil).DecodeBatch([]byte(`{"commands":[{"call":"m/read","when":1}]}`))
+			return outcome{err: err}
+		}},
+		{name: "a batch naming no earlier result", want: CodeUnknownReference, do: func(t *testing.T) outcome {
+			_, err := oneModelRegistry(t, nil).DecodeBatch([]byte(`{"commands":[{"call":"m/read","with":{"x":"${q}"}}]}`))
+			return outcome{err: err}
+		}},
+		{name: "a duplicate name", want: CodeDuplicateName, do: func(t *testing.T) outcome {
+			err := oneModelRegistry(t, nil).Register(New(Definition{ID: "m/read"}, noTraceBody))
+			return outcome{err: err}
+		}},
+		{name: "a definition refused", want: CodeConstraintViolation, do: func(t *testing.T) outcome {
+			err := oneModelRegistry(t, nil).Register(New(Definition{ID: "no_slash"}, noTraceBody))
+			return outcome{err: err}
+		}},
+		{name: "the store fails", want: CodeInternal, hostDone: true, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, &Options{Store: failingStore{errDisk}}), ctx, Call{Action: "m/read"})
+		}, check: func(t *testing.T, o outcome) {
+			assert.ErrorIs(t, o.err, errDisk, "the store's error reaches the host")
+			assert.True(t, o.recs[0].RolledBack)
+		}},
+		{name: "the store fails under a refusal", want: CodeInvalidParameters, do: func(t *testing.T) outcome {
+			return run(oneModelRegistry(t, &Options{Store: failingStore{errDisk}}), ctx, Call{Action: "m/strict"})
+		}},
+		{name: "a replay that departs", want: CodeDiverged, do: func(t *testing.T) outcome {
+			reg := oneModelRegistry(t, nil)
+			res, err := reg.Run(ctx, Call{Action: "m/read"})
+			require.NoError(t, err)
+			rec := res.Records[0]
+			rec.Entry.Result = `"something else"`
+			_, err = reg.Replay(ctx, rec)
+			return outcome{err: err}
+		}, check: func(t *testing.T, o outcome) {
+			var d *Divergence
+			require.ErrorAs(t, o.err, &d)
+			assert.Equal(t, "/result", d.Path)
+		}},
+		{name: "a replay refused by today's policy", want: CodeDiverged, do: func(t *testing.T) outcome {
+			reg := oneModelRegistry(t, nil)
+			admin := &Caller{Principal: "root", Surface: SurfaceMCP, Capabilities: []string{"admin"}}
+			res, err := reg.Run(ctx, Call{Action: "m/admin", Caller: admin})
+			require.NoError(t, err)
+			rec := res.Records[0]
+			rec.Audit.Caller = ann // today's caller lacks the capability
+			_, err = reg.Replay(ctx, rec)
+			return outcome{err: err}
+		}, check: func(t *testing.T, o outcome) {
+			var d *Divergence
+			require.ErrorAs(t, o.err, &d)
+			assert.Equal(t, CodeForbiddenCapability, d.Code)
+			assert.NotErrorIs(t, o.err, ErrUnknownAction, "a divergence is diverged only, whatever the replayed call gave")
+			assert.NotErrorIs(t, o.err, ErrForbiddenCapability)
+		}},
+		{name: "a replay cancelled", want: CodeCancelled, do: func(t *testing.T) outcome {
+			_, err := oneModelRegistry(t, nil).Replay(cancelled, Record{Entry: RunEntry{Action: "m/read", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone, Result: `"read"`}})
+			return outcome{err: err}
+		}, check: func(t *testing.T, o outcome) {
+			assert.ErrorIs(t, o.err, context.Canceled)
+		}},
+		{name: "a tool call of an unknown profile", want: CodeConstraintViolation, do: func(t *testing.T) outcome {
+			res, err := oneModelRegistry(t, nil).RunToolCall(ctx, "nobody", Call{Action: "m-read"})
+			return outcome{err, res.Records}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := c.do(t)
+			require.Error(t, o.err)
+			assert.Equal(t, c.want, CodeOf(o.err), "%v", o.err)
+			assertOneErrorModel(t, o.err, c.name)
+			if len(o.recs) > 0 {
+				host := c.want
+				if c.host != "" {
+					host = c.host
+				}
+				if c.hostDone {
+					host = ""
+				}
+				last := o.recs[len(o.recs)-1]
+				assert.Equal(t, host, last.Entry.Error, "the record's entry has the host's code")
+			}
+			if c.check != nil {
+				c.check(t, o)
+			}
+		})
+	}
+
+	// A body's own plain error comes back as it is: the host's to match,
+	// recorded as internal, matching no sentinel.
+	res, err := oneModelRegistry(t, nil).Run(ctx, Call{Action: "m/body_plain"})
+	assert.EqualError(t, err, "disk full")
+	assert.Equal(t, CodeInternal, res.Entry().Error)
+	assertOneErrorModel(t, err, "a body's plain error")
+}
+
+func noTraceBody(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
+
+// TestOneErrorModelRunFixtures runs every call of testdata/runs and
+// checks each error it gives against every sentinel.
+func TestOneErrorModelRunFixtures(t *testing.T) {
+	fixtures := loadRunScenarios(t)
+	require.NotEmpty(t, fixtures)
+	names := make([]string, 0, len(fixtures))
+	for n := range fixtures {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	errorsSeen := 0
+	for _, name := range names {
+		f := fixtures[name]
+		t.Run(name, func(t *testing.T) {
+			opts := &Options{}
+			if f.Limits != nil {
+				opts.Limits = *f.Limits
+			}
+			if f.Host != nil && f.Host.Instances != nil {
+				opts.Resolve = f.Host.resolver()
+			}
+			reg := NewRegistry[*Trace](nil, opts)
+			s := &runScripts{runs: map[string]*atomic.Int64{}, waiting: make(chan struct{}, 1)}
+			for _, a := range f.Actions {
+				require.NoError(t, reg.Register(Action[*Trace]{Definition: a.Definition, Run: s.body(t, a.Definition.ID, a.Script)}))
+			}
+			for i, c := range append([]runFollowUp{{f.Call, f.Expect}}, f.Then...) {
+				var params any
+				switch {
+				case c.Call.ParamsText != nil:
+					params = []byte(*c.Call.ParamsText)
+				case c.Call.Params != nil:
+					params = runExact(t, c.Call.Params)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				if c.Call.CancelBefore {
+					cancel()
+				}
+				if c.Call.CancelDuring {
+					go func() {
+						select {
+						case <-s.waiting:
+						case <-time.After(5 * time.Second):
+						}
+						cancel()
+					}()
+				}
+				res, err := reg.Run(ctx, Call{Action: c.Call.ID, Params: params})
+				cancel()
+				what := fmt.Sprintf("call %d (%s)", i, c.Call.ID)
+				if err == nil {
+					assert.Empty(t, c.Expect.ErrorCode, what)
+					continue
+				}
+				errorsSeen++
+				assertOneErrorModel(t, err, what)
+				assert.Equal(t, CodeOf(err), res.Entry().Error, "%s: the entry records the code the caller sees", what)
+				if c.Expect.ErrorIsContext {
+					assert.ErrorIs(t, err, context.Canceled, what)
+					assert.Equal(t, CodeCancelled, CodeOf(err), what)
+				}
+				if c.Expect.NestedErrorCode != "" && Code(c.Expect.NestedErrorCode) != CodeInternal {
+					assert.Equal(t, CodeInternal, CodeOf(err), what)
+					assert.NotErrorIs(t, err, sentinelOf(Code(c.Expect.NestedErrorCode)), "%s: internal only", what)
+				}
+			}
+		})
+	}
+	assert.Greater(t, errorsSeen, 20, "the fixtures' errors")
 }

@@ -30,9 +30,9 @@ type Env[C any] func(ctx context.Context, t *Trace) C
 // other options. Register and Run are safe for concurrent use; Run takes
 // no lock, so calls never wait on each other.
 //
-// The registry opens no transaction: a host that needs one wraps Run (or
-// [Registry.RunBatch]) in its own, and rolls it back when an error is
-// returned.
+// The registry opens no transaction itself: each call, batch and
+// decision runs in one unit of its [Store] (Options.Store), which a SQL
+// store makes one database transaction.
 type Registry[C any] struct {
 	mu      sync.Mutex // serialises registrations only
 	actions sync.Map   // id → *registered[C]
@@ -614,8 +614,9 @@ func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefRe
 	t.close()
 	entry = t.entry
 	if err != nil {
-		if nr := asRefusal(err); nr != nil && t.fromNestedCall(nr) {
-			// Not the caller's fault: a call the body made was refused.
+		if nr := asRefusal(err); nr != nil && nr.Code != CodeCancelled && t.fromNestedCall(nr) {
+			// Not the caller's fault: a call the body made was refused
+			// (a cancellation stays one: it ends the whole call).
 			ir := NewRefusal(CodeInternal, "the action failed: a call it made was refused")
 			ir.cause = err
 			err = ir
@@ -749,8 +750,8 @@ func (e *panicError) Error() string {
 }
 
 // panicRefusal turns a recovered panic into an internal refusal. The panic
-// value and stack stay in the refusal's cause (errors.Unwrap), never in its
-// message.
+// value and stack stay in the refusal's cause ([Refusal.Cause]), never in
+// its message.
 func panicRefusal(where string, p any) *Refusal {
 	r := NewRefusal(CodeInternal, "the "+where+" failed")
 	r.cause = &panicError{where: where, value: p, stack: debug.Stack()}

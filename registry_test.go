@@ -505,7 +505,13 @@ func checkRunCall(t *testing.T, reg *Registry[*Trace], observed bool, s *runScri
 		if want.CauseContains != "" {
 			require.Error(t, r.Cause(), "the refusal keeps its cause for the host")
 			var chain strings.Builder
-			for c := r.Cause(); c != nil; c = errors.Unwrap(c) {
+			next := func(e error) error {
+				if r, ok := e.(*Refusal); ok {
+					return r.Cause()
+				}
+				return errors.Unwrap(e)
+			}
+			for c := r.Cause(); c != nil; c = next(c) {
 				chain.WriteString(c.Error())
 			}
 			assert.Contains(t, chain.String(), want.CauseContains)
@@ -664,7 +670,18 @@ func TestRegistryRunNestedDepthDefault(t *testing.T) {
 	}))
 	_, entry, err := call3(reg, context.Background(), "ns/loop", nil)
 	assert.ErrorIs(t, err, ErrInternal, "the caller is not at fault")
-	assert.ErrorIs(t, err, ErrConstraintViolation, "the host finds the nested refusal in the chain")
+	assert.NotErrorIs(t, err, ErrConstraintViolation, "errors.Is sees the caller's code only")
+	var r *Refusal
+	require.ErrorAs(t, err, &r)
+	innermost := r.Cause()
+	for {
+		nr, ok := innermost.(*Refusal)
+		if !ok || nr.Cause() == nil {
+			break
+		}
+		innermost = nr.Cause()
+	}
+	assert.ErrorIs(t, innermost, ErrConstraintViolation, "the host finds the nested refusal down the causes")
 	assert.Equal(t, int64(DefaultMaxCallDepth+1), runs.Load(), "bodies run: the top level and each allowed nesting")
 	levels := 0
 	for e := &entry; ; levels++ {

@@ -283,7 +283,8 @@ func TestCallDepthLimit(t *testing.T) {
 	assert.Equal(t, "bottom", res)
 	_, entry, err := call3(reg, ctx, "t/down", map[string]any{"n": 4})
 	requireRefusal(t, err, CodeInternal) // the body returned its nested call's refusal
-	assert.ErrorIs(t, err, ErrConstraintViolation)
+	assert.NotErrorIs(t, err, ErrConstraintViolation, "one code per error: the caller's")
+	assert.Equal(t, CodeConstraintViolation, deepestCause(err), "the host finds the nested one down the causes")
 	assert.Equal(t, CodeInternal, entry.Error)
 
 	// Unbounded recursion is refused at the limit, never a stack overflow.
@@ -294,7 +295,21 @@ func TestCallDepthLimit(t *testing.T) {
 		}}))
 	_, _, err = call3(reg2, ctx, "t/loop", nil)
 	requireRefusal(t, err, CodeInternal)
-	assert.ErrorIs(t, err, ErrConstraintViolation)
+	assert.Equal(t, CodeConstraintViolation, deepestCause(err))
+}
+
+// deepestCause is the code of the last refusal down err's causes.
+func deepestCause(err error) Code {
+	code := CodeOf(err)
+	for r := asRefusal(err); r != nil; {
+		code = r.Code
+		next, ok := r.Cause().(*Refusal)
+		if !ok {
+			break
+		}
+		r = next
+	}
+	return code
 }
 
 // codedNil is an error type with a Code method, returned as a typed nil.

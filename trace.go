@@ -92,8 +92,8 @@ func (t *Trace) Command(cmd, result any) error {
 //
 // A refusal Call returns is the nested action's, not the caller's: when
 // the body returns it (as it is or wrapped), the caller of the outer
-// action gets an internal refusal, whose errors.Unwrap is the nested one
-// (see [Registry.Run]). A body that wants to refuse on its own terms
+// action gets an internal refusal, whose [Refusal.Cause] is the nested
+// one (see [Registry.Run]); a cancellation stays cancelled. A body that wants to refuse on its own terms
 // returns a refusal of its own.
 //
 // params go through the host's resolver like a caller's: a body that

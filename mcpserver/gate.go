@@ -213,17 +213,22 @@ func (s *server) held(ctx context.Context, req *mcp.CallToolRequest, caller *act
 // (2026-07-28): the request state must be the one this server signed for
 // this principal, tool and arguments; the answer decides the change.
 func (s *server) resume(ctx context.Context, req *mcp.CallToolRequest, caller *actions.Caller, id, name string, render renderer) (*mcp.CallToolResult, error) {
-	// The gate first, as for any call: a caller who may not see the tool
-	// gets the answer of an unknown tool, never one about request states.
-	if id != "" {
-		if err := s.r.Admit(ctx, id, caller); err != nil {
-			return render(ctx, actions.Result{}, err, req.ProtocolVersion())
-		}
-	}
 	change, ok := s.state.verify(req.Params.RequestState, caller.Principal, name, arguments(req))
 	if !ok {
+		// The gate first, as for any call: a caller who may not see the
+		// tool gets the answer of an unknown tool, never one about
+		// request states.
+		if id != "" {
+			if err := s.r.Admit(ctx, id, caller); err != nil {
+				return render(ctx, actions.Result{}, err, req.ProtocolVersion())
+			}
+		}
 		return s.toolError(staleRequest()), nil
 	}
+	// A state this server signed for this principal, tool and arguments:
+	// the runner decides, as the caller is now, and records the decision,
+	// a confirmation the gate refuses (a capability lost meanwhile)
+	// included, as on 2025-11-25.
 	answer, _ := req.Params.InputResponses[confirmInput].(*mcp.ElicitResult)
 	return s.decide(ctx, caller, change, answer != nil && answer.Action == "accept", req.ProtocolVersion(), name, render)
 }
@@ -242,15 +247,20 @@ func (s *server) decide(ctx context.Context, caller *actions.Caller, id string, 
 	return render(ctx, res, err, version)
 }
 
-// question is what the person is asked: the action, and the exact
-// arguments the client sent (the person's own call, shown to that
-// person), whole, as canonical JSON whose characters that change how
-// text displays (bidi controls, zero-width and other format characters)
-// are written as \u escapes, so that what is shown is what runs.
+// question is what the person is asked: the action (for a batch, the
+// batch tool, then each step that needs confirmation, by its index, title
+// and tool name), and the exact arguments the client sent (the person's
+// own call, shown to that person), whole, as canonical JSON whose
+// characters that change how text displays (bidi controls, zero-width
+// and other format characters) are written as \u escapes, so that what
+// is shown is what runs.
 func (s *server) question(rc *actions.Receipt, name string, req *mcp.CallToolRequest) string {
 	title := name
 	if d, ok := s.defs[rc.Action]; ok && d.Title != "" {
 		title = d.Title + " (" + name + ")"
+	}
+	if len(rc.Steps) > 0 {
+		title = "the batch (" + name + ")"
 	}
 	args := "{}"
 	if raw, ok := arguments(req).(json.RawMessage); ok {
@@ -262,8 +272,17 @@ func (s *server) question(rc *actions.Receipt, name string, req *mcp.CallToolReq
 	b.WriteString("Run " + title + " with " + args + "?")
 	if len(rc.Steps) > 0 {
 		b.WriteString(" The batch holds steps that need your confirmation:")
-		for _, st := range rc.Steps {
-			b.WriteString(" #" + strconv.Itoa(st.Index) + " " + st.Action)
+		for i, st := range rc.Steps {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(" #" + strconv.Itoa(st.Index) + " ")
+			tool := actions.ToolName(st.Action)
+			if d, ok := s.defs[st.Action]; ok && d.Title != "" {
+				b.WriteString(d.Title + " (" + tool + ")")
+			} else {
+				b.WriteString(tool)
+			}
 		}
 		b.WriteString(".")
 	}
@@ -300,9 +319,11 @@ func staleRequest() *actions.Refusal {
 
 // requestState signs the state of a held call's input request: the
 // pending change's id, bound to the principal, the tool and a digest of
-// the arguments by an HMAC-SHA256 under the server's key. The change
-// itself is single use ([actions.Registry.Confirm] takes it), and expires
-// with the change.
+// the arguments by an HMAC-SHA256 under the server's key. It is good as
+// long as the change is: a change decided ([actions.Registry.Decide]
+// confirms or rejects it once) or expired answers unknown_change; a
+// confirmation the gate refuses leaves the change, and the state, for
+// another try until the change expires.
 type requestState struct{ key []byte }
 
 func newRequestState(key []byte) (*requestState, error) {

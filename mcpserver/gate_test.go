@@ -369,6 +369,7 @@ func TestGateMultiRoundTrip(t *testing.T) {
 				assert.Equal(t, int32(1), g.discarded.Load())
 			} else {
 				assert.True(t, res.IsError)
+				assert.Contains(t, textOf(t, res), "refused: rejected", "a decline rejects the change")
 				assert.Equal(t, int32(0), g.discarded.Load())
 			}
 		})

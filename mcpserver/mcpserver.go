@@ -1,13 +1,21 @@
-// Package mcpserver serves the visible actions of an actions.Registry as
-// MCP tools, on the official Go SDK (github.com/modelcontextprotocol/go-sdk,
-// v1.8.0). It is the only package of the module that imports the SDK: the
-// registry itself knows nothing of MCP beyond the tool definitions
-// ([actions.Registry.Tools]).
+// Package mcpserver serves the visible actions of an [actions.Runner]
+// (an *actions.Registry) as MCP tools, on the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk, v1.8.0). It is the only package
+// of the module that imports the SDK: the registry itself knows nothing of
+// MCP beyond the tool definitions ([actions.Registry.Tools]).
 //
-// [AddTools] adds one tool per visible action to an *mcp.Server. Each
-// tools/call then goes through [actions.Registry.Run], so the parameters
-// are checked by the action's full schema, refs are resolved by the host,
-// and the run entry reaches the host's OnEntry. What the client gets back:
+// [AddTools](s, runner, opts) adds one tool per visible action to an
+// *mcp.Server. Each tools/call is then one [actions.Call] of the runner's
+// Run, and the answer to a confirmation one [actions.Decision] of its
+// Decide: the runner is the only way anything runs, and mcpserver adds
+// transport only. So the gate checks the caller [Options].Caller built,
+// the parameters are checked by the action's full schema, refs are
+// resolved by the registry's Options.Resolve, the body gets the
+// environment the registry's Env builds, and the records reach the
+// registry's Store and OnRecord; a registry whose Options.Store is a
+// sqlstore.Store runs each call, batch and confirmation in one
+// transaction with its records. There are no hooks of mcpserver's own
+// that run a call. What the client gets back:
 //
 //   - a result: isError false, one text content item holding the result's
 //     canonical JSON (RFC 8785), and structuredContent holding the same
@@ -16,34 +24,52 @@
 //   - a refusal the model can act on (invalid_parameters, a body's own
 //     domain refusal, every code whose transport is tool-result): isError
 //     true, a text listing the code, each issue's path, keyword and
-//     message, and the next action (MCP SEP-1303), with the refusal as
-//     structuredContent unless the tool has an output schema (which the
-//     refusal would break);
+//     message, and the next action (MCP SEP-1303), and, on every tool,
+//     the refusal as structuredContent: {"code", "message", "issues",
+//     "retry", "nextAction"}, with "pending" for a held call's receipt;
 //   - a result that breaks the tool's output schema (output_invalid):
 //     JSON-RPC error -32603, the refusal with its issues going to OnError;
 //   - a body's plain error: isError true with a generic text; the error
 //     itself goes to [Options].OnError only, since its text may hold
 //     anything (a value, a path on the server);
-//   - an unknown or hidden tool: JSON-RPC error -32602 (invalid params),
-//     from the SDK itself, which answers so for a name it does not list;
+//   - an unknown tool, or one the caller may not see: JSON-RPC error
+//     -32602 (invalid params), the same answer, data included, whether
+//     the SDK knows no such tool or the gate hides it;
 //   - a recovered panic (refusal code internal) and every other refusal
 //     whose transport is protocol: JSON-RPC error -32603 (internal error)
 //     with a generic message, the cause going to OnError.
 //
-// Output schemas (docs/typed.md): a tool lists its action's output
-// schema as outputSchema; one whose root is not "type": "object" only to
-// requests at 2026-07-28 or later, since 2025-11-25 allows nothing else.
+// Output schemas (docs/typed.md): a tool lists its action's output schema
+// as outputSchema in an anyOf with the refusal's object, so that a client
+// validating structuredContent accepts a result, a refusal and a receipt
+// alike: {"type": "object", "$defs": ..., "anyOf": [result, refusal]}
+// ("type" only for an object root; one whose root is not an object is
+// listed only to requests at 2026-07-28 or later, since 2025-11-25 allows
+// nothing else).
 //
 // The gate (docs/gate.md): with [Options].Caller, who calls comes from
 // the verified token and the request, never from the arguments. tools/list
 // then shows each caller only the tools it may call (cacheScope
 // "private"); a tool it may not call answers as an unknown one;
 // [ScopeChallenge] turns a call whose token lacks the read or write scope
-// into HTTP 403 with an RFC 6750 challenge; a call held for confirmation
-// asks the person through elicitation when the client supports it
-// (elicitation/create on 2025-11-25, an input request on 2026-07-28) and
-// runs on accept only, or answers with the receipt; a deprecated alias's
-// tool name calls its action without being listed.
+// into HTTP 403 with an RFC 6750 challenge; a deprecated alias's tool
+// name calls its action without being listed. A call held for
+// confirmation asks the person through elicitation when the client
+// supports it (elicitation/create on 2025-11-25, an input request on
+// 2026-07-28), showing the whole arguments; the answer is decided as the
+// caller is built again then (a capability revoked meanwhile is revoked
+// for the confirmation too): accept runs the call, anything else rejects
+// the change (code rejected), and nothing runs. A client that cannot ask
+// gets the receipt, to confirm on the host's own screen. A caller without
+// identity (no principal) is refused an action that needs confirmation,
+// with no receipt: nothing is held and nobody is asked.
+//
+// The batch tool ([Options].Batch, [BatchTool]) runs a call-only batch of
+// the listed tools as one Call: its steps name tools as tools/list shows
+// them (supply-create_actor) or by action id; a refused step is named by
+// its pointer and tool name ("at", "step"); a batch holding a step that
+// needs confirmation is held whole as one pending change, before any step
+// runs, and goes through the person as one call does.
 //
 // [ServeStdio] (or [Serve], on any stream transport) and [HTTPHandler]
 // run a server on the SDK's own stdio and streamable HTTP transports,
@@ -355,7 +381,7 @@ func (h *toolHandler) done(entry actions.RunEntry, version string) *mcp.CallTool
 	return resultOf(entry)
 }
 
-// arguments returns the call's arguments for Registry.Run: the raw JSON
+// arguments returns the call's arguments for the runner's Run: the raw JSON
 // text as it came, or nil (= {}) when absent or null.
 func arguments(req *mcp.CallToolRequest) any {
 	if req == nil || req.Params == nil {
@@ -392,7 +418,8 @@ func panicked(ctx context.Context, report func(context.Context, error), name str
 // internalMessage is all a client learns of an internal failure.
 const internalMessage = "internal error: the server could not run the tool"
 
-// refused maps an error of Registry.Run to what the client gets.
+// refused maps an error of the runner's Run or Decide to what the client
+// gets.
 func (h *toolHandler) refused(ctx context.Context, err error) (*mcp.CallToolResult, error) {
 	var r *actions.Refusal
 	if cancelled(err) && !errors.As(err, &r) {

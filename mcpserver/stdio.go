@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -166,8 +167,10 @@ func (c *pacedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.mu.Unlock()
 		if broken != nil {
 			// The SDK answers nothing more once a write failed (the client
-			// is gone): nothing more is read either, lest it wait.
-			return nil, errBroken
+			// is gone): nothing more is read either, lest it wait. The
+			// failed write is the cause, whichever of the reader and the
+			// writer ends the session first.
+			return nil, fmt.Errorf("%w: %w", errBroken, broken)
 		}
 		if !full {
 			break

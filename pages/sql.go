@@ -86,13 +86,42 @@ func (l *SQL) definitions() map[string]actions.Definition {
 	return defs
 }
 
+// changeOf is the change as the screen shows it: its one call, or every
+// step of a held batch (confirming runs them all; a step's parameters
+// are its "with" as the batch wrote it, placeholders included).
 func changeOf(pc actions.PendingChange, defs map[string]actions.Definition) Change {
-	call := Call{Action: pc.Action, Alias: pc.Alias, Parameters: pc.Parameters, Effect: "write", Destructive: true}
-	if d, ok := defs[pc.Action]; ok {
+	c := Change{ID: pc.ID, Proposer: whoOf(&pc.Proposer), Created: pc.Created, Expires: pc.Expires}
+	if pc.Batch == nil {
+		c.Calls = []Call{callOf(pc.Action, pc.Alias, pc.Parameters, defs)}
+		return c
+	}
+	for _, st := range pc.Batch.Steps {
+		with := "{}"
+		if st.With != nil {
+			// encoding/json writes a json.Number's digits as they are
+			// (CanonicalJSON would round one a double does not hold):
+			// the screen shows what runs.
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			if enc.Encode(st.With) == nil {
+				with = strings.TrimSuffix(b.String(), "\n")
+			}
+		}
+		c.Calls = append(c.Calls, callOf(st.Call, "", with, defs))
+	}
+	return c
+}
+
+// callOf is one held call, described by its action's definition (a call
+// of an action no longer registered reads as a destructive write).
+func callOf(action, alias, params string, defs map[string]actions.Definition) Call {
+	call := Call{Action: action, Alias: alias, Parameters: params, Effect: "write", Destructive: true}
+	if d, ok := defs[action]; ok {
 		call.Title, call.Description = d.Title, d.Description
 		call.Effect, call.Destructive = string(d.EffectOf()), d.IsDestructive()
 	}
-	return Change{ID: pc.ID, Proposer: whoOf(&pc.Proposer), Created: pc.Created, Expires: pc.Expires, Calls: []Call{call}}
+	return call
 }
 
 func whoOf(c *actions.Caller) Who {

@@ -56,6 +56,9 @@ const keysIndex = `CREATE INDEX IF NOT EXISTS actions_keys_expires ON actions_ke
 //
 // Errors: those of Atomic; k.Conflict(); k.InProgress().
 func (s *Store) AtomicOnce(ctx context.Context, k actions.UnitKey, fn func(ctx context.Context) actions.Unit) ([]actions.Record, *actions.Recorded, error) {
+	if err := s.made(); err != nil {
+		return nil, nil, err
+	}
 	unit := NewUnit()
 	var answered *actions.Recorded
 	recs, err := s.atomic(ctx, unit, func(ctx context.Context) actions.Unit {
@@ -197,6 +200,9 @@ func sqlState(err error) string {
 // many rows it deleted. The store never purges by itself: a host calls
 // it from time to time (hourly, say) from one replica.
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int64, error) {
+	if err := s.made(); err != nil {
+		return 0, err
+	}
 	var n int64
 	err := s.retry(ctx, func(int) error {
 		n = 0

@@ -111,6 +111,9 @@ const SchemaVersion = 4
 // Errors: the database's; or a schema newer than this package knows
 // (written by a later release), which it leaves alone.
 func (s *Store) Migrate(ctx context.Context) error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	return s.retry(ctx, func(int) error {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {

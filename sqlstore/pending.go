@@ -29,6 +29,14 @@ type PendingStore struct {
 // actions.GateOptions.Pending.
 func (s *Store) Pending() *PendingStore { return &PendingStore{s: s} }
 
+// made refuses a PendingStore not made by Store.Pending.
+func (p *PendingStore) made() error {
+	if p == nil || p.s == nil {
+		return errNotMade
+	}
+	return p.s.made()
+}
+
 // queryer is what both *sql.DB and *sql.Tx offer.
 type queryer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -45,6 +53,9 @@ func (p *PendingStore) on(ctx context.Context) queryer {
 
 // Hold stores c, and drops the changes that expired before c was made.
 func (p *PendingStore) Hold(ctx context.Context, c actions.PendingChange) error {
+	if err := p.made(); err != nil {
+		return err
+	}
 	text, err := json.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("sqlstore: pending change: %w", err)
@@ -79,6 +90,9 @@ func (p *PendingStore) hold(ctx context.Context, tx *sql.Tx, c actions.PendingCh
 
 // Get returns the change with the id, or actions.ErrNoPendingChange.
 func (p *PendingStore) Get(ctx context.Context, id string) (actions.PendingChange, error) {
+	if err := p.made(); err != nil {
+		return actions.PendingChange{}, err
+	}
 	var text string
 	err := p.on(ctx).QueryRowContext(ctx, "SELECT change FROM actions_pending WHERE id = "+p.s.param(1), id).Scan(&text)
 	return decodeChange(text, err)
@@ -87,6 +101,9 @@ func (p *PendingStore) Get(ctx context.Context, id string) (actions.PendingChang
 // Take deletes the change with the id and returns it, once; inside a
 // unit, in its transaction.
 func (p *PendingStore) Take(ctx context.Context, id string) (actions.PendingChange, error) {
+	if err := p.made(); err != nil {
+		return actions.PendingChange{}, err
+	}
 	var text string
 	err := p.on(ctx).QueryRowContext(ctx, "DELETE FROM actions_pending WHERE id = "+p.s.param(1)+" RETURNING change", id).Scan(&text)
 	return decodeChange(text, err)
@@ -94,6 +111,9 @@ func (p *PendingStore) Take(ctx context.Context, id string) (actions.PendingChan
 
 // List returns the changes principal proposed, newest first.
 func (p *PendingStore) List(ctx context.Context, principal string) ([]actions.PendingChange, error) {
+	if err := p.made(); err != nil {
+		return nil, err
+	}
 	q, ok := p.on(ctx).(interface {
 		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	})

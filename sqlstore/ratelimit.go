@@ -75,6 +75,9 @@ func (s *Store) RateLimits() *RateLimits {
 // rate above 10^6 per second counts as 10^6 (the table's unit is the
 // microsecond). Errors: the database's.
 func (l *RateLimits) Take(ctx context.Context, principal, action string, lim rate.Limit, burst int, now time.Time) (time.Time, bool, error) {
+	if err := l.s.made(); err != nil {
+		return time.Time{}, false, err
+	}
 	if lim == rate.Inf {
 		return time.Time{}, true, nil
 	}

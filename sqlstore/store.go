@@ -133,6 +133,18 @@ func New(db *sql.DB, dialect Dialect, opts *Options) (*Store, error) {
 	return s, nil
 }
 
+// errNotMade is the error of a Store not made by New.
+var errNotMade = errors.New("sqlstore: the Store was not made by New")
+
+// made refuses a Store not made by New (its zero value), which has no
+// database to write to.
+func (s *Store) made() error {
+	if s == nil || s.db == nil {
+		return errNotMade
+	}
+	return nil
+}
+
 // DB returns the database the store writes to.
 func (s *Store) DB() *sql.DB { return s.db }
 
@@ -205,6 +217,9 @@ func auditColumns(a *actions.Audit) (text, principal, surface, pending string, e
 // canonical JSON form. Then a unit and position already in the log (the
 // unique key), or the database's.
 func (s *Store) Append(ctx context.Context, tx *sql.Tx, unit string, recs ...actions.Record) error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	if len(recs) == 0 {
 		return nil
 	}
@@ -248,6 +263,9 @@ func (s *Store) Append(ctx context.Context, tx *sql.Tx, unit string, recs ...act
 // Write appends the records of one unit in a transaction of their own,
 // retried on conflicts like a unit's.
 func (s *Store) Write(ctx context.Context, unit string, recs ...actions.Record) error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	return s.retry(ctx, func(int) error {
 		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation})
 		if err != nil {
@@ -331,8 +349,13 @@ type Filter struct {
 	// Until.
 	Since, Until time.Time
 	// After keeps records whose Seq is greater: a reader that follows the
-	// log passes the last Seq it read.
-	After int64
+	// log passes the last Seq it read. Before keeps those whose Seq is
+	// smaller: a page of the log newest first passes the last Seq shown.
+	After, Before int64
+	// Newest returns the records newest first (by Seq, descending).
+	Newest bool
+	// Code keeps the entries refused with this code (the host's code).
+	Code actions.Code
 	// Unit keeps the records of one call or batch.
 	Unit string
 	// Origin keeps the records written by the stores of this origin.
@@ -354,53 +377,20 @@ type Filter struct {
 // its seq; so is a Filter.Kept other than the three choices, or a
 // negative Filter.Limit.
 func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
+	if err := s.made(); err != nil {
+		return nil, err
+	}
 	switch {
 	case f.Kept < KeptOnly || f.Kept > KeptAndUndone:
 		return nil, fmt.Errorf("sqlstore: unknown Filter.Kept %d", int(f.Kept))
 	case f.Limit < 0:
 		return nil, errors.New("sqlstore: negative Filter.Limit")
 	}
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.ReplaceAll(cond, "?", s.param(len(args))))
+	where, args := f.where(s.param)
+	q := "SELECT seq, recorded_at, unit, position, origin, rolled_back, audit, entry FROM actions_run_log" + where + " ORDER BY seq"
+	if f.Newest {
+		q += " DESC"
 	}
-	if f.Action != "" {
-		add("action = ?", f.Action)
-	}
-	if f.Outcome != "" {
-		add("outcome = ?", string(f.Outcome))
-	}
-	if !f.Since.IsZero() {
-		add("recorded_at >= ?", f.Since.UnixMicro())
-	}
-	if !f.Until.IsZero() {
-		add("recorded_at < ?", f.Until.UnixMicro())
-	}
-	if f.After > 0 {
-		add("seq > ?", f.After)
-	}
-	if f.Unit != "" {
-		add("unit = ?", f.Unit)
-	}
-	if f.Origin != "" {
-		add("origin = ?", f.Origin)
-	}
-	if f.Principal != "" {
-		add("principal = ?", f.Principal)
-	}
-	switch f.Kept {
-	case KeptOnly:
-		add("rolled_back = ?", false)
-	case UndoneOnly:
-		add("rolled_back = ?", true)
-	}
-	q := "SELECT seq, recorded_at, unit, position, origin, rolled_back, audit, entry FROM actions_run_log"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY seq"
 	if f.Limit > 0 {
 		q += " LIMIT " + strconv.Itoa(f.Limit)
 	}
@@ -417,22 +407,68 @@ func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
 	defer rows.Close()
 	var out []Record
 	for rows.Next() {
-		var r Record
-		var at int64
-		var audit string
-		if err := rows.Scan(&r.Seq, &at, &r.Unit, &r.Position, &r.Origin, &r.RolledBack, &audit, &r.Text); err != nil {
+		r, err := scanRecord(rows)
+		if err != nil {
 			return nil, err
-		}
-		r.RecordedAt = time.UnixMicro(at).UTC()
-		if audit != "{}" {
-			if err := json.Unmarshal([]byte(audit), &r.Audit); err != nil {
-				return nil, fmt.Errorf("sqlstore: record %d: the audit does not decode: %w", r.Seq, err)
-			}
-		}
-		if err := json.Unmarshal([]byte(r.Text), &r.Entry); err != nil {
-			return nil, fmt.Errorf("sqlstore: record %d: the entry does not decode: %w", r.Seq, err)
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// where is the WHERE clause (with its leading space, or empty) and the
+// arguments of what f selects, bind parameters written by param.
+func (f Filter) where(param func(int) string) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		conds = append(conds, strings.ReplaceAll(cond, "?", param(len(args))))
+	}
+	for _, c := range []struct {
+		set  bool
+		cond string
+		v    any
+	}{
+		{f.Action != "", "action = ?", f.Action},
+		{f.Outcome != "", "outcome = ?", string(f.Outcome)},
+		{f.Code != "", "error = ?", string(f.Code)},
+		{!f.Since.IsZero(), "recorded_at >= ?", f.Since.UnixMicro()},
+		{!f.Until.IsZero(), "recorded_at < ?", f.Until.UnixMicro()},
+		{f.After > 0, "seq > ?", f.After},
+		{f.Before > 0, "seq < ?", f.Before},
+		{f.Unit != "", "unit = ?", f.Unit},
+		{f.Origin != "", "origin = ?", f.Origin},
+		{f.Principal != "", "principal = ?", f.Principal},
+		{f.Kept == KeptOnly, "rolled_back = ?", false},
+		{f.Kept == UndoneOnly, "rolled_back = ?", true},
+	} {
+		if c.set {
+			add(c.cond, c.v)
+		}
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// scanRecord reads one row of Read's query.
+func scanRecord(rows *sql.Rows) (Record, error) {
+	var r Record
+	var at int64
+	var audit string
+	if err := rows.Scan(&r.Seq, &at, &r.Unit, &r.Position, &r.Origin, &r.RolledBack, &audit, &r.Text); err != nil {
+		return Record{}, err
+	}
+	r.RecordedAt = time.UnixMicro(at).UTC()
+	if audit != "{}" {
+		if err := json.Unmarshal([]byte(audit), &r.Audit); err != nil {
+			return Record{}, fmt.Errorf("sqlstore: record %d: the audit does not decode: %w", r.Seq, err)
+		}
+	}
+	if err := json.Unmarshal([]byte(r.Text), &r.Entry); err != nil {
+		return Record{}, fmt.Errorf("sqlstore: record %d: the entry does not decode: %w", r.Seq, err)
+	}
+	return r, nil
 }

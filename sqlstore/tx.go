@@ -115,11 +115,20 @@ const rolledBackTimeout = 10 * time.Second
 //     times in all; the records of an attempt retried are dropped, so the
 //     log holds each call of the unit once, under one unit id.
 //
+// When ctx ends before the commit is sent (in a body, in BeforeCommit),
+// the unit is undone and its records are marked rolled back; once the
+// commit is sent, ctx no longer interrupts it, so the records given back
+// say what the database kept (issue 25, item 11): never rolled back for
+// a change that was kept, nor done for one that was not.
+//
 // It returns the records as kept and the unit's error, or the database's
 // (BeginTx, the append, the commit: joined to the unit's), the last
 // conflict when the attempts ran out, or ctx.Err() when ctx ended before
 // the commit.
 func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
+	if err := s.made(); err != nil {
+		return nil, err
+	}
 	return s.atomic(ctx, NewUnit(), fn)
 }
 
@@ -160,7 +169,22 @@ func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Con
 // attempt runs fn once in a new transaction and commits when the unit
 // says so. It returns the unit, whether it committed, and the error that
 // stopped it (the unit's own when it committed).
+//
+// The transaction's own context follows ctx until the commit begins, and
+// no longer: when ctx ends before, the transaction is rolled back (by
+// database/sql) and the unit is undone; once the commit is sent, it is
+// not interrupted, so that its outcome is known. (A driver that reads the
+// transaction's context during the commit, as pgx does, would otherwise
+// answer a cancelled commit with an error although the server committed:
+// records reported rolled back for a change that was kept.)
 func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) (actions.Unit, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return actions.Unit{}, false, err
+	}
+	txCtx, endTx := context.WithCancel(context.WithoutCancel(ctx))
+	defer endTx()
+	follow := context.AfterFunc(ctx, endTx)
+	defer follow()
 	var tx *sql.Tx
 	if s.opts.Serial && s.dialect == PostgreSQL {
 		conn, err := s.serialConn(ctx)
@@ -168,12 +192,12 @@ func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Co
 			return actions.Unit{}, false, err
 		}
 		defer s.releaseSerial(ctx, conn)
-		if tx, err = conn.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
+		if tx, err = conn.BeginTx(txCtx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
 			return actions.Unit{}, false, err
 		}
 	} else {
 		var err error
-		if tx, err = s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
+		if tx, err = s.db.BeginTx(txCtx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
 			return actions.Unit{}, false, err
 		}
 	}
@@ -190,6 +214,10 @@ func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Co
 		if err := s.opts.BeforeCommit(tctx, tx); err != nil {
 			return u, false, joinUnit(u.Err, err)
 		}
+	}
+	if !follow() {
+		// ctx ended: the transaction is being rolled back.
+		return u, false, joinUnit(u.Err, context.Cause(ctx))
 	}
 	if err := tx.Commit(); err != nil {
 		return u, false, joinUnit(u.Err, err)
@@ -212,6 +240,9 @@ func joinUnit(unitErr, err error) error {
 // see the same moment of the database, as replaying a live database
 // needs. The transaction is rolled back when fn returns.
 func (s *Store) View(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	opts := &sql.TxOptions{ReadOnly: true}
 	if s.dialect == PostgreSQL {
 		opts.Isolation = sql.LevelRepeatableRead

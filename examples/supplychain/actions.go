@@ -69,7 +69,8 @@ const (
 // declared domain refusal (id_taken), defaults (lang, type, period), ref
 // (actor), a localized text parameter (display_name), Trace.Command
 // (create_actor, record_emissions, delete_actor, clear_emissions) and
-// Trace.Call (delete_actor calls clear_emissions).
+// Trace.CallAsHost (delete_actor calls clear_emissions, which no caller
+// may call).
 //
 // All but one are typed ([actions.Typed]): their bodies take a Go struct
 // and return one, whose schema becomes the tool's output schema. Each
@@ -278,8 +279,10 @@ func deleteActor(ctx context.Context, p actorParams, env *Env) (*deletion, error
 		return nil, err
 	}
 	// The emissions go first, through the hidden action: its entry is a
-	// step of this one.
-	cleared, err := env.Trace.Call(ctx, "carbon/clear_emissions", map[string]any{"actor": a.Key})
+	// step of this one. It is offered on no surface, so no caller may call
+	// it, not even through this body: the body calls it as the host, which
+	// the nested entry records (asHost).
+	cleared, err := env.Trace.CallAsHost(ctx, "carbon/clear_emissions", map[string]any{"actor": a.Key})
 	if err != nil {
 		return nil, err
 	}

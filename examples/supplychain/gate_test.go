@@ -30,10 +30,11 @@ func gatedServer(t *testing.T) (string, *actions.Registry[*Env]) {
 	t.Helper()
 	model, reg, err := setup()
 	require.NoError(t, err)
-	server, err := newServer(model, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+	t.Cleanup(func() { _ = model.Close() })
+	server, err := newServer(model, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	mux := http.NewServeMux()
-	protect(mux, mcpserver.HTTPHandler(server, nil), reg, model, nil)
+	protect(mux, mcpserver.HTTPHandler(server, nil), reg)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return ts.URL, reg
@@ -49,6 +50,25 @@ func connectAs(t *testing.T, url, token string) *mcp.ClientSession {
 	return cs
 }
 
+// heldAnswer is the structuredContent of a held call's tool result.
+type heldAnswer struct {
+	Code    actions.Code     `json:"code"`
+	Pending *actions.Receipt `json:"pending"`
+}
+
+// receiptOf reads the receipt of a held call's tool result.
+func receiptOf(t *testing.T, res *mcp.CallToolResult) heldAnswer {
+	t.Helper()
+	require.True(t, res.IsError)
+	text, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var out heldAnswer
+	require.NoError(t, json.Unmarshal(text, &out), "%s", text)
+	require.Equal(t, actions.CodeConfirmationRequired, out.Code)
+	require.NotNil(t, out.Pending, "%s", text)
+	return out
+}
+
 func decide(t *testing.T, url, token, id, decision string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url+"/pending/"+id+"/"+decision, nil)
@@ -56,8 +76,10 @@ func decide(t *testing.T, url, token, id, decision string) (int, map[string]any)
 	res, err := (&http.Client{Transport: bearer(token)}).Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
 	var out map[string]any
-	require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+	require.NoError(t, json.Unmarshal(body, &out), "%d %s", res.StatusCode, body)
 	return res.StatusCode, out
 }
 
@@ -89,16 +111,14 @@ func TestViewerAndEditor(t *testing.T) {
 	res, err := editor.CallTool(ctx, &mcp.CallToolParams{Name: "supply-delete_actor", Arguments: map[string]any{"actor": "Dépôt du port"}})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
-	// delete_actor is typed: its tool has an output schema, so the
-	// receipt comes in the text only (a refusal object as
-	// structuredContent would break that schema).
-	assert.Nil(t, res.StructuredContent)
+	// delete_actor is typed, its tool has an output schema; the receipt
+	// is structured data all the same (its listed output schema admits
+	// a refusal), so a client needs no prose to find the change's id.
 	text := res.Content[0].(*mcp.TextContent).Text
 	require.Contains(t, text, "refused: "+string(actions.CodeConfirmationRequired))
-	_, after, ok := strings.Cut(text, "pending change: ")
-	require.True(t, ok, text)
-	id, _, _ := strings.Cut(after, " ")
-	held := struct{ Pending *actions.Receipt }{&actions.Receipt{ID: id}}
+	held := receiptOf(t, res)
+	require.NotEmpty(t, held.Pending.ID)
+	assert.Contains(t, text, "pending change: "+held.Pending.ID, "the text names the change too")
 
 	status, out := decide(t, url, "viewer-demo-token", held.Pending.ID, "confirm")
 	assert.Equal(t, http.StatusConflict, status, "only the person who proposed it confirms")

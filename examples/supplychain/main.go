@@ -54,8 +54,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -215,6 +217,12 @@ func setupDB(ctx context.Context, dsn, origin string, onRecord func(actions.Reco
 // reg, and the batch tool; what the client is not told (a body's error,
 // a panic) goes to logger.
 func newServer(model *Model, reg *actions.Registry[*Env], logger *slog.Logger) (*mcp.Server, error) {
+	return newServerAt(model, reg, logger, nil)
+}
+
+// newServerAt is newServer whose held calls' receipts link to their
+// confirmation screen, at the URL confirmURL gives (nil: none).
+func newServerAt(model *Model, reg *actions.Registry[*Env], logger *slog.Logger, confirmURL func(id string) string) (*mcp.Server, error) {
 	server := mcp.NewServer(&mcp.Implementation{Name: "supplychain", Title: "Supply chain (actions example)", Version: "v0.1.0"},
 		&mcp.ServerOptions{Logger: logger})
 	err := mcpserver.AddTools(server, reg, &mcpserver.Options{
@@ -222,8 +230,9 @@ func newServer(model *Model, reg *actions.Registry[*Env], logger *slog.Logger) (
 		OnError: func(_ context.Context, tool string, err error) {
 			logger.Error("tool call failed", "tool", tool, "error", err)
 		},
-		Languages: model.Languages(),
-		Caller:    callerOf, // see gate.go
+		Languages:  model.Languages(),
+		Caller:     callerOf, // see gate.go
+		ConfirmURL: confirmURL,
 	})
 	if err != nil {
 		return nil, err
@@ -261,7 +270,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer model.Close()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	server, err := newServer(model, reg, logger)
+	server, err := newServerAt(model, reg, logger, screenURL(*addr))
 	if err != nil {
 		return err
 	}
@@ -281,6 +290,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		protect(mux, h, reg) // bearer tokens, scopes, confirmations: gate.go
 		mux.Handle("/ui/", ui)
 	})
+}
+
+// screenURL gives the URL of a pending change's confirmation screen on
+// the pages served at addr, for the receipts of held calls; nil when the
+// address is not known in advance (no -http, or port 0).
+func screenURL(addr string) func(id string) string {
+	if addr == "" || strings.HasSuffix(addr, ":0") {
+		return nil
+	}
+	return func(id string) string { return "http://" + addr + "/ui/changes/" + url.PathEscape(id) }
 }
 
 // serveHTTP serves server at http://addr/mcp, mounted by mount, until ctx

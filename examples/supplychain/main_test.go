@@ -83,6 +83,7 @@ func TestDefaultJob(t *testing.T) {
 	require.Len(t, del.Steps, 2)
 	require.NotNil(t, del.Steps[0].Call)
 	assert.Equal(t, "carbon/clear_emissions", del.Steps[0].Call.Action)
+	assert.True(t, del.Steps[0].Call.AsHost, "a hidden action is called as the host, and the entry says so")
 	assert.JSONEq(t, `{"op":"delete","schema":"actor","key":"act_3","by":"batch"}`, string(del.Steps[1].Command))
 
 	// Each entry replays on a fresh model step for step.
@@ -119,50 +120,70 @@ func TestBatchFlagAndRefusal(t *testing.T) {
 	assert.Error(t, run(context.Background(), []string{"serve", "-nope"}, io.Discard, io.Discard))
 }
 
-// TestReplayDeparts replays the default job's entries on a model that
-// differs from the one they were recorded on: the job says where.
+// TestReplayDeparts replays the default job's records where they cannot
+// give the same entries: the job says where, and why.
 func TestReplayDeparts(t *testing.T) {
-	model, reg, err := setup()
+	ctx := context.Background()
+	_, reg, err := setup()
 	require.NoError(t, err)
 	b, err := reg.DecodeBatch(batchJSON)
 	require.NoError(t, err)
-	_, entries, err := reg.RunBatch(context.Background(), b, NewHost(model, "batch", nil))
+	res, err := reg.Run(ctx, actions.Call{Batch: &b})
 	require.NoError(t, err)
 
-	// Recorded by another caller: every command says "by", and the first
-	// step of each writing call departs.
-	_, other, err := reg.RunBatch(context.Background(), b, NewHost(mustModel(t), "someone", nil))
+	// Made by a person, replayed as the host: every command says "by"
+	// (the caller's principal), and the first step of each writing call
+	// departs. Replay calls as the record's audit says (the caller
+	// travels with the entry), so the audit is what is changed here.
+	// The batch deletes an actor: the person's batch is held, then
+	// confirmed.
+	_, reg2, err := setup()
 	require.NoError(t, err)
+	someone := &actions.Caller{Principal: "someone", Capabilities: principals["editor"], Surface: actions.SurfaceUI}
+	_, err = reg2.Run(ctx, actions.Call{Batch: &b, Caller: someone})
+	var held *actions.Refusal
+	require.ErrorAs(t, err, &held)
+	require.NotNil(t, held.Pending)
+	other, err := reg2.Decide(ctx, actions.Decision{Change: held.Pending.ID, Confirm: true, Caller: someone})
+	require.NoError(t, err)
+	asHost := make([]actions.Record, len(other.Records))
+	for i, rec := range other.Records {
+		rec.Audit.Caller = nil
+		asHost[i] = rec
+	}
 	var out bytes.Buffer
-	require.NoError(t, replayJob(context.Background(), reg, other, &out))
+	require.NoError(t, replayJob(ctx, asHost, &out))
+	// A replay that departs is not kept: the fresh model has no new
+	// actor, so the emissions recorded for it find none, and the list
+	// and the total then differ too.
+	const body = ": the body does otherwise today"
 	assert.Equal(t, "replay on a fresh model:\n"+
-		"0 supply/create_actor: departs at /steps/0/command\n"+
-		"1 carbon/record_emissions: departs at /steps/0/command\n"+
-		"2 carbon/record_emissions: departs at /steps/0/command\n"+
-		"3 supply/delete_actor: departs at /steps/1/command\n"+
-		"4 supply/list_actors: same\n"+
-		"5 carbon/total_emissions: same\n", out.String())
+		"0 supply/create_actor: departs at /steps/0/command"+body+"\n"+
+		"1 carbon/record_emissions: departs at /steps/0: the call is refused today (not_found)\n"+
+		"2 carbon/record_emissions: departs at /steps/0/command"+body+"\n"+
+		"3 supply/delete_actor: departs at /steps/1/command"+body+"\n"+
+		"4 supply/list_actors: departs at /result"+body+"\n"+
+		"5 carbon/total_emissions: departs at /result"+body+"\n", out.String())
 
 	// Out of order, the second entry finds no actor under the key the
 	// first one created: the body refuses before the command it recorded.
 	out.Reset()
-	require.NoError(t, replayJob(context.Background(), reg, entries[1:2], &out))
-	assert.Equal(t, "replay on a fresh model:\n0 carbon/record_emissions: departs at /steps/0\n", out.String())
+	require.NoError(t, replayJob(ctx, res.Records[1:2], &out))
+	assert.Equal(t, "replay on a fresh model:\n0 carbon/record_emissions: departs at /steps/0: the call is refused today (not_found)\n", out.String())
 }
 
-func mustModel(t *testing.T) *Model {
+// connectInMemory serves a fresh example over in-memory transports;
+// records, when not nil, gets each record as a line of canonical JSON.
+func connectInMemory(t *testing.T, records io.Writer) *mcp.ClientSession {
 	t.Helper()
-	m, err := LoadModel(modelJSON)
+	var onRecord func(actions.Record)
+	if records != nil {
+		onRecord = actions.NewEntryWriter(records).Write
+	}
+	model, reg, err := setupDB(context.Background(), memoryDSN, "", onRecord)
 	require.NoError(t, err)
-	return m
-}
-
-// connectInMemory serves a fresh example over in-memory transports.
-func connectInMemory(t *testing.T, entries io.Writer) *mcp.ClientSession {
-	t.Helper()
-	model, reg, err := setup()
-	require.NoError(t, err)
-	server, err := newServer(model, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), entries)
+	t.Cleanup(func() { _ = model.Close() })
+	server, err := newServer(model, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	serverT, clientT := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(context.Background(), serverT, nil)
@@ -198,7 +219,9 @@ func exerciseServer(t *testing.T, cs *mcp.ClientSession) {
 	require.NoError(t, err)
 	assert.True(t, res.IsError, "a name two actors share is refused")
 	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, "/actor [ref]")
-	assert.Nil(t, res.StructuredContent, "a refusal of a tool with an output schema has no structuredContent")
+	// A refusal is structured data on every tool, an output schema or
+	// not (issue 23, item 5); the listed output schema admits it.
+	assert.Equal(t, "invalid_parameters", refusalCode(t, res), "the refusal's structuredContent")
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "supply-create_actor", Arguments: map[string]any{"id": "lyon_plant", "display_name": "Lyon"}})
 	require.NoError(t, err)
@@ -212,17 +235,39 @@ func exerciseServer(t *testing.T, cs *mcp.ClientSession) {
 }
 
 func TestServeInMemory(t *testing.T) {
-	var entries bytes.Buffer
-	cs := connectInMemory(t, &entries)
+	var records syncBuffer
+	cs := connectInMemory(t, &records)
 	exerciseServer(t, cs)
-	// The host built per call knows the client's name and logs the entries.
+	// Each call's record is written once its unit is settled; the bodies
+	// write who called (the caller's principal: over stdio, the editor).
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "supply-create_actor",
 		Arguments: map[string]any{"id": "lille_depot", "type": "depot", "display_name": "Lille Depot"}})
 	require.NoError(t, err)
 	require.False(t, res.IsError)
-	lines := strings.Split(strings.TrimSpace(entries.String()), "\n")
-	assert.Len(t, lines, 4, "one entry per call that reached the registry")
-	assert.Contains(t, lines[3], `"by":"example-test"`)
+	lines := strings.Split(strings.TrimSpace(records.String()), "\n")
+	// The hidden action is no tool: the SDK answers its call, which
+	// never reaches the registry.
+	require.Len(t, lines, 4, "one record per call that reached the registry")
+	var last actions.Record
+	require.NoError(t, json.Unmarshal([]byte(lines[3]), &last))
+	assert.Contains(t, lines[3], `"by":"editor"`)
+	assert.Equal(t, "editor", last.Audit.Caller.Principal)
+	assert.Equal(t, actions.SurfaceMCP, last.Audit.Caller.Surface)
+	assert.False(t, last.RolledBack)
+}
+
+// refusalCode is the code of a refused tool result's structuredContent.
+func refusalCode(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	require.True(t, res.IsError)
+	require.NotNil(t, res.StructuredContent, "a refusal carries structuredContent")
+	text, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var out struct {
+		Code string `json:"code"`
+	}
+	require.NoError(t, json.Unmarshal(text, &out))
+	return out.Code
 }
 
 func TestServeHTTP(t *testing.T) {
@@ -230,7 +275,8 @@ func TestServeHTTP(t *testing.T) {
 		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
 			model, reg, err := setup()
 			require.NoError(t, err)
-			server, err := newServer(model, reg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+			defer model.Close()
+			server, err := newServer(model, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			require.NoError(t, err)
 			h := mcpserver.HTTPHandler(server, &mcpserver.HTTPOptions{Stateless: stateless})
 			httpServer := httptest.NewServer(h)

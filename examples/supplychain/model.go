@@ -188,6 +188,12 @@ var modelTables = []string{
 	`CREATE TABLE IF NOT EXISTS sc_counters (
 		name TEXT PRIMARY KEY,
 		next BIGINT NOT NULL)`,
+	// Each display name of each actor, so that a ref resolves by one
+	// indexed lookup, not by reading every actor.
+	`CREATE TABLE IF NOT EXISTS sc_actor_names (
+		name TEXT NOT NULL,
+		actor_key TEXT NOT NULL,
+		PRIMARY KEY (name, actor_key))`,
 }
 
 // migrate creates the tables and seeds them once, in one transaction.
@@ -212,10 +218,15 @@ func (m *Model) migrate(ctx context.Context, file *modelFile) error {
 	if err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil // seeded already
-	}
 	seeded := m.On(tx)
+	if n, _ := res.RowsAffected(); n == 0 {
+		// Seeded already: a database from before the names table gets
+		// it filled once.
+		if err := seeded.fillNames(ctx); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
 	for _, a := range file.Actors {
 		if err := seeded.insertActor(ctx, a); err != nil {
 			return err
@@ -239,8 +250,43 @@ func (m *Model) insertActor(ctx context.Context, a Actor) error {
 	if err != nil {
 		return err
 	}
-	_, err = m.q.ExecContext(ctx, m.bind("INSERT INTO sc_actors (actor_key, id, type, display_name) VALUES (?, ?, ?, ?)"), a.Key, a.ID, a.Type, string(names))
-	return err
+	if _, err = m.q.ExecContext(ctx, m.bind("INSERT INTO sc_actors (actor_key, id, type, display_name) VALUES (?, ?, ?, ?)"), a.Key, a.ID, a.Type, string(names)); err != nil {
+		return err
+	}
+	return m.insertNames(ctx, a)
+}
+
+// insertNames indexes an actor's display names, each once.
+func (m *Model) insertNames(ctx context.Context, a Actor) error {
+	seen := map[string]bool{}
+	for _, name := range a.DisplayName {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if _, err := m.q.ExecContext(ctx, m.bind("INSERT INTO sc_actor_names (name, actor_key) VALUES (?, ?)"), name, a.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fillNames indexes the names of every actor when the index is empty.
+func (m *Model) fillNames(ctx context.Context) error {
+	var n int
+	if err := m.q.QueryRowContext(ctx, "SELECT count(*) FROM sc_actor_names").Scan(&n); err != nil || n > 0 {
+		return err
+	}
+	all, err := m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors")
+	if err != nil {
+		return err
+	}
+	for _, a := range all {
+		if err := m.insertNames(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Languages returns the dataset's languages, the source language first.
@@ -282,25 +328,30 @@ func (m *Model) ResolveRef(ctx context.Context, schema, value string) (actions.R
 	if tx, ok := sqlstore.Tx(ctx); ok {
 		m = m.On(tx)
 	}
-	all, err := m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors")
+	// Two indexed lookups: the actor whose id is value, the actors one of
+	// whose names is value.
+	var found actions.RefMatches
+	var key string
+	switch err := m.q.QueryRowContext(ctx, m.bind("SELECT actor_key FROM sc_actors WHERE id = ?"), value).Scan(&key); {
+	case err == nil:
+		found.ID = &key
+	case !errors.Is(err, sql.ErrNoRows):
+		return actions.RefMatches{}, err
+	}
+	rows, err := m.q.QueryContext(ctx, m.bind("SELECT actor_key FROM sc_actor_names WHERE name = ? ORDER BY actor_key"), value)
 	if err != nil {
 		return actions.RefMatches{}, err
 	}
-	var found actions.RefMatches
-	for _, a := range all {
-		if a.ID == value {
-			key := a.Key
-			found.ID = &key
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return actions.RefMatches{}, err
 		}
-		for _, name := range a.DisplayName {
-			if name == value {
-				found.Names = append(found.Names, a.Key)
-				break
-			}
-		}
+		found.Names = append(found.Names, k)
 	}
 	sort.Strings(found.Names)
-	return found, nil
+	return found, rows.Err()
 }
 
 // Actor returns the actor of a key; ok is false when there is none.
@@ -342,6 +393,9 @@ func (m *Model) CreateActor(ctx context.Context, id, typ string, names map[strin
 
 // DeleteActor removes an actor; false when there was none.
 func (m *Model) DeleteActor(ctx context.Context, key string) (bool, error) {
+	if _, err := m.q.ExecContext(ctx, m.bind("DELETE FROM sc_actor_names WHERE actor_key = ?"), key); err != nil {
+		return false, err
+	}
 	res, err := m.q.ExecContext(ctx, m.bind("DELETE FROM sc_actors WHERE actor_key = ?"), key)
 	if err != nil {
 		return false, err

@@ -18,8 +18,9 @@ import (
 // mcpserver lists it (an output schema whose root is not an object only
 // from 2026-07-28).
 func TestToolsAgainstMCPSchemas(t *testing.T) {
-	reg, err := NewRegistry(nil)
+	model, reg, err := setup()
 	require.NoError(t, err)
+	defer model.Close()
 	tools, err := reg.Tools(nil)
 	require.NoError(t, err)
 	require.NotEmpty(t, tools)

@@ -44,6 +44,12 @@ type Definition struct {
 	// [Registry.Decide]). A read may not need confirmation, and an action
 	// that needs it must be offered on ui, where the person confirms.
 	NeedsConfirmation bool `json:"needsConfirmation,omitempty"`
+	// NeedsIdempotencyKey: a caller's call without an idempotency key is
+	// refused idempotency_key_required (see [Call].IdempotencyKey): the
+	// action's effect reaches outside the store's transaction (mail
+	// sent, a card charged), so a retry must be recognised. Its tool
+	// says so to the model (docs/database.md).
+	NeedsIdempotencyKey bool `json:"needsIdempotencyKey,omitempty"`
 	// PersonalData lists the categories of personal data the action can
 	// touch (see [PersonalData]); an action offering PersonalProtected is
 	// never offered on the mcp or ai surfaces.

@@ -168,8 +168,8 @@ func (r *Registry[C]) holdBatch(ctx context.Context, b Batch, plan *batchPlan, i
 			err = unknownAction()
 		} else if inv.replay {
 			err = g.who(&reg.action.Definition, inv.caller)
-		} else {
-			err = g.admit(&reg.action.Definition, inv.caller)
+		} else if err = g.admit(&reg.action.Definition, inv.caller); err == nil {
+			err = needsKey(&reg.action.Definition, inv)
 		}
 		if err != nil {
 			step := inv
@@ -185,7 +185,7 @@ func (r *Registry[C]) holdBatch(ctx context.Context, b Batch, plan *batchPlan, i
 	if inv.caller.Principal == "" {
 		return true, nil, &StepError{Index: steps[0].Index, Action: plan.steps[steps[0].Index].call, Err: anonymousHold()}
 	}
-	pc := PendingChange{Action: steps[0].Action, Batch: &b, Held: steps}
+	pc := PendingChange{Action: steps[0].Action, Batch: &b, Held: steps, IdempotencyKey: inv.key}
 	var rc Receipt
 	if inv.replay {
 		rc = pc.receipt()

@@ -33,6 +33,13 @@ type Call struct {
 	// one report at a time, in order, never after Run returned. Nil:
 	// reports are dropped.
 	Progress func(Progress)
+	// IdempotencyKey, when set, makes the call run at most once per
+	// (principal, action, key) within Options.KeyWindow: a retry with
+	// the same parameters gets the first call's answer and records, and
+	// nothing runs (docs/database.md has the table). For a batch it is
+	// the whole batch's key. 1 to MaxIdempotencyKeyLength printable
+	// ASCII bytes; empty for none, which changes nothing.
+	IdempotencyKey string
 }
 
 // Result is what a call, a batch or a decision gave back.
@@ -140,6 +147,25 @@ type Store interface {
 	// It returns the records as kept (RolledBack set where undone) and
 	// the unit's error, or the store's own (joined to it).
 	Atomic(ctx context.Context, fn func(ctx context.Context) Unit) ([]Record, error)
+	// AtomicOnce runs fn as Atomic does, at most once under k within its
+	// window, across every process sharing the store:
+	//   - when a unit under k committed and k.Expires has not passed for
+	//     it: with the same k.Digest, fn does not run; the store writes
+	//     one audit line ([Recorded.AuditLine] of k.Audit) and returns it
+	//     with the recorded unit; with another digest it returns
+	//     k.Conflict() (idempotency_conflict) and writes nothing;
+	//   - when a unit under k is still running: the store waits for it,
+	//     at most k.Wait, then answers as above, or runs fn if that unit
+	//     did not commit, or returns k.InProgress() (in_progress);
+	//   - otherwise it runs fn; a unit that commits is recorded under k
+	//     with its Answer, in the unit's own transaction; one that does
+	//     not leaves no trace of k, so a retry runs again.
+	//
+	// With k.Replace it runs fn whatever k recorded, and records the
+	// unit under k when it commits. It returns the records as kept (the
+	// unit's, or the audit line), the recorded unit that answered (nil
+	// when fn ran), and the error as Atomic does.
+	AtomicOnce(ctx context.Context, k UnitKey, fn func(ctx context.Context) Unit) ([]Record, *Recorded, error)
 }
 
 // Unit is what one attempt of a unit of work gives its [Store].
@@ -151,4 +177,7 @@ type Unit struct {
 	Commit bool
 	// Err is the unit's error, returned to the caller.
 	Err error
+	// Answer is what the unit answers retries with, set for a unit run
+	// under a key ([Store].AtomicOnce) that commits.
+	Answer Answer
 }

@@ -197,6 +197,10 @@ type GateOptions struct {
 	MaxPending int
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Limiter, when set, keeps the rate limits' buckets in place of the
+	// gate's own, which live in this process: replicas sharing one
+	// Limiter (sqlstore.RateLimits) share the limits (see [RateLimiter]).
+	Limiter RateLimiter
 }
 
 // MaxPendingFor is the longest a pending change waits.
@@ -345,14 +349,14 @@ func (g *gate) serving(d *Definition) error {
 
 // check runs every check of the gate before the parameters: admit, then
 // the rate limit. Only a call with a caller counts towards a limit.
-func (g *gate) check(d *Definition, c *Caller) error {
+func (g *gate) check(ctx context.Context, d *Definition, c *Caller) error {
 	if err := g.admit(d, c); err != nil {
 		return err
 	}
 	if c == nil {
 		return nil
 	}
-	return g.limit(d.ID, c.Principal)
+	return g.limit(ctx, d.ID, c.Principal)
 }
 
 func (g *gate) scopeNeeded(d *Definition) string {
@@ -405,7 +409,7 @@ func quotable(s string) bool { return scopeToken(s) }
 
 // limit takes one call from the (principal, action) bucket, or refuses
 // rate_limited with the moment a call may pass.
-func (g *gate) limit(id, principal string) error {
+func (g *gate) limit(ctx context.Context, id, principal string) error {
 	lim, burst := g.opts.Rate, g.opts.Burst
 	if g.opts.RateOf != nil {
 		lim, burst = g.opts.RateOf(id)
@@ -415,6 +419,9 @@ func (g *gate) limit(id, principal string) error {
 	}
 	if burst < 1 {
 		burst = 1
+	}
+	if g.opts.Limiter != nil {
+		return g.shared(ctx, id, principal, lim, burst)
 	}
 	key := principal + "\x00" + id
 	for {
@@ -563,6 +570,12 @@ type Audit struct {
 	// without an observer.
 	TraceID string `json:"traceId,omitempty"`
 	SpanID  string `json:"spanId,omitempty"`
+	// IdempotencyKey is the key the call came with ([Call].IdempotencyKey).
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// Answered, on the audit line of a retry a recorded call answered, is
+	// the store's id of the unit that answered it (see
+	// [Recorded.AuditLine]); empty otherwise.
+	Answered string `json:"answered,omitempty"`
 }
 
 // Stage is what a call did to a pending change (see [Audit]).
@@ -589,11 +602,11 @@ func (r *Registry[C]) gateOf() *gate {
 // call by c. A replay checks who may call (surface, capability, scope)
 // against today's policy, but counts no rate and reads no serving
 // switch: those were the state of the moment.
-func (g *gate) decide(d *Definition, c *Caller, replay bool) error {
+func (g *gate) decide(ctx context.Context, d *Definition, c *Caller, replay bool) error {
 	if replay {
 		return g.who(d, c)
 	}
-	return g.check(d, c)
+	return g.check(ctx, d, c)
 }
 
 // admitNested runs the checks of a call a body makes: who may call, and

@@ -182,10 +182,10 @@ func committed(recs []Record, err error) bool {
 }
 
 // observeBatch runs the batch of c in one unit, observed as one OpBatch.
-func (r *Registry[C]) observeBatch(ctx context.Context, c Call, p *progress) (Result, error) {
+func (r *Registry[C]) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, ToolCallID: c.ToolCallID, Caller: c.Caller, Step: -1, Steps: len(c.Batch.Steps)})
-	res, err := r.unit(ctx, func(ctx context.Context) (any, []Record, bool, error) {
-		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, progress: p})
+	res, err := r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
+		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p})
 	})
 	ob.end(Done{Records: res.Records, Value: res.Value, Err: err, Commit: committed(res.Records, err)})
 	return res, err
@@ -193,9 +193,9 @@ func (r *Registry[C]) observeBatch(ctx context.Context, c Call, p *progress) (Re
 
 // observeDecide runs fn, the decision d, in one unit, observed as one
 // OpDecide.
-func (r *Registry[C]) observeDecide(ctx context.Context, d Decision, fn work) (Result, error) {
+func (r *Registry[C]) observeDecide(ctx context.Context, d Decision, key *UnitKey, fn work) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpDecide, Caller: d.Caller, Step: -1, Change: d.Change, Confirm: d.Confirm})
-	res, err := r.unit(ctx, fn)
+	res, err := r.unit(ctx, key, fn)
 	ob.end(Done{Records: res.Records, Value: res.Value, Err: err, Commit: committed(res.Records, err)})
 	return res, err
 }

@@ -31,6 +31,10 @@ type PendingChange struct {
 	Batch *Batch `json:"batch,omitempty"`
 	// Held, for a batch, are its steps that need confirmation.
 	Held []HeldStep `json:"held,omitempty"`
+	// IdempotencyKey is the key the held call came with: deciding the
+	// change records the decision under it, so that a retry of the held
+	// call gets the decided answer (docs/database.md).
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	// Proposer is who called: principal, surface and client. Its
 	// PendingChange is empty.
 	Proposer Caller `json:"proposer"`
@@ -317,7 +321,7 @@ func (r *Registry[C]) Decide(ctx context.Context, d Decision) (Result, error) {
 	if d.Caller == nil || d.Caller.Principal == "" {
 		return Result{}, unknownChange()
 	}
-	return r.observeDecide(ctx, d, func(ctx context.Context) (any, []Record, bool, error) {
+	return r.observeDecide(ctx, d, r.decisionKey(ctx, d), func(ctx context.Context) (any, []Record, bool, error) {
 		g := r.gateOf()
 		pc, err := g.take(ctx, d.Change, d.Caller)
 		if err != nil {
@@ -328,7 +332,7 @@ func (r *Registry[C]) Decide(ctx context.Context, d Decision) (Result, error) {
 		}
 		confirmer := d.Caller.clone()
 		confirmer.PendingChange = pc.ID
-		inv := invocation{caller: &confirmer, confirming: pc.ID}
+		inv := invocation{caller: &confirmer, confirming: pc.ID, key: pc.IdempotencyKey}
 		var (
 			value  any
 			recs   []Record

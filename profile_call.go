@@ -54,7 +54,7 @@ func (r *Registry[C]) RunToolCall(ctx context.Context, p Profile, c Call) (Resul
 			// as it refuses any unknown id, record and all.
 			return r.Run(ctx, c)
 		}
-		return r.unit(ctx, func(context.Context) (any, []Record, bool, error) {
+		return r.unit(ctx, nil, func(context.Context) (any, []Record, bool, error) {
 			return nil, []Record{r.refusedRecord(name, c.Params, r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID}), err)}, false, err
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -102,7 +103,10 @@ func sentinelOf(c Code) error {
 	case CodeTimeout:
 		return ErrTimeout
 	}
-	s, _, _ := gateSentinel(c)
+	if s, _, ok := gateSentinel(c); ok {
+		return s
+	}
+	s, _, _ := keySentinel(c)
 	return s
 }
 
@@ -153,6 +157,9 @@ func PolicyOf(c Code) Policy {
 	if _, p, ok := gateSentinel(c); ok {
 		return p
 	}
+	if _, p, ok := keySentinel(c); ok {
+		return p
+	}
 	return Policy{TransportToolResult, RetryNever}
 }
 
@@ -176,7 +183,7 @@ func registryCodes() []Code {
 	return append([]Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
 		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled, CodeOutputInvalid, CodeDiverged,
 		CodeResultTooLarge, CodeTimeout},
-		gateCodes...)
+		append(slices.Clone(gateCodes), keyCodes...)...)
 }
 
 // Issue is one breach found in a call or a registration, such as one
@@ -398,7 +405,10 @@ func nextActionOf(c Code) string {
 	case CodeOutputInvalid:
 		return "Do not retry: the action's result broke its own contract; tell the user the action failed."
 	}
-	return gateNextAction(c)
+	if s := gateNextAction(c); s != "" {
+		return s
+	}
+	return keyNextAction(c)
 }
 
 // CodeOf returns the code an error carries: a *Refusal's, that of any

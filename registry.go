@@ -92,6 +92,11 @@ type Options struct {
 	// every export profile (see [CheckPortableName]: at most 64
 	// characters, where MCP allows 128).
 	PortableNames bool
+	// KeyWindow is how long a call run under an idempotency key answers
+	// its retries (0: DefaultKeyWindow, 24 h). KeyWait bounds how long a
+	// retry waits for a first call still running under its key before
+	// it is refused in_progress (0: DefaultKeyWait, 5 s).
+	KeyWindow, KeyWait time.Duration
 }
 
 // NewRegistry returns an empty registry whose bodies receive the
@@ -388,13 +393,20 @@ func (r *Registry[C]) List() []Action[C] {
 //
 // A body sees ctx and must honour its cancellation itself.
 func (r *Registry[C]) Run(ctx context.Context, c Call) (Result, error) {
+	var key *UnitKey
+	if c.IdempotencyKey != "" {
+		var err error
+		if key, err = r.keyOf(c); err != nil {
+			return Result{}, err
+		}
+	}
 	p := r.newProgress(c.Progress)
 	defer p.close()
 	if c.Batch != nil {
-		return r.observeBatch(ctx, c, p)
+		return r.observeBatch(ctx, c, key, p)
 	}
-	return r.unit(ctx, func(ctx context.Context) (any, []Record, bool, error) {
-		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, progress: p}
+	return r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
+		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p}
 		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
 		return v, []Record{rec}, commit, err
 	})
@@ -404,22 +416,32 @@ func (r *Registry[C]) Run(ctx context.Context, c Call) (Result, error) {
 // its error.
 type work func(ctx context.Context) (value any, recs []Record, commit bool, err error)
 
-// unit runs fn in one unit of the store and delivers its records.
-func (r *Registry[C]) unit(ctx context.Context, fn work) (Result, error) {
+// unit runs fn in one unit of the store, at most once under k when k is
+// not nil, and delivers its records.
+func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn work) (Result, error) {
 	var value any
 	attempt := func(ctx context.Context) Unit {
 		v, recs, commit, err := fn(ctx)
 		value = v
 		stamp(ctx, observed{}, recs)
-		return Unit{Records: recs, Commit: commit, Err: err}
+		u := Unit{Records: recs, Commit: commit, Err: err}
+		if k != nil && commit {
+			u.Answer = answerOf(k, v, recs, err)
+		}
+		return u
 	}
 	var (
 		recs []Record
 		err  error
+		rec  *Recorded // the recorded unit that answered a retry
 	)
 	if r.opts.Store != nil {
 		uctx, ob := r.observe(ctx, Operation{Kind: OpUnit, Step: -1})
-		recs, err = r.opts.Store.Atomic(uctx, attempt)
+		if k != nil {
+			recs, rec, err = r.opts.Store.AtomicOnce(uctx, *k, attempt)
+		} else {
+			recs, err = r.opts.Store.Atomic(uctx, attempt)
+		}
 		ob.end(Done{Records: recs, Err: err, Commit: committed(recs, err)})
 		if err != nil && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == CodeInternal {
 			// The store's own failure (a commit, a lost connection):
@@ -441,6 +463,9 @@ func (r *Registry[C]) unit(ctx context.Context, fn work) (Result, error) {
 			}
 		}
 	}
+	if rec != nil && err == nil {
+		return answeredFrom(rec)
+	}
 	res := Result{Value: value, Records: recs}
 	if a, ok := value.(answered); ok {
 		res.Value, res.Text, res.StepResults = a.value, a.text, a.steps
@@ -457,6 +482,7 @@ type invocation struct {
 	params     any
 	caller     *Caller
 	toolCallID string
+	key        string // the call's idempotency key
 	// confirming is the pending change a confirmation runs.
 	confirming string
 	// replay: the gate decides who may call (surface, capability,
@@ -477,7 +503,7 @@ type invocation struct {
 
 // audit starts the audit record of inv.
 func (r *Registry[C]) audit(inv invocation) Audit {
-	a := Audit{At: r.gateOf().opts.Now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID}
+	a := Audit{At: r.gateOf().opts.Now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID, IdempotencyKey: inv.key}
 	if inv.confirming != "" {
 		a.Stage = StageConfirmed
 	}
@@ -495,7 +521,11 @@ func (r *Registry[C]) top(ctx context.Context, inv invocation) (value any, rec R
 		if reg.action.ID != inv.name {
 			audit.Alias = inv.name
 		}
-		if err := g.decide(&reg.action.Definition, inv.caller, inv.replay); err != nil {
+		err := g.decide(ctx, &reg.action.Definition, inv.caller, inv.replay)
+		if err == nil {
+			err = needsKey(&reg.action.Definition, inv)
+		}
+		if err != nil {
 			return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
 		}
 	}
@@ -514,7 +544,7 @@ func (r *Registry[C]) top(ctx context.Context, inv invocation) (value any, rec R
 			if inv.replay {
 				return Receipt{Action: reg.action.ID}.refusal()
 			}
-			rec, err := g.hold(ctx, PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: r.givenParameters(inv.params)}, inv.caller)
+			rec, err := g.hold(ctx, PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: r.givenParameters(inv.params), IdempotencyKey: inv.key}, inv.caller)
 			if err != nil {
 				return err
 			}

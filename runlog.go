@@ -82,6 +82,7 @@ func (e RunEntry) refused(err error, params string) RunEntry {
 type RunLog struct {
 	mu      sync.Mutex
 	records []Record
+	keys    runLogKeys // the units run under idempotency keys
 }
 
 // NewRunLog returns an empty log.

@@ -35,6 +35,10 @@ type Tool struct {
 	OutputSchema map[string]any `json:"outputSchema,omitempty"`
 	// Annotations are the hints MCP clients read; both are always written.
 	Annotations ToolAnnotations `json:"annotations"`
+	// Meta is the tool's _meta: {IdempotencyKeyMeta: "required"} for an
+	// action that needs an idempotency key, nil otherwise. The caller's
+	// own copy.
+	Meta map[string]any `json:"_meta,omitempty"`
 }
 
 // ToolAnnotations are the behaviour hints of a tool (MCP schema
@@ -267,7 +271,13 @@ func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o tool
 	if s := refusalsSentence(def.Refusals); s != "" {
 		desc = appendSentence(desc, s)
 	}
+	var meta map[string]any
+	if def.NeedsIdempotencyKey {
+		desc = appendSentence(desc, keySentence)
+		meta = map[string]any{IdempotencyKeyMeta: "required"}
+	}
 	return Tool{
+		Meta:         meta,
 		Name:         ToolName(def.ID),
 		Title:        def.Title,
 		Description:  desc,

@@ -268,7 +268,7 @@ func (h *batchHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res 
 		r.NextAction = "List the tools and call them by the names listed."
 		return h.batchRefused(ctx, r, nil)
 	}
-	result, err := h.srv.r.Run(ctx, actions.Call{Batch: &b, Caller: caller, Progress: progressOf(ctx, req)})
+	result, err := h.srv.r.Run(ctx, actions.Call{Batch: &b, Caller: caller, Progress: progressOf(ctx, req), IdempotencyKey: idempotencyKey(req)})
 	if rf := (*actions.Refusal)(nil); errors.As(err, &rf) && rf.Code == actions.CodeConfirmationRequired && rf.Pending != nil {
 		return h.srv.held(ctx, req, caller, rf, h.name, h.render)
 	}

@@ -311,6 +311,7 @@ func sdkTool(t actions.Tool) (*mcp.Tool, error) {
 	}
 	destructive, openWorld := t.Annotations.DestructiveHint, t.Annotations.OpenWorldHint
 	return &mcp.Tool{
+		Meta:        t.Meta,
 		Name:        t.Name,
 		Title:       t.Title,
 		Description: t.Description,
@@ -352,7 +353,7 @@ func (h *toolHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res *
 	if req.Params != nil && req.Params.RequestState != "" {
 		return h.srv.resume(ctx, req, caller, h.id, h.name, h.render) // the answer to a confirmation
 	}
-	result, runErr := h.srv.r.Run(ctx, actions.Call{Action: h.id, Params: arguments(req), Caller: caller, Progress: progressOf(ctx, req)})
+	result, runErr := h.srv.r.Run(ctx, actions.Call{Action: h.id, Params: arguments(req), Caller: caller, Progress: progressOf(ctx, req), IdempotencyKey: idempotencyKey(req)})
 	if rf := (*actions.Refusal)(nil); errors.As(runErr, &rf) && rf.Code == actions.CodeConfirmationRequired && rf.Pending != nil {
 		return h.srv.held(ctx, req, caller, rf, h.name, h.render)
 	}

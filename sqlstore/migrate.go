@@ -68,6 +68,13 @@ var migrations = []migration{
 		sqlite:  []string{pendingPrincipalIndex},
 		pg:      []string{pendingPrincipalIndex},
 	},
+	{
+		// Idempotency keys (keys.go) and shared rate limits
+		// (ratelimit.go).
+		version: 4,
+		sqlite:  []string{keysTable("INTEGER"), keysIndex, rateTable("INTEGER")},
+		pg:      []string{keysTable("BIGINT"), keysIndex, rateTable("BIGINT")},
+	},
 }
 
 const pendingPrincipalIndex = `CREATE INDEX IF NOT EXISTS actions_pending_principal ON actions_pending (principal)`
@@ -93,7 +100,7 @@ var indexes = []string{
 // SchemaVersion is the version of the store's tables that this package
 // writes and reads: the last step of migrations (a new step raises it
 // too, or the next Migrate refuses the schema the previous one wrote).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // Migrate creates the store's tables and indexes, or brings them to
 // [SchemaVersion], in one transaction. It is idempotent: run it at every

@@ -129,7 +129,11 @@ func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) actions
 	if err := s.made(); err != nil {
 		return nil, err
 	}
-	unit := NewUnit()
+	return s.atomic(ctx, NewUnit(), fn)
+}
+
+// atomic is Atomic for the unit id unit.
+func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
 	for attempt := 1; ; attempt++ {
 		u, committed, err := s.attempt(ctx, unit, fn)
 		if committed {

@@ -1,0 +1,151 @@
+package actions_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+)
+
+// keyedRegistry is a registry on a RunLog with shop/charge, whose body
+// counts its runs and, when block is not nil, waits on it.
+func keyedRegistry(t *testing.T, runs *atomic.Int64, block chan struct{}, opts actions.Options) (*actions.Registry[*actions.Trace], *actions.RunLog) {
+	t.Helper()
+	log := actions.NewRunLog()
+	opts.Store = log
+	reg := actions.NewRegistry[*actions.Trace](nil, &opts)
+	require.NoError(t, reg.Register(actions.Action[*actions.Trace]{
+		Definition: actions.Definition{ID: "shop/charge", Parameters: `{"type":"object","properties":{"amount":{"type":"integer"}}}`, NeedsIdempotencyKey: true},
+		Run: func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+			runs.Add(1)
+			if block != nil {
+				<-block
+			}
+			return map[string]any{"charged": p["amount"]}, nil
+		},
+	}))
+	return reg, log
+}
+
+var payer = &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+
+func TestRunLogKeys(t *testing.T) {
+	var runs atomic.Int64
+	reg, log := keyedRegistry(t, &runs, nil, actions.Options{})
+	ctx := context.Background()
+	call := actions.Call{Action: "shop/charge", Params: `{"amount":5}`, Caller: payer, IdempotencyKey: "k"}
+	first, err := reg.Run(ctx, call)
+	require.NoError(t, err)
+	again, err := reg.Run(ctx, call)
+	require.NoError(t, err)
+	assert.Equal(t, first.Entry(), again.Entry())
+	assert.Equal(t, int64(1), runs.Load())
+	recs := log.Records()
+	require.Len(t, recs, 2)
+	assert.True(t, recs[1].RolledBack, "the audit line changed nothing")
+	assert.Equal(t, "runlog:1", recs[1].Audit.Answered)
+
+	call.Params = `{"amount":6}`
+	_, err = reg.Run(ctx, call)
+	require.ErrorIs(t, err, actions.ErrIdempotencyConflict)
+	assert.Equal(t, actions.CodeIdempotencyConflict, actions.CodeOf(err))
+
+	_, err = reg.Run(ctx, actions.Call{Action: "shop/charge", Params: `{"amount":6}`, Caller: payer})
+	require.ErrorIs(t, err, actions.ErrIdempotencyKeyRequired)
+	assert.Equal(t, int64(1), runs.Load())
+}
+
+func TestRunLogKeyInFlight(t *testing.T) {
+	var runs atomic.Int64
+	block := make(chan struct{})
+	reg, _ := keyedRegistry(t, &runs, block, actions.Options{KeyWait: 1})
+	ctx := context.Background()
+	call := actions.Call{Action: "shop/charge", Params: `{"amount":5}`, Caller: payer, IdempotencyKey: "k"}
+	done := make(chan error, 1)
+	go func() { _, err := reg.Run(ctx, call); done <- err }()
+	for runs.Load() == 0 {
+		// the first call has claimed the key once its body runs
+		runtime.Gosched()
+	}
+	_, err := reg.Run(ctx, call)
+	require.ErrorIs(t, err, actions.ErrInProgress)
+	assert.Equal(t, actions.CodeInProgress, actions.CodeOf(err))
+	close(block)
+	require.NoError(t, <-done)
+
+	// Waiting retries get the answer once the first call is done.
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[i] = reg.Run(ctx, call) }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int64(1), runs.Load())
+}
+
+func TestKeyWithoutStore(t *testing.T) {
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	require.NoError(t, reg.Register(actions.Action[*actions.Trace]{Definition: actions.Definition{ID: "shop/ping"},
+		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }}))
+	_, err := reg.Run(context.Background(), actions.Call{Action: "shop/ping", IdempotencyKey: "k"})
+	require.ErrorIs(t, err, actions.ErrInternal)
+	var rf *actions.Refusal
+	require.ErrorAs(t, err, &rf)
+	assert.Equal(t, actions.RetryNever, rf.Retry)
+	_, err = reg.Run(context.Background(), actions.Call{Action: "shop/ping"})
+	require.NoError(t, err, "without a key nothing changes")
+}
+
+func TestKeyCodes(t *testing.T) {
+	for _, tc := range []struct {
+		code     actions.Code
+		sentinel error
+		retry    actions.Retry
+	}{
+		{actions.CodeInProgress, actions.ErrInProgress, actions.RetryAfterBackoff},
+		{actions.CodeIdempotencyConflict, actions.ErrIdempotencyConflict, actions.RetryAfterEdit},
+		{actions.CodeIdempotencyKeyRequired, actions.ErrIdempotencyKeyRequired, actions.RetryAfterEdit},
+	} {
+		t.Run(string(tc.code), func(t *testing.T) {
+			r := actions.NewRefusal(tc.code, "")
+			assert.True(t, errors.Is(r, tc.sentinel))
+			assert.False(t, errors.Is(r, actions.ErrInternal))
+			assert.Equal(t, tc.retry, actions.PolicyOf(tc.code).Retry)
+			assert.Equal(t, actions.TransportToolResult, actions.PolicyOf(tc.code).Transport)
+			assert.NotEmpty(t, r.NextAction)
+			assert.Contains(t, actions.Policies(), tc.code)
+		})
+	}
+}
+
+// TestKeyToolSays: an action that needs a key says so in its tool, in
+// every export profile.
+func TestKeyToolSays(t *testing.T) {
+	var runs atomic.Int64
+	reg, _ := keyedRegistry(t, &runs, nil, actions.Options{})
+	tools, err := reg.Tools(nil)
+	require.NoError(t, err)
+	require.Len(t, tools, 1)
+	assert.Equal(t, map[string]any{actions.IdempotencyKeyMeta: "required"}, tools[0].Meta)
+	assert.Contains(t, tools[0].Description, actions.IdempotencyKeyMeta)
+	for _, p := range actions.Profiles() {
+		t.Run(string(p), func(t *testing.T) {
+			ex, err := reg.Export(p, nil)
+			require.NoError(t, err)
+			text, err := actions.CanonicalJSON(ex.Tools)
+			require.NoError(t, err)
+			assert.Contains(t, string(text), "idempotency key")
+		})
+	}
+}

@@ -1,0 +1,77 @@
+package mcpserver_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/mcpserver"
+)
+
+// TestIdempotencyKeyMeta: a tools/call (and a batch) carrying the key in
+// _meta runs once; its retry gets the first answer; the tool that needs
+// a key lists it in _meta; a call without one is refused as a tool
+// result.
+func TestIdempotencyKeyMeta(t *testing.T) {
+	ctx := context.Background()
+	var runs atomic.Int64
+	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: actions.NewRunLog()})
+	require.NoError(t, reg.Register(actions.Action[*actions.Trace]{
+		Definition: actions.Definition{ID: "shop/charge", NeedsIdempotencyKey: true},
+		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
+			return map[string]any{"n": runs.Add(1)}, nil
+		},
+	}))
+	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
+	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{Batch: &mcpserver.BatchTool{},
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
+			return &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+		}}))
+	serverT, clientT := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, serverT, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v0.0.1"}, nil).Connect(ctx, clientT, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+
+	list, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	for _, tool := range list.Tools {
+		if tool.Name == "shop-charge" {
+			assert.Equal(t, "required", tool.Meta[actions.IdempotencyKeyMeta])
+		}
+	}
+	call := func(name string, args any, key string) *mcp.CallToolResult {
+		p := &mcp.CallToolParams{Name: name, Arguments: args}
+		if key != "" {
+			p.Meta = mcp.Meta{actions.IdempotencyKeyMeta: key}
+		}
+		res, err := cs.CallTool(ctx, p)
+		require.NoError(t, err)
+		return res
+	}
+	first := call("shop-charge", map[string]any{}, "k1")
+	again := call("shop-charge", map[string]any{}, "k1")
+	require.False(t, first.IsError)
+	assert.Equal(t, first.Content, again.Content)
+	assert.Equal(t, int64(1), runs.Load())
+
+	refused := call("shop-charge", map[string]any{}, "")
+	assert.True(t, refused.IsError)
+	assert.Contains(t, refused.Content[0].(*mcp.TextContent).Text, string(actions.CodeIdempotencyKeyRequired))
+
+	batch := map[string]any{"commands": []any{map[string]any{"call": "shop-charge"}}}
+	b1 := call("run_batch", batch, "b1")
+	b2 := call("run_batch", batch, "b1")
+	require.False(t, b1.IsError, "%v", b1.Content)
+	assert.Equal(t, b1.Content, b2.Content)
+	assert.Equal(t, int64(2), runs.Load())
+}

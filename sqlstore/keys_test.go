@@ -1,0 +1,451 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/dbtest"
+	"github.com/actionreg/actions/sqlstore"
+)
+
+// keyClock is a settable clock shared by the replicas of a test.
+type keyClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *keyClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *keyClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// keyReplica is one replica: its own pool, store and registry on the
+// shared database. runs counts the charge bodies it ran.
+type keyReplica struct {
+	s    *sqlstore.Store
+	reg  *actions.Registry[*sql.Tx]
+	runs *atomic.Int64
+	// release, when not nil, is waited on by shop/slow's body; started
+	// is closed when it starts.
+	release, started chan struct{}
+}
+
+var ann = &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+
+// newKeyReplica opens a replica on db (a pool of its own when fresh),
+// with shop/charge (inserts a charge), shop/refund (needs
+// confirmation), shop/mail (needs a key) and shop/slow (waits).
+func newKeyReplica(t testing.TB, db *dbtest.DB, fresh bool, clock *keyClock, runs *atomic.Int64, opts *sqlstore.Options) *keyReplica {
+	t.Helper()
+	sqlDB := db.DB
+	if fresh {
+		var err error
+		sqlDB, err = sql.Open(db.Driver, db.DSN)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sqlDB.Close() })
+	}
+	s, err := sqlstore.New(sqlDB, db.Dialect, opts)
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(context.Background()))
+	rp := &keyReplica{s: s, runs: runs}
+	rp.reg = actions.NewRegistry(txEnv, &actions.Options{Store: s, KeyWait: time.Minute,
+		Gate: &actions.GateOptions{Pending: s.Pending(), Now: clock.now}})
+	charge := func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+		runs.Add(1)
+		if _, err := tx.ExecContext(ctx, db.Dialect.Rebind("INSERT INTO charges (amount) VALUES (?)"), p["amount"].(interface{ String() string }).String()); err != nil {
+			return nil, err
+		}
+		return map[string]any{"charged": p["amount"]}, nil
+	}
+	params := `{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`
+	require.NoError(t, rp.reg.Register(
+		actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/charge", Parameters: params}, Run: charge},
+		actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/refund", Parameters: params, NeedsConfirmation: true}, Run: charge},
+		actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/mail", Parameters: params, NeedsIdempotencyKey: true}, Run: charge},
+		actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/slow", Parameters: params},
+			Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+				close(rp.started)
+				<-rp.release
+				return charge(ctx, p, tx)
+			}},
+	))
+	return rp
+}
+
+func createCharges(t testing.TB, db *dbtest.DB) {
+	t.Helper()
+	_, err := db.Exec("CREATE TABLE charges (amount TEXT NOT NULL)")
+	require.NoError(t, err)
+}
+
+func chargeCount(t testing.TB, db *dbtest.DB) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM charges").Scan(&n))
+	return n
+}
+
+func chargeCall(key string, amount int) actions.Call {
+	return actions.Call{Action: "shop/charge", Params: map[string]any{"amount": amount}, Caller: ann, IdempotencyKey: key}
+}
+
+// auditLines are the audit lines of answered retries in the log.
+func auditLines(t testing.TB, s *sqlstore.Store) []sqlstore.Record {
+	t.Helper()
+	all, err := s.Read(context.Background(), sqlstore.Filter{Kept: sqlstore.UndoneOnly})
+	require.NoError(t, err)
+	var out []sqlstore.Record
+	for _, r := range all {
+		if r.Audit.Answered != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestKeyRetryInSequence(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		var runs atomic.Int64
+		rp := newKeyReplica(t, db, false, &keyClock{t: time.Unix(1e9, 0)}, &runs, nil)
+		ctx := context.Background()
+		first, err := rp.reg.Run(ctx, chargeCall("k-1", 5))
+		require.NoError(t, err)
+		again, err := rp.reg.Run(ctx, chargeCall("k-1", 5))
+		require.NoError(t, err)
+		assert.Equal(t, map[string]any{"charged": jsonNumber("5")}, again.Value)
+		assert.Equal(t, first.Entry(), again.Entry(), "the recorded entry")
+		require.Len(t, again.Records, 1)
+		assert.Equal(t, "k-1", again.Records[0].Audit.IdempotencyKey)
+		assert.Equal(t, int64(1), runs.Load())
+		assert.Equal(t, 1, chargeCount(t, db))
+		kept, err := rp.s.Read(ctx, sqlstore.Filter{})
+		require.NoError(t, err)
+		require.Len(t, kept, 1, "the retry wrote no kept record")
+		lines := auditLines(t, rp.s)
+		require.Len(t, lines, 1, "one audit line")
+		assert.Equal(t, kept[0].Unit, lines[0].Audit.Answered)
+		assert.Equal(t, kept[0].Entry, lines[0].Entry)
+
+		// Another key, and no key, run again.
+		_, err = rp.reg.Run(ctx, chargeCall("k-2", 5))
+		require.NoError(t, err)
+		_, err = rp.reg.Run(ctx, chargeCall("", 5))
+		require.NoError(t, err)
+		assert.Equal(t, 3, chargeCount(t, db))
+		// Another principal's same key is its own.
+		bob := chargeCall("k-1", 5)
+		bob.Caller = &actions.Caller{Principal: "bob", Surface: actions.SurfaceUI}
+		_, err = rp.reg.Run(ctx, bob)
+		require.NoError(t, err)
+		assert.Equal(t, 4, chargeCount(t, db))
+	})
+}
+
+func TestKeyConflictAndWindow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		var runs atomic.Int64
+		clock := &keyClock{t: time.Unix(1e9, 0)}
+		rp := newKeyReplica(t, db, false, clock, &runs, nil)
+		ctx := context.Background()
+		_, err := rp.reg.Run(ctx, chargeCall("secret-key-77", 5))
+		require.NoError(t, err)
+
+		_, err = rp.reg.Run(ctx, chargeCall("secret-key-77", 6))
+		require.ErrorIs(t, err, actions.ErrIdempotencyConflict)
+		assert.Equal(t, actions.CodeIdempotencyConflict, actions.CodeOf(err))
+		assert.NotContains(t, err.Error(), "secret-key-77")
+		assert.NotContains(t, err.Error(), "6")
+		assert.Equal(t, 1, chargeCount(t, db), "nothing ran")
+
+		clock.add(24*time.Hour - time.Microsecond)
+		_, err = rp.reg.Run(ctx, chargeCall("secret-key-77", 5))
+		require.NoError(t, err)
+		assert.Equal(t, 1, chargeCount(t, db), "still within the window")
+
+		clock.add(time.Microsecond)
+		_, err = rp.reg.Run(ctx, chargeCall("secret-key-77", 6))
+		require.NoError(t, err, "after the window the key is new")
+		assert.Equal(t, 2, chargeCount(t, db))
+		_, err = rp.reg.Run(ctx, chargeCall("secret-key-77", 6))
+		require.NoError(t, err)
+		assert.Equal(t, 2, chargeCount(t, db))
+
+		n, err := rp.s.PurgeExpired(ctx, clock.now().Add(25*time.Hour))
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n)
+	})
+}
+
+// TestKeyConcurrentReplicas: 16 clients on two replicas (two pools, two
+// stores, two registries) send one call with one key at once: the body
+// runs once, and every client gets its answer.
+func TestKeyConcurrentReplicas(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		var runs atomic.Int64
+		clock := &keyClock{t: time.Unix(1e9, 0)}
+		rps := []*keyReplica{newKeyReplica(t, db, true, clock, &runs, nil), newKeyReplica(t, db, true, clock, &runs, nil)}
+		var wg sync.WaitGroup
+		errs := make([]error, 16)
+		vals := make([]any, 16)
+		start := make(chan struct{})
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				res, err := rps[i%2].reg.Run(context.Background(), chargeCall("one-key", 9))
+				errs[i], vals[i] = err, res.Value
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i := range 16 {
+			require.NoError(t, errs[i], "client %d", i)
+			assert.Equal(t, map[string]any{"charged": jsonNumber("9")}, normalise(vals[i]), "client %d", i)
+		}
+		assert.Equal(t, int64(1), runs.Load(), "the body ran once")
+		assert.Equal(t, 1, chargeCount(t, db))
+		assert.Len(t, auditLines(t, rps[0].s), 15)
+	})
+}
+
+// TestKeyInProgress: a retry while the first call still runs waits at
+// most KeyWait, then is refused in_progress; the first call then
+// answers the next retry. On SQLite, transactions that begin immediate
+// wait for each other at BEGIN: a retry never sees a first call in
+// flight.
+func TestKeyInProgress(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		if db.Dialect == sqlstore.SQLite {
+			t.Skip("SQLite: a second writer waits at BEGIN (busy_timeout), no call is seen in flight")
+		}
+		createCharges(t, db)
+		var runs atomic.Int64
+		clock := &keyClock{t: time.Unix(1e9, 0)}
+		a := newKeyReplica(t, db, true, clock, &runs, nil)
+		a.started, a.release = make(chan struct{}), make(chan struct{})
+		b := newKeyReplica(t, db, true, clock, &runs, nil)
+		b.reg = actions.NewRegistry(txEnv, &actions.Options{Store: b.s, KeyWait: 20 * time.Millisecond, Gate: &actions.GateOptions{Now: clock.now}})
+		require.NoError(t, b.reg.Register(actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/slow",
+			Parameters: `{"type":"object"}`}, Run: func(context.Context, map[string]any, *sql.Tx) (any, error) {
+			runs.Add(1)
+			return nil, nil
+		}}))
+		call := actions.Call{Action: "shop/slow", Params: map[string]any{"amount": 3}, Caller: ann, IdempotencyKey: "slow"}
+		done := make(chan error, 1)
+		go func() { _, err := a.reg.Run(context.Background(), call); done <- err }()
+		<-a.started
+		_, err := b.reg.Run(context.Background(), call)
+		require.ErrorIs(t, err, actions.ErrInProgress)
+		assert.Equal(t, actions.CodeInProgress, actions.CodeOf(err))
+		var rf *actions.Refusal
+		require.ErrorAs(t, err, &rf)
+		assert.Equal(t, actions.RetryAfterBackoff, rf.Retry)
+		assert.False(t, rf.RetryAt.IsZero())
+		close(a.release)
+		require.NoError(t, <-done)
+		res, err := b.reg.Run(context.Background(), call)
+		require.NoError(t, err)
+		assert.Equal(t, map[string]any{"charged": jsonNumber("3")}, res.Value)
+		assert.Equal(t, int64(1), runs.Load())
+	})
+}
+
+func TestKeyAcrossConfirmation(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		var runs atomic.Int64
+		clock := &keyClock{t: time.Unix(1e9, 0)}
+		rp := newKeyReplica(t, db, false, clock, &runs, nil)
+		other := newKeyReplica(t, db, true, clock, &runs, nil)
+		ctx := context.Background()
+		call := actions.Call{Action: "shop/refund", Params: map[string]any{"amount": 4}, Caller: ann, IdempotencyKey: "refund-1"}
+		_, err := rp.reg.Run(ctx, call)
+		var held *actions.Refusal
+		require.ErrorAs(t, err, &held)
+		require.NotNil(t, held.Pending)
+		_, err = other.reg.Run(ctx, call)
+		var again *actions.Refusal
+		require.ErrorAs(t, err, &again)
+		require.NotNil(t, again.Pending)
+		assert.Equal(t, held.Pending.ID, again.Pending.ID, "the same receipt")
+		pcs, err := rp.reg.PendingChanges(ctx, ann)
+		require.NoError(t, err)
+		assert.Len(t, pcs, 1, "no second pending change")
+
+		res, err := rp.reg.Decide(ctx, actions.Decision{Change: held.Pending.ID, Confirm: true, Caller: ann})
+		require.NoError(t, err)
+		assert.Equal(t, "refund-1", res.Records[0].Audit.IdempotencyKey)
+		after, err := other.reg.Run(ctx, call)
+		require.NoError(t, err, "the retry gets the confirmed answer")
+		assert.Equal(t, res.Entry(), after.Entry())
+		assert.Equal(t, int64(1), runs.Load())
+		assert.Equal(t, 1, chargeCount(t, db))
+
+		// A rejected change answers its retries with the rejection.
+		call.IdempotencyKey = "refund-2"
+		_, err = rp.reg.Run(ctx, call)
+		require.ErrorAs(t, err, &held)
+		_, err = rp.reg.Decide(ctx, actions.Decision{Change: held.Pending.ID, Confirm: false, Caller: ann})
+		require.NoError(t, err)
+		_, err = other.reg.Run(ctx, call)
+		require.ErrorIs(t, err, actions.ErrRejected)
+		assert.Equal(t, 1, chargeCount(t, db))
+	})
+}
+
+func TestKeyBatch(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		var runs atomic.Int64
+		rp := newKeyReplica(t, db, false, &keyClock{t: time.Unix(1e9, 0)}, &runs, nil)
+		ctx := context.Background()
+		b := actions.Batch{Steps: []actions.Step{
+			{Call: "shop/charge", With: map[string]any{"amount": 1}, As: "a"},
+			{Call: "shop/charge", With: map[string]any{"amount": 2}},
+		}, Result: "${a}"}
+		first, err := rp.reg.Run(ctx, actions.Call{Batch: &b, Caller: ann, IdempotencyKey: "batch-1"})
+		require.NoError(t, err)
+		again, err := rp.reg.Run(ctx, actions.Call{Batch: &b, Caller: ann, IdempotencyKey: "batch-1"})
+		require.NoError(t, err)
+		assert.Equal(t, normalise(first.Value), again.Value)
+		assert.Len(t, again.Records, 2)
+		assert.Equal(t, 2, chargeCount(t, db))
+
+		other := b
+		other.Steps = b.Steps[:1]
+		_, err = rp.reg.Run(ctx, actions.Call{Batch: &other, Caller: ann, IdempotencyKey: "batch-1"})
+		require.ErrorIs(t, err, actions.ErrIdempotencyConflict)
+		// The batch's key is its own: a single call may use it too.
+		_, err = rp.reg.Run(ctx, chargeCall("batch-1", 1))
+		require.NoError(t, err)
+		assert.Equal(t, 3, chargeCount(t, db))
+	})
+}
+
+func TestKeyRequired(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		var runs atomic.Int64
+		rp := newKeyReplica(t, db, false, &keyClock{t: time.Unix(1e9, 0)}, &runs, nil)
+		ctx := context.Background()
+		call := actions.Call{Action: "shop/mail", Params: map[string]any{"amount": 1}, Caller: ann}
+		res, err := rp.reg.Run(ctx, call)
+		require.ErrorIs(t, err, actions.ErrIdempotencyKeyRequired)
+		assert.Equal(t, actions.CodeIdempotencyKeyRequired, actions.CodeOf(err))
+		require.Len(t, res.Records, 1)
+		assert.Equal(t, actions.CodeIdempotencyKeyRequired, res.Records[0].Entry.Error)
+		b := actions.Batch{Steps: []actions.Step{{Call: "shop/mail", With: map[string]any{"amount": 1}}}}
+		_, err = rp.reg.Run(ctx, actions.Call{Batch: &b, Caller: ann})
+		require.ErrorIs(t, err, actions.ErrIdempotencyKeyRequired)
+		assert.Equal(t, 0, chargeCount(t, db))
+
+		call.IdempotencyKey = "m-1"
+		_, err = rp.reg.Run(ctx, call)
+		require.NoError(t, err)
+		_, err = rp.reg.Run(ctx, actions.Call{Action: "shop/mail", Params: map[string]any{"amount": 1}})
+		require.NoError(t, err, "the host's own call needs no key")
+		assert.Equal(t, 2, chargeCount(t, db))
+
+		call.IdempotencyKey = "bad key"
+		_, err = rp.reg.Run(ctx, call)
+		require.ErrorIs(t, err, actions.ErrInvalidParameters)
+		assert.NotContains(t, err.Error(), "bad key")
+	})
+}
+
+// keyChildEnv makes TestKeyChild the child of TestKeyKilledAfterCommit:
+// driver, dialect and DSN, tab-separated.
+const keyChildEnv = "SQLSTORE_KEY_CHILD"
+
+// TestKeyKilledAfterCommit: a child process (this test binary) runs a
+// call with a key and is killed with SIGKILL once the unit committed,
+// before it answers; the retry on another replica gets the recorded
+// result, and the body ran once.
+func TestKeyKilledAfterCommit(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKeyChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), keyChildEnv+"="+db.Driver+"\t"+db.Dialect.String()+"\t"+db.DSN)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%s", out)
+		ws, ok := exit.Sys().(syscall.WaitStatus)
+		require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the child was killed: %v\n%s", err, out)
+		assert.Equal(t, 1, chargeCount(t, db), "the child committed")
+
+		var runs atomic.Int64
+		rp := newKeyReplica(t, db, true, &keyClock{t: time.Unix(1e9, 0)}, &runs, nil)
+		res, err := rp.reg.Run(context.Background(), chargeCall("killed", 8))
+		require.NoError(t, err)
+		assert.Equal(t, map[string]any{"charged": jsonNumber("8")}, res.Value)
+		assert.Equal(t, int64(0), runs.Load(), "nothing ran again")
+		assert.Equal(t, 1, chargeCount(t, db))
+	})
+}
+
+// TestKeyChild is the child of TestKeyKilledAfterCommit; it does nothing
+// in a normal run.
+func TestKeyChild(t *testing.T) {
+	spec := os.Getenv(keyChildEnv)
+	if spec == "" {
+		t.Skip("the child process of TestKeyKilledAfterCommit")
+	}
+	parts := strings.SplitN(spec, "\t", 3)
+	dialect := sqlstore.SQLite
+	if parts[1] == sqlstore.PostgreSQL.String() {
+		dialect = sqlstore.PostgreSQL
+	}
+	db := &dbtest.DB{Dialect: dialect, DSN: parts[2], Driver: parts[0]}
+	var runs atomic.Int64
+	rp := newKeyReplica(t, db, true, &keyClock{t: time.Unix(1e9, 0)}, &runs, nil)
+	// OnRecord runs once the unit committed, before Run answers.
+	reg := actions.NewRegistry(txEnv, &actions.Options{Store: rp.s, OnRecord: func(actions.Record) {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal ends the process
+	}})
+	require.NoError(t, reg.Register(actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/charge",
+		Parameters: `{"type":"object"}`}, Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+		if _, err := tx.ExecContext(ctx, db.Dialect.Rebind("INSERT INTO charges (amount) VALUES (?)"), "8"); err != nil {
+			return nil, err
+		}
+		return map[string]any{"charged": p["amount"]}, nil
+	}}))
+	_, err := reg.Run(context.Background(), chargeCall("killed", 8))
+	t.Fatalf("the child lived on: %v", err)
+}
+
+func jsonNumber(s string) json.Number { return json.Number(s) }
+
+// normalise is v in JSON's Go types, numbers as json.Number.
+func normalise(v any) any {
+	text, err := actions.CanonicalJSON(v)
+	if err != nil {
+		return err
+	}
+	d := json.NewDecoder(strings.NewReader(string(text)))
+	d.UseNumber()
+	var out any
+	if err := d.Decode(&out); err != nil {
+		return err
+	}
+	return out
+}

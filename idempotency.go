@@ -165,7 +165,6 @@ func checkKey(key string) error {
 		Issue{Path: "", Keyword: "idempotencyKey", Message: "an idempotency key is 1 to 255 printable ASCII characters"})
 }
 
-
 // needsKey refuses, as idempotency_key_required, a caller's call of an
 // action that wants a key and has none. The host's own calls (no
 // caller), confirmations, replays and nested calls are not refused: the

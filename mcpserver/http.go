@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,28 +51,24 @@ type HTTPOptions struct {
 	// Warning": servers MUST validate Origin). Requests without Origin,
 	// as non-browser clients send them, are served.
 	TrustedOrigins []string
-	// AllowAnyOrigin turns the Origin check off: only for a server behind
-	// a proxy that checks Origin itself.
-	AllowAnyOrigin bool
+	// The origin "*" turns the Origin check off: only for a server
+	// behind a proxy that checks Origin itself.
 
 	// SessionTimeout closes a session that received no request for this
 	// long, cancelling its calls (0: [DefaultSessionTimeout]). A request
 	// in progress (a call still running with its client connected, an
-	// open GET stream) keeps its session open. NeverExpireSessions turns
-	// it off.
-	SessionTimeout      time.Duration
-	NeverExpireSessions bool
+	// open GET stream) keeps its session open. A negative timeout
+	// turns it off.
+	SessionTimeout time.Duration
 	// MaxSessions bounds the open sessions (0: [DefaultMaxSessions]); past
 	// it a request that would open one gets 503 Service Unavailable with
-	// Retry-After, and nothing is kept of it. UnboundedSessions turns it
+	// Retry-After, and nothing is kept of it. A negative bound turns it
 	// off.
-	MaxSessions       int
-	UnboundedSessions bool
+	MaxSessions int
 	// MaxCallsInFlight bounds the tool calls one session runs at once (0:
 	// [DefaultMaxCallsInFlight]); a call past it gets JSON-RPC error
-	// -32000 and does not run. UnboundedCalls turns it off.
+	// -32000 and does not run. A negative bound turns it off.
 	MaxCallsInFlight int
-	UnboundedCalls   bool
 	// MaxServerCalls bounds the tool calls the handler runs at once, all
 	// sessions together (0: [DefaultMaxServerCalls]; negative: no bound),
 	// and MaxServerCallBytes the bytes of arguments they hold together
@@ -88,9 +85,8 @@ type HTTPOptions struct {
 	// [DefaultWriteTimeout]): a client that stops reading loses its
 	// connection instead of holding a goroutine and a buffer. Use it
 	// instead of http.Server.WriteTimeout, which bounds a whole response
-	// and so cuts every stream. NoWriteTimeout turns it off.
-	WriteTimeout   time.Duration
-	NoWriteTimeout bool
+	// and so cuts every stream. A negative timeout turns it off.
+	WriteTimeout time.Duration
 	// MaxRequestBodyBytes bounds a request's body (0: the SDK's
 	// mcp.DefaultMaxRequestBodyBytes, 4 MiB): past it, 413.
 	MaxRequestBodyBytes int64
@@ -164,10 +160,10 @@ func HTTPHandler(s *mcp.Server, opts *HTTPOptions) *Handler {
 	}
 	h := &Handler{
 		stateless:    o.Stateless,
-		timeout:      pick(o.SessionTimeout, DefaultSessionTimeout, o.NeverExpireSessions),
-		maxSessions:  pick(o.MaxSessions, DefaultMaxSessions, o.UnboundedSessions),
-		writeTimeout: pick(o.WriteTimeout, DefaultWriteTimeout, o.NoWriteTimeout),
-		calls:        newTracker(pick(o.MaxCallsInFlight, DefaultMaxCallsInFlight, o.UnboundedCalls)),
+		timeout:      pick(o.SessionTimeout, DefaultSessionTimeout),
+		maxSessions:  pick(o.MaxSessions, DefaultMaxSessions),
+		writeTimeout: pick(o.WriteTimeout, DefaultWriteTimeout),
+		calls:        newTracker(pick(o.MaxCallsInFlight, DefaultMaxCallsInFlight)),
 		sessions:     map[string]*httpSession{},
 		maxBody:      o.MaxRequestBodyBytes,
 	}
@@ -175,7 +171,7 @@ func HTTPHandler(s *mcp.Server, opts *HTTPOptions) *Handler {
 		h.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
 	h.calls.limit(serverBound(o.MaxServerCalls, DefaultMaxServerCalls), serverBound(o.MaxServerCallBytes, DefaultMaxServerCallBytes))
-	if !o.AllowAnyOrigin {
+	if !slices.Contains(o.TrustedOrigins, "*") {
 		h.origins = http.NewCrossOriginProtection()
 		for _, origin := range o.TrustedOrigins {
 			// AddTrustedOrigin refuses only a malformed origin; such an
@@ -198,10 +194,11 @@ func HTTPHandler(s *mcp.Server, opts *HTTPOptions) *Handler {
 	return h
 }
 
-// pick returns v, or def when v is zero, or 0 (off) when off is set.
-func pick[T int | time.Duration](v, def T, off bool) T {
+// pick returns v, or def when v is zero, or 0 (off) when v is negative,
+// as net/http reads its limits.
+func pick[T int | time.Duration](v, def T) T {
 	switch {
-	case off:
+	case v < 0:
 		return 0
 	case v == 0:
 		return def

@@ -26,11 +26,11 @@ type ServeOptions struct {
 	// cannot make it read and hold without end. While it does not read,
 	// it cannot read answers to its own requests either (an elicitation):
 	// keep the bound above the calls that may wait on the client at once.
-	// UnboundedCalls turns the bound off.
+	// A negative bound turns it off.
 	MaxCallsInFlight int
-	UnboundedCalls   bool
 	// DrainTime is how long calls in flight may run on once the input has
-	// ended or ctx is done (0: [DefaultDrainTime]); then they are
+	// ended or ctx is done (0: [DefaultDrainTime]; negative: none, they
+	// are cancelled at once); then they are
 	// cancelled, with [ErrClientGone] or [ErrShuttingDown].
 	DrainTime time.Duration
 }
@@ -94,8 +94,8 @@ func Serve(ctx context.Context, s *mcp.Server, t mcp.Transport, opts *ServeOptio
 	calls := newTracker(0) // the connection bounds the calls
 	pt := &pacedTransport{
 		inner: t,
-		max:   pick(o.MaxCallsInFlight, DefaultMaxCallsInFlight, o.UnboundedCalls),
-		drain: pick(o.DrainTime, DefaultDrainTime, false),
+		max:   pick(o.MaxCallsInFlight, DefaultMaxCallsInFlight),
+		drain: pick(o.DrainTime, DefaultDrainTime),
 		calls: calls,
 	}
 	ss, err := s.Connect(context.WithValue(ctx, trackerKey{}, calls), pt, nil)

@@ -152,7 +152,7 @@ func TestNestedRefusalIsTheActionsFault(t *testing.T) {
 			return nil, nil
 		}),
 	)
-	for id, nested := range map[string]error{"a/missing": ErrUnknownAction, "a/wrapped": ErrInvalidParameters} {
+	for id, nested := range map[string]error{"a/missing": CodeUnknownAction, "a/wrapped": CodeInvalidParameters} {
 		res, err := reg.Run(context.Background(), Call{Action: id})
 		r := requireRefusal(t, err, CodeInternal)
 		// One error model (issue 23, item 6): the caller's error is
@@ -229,7 +229,7 @@ func TestNewTrace(t *testing.T) {
 func TestRefusalWithoutCodeIsInternal(t *testing.T) {
 	for _, r := range []*Refusal{{}, NewRefusal("", "no code")} {
 		assert.Equal(t, CodeInternal, CodeOf(r))
-		assert.True(t, errors.Is(r, ErrInternal), "errors.Is(ErrInternal)")
+		assert.True(t, errors.Is(r, CodeInternal), "errors.Is(CodeInternal)")
 		assert.Equal(t, PolicyOf(CodeInternal), r.Policy())
 	}
 	assert.Equal(t, PolicyOf(CodeInternal), PolicyOf(""))

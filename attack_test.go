@@ -50,7 +50,7 @@ func TestAttackRateLimitNotSpread(t *testing.T) {
 				if _, _, err := callAs(reg, context.Background(), c, name, nil); err == nil {
 					passed++
 				} else {
-					require.ErrorIs(t, err, ErrRateLimited)
+					require.ErrorIs(t, err, CodeRateLimited)
 				}
 			}
 			b := Batch{Steps: []Step{{Call: "shop/restock"}, {Call: "shop/refill"}}}
@@ -98,13 +98,13 @@ func TestAttackReadOnlyHolds(t *testing.T) {
 	for _, caller := range []*Caller{c, nil} {
 		for _, name := range []string{"shop/restock", "shop/refill", "shop/discard", "shop/toss"} {
 			_, _, err := callAs(reg, context.Background(), caller, name, nil)
-			assert.ErrorIs(t, err, ErrReadOnly, name)
+			assert.ErrorIs(t, err, CodeReadOnly, name)
 		}
 		_, _, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "shop/refill"}}}, caller)
-		assert.ErrorIs(t, err, ErrReadOnly)
+		assert.ErrorIs(t, err, CodeReadOnly)
 	}
 	_, _, err = confirm3(reg, context.Background(), held.Pending.ID, c)
-	assert.ErrorIs(t, err, ErrReadOnly)
+	assert.ErrorIs(t, err, CodeReadOnly)
 	assert.Zero(t, ran.Load())
 }
 
@@ -117,7 +117,7 @@ func TestAttackNamesAreExact(t *testing.T) {
 	none := &Caller{Principal: "mallory", Surface: SurfaceMCP}
 	unknown := func(c *Caller, name string) string {
 		_, _, err := callAs(reg, context.Background(), c, name, map[string]any{"x": "MARKER"})
-		require.ErrorIs(t, err, ErrUnknownAction, name)
+		require.ErrorIs(t, err, CodeUnknownAction, name)
 		return err.Error()
 	}
 	want := unknown(none, "shop/nothing")
@@ -143,17 +143,17 @@ func TestAttackConfirmations(t *testing.T) {
 	_, _, err := callAs(reg, context.Background(), eve, "shop/discard", nil)
 	id := asRefusal(err).Pending.ID
 	_, _, missing := confirm3(reg, context.Background(), strings.Repeat("0", 32), mallory)
-	require.ErrorIs(t, missing, ErrUnknownChange)
+	require.ErrorIs(t, missing, CodeUnknownChange)
 	_, _, err = confirm3(reg, context.Background(), id, mallory)
 	assert.Equal(t, missing.Error(), err.Error(), "another's change reads as a missing one")
-	assert.ErrorIs(t, reject(reg, context.Background(), id, mallory), ErrUnknownChange)
+	assert.ErrorIs(t, reject(reg, context.Background(), id, mallory), CodeUnknownChange)
 	_, err = reg.PendingChange(context.Background(), id, mallory)
-	assert.ErrorIs(t, err, ErrUnknownChange)
+	assert.ErrorIs(t, err, CodeUnknownChange)
 	// A host that sets PendingChange itself confirms nothing.
 	forged := *mallory
 	forged.PendingChange = id
 	_, _, err = callAs(reg, context.Background(), &forged, "shop/discard", nil)
-	assert.ErrorIs(t, err, ErrConfirmationRequired)
+	assert.ErrorIs(t, err, CodeConfirmationRequired)
 	assert.Zero(t, ran.Load())
 
 	_, _, err = confirm3(reg, context.Background(), id, eve)

@@ -374,7 +374,7 @@ func TestRunBatchContextCanceled(t *testing.T) {
 	b := Batch{Steps: []Step{{Call: "t/stop"}, {Call: "t/stop"}, {Call: "t/stop"}}}
 	res, err := reg.Run(ctx, Call{Batch: &b})
 	require.ErrorIs(t, err, context.Canceled)
-	assert.ErrorIs(t, err, ErrCancelled)
+	assert.ErrorIs(t, err, CodeCancelled)
 	assert.Equal(t, 1, runs)
 	require.Len(t, res.Records, 1)
 	assert.True(t, res.Records[0].RolledBack, "a stopped batch is undone, and its record says so")
@@ -413,7 +413,7 @@ func TestDecodeBatchUsesTheRegistrysLimits(t *testing.T) {
 	}
 	b.WriteString(`]}`)
 	_, err := batchEchoRegistry(t, nil).DecodeBatch([]byte(b.String()))
-	require.ErrorIs(t, err, ErrInvalidScriptStep)
+	require.ErrorIs(t, err, CodeInvalidScriptStep)
 	reg := batchEchoRegistry(t, &Options{Limits: Limits{MaxBatchCalls: 2 * DefaultMaxBatchCalls}})
 	batch, err := reg.DecodeBatch([]byte(b.String()))
 	require.NoError(t, err)
@@ -424,7 +424,7 @@ func TestDecodeBatchUsesTheRegistrysLimits(t *testing.T) {
 	require.NoError(t, err, "the registry allows this many steps")
 	assert.Len(t, entries, DefaultMaxBatchCalls+1)
 	_, _, err = batch3(batchEchoRegistry(t, nil), context.Background(), viaJSON, nil)
-	require.ErrorIs(t, err, ErrInvalidScriptStep, "a registry with the default limit refuses it before any call")
+	require.ErrorIs(t, err, CodeInvalidScriptStep, "a registry with the default limit refuses it before any call")
 }
 
 func TestBatchUnmarshalJSON(t *testing.T) {
@@ -432,9 +432,9 @@ func TestBatchUnmarshalJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"commands":[{"call":"t/echo","with":{"n":1},"as":"a"}],"result":"${a}"}`), &b))
 	assert.Equal(t, Batch{Steps: []Step{{Call: "t/echo", With: map[string]any{"n": json.Number("1")}, As: "a"}}, Result: "${a}"}, b)
 	err := json.Unmarshal([]byte(`{"commands":[{"call":"t/echo","when":"x"}]}`), &b)
-	require.ErrorIs(t, err, ErrInvalidScriptStep)
+	require.ErrorIs(t, err, CodeInvalidScriptStep)
 	err = json.Unmarshal([]byte(`{"commands":[],"commands":[]}`), &b)
-	require.ErrorIs(t, err, ErrInvalidScriptStep)
+	require.ErrorIs(t, err, CodeInvalidScriptStep)
 }
 
 func TestBatchRefusalListsAtMost100(t *testing.T) {
@@ -503,7 +503,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		if err == nil && len(entries) != len(b.Steps) {
 			t.Fatalf("%d entries for %d steps", len(entries), len(b.Steps))
 		}
-		if (errors.Is(err, ErrInvalidScriptStep) || errors.Is(err, ErrUnknownReference)) && len(entries) == 0 {
+		if (errors.Is(err, CodeInvalidScriptStep) || errors.Is(err, CodeUnknownReference)) && len(entries) == 0 {
 			t.Fatalf("RunBatch's check refused what DecodeBatch accepted: %v", err)
 		}
 		text, err := json.Marshal(b)

@@ -36,7 +36,7 @@
 // [CanonicalJSON]. *[Registry] is the [Runner] every transport takes.
 //
 // Errors: every refusal is a *[Refusal] with a code; for every error the
-// library returns, errors.Is(err, ErrX) holds exactly when [CodeOf](err)
+// library returns, errors.Is(err, X) holds exactly when [CodeOf](err)
 // is X, and each code has a published transport and retry policy
 // ([PolicyOf]). Limits on sizes and depths are in [Limits]; docs/ in the
 // repository has a page per concept.

@@ -50,7 +50,7 @@ func ExampleCaller() {
 	// nothing more; the record tells the host why.
 	res, err = reg.Run(ctx, actions.Call{Action: "shop/restock", Params: `{"anything": "at all"}`, Caller: viewer})
 	fmt.Println(err)
-	fmt.Println(errors.Is(err, actions.ErrUnknownAction), errors.Is(err, actions.ErrForbiddenCapability))
+	fmt.Println(errors.Is(err, actions.CodeUnknownAction), errors.Is(err, actions.CodeForbiddenCapability))
 	rec := res.Records[0]
 	fmt.Println(rec.Entry.Error, rec.Audit.Code, rec.Audit.Caller.Principal)
 	// Output:

@@ -49,9 +49,9 @@ func ExampleRegistry_DecodeBatch() {
 	]}`))
 	fmt.Println(len(b.Steps), err)
 	_, err = reg.DecodeBatch([]byte(`{"commands": [{"call": "garden/plant", "when": "${x}"}]}`))
-	fmt.Println(errors.Is(err, actions.ErrInvalidScriptStep), err)
+	fmt.Println(errors.Is(err, actions.CodeInvalidScriptStep), err)
 	_, err = reg.DecodeBatch([]byte(`{"commands": [{"call": "garden/water", "with": {"plant": "${p.key}"}}]}`))
-	fmt.Println(errors.Is(err, actions.ErrUnknownReference), err)
+	fmt.Println(errors.Is(err, actions.CodeUnknownReference), err)
 	// Output:
 	// 2 <nil>
 	// true invalid_script_step: the batch cannot run as it is: /commands/0/when a condition (when) is run by the engine's script runner; a batch step holds only call, with and as
@@ -97,7 +97,7 @@ func ExampleActionID() {
 	id, err := actions.ActionID(actions.ToolName("garden/plant"))
 	fmt.Println(id, err)
 	_, err = actions.ActionID("plant")
-	fmt.Println(errors.Is(err, actions.ErrUnknownAction))
+	fmt.Println(errors.Is(err, actions.CodeUnknownAction))
 	// Output:
 	// garden/plant <nil>
 	// true

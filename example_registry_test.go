@@ -159,7 +159,7 @@ func ExampleRefusal() {
 	_, err := reg.Run(context.Background(), actions.Call{Action: "garden/plant", Params: map[string]any{"count": "two", "colour": "red"}})
 
 	// The sentinel tells the code; errors.As gives the fields.
-	fmt.Println(errors.Is(err, actions.ErrInvalidParameters))
+	fmt.Println(errors.Is(err, actions.CodeInvalidParameters))
 	var r *actions.Refusal
 	if errors.As(err, &r) {
 		fmt.Println(r.Code, r.Retry, r.Transport)

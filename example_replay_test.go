@@ -38,7 +38,7 @@ func ExampleRegistry_Replay() {
 	var d *actions.Divergence
 	if errors.As(err, &d) {
 		fmt.Println(d.Path, d.Want, d.Got)
-		fmt.Println(errors.Is(err, actions.ErrDiverged), actions.CodeOf(err), d.Reason())
+		fmt.Println(errors.Is(err, actions.CodeDiverged), actions.CodeOf(err), d.Reason())
 	}
 	// Output:
 	// <nil>

@@ -113,7 +113,7 @@ func ExampleOutputError() {
 	}))
 	res, err := reg.Run(context.Background(), actions.Call{Action: "stock/count"})
 	fmt.Println(res.Value, res.Entry().Outcome, res.Entry().Error)
-	fmt.Println(errors.Is(err, actions.ErrOutputInvalid), actions.PolicyOf(actions.CodeOutputInvalid))
+	fmt.Println(errors.Is(err, actions.CodeOutputInvalid), actions.PolicyOf(actions.CodeOutputInvalid))
 	var oe *actions.OutputError
 	if errors.As(err, &oe) {
 		fmt.Println(oe)

@@ -132,7 +132,7 @@ func FuzzDecodeManifest(f *testing.F) {
 		if len(reg.List()) != len(defs) {
 			t.Fatalf("registered %d of %d", len(reg.List()), len(defs))
 		}
-		if _, err := reg.Tools(nil); err != nil && !errors.Is(err, ErrConstraintViolation) {
+		if _, err := reg.Tools(nil); err != nil && !errors.Is(err, CodeConstraintViolation) {
 			t.Fatalf("Tools: %v", err)
 		}
 	})

@@ -2,7 +2,6 @@ package actions
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sort"
 	"strconv"
@@ -48,45 +47,28 @@ const (
 	CodeRejected Code = "rejected"
 )
 
-// Sentinels of the gate's codes, for [errors.Is]. A forbidden call's
-// refusal is unknown_action for the caller (errors.Is matches
-// ErrUnknownAction only); the host reads the forbidden code in the
-// call's record, and the forbidden refusal in [Refusal.Cause].
-var (
-	ErrForbiddenSurface     = newSentinel(CodeForbiddenSurface)
-	ErrForbiddenCapability  = newSentinel(CodeForbiddenCapability)
-	ErrInsufficientScope    = newSentinel(CodeInsufficientScope)
-	ErrNotServing           = newSentinel(CodeNotServing)
-	ErrReadOnly             = newSentinel(CodeReadOnly)
-	ErrRateLimited          = newSentinel(CodeRateLimited)
-	ErrConfirmationRequired = newSentinel(CodeConfirmationRequired)
-	ErrUnknownChange        = newSentinel(CodeUnknownChange)
-	ErrRejected             = newSentinel(CodeRejected)
-)
-
-func newSentinel(c Code) error { return errors.New(string(c)) }
 
 // gateSentinel returns the sentinel and policy of a gate code.
 func gateSentinel(c Code) (error, Policy, bool) {
 	switch c {
 	case CodeForbiddenSurface:
-		return ErrForbiddenSurface, Policy{TransportToolResult, RetryNever}, true
+		return CodeForbiddenSurface, Policy{TransportToolResult, RetryNever}, true
 	case CodeForbiddenCapability:
-		return ErrForbiddenCapability, Policy{TransportToolResult, RetryNever}, true
+		return CodeForbiddenCapability, Policy{TransportToolResult, RetryNever}, true
 	case CodeInsufficientScope:
-		return ErrInsufficientScope, Policy{TransportToolResult, RetryNever}, true
+		return CodeInsufficientScope, Policy{TransportToolResult, RetryNever}, true
 	case CodeNotServing:
-		return ErrNotServing, Policy{TransportToolResult, RetryNever}, true
+		return CodeNotServing, Policy{TransportToolResult, RetryNever}, true
 	case CodeReadOnly:
-		return ErrReadOnly, Policy{TransportToolResult, RetryAfterBackoff}, true
+		return CodeReadOnly, Policy{TransportToolResult, RetryAfterBackoff}, true
 	case CodeRateLimited:
-		return ErrRateLimited, Policy{TransportToolResult, RetryAfterBackoff}, true
+		return CodeRateLimited, Policy{TransportToolResult, RetryAfterBackoff}, true
 	case CodeConfirmationRequired:
-		return ErrConfirmationRequired, Policy{TransportToolResult, RetryNever}, true
+		return CodeConfirmationRequired, Policy{TransportToolResult, RetryNever}, true
 	case CodeUnknownChange:
-		return ErrUnknownChange, Policy{TransportToolResult, RetryNever}, true
+		return CodeUnknownChange, Policy{TransportToolResult, RetryNever}, true
 	case CodeRejected:
-		return ErrRejected, Policy{TransportToolResult, RetryNever}, true
+		return CodeRejected, Policy{TransportToolResult, RetryNever}, true
 	}
 	return nil, Policy{}, false
 }

@@ -106,7 +106,7 @@ func runGateCase(t *testing.T, f gateFixture, c gateCase) gateRun {
 			before.Principal = c.Gate.BeforePrincipal
 		}
 		_, _, err := callAs(reg, context.Background(), before, defs[0].ID, `{"item":"pears","count":1}`)
-		if !errors.Is(err, ErrConfirmationRequired) {
+		if !errors.Is(err, CodeConfirmationRequired) {
 			require.NoError(t, err, "a call made before the case")
 		}
 	}
@@ -276,7 +276,7 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 	require.NoError(t, err)
 	p := &Caller{Principal: "p", Surface: SurfaceAI}
 	res, err := reg.Run(context.Background(), Call{Batch: &b, Caller: p})
-	require.ErrorIs(t, err, ErrConfirmationRequired)
+	require.ErrorIs(t, err, CodeConfirmationRequired)
 	assert.Empty(t, ran, "no step runs before the person confirms")
 	rc := asRefusal(err).Pending
 	require.NotNil(t, rc)
@@ -290,7 +290,7 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 	}
 	// Another person cannot confirm it; its proposer can, once.
 	_, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "q", Surface: SurfaceUI}})
-	require.ErrorIs(t, err, ErrUnknownChange)
+	require.ErrorIs(t, err, CodeUnknownChange)
 	res, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"count", "discard", "count"}, ran)
@@ -301,7 +301,7 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 		assert.True(t, rec.Audit.Batch)
 	}
 	_, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
-	require.ErrorIs(t, err, ErrUnknownChange, "a batch runs once")
+	require.ErrorIs(t, err, CodeUnknownChange, "a batch runs once")
 
 	// Rejected: nothing runs, and the rejection is recorded per step.
 	ran = nil
@@ -336,7 +336,7 @@ func TestRateLimitersArePruned(t *testing.T) {
 		require.NoError(t, call(fmt.Sprint("early", i)))
 	}
 	require.NoError(t, call("busy"))
-	require.ErrorIs(t, call("busy"), ErrRateLimited)
+	require.ErrorIs(t, call("busy"), CodeRateLimited)
 	assert.Equal(t, pruneEvery, count(), "one limiter per principal so far")
 
 	// A minute later every early bucket is full again; busy's too, so
@@ -355,5 +355,5 @@ func TestRateLimitersArePruned(t *testing.T) {
 	})
 	assert.Zero(t, early, "the full buckets were dropped")
 	assert.LessOrEqual(t, count(), pruneEvery+1, "busy's and the late principals' are left")
-	require.ErrorIs(t, call("busy"), ErrRateLimited, "an empty bucket survives the sweep")
+	require.ErrorIs(t, call("busy"), CodeRateLimited, "an empty bucket survives the sweep")
 }

@@ -51,11 +51,7 @@ const (
 	CodeIdempotencyKeyRequired Code = "idempotency_key_required"
 )
 
-// Sentinels of the idempotency codes, for [errors.Is].
 var (
-	ErrInProgress             = newSentinel(CodeInProgress)
-	ErrIdempotencyConflict    = newSentinel(CodeIdempotencyConflict)
-	ErrIdempotencyKeyRequired = newSentinel(CodeIdempotencyKeyRequired)
 	keyCodes                  = []Code{CodeInProgress, CodeIdempotencyConflict, CodeIdempotencyKeyRequired}
 	errNoKeyStore             = errors.New("actions: Options.Store is nil: an idempotency key cannot be honoured (give the registry a Store, such as NewRunLog())")
 )
@@ -64,11 +60,11 @@ var (
 func keySentinel(c Code) (error, Policy, bool) {
 	switch c {
 	case CodeInProgress:
-		return ErrInProgress, Policy{TransportToolResult, RetryAfterBackoff}, true
+		return CodeInProgress, Policy{TransportToolResult, RetryAfterBackoff}, true
 	case CodeIdempotencyConflict:
-		return ErrIdempotencyConflict, Policy{TransportToolResult, RetryAfterEdit}, true
+		return CodeIdempotencyConflict, Policy{TransportToolResult, RetryAfterEdit}, true
 	case CodeIdempotencyKeyRequired:
-		return ErrIdempotencyKeyRequired, Policy{TransportToolResult, RetryAfterEdit}, true
+		return CodeIdempotencyKeyRequired, Policy{TransportToolResult, RetryAfterEdit}, true
 	}
 	return nil, Policy{}, false
 }

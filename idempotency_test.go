@@ -54,11 +54,11 @@ func TestRunLogKeys(t *testing.T) {
 
 	call.Params = `{"amount":6}`
 	_, err = reg.Run(ctx, call)
-	require.ErrorIs(t, err, actions.ErrIdempotencyConflict)
+	require.ErrorIs(t, err, actions.CodeIdempotencyConflict)
 	assert.Equal(t, actions.CodeIdempotencyConflict, actions.CodeOf(err))
 
 	_, err = reg.Run(ctx, actions.Call{Action: "shop/charge", Params: `{"amount":6}`, Caller: payer})
-	require.ErrorIs(t, err, actions.ErrIdempotencyKeyRequired)
+	require.ErrorIs(t, err, actions.CodeIdempotencyKeyRequired)
 	assert.Equal(t, int64(1), runs.Load())
 }
 
@@ -75,7 +75,7 @@ func TestRunLogKeyInFlight(t *testing.T) {
 		runtime.Gosched()
 	}
 	_, err := reg.Run(ctx, call)
-	require.ErrorIs(t, err, actions.ErrInProgress)
+	require.ErrorIs(t, err, actions.CodeInProgress)
 	assert.Equal(t, actions.CodeInProgress, actions.CodeOf(err))
 	close(block)
 	require.NoError(t, <-done)
@@ -99,7 +99,7 @@ func TestKeyWithoutStore(t *testing.T) {
 	require.NoError(t, reg.Register(actions.Action[*actions.Trace]{Definition: actions.Definition{ID: "shop/ping"},
 		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }}))
 	_, err := reg.Run(context.Background(), actions.Call{Action: "shop/ping", IdempotencyKey: "k"})
-	require.ErrorIs(t, err, actions.ErrInternal)
+	require.ErrorIs(t, err, actions.CodeInternal)
 	var rf *actions.Refusal
 	require.ErrorAs(t, err, &rf)
 	assert.Equal(t, actions.RetryNever, rf.Retry)
@@ -113,14 +113,14 @@ func TestKeyCodes(t *testing.T) {
 		sentinel error
 		retry    actions.Retry
 	}{
-		{actions.CodeInProgress, actions.ErrInProgress, actions.RetryAfterBackoff},
-		{actions.CodeIdempotencyConflict, actions.ErrIdempotencyConflict, actions.RetryAfterEdit},
-		{actions.CodeIdempotencyKeyRequired, actions.ErrIdempotencyKeyRequired, actions.RetryAfterEdit},
+		{actions.CodeInProgress, actions.CodeInProgress, actions.RetryAfterBackoff},
+		{actions.CodeIdempotencyConflict, actions.CodeIdempotencyConflict, actions.RetryAfterEdit},
+		{actions.CodeIdempotencyKeyRequired, actions.CodeIdempotencyKeyRequired, actions.RetryAfterEdit},
 	} {
 		t.Run(string(tc.code), func(t *testing.T) {
 			r := actions.NewRefusal(tc.code, "")
 			assert.True(t, errors.Is(r, tc.sentinel))
-			assert.False(t, errors.Is(r, actions.ErrInternal))
+			assert.False(t, errors.Is(r, actions.CodeInternal))
 			assert.Equal(t, tc.retry, actions.PolicyOf(tc.code).Retry)
 			assert.Equal(t, actions.TransportToolResult, actions.PolicyOf(tc.code).Transport)
 			assert.NotEmpty(t, r.NextAction)

@@ -55,7 +55,7 @@ var editor = &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Su
 func propose(t *testing.T, reg *Registry[any], caller *Caller, name, params string) Receipt {
 	t.Helper()
 	_, entry, err := callAs(reg, context.Background(), caller, name, params)
-	require.ErrorIs(t, err, ErrConfirmationRequired)
+	require.ErrorIs(t, err, CodeConfirmationRequired)
 	assert.Equal(t, CodeConfirmationRequired, entry.Error)
 	r := asRefusal(err)
 	require.NotNil(t, r.Pending)
@@ -90,7 +90,7 @@ func TestConfirmRunsOnceAsTheConfirmingPerson(t *testing.T) {
 	assert.Empty(t, onUI.PendingChange, "the host's caller is not changed")
 
 	_, _, err = confirm3(reg, context.Background(), rc.ID, onUI)
-	assert.ErrorIs(t, err, ErrUnknownChange, "a second confirmation runs nothing")
+	assert.ErrorIs(t, err, CodeUnknownChange, "a second confirmation runs nothing")
 	assert.Equal(t, int32(1), ran.Load())
 }
 
@@ -102,8 +102,8 @@ func TestConfirmChecksAgain(t *testing.T) {
 	// told unknown_action, the record says why.
 	weaker := &Caller{Principal: "eve", Surface: SurfaceUI}
 	res, err := reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: weaker})
-	assert.ErrorIs(t, err, ErrUnknownAction)
-	assert.NotErrorIs(t, err, ErrForbiddenCapability, "the caller's view is unknown_action only")
+	assert.ErrorIs(t, err, CodeUnknownAction)
+	assert.NotErrorIs(t, err, CodeForbiddenCapability, "the caller's view is unknown_action only")
 	require.Len(t, res.Records, 1)
 	assert.Equal(t, CodeForbiddenCapability, res.Records[0].Entry.Error)
 	assert.Equal(t, CodeForbiddenCapability, res.Records[0].Audit.Code)
@@ -115,7 +115,7 @@ func TestConfirmChecksAgain(t *testing.T) {
 
 	serving.SetReadOnly(true)
 	_, _, err = confirm3(reg, context.Background(), rc.ID, editor)
-	assert.ErrorIs(t, err, ErrReadOnly)
+	assert.ErrorIs(t, err, CodeReadOnly)
 	assert.Equal(t, int32(0), ran.Load())
 	serving.SetReadOnly(false)
 	_, _, err = confirm3(reg, context.Background(), rc.ID, editor)
@@ -131,14 +131,14 @@ func TestConfirmOnlyByTheProposerBeforeExpiry(t *testing.T) {
 
 	mallory := &Caller{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceUI}
 	_, _, err := confirm3(reg, context.Background(), rc.ID, mallory)
-	assert.ErrorIs(t, err, ErrUnknownChange, "another principal cannot confirm")
-	assert.ErrorIs(t, reject(reg, context.Background(), rc.ID, mallory), ErrUnknownChange)
+	assert.ErrorIs(t, err, CodeUnknownChange, "another principal cannot confirm")
+	assert.ErrorIs(t, reject(reg, context.Background(), rc.ID, mallory), CodeUnknownChange)
 	_, _, err = confirm3(reg, context.Background(), rc.ID, nil)
-	assert.ErrorIs(t, err, ErrUnknownChange, "the host alone confirms nothing")
+	assert.ErrorIs(t, err, CodeUnknownChange, "the host alone confirms nothing")
 
 	clk.Add(time.Hour)
 	_, _, err = confirm3(reg, context.Background(), rc.ID, editor)
-	assert.ErrorIs(t, err, ErrUnknownChange, "an expired change runs nothing")
+	assert.ErrorIs(t, err, CodeUnknownChange, "an expired change runs nothing")
 	assert.Equal(t, int32(0), ran.Load())
 }
 
@@ -154,7 +154,7 @@ func TestRejectRunsNothing(t *testing.T) {
 	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
 	require.NoError(t, reject(reg, context.Background(), rc.ID, editor))
 	_, _, err := confirm3(reg, context.Background(), rc.ID, editor)
-	assert.ErrorIs(t, err, ErrUnknownChange)
+	assert.ErrorIs(t, err, CodeUnknownChange)
 	assert.Equal(t, int32(0), ran.Load())
 }
 
@@ -162,7 +162,7 @@ func TestInvalidParametersAreNotHeld(t *testing.T) {
 	store := &MemoryPendingStore{}
 	reg, _ := confirmRegistry(t, GateOptions{Pending: store})
 	_, _, err := callAs(reg, context.Background(), editor, "shop/discard", `{"count":"many"}`)
-	assert.ErrorIs(t, err, ErrInvalidParameters)
+	assert.ErrorIs(t, err, CodeInvalidParameters)
 	held, err := store.List(context.Background(), editor.Principal)
 	require.NoError(t, err)
 	assert.Empty(t, held)
@@ -182,7 +182,7 @@ func TestDoubleConfirmRunsOnce(t *testing.T) {
 				defer wg.Done()
 				if _, _, err := confirm3(reg, context.Background(), rc.ID, editor); err == nil {
 					ok.Add(1)
-				} else if !errors.Is(err, ErrUnknownChange) {
+				} else if !errors.Is(err, CodeUnknownChange) {
 					t.Errorf("confirm: %v", err)
 				}
 			}()
@@ -222,7 +222,7 @@ func TestRateLimitHoldsUnderConcurrency(t *testing.T) {
 					switch {
 					case err == nil:
 						passed[p].Add(1)
-					case errors.Is(err, ErrRateLimited):
+					case errors.Is(err, CodeRateLimited):
 						if r := asRefusal(err); r.RetryAt.IsZero() {
 							t.Error("rate_limited without retryAt")
 						}
@@ -279,13 +279,13 @@ func TestAliasesCollide(t *testing.T) {
 		{ID: "shop/c", DeprecatedAliases: []string{"shop/old_a"}},
 		{ID: "shop/old_a"},
 	} {
-		assert.ErrorIs(t, reg.Register(Action[any]{Definition: d, Run: body}), ErrDuplicateName, d.ID)
+		assert.ErrorIs(t, reg.Register(Action[any]{Definition: d, Run: body}), CodeDuplicateName, d.ID)
 	}
 	err := reg.Bind([]Definition{
 		{ID: "shop/d", DeprecatedAliases: []string{"shop/x"}},
 		{ID: "shop/e", DeprecatedAliases: []string{"shop/x"}},
 	}, map[string]Body[any]{"shop/d": body, "shop/e": body})
-	assert.ErrorIs(t, err, ErrDuplicateName, "two definitions of a manifest share an alias")
+	assert.ErrorIs(t, err, CodeDuplicateName, "two definitions of a manifest share an alias")
 	_, ok := reg.Get("shop/d")
 	assert.False(t, ok, "nothing of the manifest is registered")
 
@@ -346,12 +346,12 @@ func TestFoldOldSpellings(t *testing.T) {
 	reg := NewRegistry[any](nil, nil)
 	err = reg.Register(Action[any]{Definition: Definition{ID: "a/b", Effect: EffectRead, NeedsConfirmation: true},
 		Run: func(context.Context, map[string]any, any) (any, error) { return nil, nil }})
-	assert.ErrorIs(t, err, ErrConstraintViolation)
+	assert.ErrorIs(t, err, CodeConstraintViolation)
 	// An action needing confirmation must be offered on the host's own
 	// screen, where the person confirms it.
 	err = reg.Register(Action[any]{Definition: Definition{ID: "a/c", Effect: EffectDelete, NeedsConfirmation: true, Surfaces: []Surface{SurfaceMCP}},
 		Run: func(context.Context, map[string]any, any) (any, error) { return nil, nil }})
-	assert.ErrorIs(t, err, ErrConstraintViolation)
+	assert.ErrorIs(t, err, CodeConstraintViolation)
 }
 
 // What the registry hands out cannot change what it checks.
@@ -368,7 +368,7 @@ func TestPolicyIsNotShared(t *testing.T) {
 	reg.Definitions()[0].Surfaces[0] = SurfaceMCP
 	reg.List()[0].Surfaces[0] = SurfaceMCP
 	res, err := reg.Run(context.Background(), Call{Action: "a/b", Caller: &Caller{Principal: "p", Surface: SurfaceMCP}})
-	assert.ErrorIs(t, err, ErrUnknownAction)
+	assert.ErrorIs(t, err, CodeUnknownAction)
 	assert.Equal(t, CodeForbiddenSurface, res.Entry().Error)
 }
 
@@ -387,7 +387,7 @@ func TestPendingChangesAreBounded(t *testing.T) {
 		}
 	}
 	res, err := reg.Run(context.Background(), Call{Action: "shop/discard", Params: `{"item":"one too many"}`, Caller: editor})
-	require.ErrorIs(t, err, ErrRateLimited)
+	require.ErrorIs(t, err, CodeRateLimited)
 	assert.Nil(t, asRefusal(err).Pending, "nothing is held")
 	assert.Equal(t, CodeRateLimited, res.Entry().Error)
 	held, err := store.List(context.Background(), editor.Principal)

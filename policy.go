@@ -237,7 +237,7 @@ func isSnakeCode(s string) bool {
 
 // registryCode reports whether the registry raises c itself.
 func registryCode(c Code) bool {
-	return sentinelOf(c) != nil
+	return slices.Contains(registryCodes(), c)
 }
 
 // declaredRetry returns the retry the definition declares for a domain

@@ -366,11 +366,11 @@ func TestProfileErrors(t *testing.T) {
 			continue
 		}
 		require.Error(t, err, p)
-		assert.ErrorIs(t, err, ErrConstraintViolation)
+		assert.ErrorIs(t, err, CodeConstraintViolation)
 		assert.Contains(t, err.Error(), long.ID, "the error names the action")
 	}
 	_, err := exportDefs(nil, "nope")
-	assert.ErrorIs(t, err, ErrConstraintViolation)
+	assert.ErrorIs(t, err, CodeConstraintViolation)
 
 	rec := Definition{ID: "ns/tree", Parameters: `{"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},
 		"$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}}}}}`}
@@ -395,9 +395,9 @@ func TestPortableNames(t *testing.T) {
 	ok64 := "ns/" + strings.Repeat("a", 61)
 	require.NoError(t, reg.Register(New[*Trace](Definition{ID: ok64}, body)))
 	err := reg.Register(New[*Trace](Definition{ID: ok64 + "b"}, body))
-	assert.ErrorIs(t, err, ErrConstraintViolation)
+	assert.ErrorIs(t, err, CodeConstraintViolation)
 	err = reg.Bind([]Definition{{ID: "ns/" + strings.Repeat("b", 62)}}, map[string]Body[*Trace]{"ns/" + strings.Repeat("b", 62): body})
-	assert.ErrorIs(t, err, ErrConstraintViolation, "a manifest is checked too")
+	assert.ErrorIs(t, err, CodeConstraintViolation, "a manifest is checked too")
 	require.NoError(t, NewRegistry[*Trace](nil, nil).Register(New[*Trace](Definition{ID: ok64 + "b"}, body)), "off by default")
 	assert.NoError(t, CheckPortableName(ok64))
 	assert.Error(t, CheckPortableName(ok64+"b"))
@@ -446,20 +446,20 @@ func TestRunToolCall(t *testing.T) {
 	assert.Len(t, seen, 1)
 
 	_, err = reg.RunToolCall(ctx, ProfileAnthropic, tool("shop-order", `{"item":"tea","qty":null}`))
-	assert.ErrorIs(t, err, ErrInvalidParameters, "other profiles pass nulls as they are")
+	assert.ErrorIs(t, err, CodeInvalidParameters, "other profiles pass nulls as they are")
 
 	res, err = reg.RunToolCall(ctx, ProfileOpenAIChat, tool("shop-order", `{"item":`))
-	assert.ErrorIs(t, err, ErrInvalidParameters)
+	assert.ErrorIs(t, err, CodeInvalidParameters)
 	assert.Equal(t, OutcomeRefused, res.Entry().Outcome)
 
 	seen = nil
 	res, err = reg.RunToolCall(ctx, ProfileOpenAIChat, tool("nope", `{}`))
-	assert.ErrorIs(t, err, ErrUnknownAction)
+	assert.ErrorIs(t, err, CodeUnknownAction)
 	assert.Equal(t, "nope", res.Entry().Action)
 	assert.Len(t, seen, 1, "a refused tool call is recorded too")
 
 	_, err = reg.RunToolCall(ctx, ProfileOpenAIChat, tool("shop-other", ""))
-	assert.ErrorIs(t, err, ErrUnknownAction)
+	assert.ErrorIs(t, err, CodeUnknownAction)
 
 	res, err = reg.RunToolCall(ctx, ProfileGemini, tool("shop-order", `{"item":"x"}`))
 	require.NoError(t, err)
@@ -776,7 +776,7 @@ func TestProfileInliningBounded(t *testing.T) {
 	s := map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/d20"}}, "$defs": defs}
 	_, err := exportDefs([]Definition{{ID: "ns/fan", Parameters: s}}, ProfileGeminiOpenAPI)
 	require.Error(t, err, "2^20 copies")
-	assert.ErrorIs(t, err, ErrConstraintViolation)
+	assert.ErrorIs(t, err, CodeConstraintViolation)
 	assert.Contains(t, err.Error(), "more than 1000")
 	e, err := exportDefs([]Definition{{ID: "ns/fan", Parameters: s}}, ProfileGemini)
 	require.NoError(t, err, "parametersJsonSchema keeps the references")

@@ -54,60 +54,23 @@ const (
 	CodeResultTooLarge Code = "result_too_large"
 )
 
-// Sentinels for [errors.Is]: a *Refusal matches the sentinel of its code.
+// Error returns the code itself. A Code is an error so that it is its
+// own sentinel for [errors.Is], as a syscall.Errno is:
 //
-//	if errors.Is(err, actions.ErrInvalidParameters) { ... }
+//	if errors.Is(err, actions.CodeInvalidParameters) { ... }
 //
-// For every error the library returns, errors.Is(err, ErrX) holds
-// exactly when [CodeOf](err) is X (docs/refusals.md).
-var (
-	ErrInvalidParameters   = errors.New(string(CodeInvalidParameters))
-	ErrUnknownAction       = errors.New(string(CodeUnknownAction))
-	ErrDuplicateName       = errors.New(string(CodeDuplicateName))
-	ErrConstraintViolation = errors.New(string(CodeConstraintViolation))
-	ErrInvalidScriptStep   = errors.New(string(CodeInvalidScriptStep))
-	ErrUnknownReference    = errors.New(string(CodeUnknownReference))
-	ErrInternal            = errors.New(string(CodeInternal))
-	ErrCancelled           = errors.New(string(CodeCancelled))
-	ErrOutputInvalid       = errors.New(string(CodeOutputInvalid))
-	ErrDiverged            = errors.New(string(CodeDiverged))
-	ErrResultTooLarge      = errors.New(string(CodeResultTooLarge))
-)
+// A *Refusal matches the code it carries, and no other; for every error
+// the library returns, errors.Is(err, X) holds exactly when [CodeOf](err)
+// is X (docs/refusals.md). A body's own codes match too:
+// errors.Is(err, actions.Code("tank_empty")).
+func (c Code) Error() string { return string(c) }
 
+// sentinelOf is the sentinel of c: c itself, internal for "".
 func sentinelOf(c Code) error {
-	switch c {
-	case "":
-		return ErrInternal
-	case CodeInvalidParameters:
-		return ErrInvalidParameters
-	case CodeUnknownAction:
-		return ErrUnknownAction
-	case CodeDuplicateName:
-		return ErrDuplicateName
-	case CodeConstraintViolation:
-		return ErrConstraintViolation
-	case CodeInvalidScriptStep:
-		return ErrInvalidScriptStep
-	case CodeUnknownReference:
-		return ErrUnknownReference
-	case CodeInternal:
-		return ErrInternal
-	case CodeCancelled:
-		return ErrCancelled
-	case CodeOutputInvalid:
-		return ErrOutputInvalid
-	case CodeDiverged:
-		return ErrDiverged
-	case CodeResultTooLarge:
-		return ErrResultTooLarge
-	case CodeTimeout:
-		return ErrTimeout
+	if c == "" {
+		return CodeInternal
 	}
-	if s, _, ok := gateSentinel(c); ok {
-		return s
-	}
-	s, _, _ := keySentinel(c)
-	return s
+	return c
 }
 
 // Retry says whether trying the same call again could ever work.
@@ -215,7 +178,7 @@ type Issue struct {
 // A literal &Refusal{Code: c} behaves: its empty Retry and Transport stand
 // for the code's policy (see [Refusal.Policy]), and Error is never empty.
 //
-// Use errors.Is with the sentinels (ErrInvalidParameters, ...) to test the
+// Use errors.Is with a code (CodeInvalidParameters, ...) to test the
 // code, and errors.As to read the fields:
 //
 //	var r *actions.Refusal
@@ -302,20 +265,17 @@ func writeIssues(b *strings.Builder, issues []Issue) {
 
 // Is reports whether target is the sentinel of the refusal's code. It
 // never matches another code's sentinel, whatever the cause holds, so
-// that errors.Is(err, ErrX) holds exactly when [CodeOf](err) is X; for
+// that errors.Is(err, X) holds exactly when [CodeOf](err) is X; for
 // any other target it looks in the cause (context.Canceled in a
 // cancelled refusal, a store's error in an internal one).
 func (r *Refusal) Is(target error) bool {
 	if r == nil {
 		return false
 	}
-	if s := sentinelOf(r.Code); s != nil && s == target {
-		return true
+	if c, ok := target.(Code); ok {
+		return c == sentinelOf(r.Code)
 	}
-	if isSentinel(target) || r.cause == nil {
-		return false
-	}
-	return errors.Is(r.cause, target)
+	return r.cause != nil && errors.Is(r.cause, target)
 }
 
 // As finds target in the cause, so that errors.As reaches an
@@ -340,16 +300,6 @@ func (r *Refusal) Cause() error {
 		return nil
 	}
 	return r.cause
-}
-
-// isSentinel reports whether err is the sentinel of some code.
-func isSentinel(err error) bool {
-	for _, c := range registryCodes() {
-		if sentinelOf(c) == err {
-			return true
-		}
-	}
-	return false
 }
 
 // isCancel reports whether err's chain holds the end of a context. A

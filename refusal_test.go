@@ -34,19 +34,19 @@ func TestCodeOfCancelled(t *testing.T) {
 		})
 	}
 	r := NewRefusal(CodeCancelled, "")
-	assert.ErrorIs(t, r, ErrCancelled)
+	assert.ErrorIs(t, r, CodeCancelled)
 	assert.Equal(t, Policy{TransportProtocol, RetryAfterBackoff}, PolicyOf(CodeCancelled))
 	assert.Contains(t, Policies(), CodeCancelled)
 }
 
 // The one error model (issue 23, item 6; docs/refusals.md): for every
-// error the library returns, errors.Is(err, ErrX) holds exactly when
+// error the library returns, errors.Is(err, X) holds exactly when
 // CodeOf(err) is X.
 
 // libraryError reports whether err's chain holds an error the library
 // made (a *Refusal or a *Divergence), rather than only a host's own: a
 // body's plain error comes back as it is, the host's to match, and
-// CodeOf reads it as internal without ErrInternal matching
+// CodeOf reads it as internal without CodeInternal matching
 // (docs/refusals.md).
 func libraryError(err error) bool {
 	var d *Divergence
@@ -54,7 +54,7 @@ func libraryError(err error) bool {
 }
 
 // assertOneErrorModel checks err against the sentinel of every code the
-// library raises: errors.Is(err, ErrX) exactly when CodeOf(err) is X (no
+// library raises: errors.Is(err, X) exactly when CodeOf(err) is X (no
 // sentinel at all for a host's own error). A refusal's cause that is a
 // refusal itself is checked the same way.
 func assertOneErrorModel(t *testing.T, err error, what string) {
@@ -225,14 +225,14 @@ func TestOneErrorModelCalls(t *testing.T) {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/nested_invalid"})
 		}, check: func(t *testing.T, o outcome) {
 			r := asRefusal(o.err)
-			assert.NotErrorIs(t, o.err, ErrInvalidParameters, "the caller's error is internal only")
+			assert.NotErrorIs(t, o.err, CodeInvalidParameters, "the caller's error is internal only")
 			assert.Equal(t, CodeInvalidParameters, CodeOf(r.Cause()), "the host finds the nested refusal in Cause")
-			assert.ErrorIs(t, r.Cause(), ErrInvalidParameters)
+			assert.ErrorIs(t, r.Cause(), CodeInvalidParameters)
 		}},
 		{name: "a concealed forbidden call", want: CodeUnknownAction, host: CodeForbiddenCapability, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/admin", Caller: ann})
 		}, check: func(t *testing.T, o outcome) {
-			assert.NotErrorIs(t, o.err, ErrForbiddenCapability, "the caller learns nothing of the action")
+			assert.NotErrorIs(t, o.err, CodeForbiddenCapability, "the caller learns nothing of the action")
 			assert.Equal(t, CodeForbiddenCapability, CodeOf(asRefusal(o.err).Cause()), "the host's code is the cause's")
 			rec := o.recs[len(o.recs)-1]
 			assert.Equal(t, CodeForbiddenCapability, rec.Audit.Code)
@@ -246,8 +246,8 @@ func TestOneErrorModelCalls(t *testing.T) {
 		{name: "a body returns a concealed nested refusal", want: CodeInternal, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/nested_forbidden", Caller: ann})
 		}, check: func(t *testing.T, o outcome) {
-			assert.NotErrorIs(t, o.err, ErrUnknownAction)
-			assert.NotErrorIs(t, o.err, ErrForbiddenCapability)
+			assert.NotErrorIs(t, o.err, CodeUnknownAction)
+			assert.NotErrorIs(t, o.err, CodeForbiddenCapability)
 			step := o.recs[0].Entry.Steps[0].Call
 			assert.Equal(t, CodeForbiddenCapability, step.Error, "the nested entry has the host's code")
 		}},
@@ -262,7 +262,7 @@ func TestOneErrorModelCalls(t *testing.T) {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/wait"})
 		}, check: func(t *testing.T, o outcome) {
 			assert.ErrorIs(t, o.err, context.DeadlineExceeded)
-			assert.NotErrorIs(t, o.err, ErrInternal)
+			assert.NotErrorIs(t, o.err, CodeInternal)
 		}},
 		{name: "a panic", want: CodeInternal, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/panic"})
@@ -326,14 +326,14 @@ func TestOneErrorModelCalls(t *testing.T) {
 		}, check: func(t *testing.T, o outcome) {
 			var se *StepError
 			require.ErrorAs(t, o.err, &se)
-			assert.NotErrorIs(t, o.err, ErrForbiddenCapability)
+			assert.NotErrorIs(t, o.err, CodeForbiddenCapability)
 		}},
 		{name: "a batch step returning a nested refusal", want: CodeInternal, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Batch: &Batch{Steps: []Step{{Call: "m/nested_invalid"}}}})
 		}, check: func(t *testing.T, o outcome) {
 			var se *StepError
 			require.ErrorAs(t, o.err, &se)
-			assert.NotErrorIs(t, o.err, ErrInvalidParameters)
+			assert.NotErrorIs(t, o.err, CodeInvalidParameters)
 		}},
 		{name: "a batch step cancelled", want: CodeCancelled, do: func(t *testing.T) outcome {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
@@ -396,8 +396,8 @@ func TestOneErrorModelCalls(t *testing.T) {
 			var d *Divergence
 			require.ErrorAs(t, o.err, &d)
 			assert.Equal(t, CodeForbiddenCapability, d.Code)
-			assert.NotErrorIs(t, o.err, ErrUnknownAction, "a divergence is diverged only, whatever the replayed call gave")
-			assert.NotErrorIs(t, o.err, ErrForbiddenCapability)
+			assert.NotErrorIs(t, o.err, CodeUnknownAction, "a divergence is diverged only, whatever the replayed call gave")
+			assert.NotErrorIs(t, o.err, CodeForbiddenCapability)
 		}},
 		{name: "a replay cancelled", want: CodeCancelled, do: func(t *testing.T) outcome {
 			_, err := oneModelRegistry(t, nil).Replay(cancelled, Record{Entry: RunEntry{Action: "m/read", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone, Result: `"read"`}})

@@ -455,7 +455,7 @@ func checkRunCall(t *testing.T, reg *Registry[*Trace], observed bool, s *runScri
 		// context's error: both errors.Is hold, and CodeOf agrees.
 		require.Error(t, err)
 		assert.ErrorIs(t, err, context.Canceled)
-		assert.ErrorIs(t, err, ErrCancelled)
+		assert.ErrorIs(t, err, CodeCancelled)
 		assert.Equal(t, CodeCancelled, CodeOf(err))
 	case want.ErrorCode != "":
 		require.Error(t, err)
@@ -585,7 +585,7 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 			reg := NewRegistry[*Trace](nil, nil)
 			err := reg.Register(Action[*Trace]{Definition: Definition{ID: id}, Run: body})
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrConstraintViolation)
+			assert.ErrorIs(t, err, CodeConstraintViolation)
 			var r *Refusal
 			require.True(t, errors.As(err, &r))
 			assert.Equal(t, CodeConstraintViolation, r.Code)
@@ -610,7 +610,7 @@ func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/x", Title: "first"}, Run: body}))
 	err := reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/x", Title: "second"}, Run: body})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrDuplicateName)
+	assert.ErrorIs(t, err, CodeDuplicateName)
 	var r *Refusal
 	require.True(t, errors.As(err, &r))
 	assert.Equal(t, CodeDuplicateName, r.Code)
@@ -618,10 +618,10 @@ func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 	assert.Equal(t, "first", got.Title, "the first registration stays")
 
 	err = reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/nobody"}})
-	assert.ErrorIs(t, err, ErrConstraintViolation, "an action without body")
+	assert.ErrorIs(t, err, CodeConstraintViolation, "an action without body")
 
 	err = reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/y", Parameters: `{"type":"array"}`}, Run: body})
-	assert.ErrorIs(t, err, ErrConstraintViolation, "a root that is not an object")
+	assert.ErrorIs(t, err, CodeConstraintViolation, "a root that is not an object")
 	_, ok := reg.Get("ns/y")
 	assert.False(t, ok)
 }
@@ -669,8 +669,8 @@ func TestRegistryRunNestedDepthDefault(t *testing.T) {
 		},
 	}))
 	_, entry, err := call3(reg, context.Background(), "ns/loop", nil)
-	assert.ErrorIs(t, err, ErrInternal, "the caller is not at fault")
-	assert.NotErrorIs(t, err, ErrConstraintViolation, "errors.Is sees the caller's code only")
+	assert.ErrorIs(t, err, CodeInternal, "the caller is not at fault")
+	assert.NotErrorIs(t, err, CodeConstraintViolation, "errors.Is sees the caller's code only")
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
 	innermost := r.Cause()
@@ -681,7 +681,7 @@ func TestRegistryRunNestedDepthDefault(t *testing.T) {
 		}
 		innermost = nr.Cause()
 	}
-	assert.ErrorIs(t, innermost, ErrConstraintViolation, "the host finds the nested refusal down the causes")
+	assert.ErrorIs(t, innermost, CodeConstraintViolation, "the host finds the nested refusal down the causes")
 	assert.Equal(t, int64(DefaultMaxCallDepth+1), runs.Load(), "bodies run: the top level and each allowed nesting")
 	levels := 0
 	for e := &entry; ; levels++ {
@@ -723,7 +723,7 @@ func TestRegistryHostContext(t *testing.T) {
 	// A panicking Env is an internal refusal; the body never runs.
 	env = func(context.Context, *Trace) bodyContext { panic("no session") }
 	_, entry, err = call3(reg, context.Background(), "ns/who", nil)
-	assert.ErrorIs(t, err, ErrInternal)
+	assert.ErrorIs(t, err, CodeInternal)
 	assert.Equal(t, OutcomeRefused, entry.Outcome)
 	assert.Empty(t, entry.Steps)
 }
@@ -821,7 +821,7 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 				wantDone.Add(1)
 				// A refused call: the wrong type.
 				_, entry, err = call3(reg, ctx, own, []byte(`{"n":"x"}`))
-				if !errors.Is(err, ErrInvalidParameters) || entry.Parameters != `{"n":"x"}` {
+				if !errors.Is(err, CodeInvalidParameters) || entry.Parameters != `{"n":"x"}` {
 					t.Errorf("%s refused: %v %q", own, err, entry.Parameters)
 					return
 				}
@@ -879,10 +879,10 @@ func TestConcurrentBindAndRegisterSameID(t *testing.T) {
 		got, _ := reg.Get(id)
 		if errReg == nil {
 			require.Equal(t, "register", got.Title)
-			require.ErrorIs(t, errBind, ErrDuplicateName)
+			require.ErrorIs(t, errBind, CodeDuplicateName)
 		} else {
 			require.Equal(t, "bind", got.Title)
-			require.ErrorIs(t, errReg, ErrDuplicateName)
+			require.ErrorIs(t, errReg, CodeDuplicateName)
 		}
 	}
 }
@@ -928,7 +928,7 @@ func TestBindManifest(t *testing.T) {
 		assert.Equal(t, `{"count":1,"species":"rose"}`, entry.Parameters, "the manifest's default applies")
 		assert.Equal(t, "garden/plant", result.(map[string]any)["ran"])
 		_, _, err = call3(reg, context.Background(), "garden/plant", map[string]any{})
-		assert.ErrorIs(t, err, ErrInvalidParameters, "the manifest's schema applies")
+		assert.ErrorIs(t, err, CodeInvalidParameters, "the manifest's schema applies")
 	})
 
 	t.Run("parameters as JSON text", func(t *testing.T) {
@@ -940,7 +940,7 @@ func TestBindManifest(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, `{"litres":0.5,"plant":"p1"}`, entry.Parameters)
 		_, _, err = call3(reg, context.Background(), "garden/water", map[string]any{"plant": "p1", "litres": -1})
-		assert.ErrorIs(t, err, ErrInvalidParameters)
+		assert.ErrorIs(t, err, CodeInvalidParameters)
 	})
 
 	t.Run("every missing body and every stray body in one error", func(t *testing.T) {
@@ -952,7 +952,7 @@ func TestBindManifest(t *testing.T) {
 		// definition.
 		err = reg.Bind(defs, manifestTestBodies("garden/plant", "garden/list", "garden/weed", "garden/mow"))
 		require.Error(t, err)
-		assert.ErrorIs(t, err, ErrConstraintViolation)
+		assert.ErrorIs(t, err, CodeConstraintViolation)
 		var r *Refusal
 		require.True(t, errors.As(err, &r))
 		assert.Equal(t, []Issue{
@@ -968,7 +968,7 @@ func TestBindManifest(t *testing.T) {
 		defs := []Definition{{ID: "garden/ok"}, {ID: "bad id"}, {ID: "garden/schema", Parameters: `{"type":"object","frobnicate":1}`}}
 		reg := NewRegistry[*Trace](nil, nil)
 		err := reg.Bind(defs, manifestTestBodies("garden/ok", "bad id", "garden/schema"))
-		assert.ErrorIs(t, err, ErrConstraintViolation)
+		assert.ErrorIs(t, err, CodeConstraintViolation)
 		var r *Refusal
 		require.True(t, errors.As(err, &r))
 		require.Len(t, r.Issues, 2)
@@ -980,12 +980,12 @@ func TestBindManifest(t *testing.T) {
 	t.Run("an id listed twice or already taken", func(t *testing.T) {
 		reg := NewRegistry[*Trace](nil, nil)
 		err := reg.Bind([]Definition{{ID: "garden/a"}, {ID: "garden/a"}}, manifestTestBodies("garden/a"))
-		assert.ErrorIs(t, err, ErrDuplicateName)
+		assert.ErrorIs(t, err, CodeDuplicateName)
 		assert.Empty(t, reg.List())
 
 		require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/taken"}, Run: manifestTestBodies("x/y")["x/y"]}))
 		err = reg.Bind([]Definition{{ID: "garden/new"}, {ID: "garden/taken"}}, manifestTestBodies("garden/new", "garden/taken"))
-		assert.ErrorIs(t, err, ErrDuplicateName)
+		assert.ErrorIs(t, err, CodeDuplicateName)
 		var r *Refusal
 		require.True(t, errors.As(err, &r))
 		require.Len(t, r.Issues, 1)

@@ -10,7 +10,7 @@ import (
 
 // Divergence is the first place where a replayed call departs from the
 // record it replays. Replay returns it as its error; its code is
-// diverged ([CodeOf], [ErrDiverged]), whatever the replayed call gave.
+// diverged ([CodeOf], [CodeDiverged]), whatever the replayed call gave.
 type Divergence struct {
 	// Path is the JSON Pointer (RFC 6901), into the entry's JSON form, of
 	// the first member that differs, comparing in the order of RunEntry's
@@ -63,8 +63,8 @@ func (d *Divergence) Reason() string {
 	return "the call is refused today (" + string(d.Code) + ")"
 }
 
-// Is reports whether target is [ErrDiverged].
-func (d *Divergence) Is(target error) bool { return target == ErrDiverged }
+// Is reports whether target is [CodeDiverged].
+func (d *Divergence) Is(target error) bool { return target == CodeDiverged }
 
 // Replay runs again the call that rec records and compares the new run
 // with rec.Entry, step by step, in canonical JSON (RFC 8785): the

@@ -138,7 +138,7 @@ func checkReplay(t *testing.T, f replayScenario) {
 		assert.Equal(t, *f.Expect.Divergence, replayDivergence{d.Path, d.Want, d.Got})
 		assert.Equal(t, "actions: the replay departs from its entry at "+d.Path+": "+d.Reason(), err.Error(),
 			"the message names the path and the cause, no value")
-		assert.ErrorIs(t, err, ErrDiverged)
+		assert.ErrorIs(t, err, CodeDiverged)
 		assert.Equal(t, CodeDiverged, CodeOf(err))
 		assert.NoError(t, errors.Unwrap(err), "a divergence wraps no sentinel")
 		if f.Expect.UnwrapsCode == "" {

@@ -298,7 +298,7 @@ func TestCallDepthLimit(t *testing.T) {
 	assert.Equal(t, "bottom", res)
 	_, entry, err := call3(reg, ctx, "t/down", map[string]any{"n": 4})
 	requireRefusal(t, err, CodeInternal) // the body returned its nested call's refusal
-	assert.NotErrorIs(t, err, ErrConstraintViolation, "one code per error: the caller's")
+	assert.NotErrorIs(t, err, CodeConstraintViolation, "one code per error: the caller's")
 	assert.Equal(t, CodeConstraintViolation, deepestCause(err), "the host finds the nested one down the causes")
 	assert.Equal(t, CodeInternal, entry.Error)
 

@@ -12,10 +12,6 @@ import (
 // retry after a backoff (a tool result, so that a model reads it).
 const CodeTimeout Code = "timeout"
 
-// ErrTimeout is the sentinel of [CodeTimeout]: errors.Is(err, ErrTimeout)
-// holds exactly when [CodeOf](err) is timeout.
-var ErrTimeout = errors.New(string(CodeTimeout))
-
 // timeoutPolicy is the policy of [CodeTimeout].
 var timeoutPolicy = Policy{Transport: TransportToolResult, Retry: RetryAfterBackoff}
 

@@ -29,8 +29,8 @@ func TestTimeoutRefusesRecordsAndRollsBack(t *testing.T) {
 	res, err := reg.Run(context.Background(), actions.Call{Action: "demo/slow"})
 	require.Error(t, err)
 	assert.Equal(t, actions.CodeTimeout, actions.CodeOf(err))
-	assert.ErrorIs(t, err, actions.ErrTimeout)
-	assert.NotErrorIs(t, err, actions.ErrCancelled)
+	assert.ErrorIs(t, err, actions.CodeTimeout)
+	assert.NotErrorIs(t, err, actions.CodeCancelled)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, actions.Policy{Transport: actions.TransportToolResult, Retry: actions.RetryAfterBackoff}, actions.PolicyOf(actions.CodeTimeout))
 	require.Len(t, res.Records, 1)
@@ -50,7 +50,7 @@ func TestTimeoutRegistryDefaultAndNestedInherits(t *testing.T) {
 	})
 	reg.MustRegister(inner, outer)
 	res, err := reg.Run(context.Background(), actions.Call{Action: "demo/outer"})
-	assert.True(t, errors.Is(err, actions.ErrTimeout), "outer: %v", err)
+	assert.True(t, errors.Is(err, actions.CodeTimeout), "outer: %v", err)
 	steps := res.Entry().Steps
 	require.Len(t, steps, 1)
 	require.NotNil(t, steps[0].Call)
@@ -189,6 +189,6 @@ func TestObserverSeesEveryOperation(t *testing.T) {
 
 	k.ops = nil
 	_, err = reg.Decide(context.Background(), actions.Decision{Change: "none", Confirm: true, Caller: &actions.Caller{Principal: "p"}})
-	assert.ErrorIs(t, err, actions.ErrUnknownChange)
+	assert.ErrorIs(t, err, actions.CodeUnknownChange)
 	assert.Equal(t, []actions.OpKind{actions.OpDecide, actions.OpUnit}, k.ops)
 }

@@ -290,7 +290,7 @@ func TestActionIDOfToolBadNames(t *testing.T) {
 			id, err := ActionID(name)
 			assert.Empty(t, id)
 			requireCode(t, err, CodeUnknownAction)
-			assert.ErrorIs(t, err, ErrUnknownAction)
+			assert.ErrorIs(t, err, CodeUnknownAction)
 		})
 	}
 }
@@ -390,7 +390,7 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 
 	// The registry still checks calls against the schema it compiled.
 	_, err = r.Run(context.Background(), Call{Action: "shop/add", Params: map[string]any{"name": "too long a name"}})
-	assert.ErrorIs(t, err, ErrInvalidParameters)
+	assert.ErrorIs(t, err, CodeInvalidParameters)
 	_, err = r.Run(context.Background(), Call{Action: "shop/add", Params: map[string]any{"name": "pen", "tags": []any{"a"}}})
 	assert.NoError(t, err)
 }
@@ -404,7 +404,7 @@ func TestToolsRootCombinatorStillChecked(t *testing.T) {
 	require.Len(t, tools, 1)
 	assert.NotContains(t, tools[0].InputSchema, "anyOf")
 	_, err = r.Run(context.Background(), Call{Action: "style/set", Params: map[string]any{}})
-	assert.ErrorIs(t, err, ErrInvalidParameters, "the full schema still holds at run time")
+	assert.ErrorIs(t, err, CodeInvalidParameters, "the full schema still holds at run time")
 }
 
 func TestWithLanguagesNothingUseful(t *testing.T) {

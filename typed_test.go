@@ -270,7 +270,7 @@ func TestTypedOutput(t *testing.T) {
 				assert.Empty(t, entry.Result)
 				assert.NotContains(t, err.Error(), "SECRET", "a refusal never quotes the result")
 				if c.Error.Code == CodeOutputInvalid {
-					assert.ErrorIs(t, err, ErrOutputInvalid)
+					assert.ErrorIs(t, err, CodeOutputInvalid)
 					var oe *OutputError
 					require.ErrorAs(t, err, &oe, "the issues reach the host through errors.As")
 					assert.Equal(t, "typed/case", oe.Action)

@@ -20,7 +20,7 @@ func TestZeroRegistry(t *testing.T) {
 	assert.Equal(t, "ok", res.Value)
 	assert.Equal(t, DefaultMaxCallDepth, reg.Limits().MaxCallDepth, "the default limits")
 	_, err = reg.Decide(context.Background(), Decision{Change: "x", Caller: &Caller{Principal: "p"}})
-	assert.ErrorIs(t, err, ErrUnknownChange)
+	assert.ErrorIs(t, err, CodeUnknownChange)
 }
 
 func TestZeroRunLog(t *testing.T) {
@@ -68,7 +68,7 @@ func TestZeroServing(t *testing.T) {
 	reg := NewRegistry[*Trace](nil, &Options{Gate: &GateOptions{Serving: &s}})
 	reg.MustRegister(New(Definition{ID: "a/b"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
 	_, err := reg.Run(context.Background(), Call{Action: "a/b"})
-	assert.ErrorIs(t, err, ErrReadOnly, "ResumeAll leaves read-only as it was")
+	assert.ErrorIs(t, err, CodeReadOnly, "ResumeAll leaves read-only as it was")
 	s.SetReadOnly(false)
 	_, err = reg.Run(context.Background(), Call{Action: "a/b"})
 	assert.NoError(t, err)
@@ -78,7 +78,7 @@ func TestZeroTrace(t *testing.T) {
 	var tr Trace
 	require.NoError(t, tr.Command(map[string]any{"op": "x"}, nil))
 	_, err := tr.Call(context.Background(), "a/b", nil)
-	assert.ErrorIs(t, err, ErrUnknownAction, "a trace no registry runs calls nothing")
+	assert.ErrorIs(t, err, CodeUnknownAction, "a trace no registry runs calls nothing")
 	assert.Len(t, tr.Steps(), 2)
 	assert.Nil(t, tr.Caller())
 }
@@ -86,8 +86,8 @@ func TestZeroTrace(t *testing.T) {
 func TestZeroParameterSchema(t *testing.T) {
 	var ps ParameterSchema
 	_, err := ps.Check(context.Background(), map[string]any{}, nil)
-	assert.ErrorIs(t, err, ErrInternal, "the host's fault, not the caller's")
-	assert.NotErrorIs(t, err, ErrInvalidParameters)
+	assert.ErrorIs(t, err, CodeInternal, "the host's fault, not the caller's")
+	assert.NotErrorIs(t, err, CodeInvalidParameters)
 	assert.Nil(t, ps.Schema())
 }
 
@@ -104,9 +104,9 @@ func TestZeroValuesOfData(t *testing.T) {
 	var r Refusal
 	assert.Equal(t, "internal", r.Error())
 	assert.Equal(t, CodeInternal, CodeOf(&r))
-	assert.ErrorIs(t, &r, ErrInternal)
+	assert.ErrorIs(t, &r, CodeInternal)
 	var dv Divergence
-	assert.ErrorIs(t, &dv, ErrDiverged)
+	assert.ErrorIs(t, &dv, CodeDiverged)
 	var se StepError
 	assert.Equal(t, "/commands/0", se.Pointer())
 	assert.Equal(t, "step 0: refused", se.Error())

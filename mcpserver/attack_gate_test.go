@@ -275,7 +275,7 @@ func TestAttackElicitationNeverAnswered(t *testing.T) {
 	g.mu.Unlock()
 	require.NotEmpty(t, audit.PendingChange)
 	_, err = g.reg.PendingChange(context.Background(), audit.PendingChange, &actions.Caller{Principal: "editor"})
-	assert.ErrorIs(t, err, actions.ErrUnknownChange, "the unanswered change was rejected")
+	assert.ErrorIs(t, err, actions.CodeUnknownChange, "the unanswered change was rejected")
 	close(gone)
 	cs.Close()
 	require.NoError(t, h.Shutdown(ctx))

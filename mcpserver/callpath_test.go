@@ -202,7 +202,7 @@ func TestBatchHeldReceiptConfirmedByDecide(t *testing.T) {
 		assert.Equal(t, map[string]any{"discarded": "eggs"}, confirmed.Value, "the batch's result: its last step's")
 
 		_, err = h.reg.Decide(ctx, actions.Decision{Change: out.Pending.ID, Confirm: true, Caller: h.person()})
-		assert.ErrorIs(t, err, actions.ErrUnknownChange, "decided once")
+		assert.ErrorIs(t, err, actions.CodeUnknownChange, "decided once")
 		assert.Equal(t, int32(1), h.restocked.Load())
 		assert.Equal(t, int32(1), h.discarded.Load())
 	})
@@ -254,7 +254,7 @@ func TestBatchHeldElicitation(t *testing.T) {
 						assert.Equal(t, change, rec.Audit.PendingChange)
 					}
 					_, err := h.reg.Decide(context.Background(), actions.Decision{Change: change, Confirm: true, Caller: h.person()})
-					assert.ErrorIs(t, err, actions.ErrUnknownChange, "a rejected batch cannot be confirmed later")
+					assert.ErrorIs(t, err, actions.CodeUnknownChange, "a rejected batch cannot be confirmed later")
 					assert.Zero(t, h.discarded.Load())
 					return
 				}

@@ -235,7 +235,7 @@ func (s *server) resume(ctx context.Context, req *mcp.CallToolRequest, caller *a
 func (s *server) decide(ctx context.Context, caller *actions.Caller, id string, accept bool, version, name string, render renderer) (*mcp.CallToolResult, error) {
 	if !accept {
 		// The answer ends the change even when the call was cancelled.
-		if _, err := s.r.Decide(context.WithoutCancel(ctx), actions.Decision{Change: id, Confirm: false, Caller: caller}); err != nil && !errors.Is(err, actions.ErrUnknownChange) {
+		if _, err := s.r.Decide(context.WithoutCancel(ctx), actions.Decision{Change: id, Confirm: false, Caller: caller}); err != nil && !errors.Is(err, actions.CodeUnknownChange) {
 			s.report(ctx, name, err)
 		}
 		return s.toolError(declined()), nil

@@ -314,7 +314,7 @@ func TestGateElicitationDeclineRunsNothing(t *testing.T) {
 			assert.Equal(t, actions.StageRejected, last.Stage, "the change was rejected")
 			_, err = g.reg.Decide(context.Background(), actions.Decision{Change: last.PendingChange, Confirm: true,
 				Caller: &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: actions.SurfaceUI}})
-			assert.ErrorIs(t, err, actions.ErrUnknownChange, "a rejected change is gone")
+			assert.ErrorIs(t, err, actions.CodeUnknownChange, "a rejected change is gone")
 			assert.Equal(t, int32(0), g.discarded.Load())
 		})
 	}
@@ -346,7 +346,7 @@ func TestGateReceiptThenConfirm(t *testing.T) {
 	assert.Equal(t, `{"discarded":"milk"}`, confirmed.Entry().Result)
 	assert.Equal(t, int32(1), g.discarded.Load())
 	_, err = g.reg.Decide(context.Background(), actions.Decision{Change: out.Pending.ID, Confirm: true, Caller: person})
-	assert.ErrorIs(t, err, actions.ErrUnknownChange)
+	assert.ErrorIs(t, err, actions.CodeUnknownChange)
 	assert.Equal(t, int32(1), g.discarded.Load())
 }
 

@@ -367,7 +367,7 @@ func TestPanickingBody(t *testing.T) {
 
 		logged := f.loggedErrors()
 		require.Len(t, logged, 1)
-		assert.ErrorIs(t, logged[0], actions.ErrInternal)
+		assert.ErrorIs(t, logged[0], actions.CodeInternal)
 		var r *actions.Refusal
 		require.ErrorAs(t, logged[0], &r)
 		require.Error(t, r.Cause())
@@ -423,7 +423,7 @@ func TestNestedRefusalIsNotTheClients(t *testing.T) {
 		last := logged[len(logged)-1]
 		mu.Unlock()
 		assert.Equal(t, actions.CodeInternal, actions.CodeOf(last), name)
-		assert.ErrorIs(t, last, actions.ErrInternal, name)
+		assert.ErrorIs(t, last, actions.CodeInternal, name)
 		var r *actions.Refusal
 		require.ErrorAs(t, last, &r, name)
 		assert.Equal(t, nested, actions.CodeOf(r.Cause()), "%s: the host gets the nested refusal whole, as the cause", name)
@@ -589,6 +589,6 @@ func TestAddToolsErrors(t *testing.T) {
 		Definition: actions.Definition{ID: long + "/a"},
 		Run:        func(context.Context, map[string]any, caller) (any, error) { return nil, nil },
 	})
-	assert.ErrorIs(t, err, actions.ErrConstraintViolation)
+	assert.ErrorIs(t, err, actions.CodeConstraintViolation)
 	require.NoError(t, mcpserver.AddTools(server, reg, nil))
 }

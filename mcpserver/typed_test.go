@@ -191,7 +191,7 @@ func TestTypedTools(t *testing.T) {
 			defer ts.mu.Unlock()
 			require.NotEmpty(t, ts.errs)
 			last := ts.errs[len(ts.errs)-1]
-			assert.ErrorIs(t, last, actions.ErrOutputInvalid)
+			assert.ErrorIs(t, last, actions.CodeOutputInvalid)
 			var oe *actions.OutputError
 			require.True(t, errors.As(last, &oe), "OnError sees the issues")
 			assert.Equal(t, "shop/broken", oe.Action)

@@ -273,7 +273,7 @@ func TestTimeoutSpanAndRollback(t *testing.T) {
 	log := actions.NewRunLog()
 	reg := registry(p, log)
 	_, err := reg.Run(context.Background(), actions.Call{Action: "demo/slow"})
-	assert.ErrorIs(t, err, actions.ErrTimeout)
+	assert.ErrorIs(t, err, actions.CodeTimeout)
 	assert.Equal(t, "timeout", attrs(p.named(t, "execute_tool demo-slow"))["error.type"].AsString())
 	tx := p.named(t, "transaction")
 	assert.False(t, attrs(tx)["actions.unit.committed"].AsBool())

@@ -141,7 +141,7 @@ func (l *SQL) Change(ctx context.Context, id string, who *actions.Caller) (Chang
 	if err == nil {
 		return changeOf(pc, l.definitions()), nil
 	}
-	if !errors.Is(err, actions.ErrUnknownChange) {
+	if !errors.Is(err, actions.CodeUnknownChange) {
 		return Change{}, err
 	}
 	// unknown_change covers five cases; tell who's own apart.
@@ -194,7 +194,7 @@ func (l *SQL) Decide(ctx context.Context, id string, confirm bool, who *actions.
 
 // undecided maps the error of a decision that made no record.
 func (l *SQL) undecided(ctx context.Context, id string, who *actions.Caller, err error) error {
-	if errors.Is(err, actions.ErrUnknownChange) {
+	if errors.Is(err, actions.CodeUnknownChange) {
 		if _, cerr := l.Change(ctx, id, who); cerr != nil {
 			return cerr
 		}

@@ -281,7 +281,7 @@ func TestAnthropicToolUseRunsBack(t *testing.T) {
 	// it is, and the check refuses it where the schema does not take null.
 	_, err = reg.RunToolCall(context.Background(), actions.ProfileAnthropic,
 		actions.Call{Action: use.Name, Params: []byte(`{"item":"tea","qty":null}`)})
-	assert.ErrorIs(t, err, actions.ErrInvalidParameters)
+	assert.ErrorIs(t, err, actions.CodeInvalidParameters)
 }
 
 func quote(s string) string {

@@ -168,7 +168,7 @@ func TestKeyConflictAndWindow(t *testing.T) {
 		require.NoError(t, err)
 
 		_, err = rp.reg.Run(ctx, chargeCall("secret-key-77", 6))
-		require.ErrorIs(t, err, actions.ErrIdempotencyConflict)
+		require.ErrorIs(t, err, actions.CodeIdempotencyConflict)
 		assert.Equal(t, actions.CodeIdempotencyConflict, actions.CodeOf(err))
 		assert.NotContains(t, err.Error(), "secret-key-77")
 		assert.NotContains(t, err.Error(), "6")
@@ -254,7 +254,7 @@ func TestKeyInProgress(t *testing.T) {
 		go func() { _, err := a.reg.Run(context.Background(), call); done <- err }()
 		<-a.started
 		_, err := b.reg.Run(context.Background(), call)
-		require.ErrorIs(t, err, actions.ErrInProgress)
+		require.ErrorIs(t, err, actions.CodeInProgress)
 		assert.Equal(t, actions.CodeInProgress, actions.CodeOf(err))
 		var rf *actions.Refusal
 		require.ErrorAs(t, err, &rf)
@@ -307,7 +307,7 @@ func TestKeyAcrossConfirmation(t *testing.T) {
 		_, err = rp.reg.Decide(ctx, actions.Decision{Change: held.Pending.ID, Confirm: false, Caller: ann})
 		require.NoError(t, err)
 		_, err = other.reg.Run(ctx, call)
-		require.ErrorIs(t, err, actions.ErrRejected)
+		require.ErrorIs(t, err, actions.CodeRejected)
 		assert.Equal(t, 1, chargeCount(t, db))
 	})
 }
@@ -333,7 +333,7 @@ func TestKeyBatch(t *testing.T) {
 		other := b
 		other.Steps = b.Steps[:1]
 		_, err = rp.reg.Run(ctx, actions.Call{Batch: &other, Caller: ann, IdempotencyKey: "batch-1"})
-		require.ErrorIs(t, err, actions.ErrIdempotencyConflict)
+		require.ErrorIs(t, err, actions.CodeIdempotencyConflict)
 		// The batch's key is its own: a single call may use it too.
 		_, err = rp.reg.Run(ctx, chargeCall("batch-1", 1))
 		require.NoError(t, err)
@@ -349,13 +349,13 @@ func TestKeyRequired(t *testing.T) {
 		ctx := context.Background()
 		call := actions.Call{Action: "shop/mail", Params: map[string]any{"amount": 1}, Caller: ann}
 		res, err := rp.reg.Run(ctx, call)
-		require.ErrorIs(t, err, actions.ErrIdempotencyKeyRequired)
+		require.ErrorIs(t, err, actions.CodeIdempotencyKeyRequired)
 		assert.Equal(t, actions.CodeIdempotencyKeyRequired, actions.CodeOf(err))
 		require.Len(t, res.Records, 1)
 		assert.Equal(t, actions.CodeIdempotencyKeyRequired, res.Records[0].Entry.Error)
 		b := actions.Batch{Steps: []actions.Step{{Call: "shop/mail", With: map[string]any{"amount": 1}}}}
 		_, err = rp.reg.Run(ctx, actions.Call{Batch: &b, Caller: ann})
-		require.ErrorIs(t, err, actions.ErrIdempotencyKeyRequired)
+		require.ErrorIs(t, err, actions.CodeIdempotencyKeyRequired)
 		assert.Equal(t, 0, chargeCount(t, db))
 
 		call.IdempotencyKey = "m-1"
@@ -367,7 +367,7 @@ func TestKeyRequired(t *testing.T) {
 
 		call.IdempotencyKey = "bad key"
 		_, err = rp.reg.Run(ctx, call)
-		require.ErrorIs(t, err, actions.ErrInvalidParameters)
+		require.ErrorIs(t, err, actions.CodeInvalidParameters)
 		assert.NotContains(t, err.Error(), "bad key")
 	})
 }

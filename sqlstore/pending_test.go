@@ -46,7 +46,7 @@ func TestPendingChangesInSQL(t *testing.T) {
 		}
 
 		res, err := reg.Run(ctx, actions.Call{Action: "t/purge", Params: `{"n":1}`, Caller: eve})
-		require.ErrorIs(t, err, actions.ErrConfirmationRequired)
+		require.ErrorIs(t, err, actions.CodeConfirmationRequired)
 		var r *actions.Refusal
 		require.ErrorAs(t, err, &r)
 		require.NotNil(t, r.Pending)

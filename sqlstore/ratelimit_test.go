@@ -46,7 +46,7 @@ func TestSharedRateLimits(t *testing.T) {
 			require.NoError(t, err, "call %d of the burst", i)
 		}
 		_, err := regs[1].Run(ctx, call)
-		require.ErrorIs(t, err, actions.ErrRateLimited)
+		require.ErrorIs(t, err, actions.CodeRateLimited)
 		var rf *actions.Refusal
 		require.ErrorAs(t, err, &rf)
 		assert.Equal(t, clock.now().Add(time.Second), rf.RetryAt)
@@ -54,7 +54,7 @@ func TestSharedRateLimits(t *testing.T) {
 		_, err = regs[0].Run(ctx, call)
 		require.NoError(t, err, "one call a second later")
 		_, err = regs[1].Run(ctx, call)
-		require.ErrorIs(t, err, actions.ErrRateLimited)
+		require.ErrorIs(t, err, actions.CodeRateLimited)
 		other := call
 		other.Caller = &actions.Caller{Principal: "bob", Surface: actions.SurfaceUI}
 		_, err = regs[1].Run(ctx, other)

@@ -256,7 +256,7 @@ func TestStoreKeepsRecordOfEmptyID(t *testing.T) {
 		s := newStore(t, db, nil)
 		reg := actions.NewRegistry(txEnv, &actions.Options{Store: s})
 		res, err := reg.Run(context.Background(), actions.Call{})
-		require.ErrorIs(t, err, actions.ErrUnknownAction)
+		require.ErrorIs(t, err, actions.CodeUnknownAction)
 		require.Len(t, res.Records, 1)
 		assert.True(t, res.Records[0].RolledBack)
 		recs, err := s.Read(context.Background(), sqlstore.Filter{Kept: sqlstore.UndoneOnly})

@@ -136,7 +136,7 @@ func (h *host) pendingIDs(t *testing.T, c *actions.Caller) []string {
 // its receipt.
 func heldReceipt(t *testing.T, err error) *actions.Receipt {
 	t.Helper()
-	require.ErrorIs(t, err, actions.ErrConfirmationRequired)
+	require.ErrorIs(t, err, actions.CodeConfirmationRequired)
 	var r *actions.Refusal
 	require.ErrorAs(t, err, &r)
 	require.NotNil(t, r.Pending, "a receipt")
@@ -313,7 +313,7 @@ func TestEndToEnd(t *testing.T) {
 			assert.Len(t, h.since(n), 2, "OnRecord: the held call, then the confirmed one")
 
 			_, err = h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Confirm: true, Caller: editorUI})
-			require.ErrorIs(t, err, actions.ErrUnknownChange, "a change runs once")
+			require.ErrorIs(t, err, actions.CodeUnknownChange, "a change runs once")
 			assert.Len(t, h.since(n), 2, "a refused decision makes no record")
 			replayed(t)
 		})
@@ -328,7 +328,7 @@ func TestEndToEnd(t *testing.T) {
 			assert.Equal(t, before, h.dump(t), "nothing ran")
 			assert.NotContains(t, h.pendingIDs(t, editorUI), rc.ID)
 			_, err = h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Confirm: true, Caller: editorUI})
-			require.ErrorIs(t, err, actions.ErrUnknownChange, "a rejected change is gone")
+			require.ErrorIs(t, err, actions.CodeUnknownChange, "a rejected change is gone")
 			replayed(t)
 		})
 
@@ -470,14 +470,14 @@ func TestEndToEnd(t *testing.T) {
 			assert.False(t, res.Records[0].RolledBack)
 
 			res, err = h.reg.Run(ctx, actions.Call{Action: "supply/create_actor", Params: `{"id":"v_site","display_name":"V"}`, Caller: viewerMCP})
-			require.ErrorIs(t, err, actions.ErrUnknownAction, "the viewer learns nothing of the write")
-			assert.NotErrorIs(t, err, actions.ErrForbiddenCapability)
+			require.ErrorIs(t, err, actions.CodeUnknownAction, "the viewer learns nothing of the write")
+			assert.NotErrorIs(t, err, actions.CodeForbiddenCapability)
 			require.Len(t, res.Records, 1)
 			assert.True(t, res.Records[0].RolledBack)
 			assert.Equal(t, actions.CodeForbiddenCapability, res.Records[0].Entry.Error, "the host's view")
 
 			_, err = h.reg.Run(ctx, actions.Call{Action: "supply/delete_actor", Params: `{"actor":"north_warehouse"}`, Caller: viewerMCP})
-			require.ErrorIs(t, err, actions.ErrUnknownAction, "refused before anything is held")
+			require.ErrorIs(t, err, actions.CodeUnknownAction, "refused before anything is held")
 			assert.Empty(t, h.pendingIDs(t, viewerUI))
 
 			write := actions.Batch{Steps: []actions.Step{
@@ -485,7 +485,7 @@ func TestEndToEnd(t *testing.T) {
 				{Call: "supply/create_actor", With: map[string]any{"id": "v_site", "display_name": "V"}},
 			}}
 			res, err = h.reg.Run(ctx, actions.Call{Batch: &write, Caller: viewerMCP})
-			require.ErrorIs(t, err, actions.ErrUnknownAction)
+			require.ErrorIs(t, err, actions.CodeUnknownAction)
 			var se *actions.StepError
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, 1, se.Index)
@@ -497,7 +497,7 @@ func TestEndToEnd(t *testing.T) {
 				{Call: "supply/delete_actor", With: map[string]any{"actor": "north_warehouse"}},
 			}}
 			_, err = h.reg.Run(ctx, actions.Call{Batch: &held, Caller: viewerMCP})
-			require.ErrorIs(t, err, actions.ErrUnknownAction, "a batch the viewer may not run is not held either")
+			require.ErrorIs(t, err, actions.CodeUnknownAction, "a batch the viewer may not run is not held either")
 			assert.Empty(t, h.pendingIDs(t, viewerUI))
 
 			// The editor's change: the viewer can neither confirm nor
@@ -506,7 +506,7 @@ func TestEndToEnd(t *testing.T) {
 			rc := heldReceipt(t, err)
 			for _, confirm := range []bool{true, false} {
 				res, err := h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Confirm: confirm, Caller: viewerUI})
-				require.ErrorIs(t, err, actions.ErrUnknownChange, "confirm %v", confirm)
+				require.ErrorIs(t, err, actions.CodeUnknownChange, "confirm %v", confirm)
 				assert.Empty(t, res.Records)
 			}
 			assert.Contains(t, h.pendingIDs(t, editorUI), rc.ID, "the change still waits for its proposer")

@@ -111,7 +111,7 @@ func TestBatchFlagAndRefusal(t *testing.T) {
 		{"call":"supply/list_actors"}]}`), 0o600))
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"-batch", path}, &out, io.Discard)
-	require.ErrorIs(t, err, actions.ErrInvalidParameters)
+	require.ErrorIs(t, err, actions.CodeInvalidParameters)
 	lines := strings.Split(strings.TrimSpace(strings.TrimPrefix(out.String(), "run entries:\n")), "\n")
 	require.Len(t, lines, 2, out.String())
 	assert.Contains(t, lines[1], `"error":"invalid_parameters"`)

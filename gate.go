@@ -47,7 +47,6 @@ const (
 	CodeRejected Code = "rejected"
 )
 
-
 // gateSentinel returns the sentinel and policy of a gate code.
 func gateSentinel(c Code) (error, Policy, bool) {
 	switch c {

@@ -52,8 +52,8 @@ const (
 )
 
 var (
-	keyCodes                  = []Code{CodeInProgress, CodeIdempotencyConflict, CodeIdempotencyKeyRequired}
-	errNoKeyStore             = errors.New("actions: Options.Store is nil: an idempotency key cannot be honoured (give the registry a Store, such as NewRunLog())")
+	keyCodes      = []Code{CodeInProgress, CodeIdempotencyConflict, CodeIdempotencyKeyRequired}
+	errNoKeyStore = errors.New("actions: Options.Store is nil: an idempotency key cannot be honoured (give the registry a Store, such as NewRunLog())")
 )
 
 // keySentinel returns the sentinel and policy of an idempotency code.

@@ -91,6 +91,21 @@ type Options struct {
 	// invariant. Its error rolls the attempt back and is handled as the
 	// unit's own (a conflict is retried). It may be called concurrently.
 	BeforeCommit func(ctx context.Context, tx *sql.Tx) error
+	// Writers bounds the units ([Store.Atomic], [Store.Write]) that run
+	// at once in this process; the others wait in a queue, first come,
+	// first served, without holding a connection or polling for a lock.
+	// Zero: the database's SetMaxOpenConns when it set one (one for the
+	// write pool of [OpenSQLite], or an SQLite memory database on one
+	// connection), no bound otherwise. Negative: no bound, no queue.
+	Writers int
+	// Readers is the pool [Store.View], and [Store.Read] outside a unit,
+	// read from (default: the store's database): on SQLite, the read
+	// pool of [OpenSQLite], so that reads never wait in the writers'
+	// queue.
+	Readers *sql.DB
+	// Order is how the log's Seq is drawn on PostgreSQL (default
+	// [OrderCommit]); see [Order] and docs/database.md.
+	Order Order
 }
 
 // Store keeps run entries in one SQL table, actions_run_log (see
@@ -102,6 +117,8 @@ type Store struct {
 	dialect Dialect
 	opts    Options
 	insert1 string // the insert of one record
+	writers queue  // Options.Writers
+	readers *sql.DB
 }
 
 // New returns a store on db speaking dialect. opts may be nil. Call
@@ -129,7 +146,15 @@ func New(db *sql.DB, dialect Dialect, opts *Options) (*Store, error) {
 	if s.opts.Now == nil {
 		s.opts.Now = time.Now
 	}
+	if s.opts.Order != OrderCommit && s.opts.Order != OrderLocks {
+		return nil, fmt.Errorf("sqlstore: unknown Options.Order %d", int(s.opts.Order))
+	}
 	s.insert1 = s.insertQuery(1)
+	s.writers = newQueue(db, s.opts.Writers)
+	s.readers = db
+	if s.opts.Readers != nil {
+		s.readers = s.opts.Readers
+	}
 	return s, nil
 }
 
@@ -228,7 +253,7 @@ func (s *Store) Append(ctx context.Context, tx *sql.Tx, unit string, recs ...act
 			return fmt.Errorf("sqlstore: record %d: %w", i, err)
 		}
 	}
-	if s.dialect == PostgreSQL {
+	if s.dialect == PostgreSQL && s.opts.Order == OrderCommit {
 		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", appendLockKey); err != nil {
 			return err
 		}
@@ -261,11 +286,21 @@ func (s *Store) Append(ctx context.Context, tx *sql.Tx, unit string, recs ...act
 }
 
 // Write appends the records of one unit in a transaction of their own,
-// retried on conflicts like a unit's.
+// retried on conflicts like a unit's, in the writers' queue
+// (Options.Writers) as a unit.
 func (s *Store) Write(ctx context.Context, unit string, recs ...actions.Record) error {
 	if err := s.made(); err != nil {
 		return err
 	}
+	if err := s.writers.enter(ctx); err != nil {
+		return err
+	}
+	defer s.writers.leave()
+	return s.write(ctx, unit, recs...)
+}
+
+// write is Write for a caller that holds its slot in the queue.
+func (s *Store) write(ctx context.Context, unit string, recs ...actions.Record) error {
 	return s.retry(ctx, func(int) error {
 		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation})
 		if err != nil {
@@ -396,7 +431,7 @@ func (s *Store) Read(ctx context.Context, f Filter) ([]Record, error) {
 	}
 	var db interface {
 		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	} = s.db
+	} = s.readers
 	if tx, ok := Tx(ctx); ok {
 		db = tx
 	}

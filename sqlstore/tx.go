@@ -135,8 +135,12 @@ func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) actions
 // atomic is Atomic for the unit id unit.
 func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
 	for attempt := 1; ; attempt++ {
+		if err := s.writers.enter(ctx); err != nil {
+			return nil, err
+		}
 		u, committed, err := s.attempt(ctx, unit, fn)
 		if committed {
+			s.writers.leave()
 			return u.Records, err
 		}
 		if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
@@ -145,23 +149,28 @@ func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Con
 			err = ctx.Err()
 		}
 		if IsConflict(err) && attempt < s.opts.MaxAttempts {
+			s.writers.leave() // the backoff waits outside the queue
 			werr := s.wait(ctx, attempt)
 			if werr == nil {
 				continue
 			}
 			err = errors.Join(werr, err)
+			if qerr := s.writers.enter(context.WithoutCancel(ctx)); qerr != nil {
+				return u.Records, errors.Join(err, qerr)
+			}
 		}
 		for i := range u.Records {
 			u.Records[i].RolledBack = true
 		}
 		if len(u.Records) > 0 {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rolledBackTimeout)
-			werr := s.Write(wctx, unit, u.Records...)
+			werr := s.write(wctx, unit, u.Records...)
 			cancel()
 			if werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}
+		s.writers.leave()
 		return u.Records, err
 	}
 }
@@ -202,7 +211,7 @@ func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Co
 		}
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit; runs before releaseSerial
-	tctx := context.WithValue(ctx, txKey{}, tx)
+	tctx := context.WithValue(context.WithValue(ctx, txKey{}, tx), dialectKey{}, s.dialect)
 	u := fn(tctx)
 	if !u.Commit {
 		return u, false, u.Err
@@ -247,7 +256,7 @@ func (s *Store) View(ctx context.Context, fn func(ctx context.Context) error) er
 	if s.dialect == PostgreSQL {
 		opts.Isolation = sql.LevelRepeatableRead
 	}
-	tx, err := s.db.BeginTx(ctx, opts)
+	tx, err := s.readers.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,61 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+)
+
+// Order is how the store draws the log's Seq on PostgreSQL, and so what
+// a replay of the log in Seq order can rely on (docs/database.md, "The
+// log's order"). SQLite runs one writer at a time, and there both orders
+// are the commit order.
+type Order int
+
+const (
+	// OrderCommit (the default) numbers records in the order their units
+	// commit, under one advisory lock every append takes and holds to the
+	// commit: a reader following the log by Seq (Filter.After) never
+	// skips a record committed late. The commits of all units, on every
+	// replica, then run one after the other, flushes included.
+	OrderCommit Order = iota
+	// OrderLocks takes no global lock: each record's Seq is drawn when
+	// its unit appends, after the body ran and while the unit still
+	// holds every lock it took (the rows it wrote or read FOR UPDATE or
+	// FOR SHARE, the keys of [Lock]), which it keeps to its commit. Two
+	// units that touch a common row or key then get Seqs in the order
+	// they ran, and units that touch none have no order a replay needs:
+	// replaying in Seq order gives every read what it saw, provided each
+	// body locks what it reads (writes lock themselves). Seq stays unique
+	// and grows within each unit, but records of units that share
+	// nothing may commit out of Seq order, so a reader following the log
+	// by Seq must re-read a window behind the last Seq it saw.
+	OrderLocks
+)
+
+// Lock takes the lock named key in the transaction of the unit ctx
+// belongs to, held until the unit commits or rolls back: under
+// [OrderLocks] a body locks so what a row lock cannot cover (a row that
+// is not there yet, a range it counted, a name it checked free), so that
+// the units that read or write it are ordered in the log as they ran. On
+// PostgreSQL it is a transaction-scoped advisory lock on a 64-bit hash
+// of key (FNV-1a); two keys of one hash share a lock, which orders more
+// than needed and never less. On SQLite, whose writers run one at a
+// time, it does nothing. Errors: outside a unit; the database's.
+func Lock(ctx context.Context, key string) error {
+	tx, ok := Tx(ctx)
+	if !ok {
+		return errors.New("sqlstore: Lock outside a unit")
+	}
+	d, _ := ctx.Value(dialectKey{}).(Dialect)
+	if d != PostgreSQL {
+		return nil
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64()))
+	return err
+}
+
+// dialectKey is the context key of the unit's dialect, for Lock.
+type dialectKey struct{}

@@ -108,13 +108,16 @@ const SchemaVersion = 4
 // advisory lock makes concurrent runs wait for each other; on SQLite the
 // write lock does, and SQLITE_BUSY is retried).
 //
+// It also prepares the insert each unit's append runs (a failure there
+// is not an error: the append then sends the insert's text).
+//
 // Errors: the database's; or a schema newer than this package knows
 // (written by a later release), which it leaves alone.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.made(); err != nil {
 		return err
 	}
-	return s.retry(ctx, func(int) error {
+	err := s.retry(ctx, func(int) error {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
@@ -161,4 +164,12 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		return tx.Commit()
 	})
+	if err == nil && s.insert.Load() == nil {
+		// The insert of one record, prepared once for every unit's
+		// append; without it, Append sends the text.
+		if stmt, perr := s.db.PrepareContext(ctx, s.insert1); perr == nil && !s.insert.CompareAndSwap(nil, stmt) {
+			_ = stmt.Close()
+		}
+	}
+	return err
 }

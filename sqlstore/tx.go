@@ -216,7 +216,7 @@ func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Co
 	if !u.Commit {
 		return u, false, u.Err
 	}
-	if err := s.Append(ctx, tx, unit, u.Records...); err != nil {
+	if err := s.append(ctx, tx, true, unit, u.Records...); err != nil {
 		return u, false, joinUnit(u.Err, err)
 	}
 	if s.opts.BeforeCommit != nil {

@@ -350,5 +350,5 @@ func orderFaults(ctx context.Context, s *sqlstore.Store) (faults, logged int, er
 }
 
 func ms(d time.Duration) string {
-	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) + " ms"
 }

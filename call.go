@@ -95,9 +95,13 @@ type Decision struct {
 type Record struct {
 	Entry RunEntry `json:"entry"`
 	Audit Audit    `json:"audit"`
-	// RolledBack is true when the unit the call belonged to was undone
-	// (a refused call, a batch that stopped, a failed commit): what the
-	// call changed was not kept. Replay skips such records.
+	// RolledBack is true when the unit the call belonged to did not
+	// commit (a refused call, a batch that stopped, a failed commit). A
+	// store with transactions (sqlstore.Store) undid what the unit
+	// changed; without one (no Store, a [RunLog]) nothing is undone, and
+	// what a body changed before the refusal stays. A replay of a log
+	// leaves such records out (sqlstore.Store.Read returns kept records
+	// unless asked); Registry.Replay of one replays what it is given.
 	RolledBack bool `json:"rolledBack,omitempty"`
 }
 

@@ -108,6 +108,9 @@ func (r *Registry[C]) Replay(ctx context.Context, rec Record) (_ RunEntry, err e
 			if got.Outcome == OutcomeDone {
 				d.Code = ""
 			}
+			if d.Code == "" && rerr != nil {
+				d.Code = hostCode(rerr) // why the replay departed without a refusal of its own
+			}
 		}
 		return nil, nil, d == nil && (got.Outcome == OutcomeDone || rec.Audit.Stage == StageHeld), nil
 	}
@@ -153,6 +156,15 @@ func (r *Registry[C]) replayed(ctx context.Context, rec Record) (RunEntry, error
 		}
 		got := RunEntry{Action: reg.action.ID, Steps: []RunStep{}, Parameters: e.Parameters, Outcome: OutcomeRefused, Error: e.Error}
 		return got, nil
+	}
+	if rec.Audit.Stage == StageHeld && !rec.Audit.Batch {
+		if reg, ok := r.lookup(inv.name); ok && !reg.action.NeedsConfirmation {
+			// Today's policy holds nothing: the call would run, and a
+			// replay of a held call never runs its body. The divergence
+			// names the policy as the cause.
+			got := RunEntry{Action: reg.action.ID, Steps: []RunStep{}, Parameters: e.Parameters, Outcome: OutcomeDone}
+			return got, NewRefusal(CodeConfirmationRequired, "today the action needs no confirmation: the held call would run")
+		}
 	}
 	if rec.Audit.Stage == StageConfirmed && inv.caller != nil {
 		c := inv.caller.clone()

@@ -286,3 +286,29 @@ func TestReplayLargeGoValue(t *testing.T) {
 	_, err = reg.Replay(context.Background(), Record{Entry: entry})
 	assert.NoError(t, err)
 }
+
+// TestReplayHeldAfterPolicyChange: a record held for confirmation, replayed
+// where the action no longer needs it, departs and names the policy, and
+// its body does not run (a replay of a held call never runs the body).
+func TestReplayHeldAfterPolicyChange(t *testing.T) {
+	def := Definition{ID: "shop/discard", Effect: EffectDelete, NeedsConfirmation: true}
+	var ran atomic.Int32
+	body := func(context.Context, map[string]any, *Trace) (any, error) { ran.Add(1); return "gone", nil }
+	reg := NewRegistry[*Trace](nil, nil)
+	reg.MustRegister(New(def, body))
+	res, err := reg.Run(context.Background(), Call{Action: "shop/discard", Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
+	require.ErrorIs(t, err, CodeConfirmationRequired)
+	held := res.Records[0]
+	_, err = reg.Replay(context.Background(), held)
+	require.NoError(t, err, "held replays as held")
+
+	def.NeedsConfirmation = false
+	today := NewRegistry[*Trace](nil, nil)
+	today.MustRegister(New(def, body))
+	_, err = today.Replay(context.Background(), held)
+	var d *Divergence
+	require.ErrorAs(t, err, &d)
+	assert.Equal(t, CodeConfirmationRequired, d.Code)
+	assert.Contains(t, d.Reason(), "policy")
+	assert.Zero(t, ran.Load(), "no body ran")
+}

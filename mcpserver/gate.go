@@ -19,6 +19,7 @@ import (
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actionreg/actions"
@@ -69,20 +70,67 @@ func extraOf(req mcp.Request) (*auth.TokenInfo, http.Header) {
 	return nil, nil
 }
 
-// callerOfRequest is the caller of a tool call.
-func (s *server) callerOfRequest(ctx context.Context, req *mcp.CallToolRequest) *actions.Caller {
+// callerNow builds the caller of a request again, as the transport sees
+// it now (never the one built when the call came in).
+func (s *server) callerNow(ctx context.Context, req *mcp.CallToolRequest) *actions.Caller {
 	token, header := extraOf(req)
-	return s.opts.callerOf(ctx, token, header)
+	c := s.opts.callerOf(ctx, token, header)
+	if c.Client == nil {
+		// The connected app, as it named itself at initialize: what the
+		// host's builder cannot see over stdio.
+		if name := clientName(req); name != "" {
+			c.Client = &actions.Client{ID: name}
+		}
+	}
+	return c
+}
+
+// clientName is the name the client gave at initialize, "" when unknown.
+func clientName(req *mcp.CallToolRequest) (name string) {
+	defer func() {
+		if recover() != nil {
+			name = ""
+		}
+	}()
+	if req == nil || req.Session == nil {
+		return ""
+	}
+	if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
+		return p.ClientInfo.Name
+	}
+	return ""
+}
+
+// callerKey is the context key of the caller the gate middleware built
+// for a tools/call, so that the handler builds it no second time.
+type callerKey struct{}
+
+// callerOfRequest is the caller of a tool call: the one the middleware
+// built, or one built now.
+func (s *server) callerOfRequest(ctx context.Context, req *mcp.CallToolRequest) *actions.Caller {
+	if c, ok := ctx.Value(callerKey{}).(*actions.Caller); ok {
+		return c
+	}
+	return s.callerNow(ctx, req)
 }
 
 // gateMiddleware filters tools/list per caller and routes calls of a
 // deprecated alias's tool name to its action.
-func gateMiddleware(srv *server, aliases map[string]*toolHandler, batch *batchHandler) mcp.Middleware {
+func gateMiddleware(srv *server, aliases map[string]*toolHandler, batch *batchHandler, ids map[string]string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
 			case "tools/call":
 				if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil {
+					if id, served := ids[cr.Params.Name]; served {
+						caller := srv.callerOfRequest(ctx, cr)
+						// The answer to a confirmation (a request state)
+						// is the resume's to gate: it records the refusal.
+						if cr.Params.RequestState == "" && srv.conceals(ctx, cr, id, caller) {
+							return nil, unknownTool()
+						}
+						ctx = context.WithValue(ctx, callerKey{}, caller)
+					}
 					if h := aliases[cr.Params.Name]; h != nil {
 						return h.call(ctx, cr)
 					}
@@ -95,6 +143,45 @@ func gateMiddleware(srv *server, aliases map[string]*toolHandler, batch *batchHa
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// conceals reports whether the caller of a call of the action id may not
+// see it, and if so answers it here, before any hook of the host runs:
+// the answer is the unknown tool's, and it leaves as fast as one, so
+// that neither its text nor its time tells a forbidden tool from a
+// missing one (docs/security.md). The refused call is still recorded,
+// after the answer, by a bounded number of background calls (see
+// maxConcealedRecords).
+func (s *server) conceals(ctx context.Context, cr *mcp.CallToolRequest, id string, caller *actions.Caller) bool {
+	if actions.CodeOf(s.r.Admit(ctx, id, caller)) != actions.CodeUnknownAction {
+		return false
+	}
+	call := actions.Call{Action: id, Params: arguments(cr), Caller: caller}
+	select {
+	case s.recording <- struct{}{}:
+		go func() {
+			defer func() { <-s.recording }()
+			_, _ = s.r.Run(context.WithoutCancel(ctx), call)
+		}()
+	default:
+		s.report(ctx, cr.Params.Name, errConcealedUnrecorded)
+	}
+	return true
+}
+
+// maxConcealedRecords bounds the background calls that record concealed
+// refusals: past it, a flood of forbidden calls is answered alike but
+// not recorded, and OnError says so.
+const maxConcealedRecords = 64
+
+// errConcealedUnrecorded is what OnError gets for a concealed call left
+// unrecorded.
+var errConcealedUnrecorded = errors.New("mcpserver: a call of a tool hidden from its caller was not recorded: too many at once")
+
+// unknownTool is the answer to a call of a tool the caller may not see,
+// the same as the answer to one the server does not have.
+func unknownTool() error {
+	return protocolError(jsonrpc.CodeInvalidParams, unknownToolMessage, actions.NewRefusal(actions.CodeUnknownAction, ""))
 }
 
 // sees reports whether caller c may see the action id: the gate would
@@ -203,7 +290,7 @@ func (s *server) held(ctx context.Context, req *mcp.CallToolRequest, caller *act
 	// The person answered now: who decides is the caller as the
 	// transport sees it now (a capability revoked while the person
 	// thought is revoked for the confirmation too).
-	return s.decide(ctx, s.callerOfRequest(ctx, req), rc.ID, accept, req.ProtocolVersion(), name, render)
+	return s.decide(ctx, s.callerNow(ctx, req), rc.ID, accept, req.ProtocolVersion(), name, render)
 }
 
 // resume answers the retry of a call whose result asked for input

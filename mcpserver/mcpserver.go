@@ -213,6 +213,13 @@ func AddTools(s *mcp.Server, r actions.Runner, opts *Options) error {
 			return err
 		}
 	}
+	var held []*mcp.Tool // the tools whose calls may be held for confirmation
+	for _, p := range all {
+		if srv.needsConfirmation(p.handler.id) {
+			held = append(held, p.tool)
+		}
+	}
+	srv.addConfirmView(s, held)
 	handlers := make([]*toolHandler, 0, len(all))
 	for _, p := range all {
 		s.AddTool(p.tool, p.handler.call)
@@ -224,7 +231,15 @@ func AddTools(s *mcp.Server, r actions.Runner, opts *Options) error {
 			return err
 		}
 	}
-	s.AddReceivingMiddleware(hideUnknownToolName, gateMiddleware(srv, srv.aliasHandlers(handlers), batch))
+	ids := map[string]string{} // every tool name served, alias or not, to its action
+	for _, h := range handlers {
+		ids[h.name] = h.id
+	}
+	aliases := srv.aliasHandlers(handlers)
+	for name, h := range aliases {
+		ids[name] = h.id
+	}
+	s.AddReceivingMiddleware(hideUnknownToolName, gateMiddleware(srv, aliases, batch, ids))
 	if len(later) > 0 {
 		s.AddReceivingMiddleware(listOutputSchemas(later))
 	}
@@ -246,14 +261,15 @@ func isNil(r actions.Runner) bool {
 // server is what every tool of one AddTools shares: the runner, the
 // options, the request-state key and the actions' definitions.
 type server struct {
-	r     actions.Runner
-	opts  Options
-	state *requestState
-	defs  map[string]actions.Definition // by id and by alias
+	r         actions.Runner
+	recording chan struct{} // the background calls recording concealed refusals
+	opts      Options
+	state     *requestState
+	defs      map[string]actions.Definition // by id and by alias
 }
 
 func newServer(r actions.Runner, opts *Options) (*server, error) {
-	srv := &server{r: r, defs: map[string]actions.Definition{}}
+	srv := &server{r: r, defs: map[string]actions.Definition{}, recording: make(chan struct{}, maxConcealedRecords)}
 	if opts != nil {
 		srv.opts = *opts
 	}
@@ -289,7 +305,7 @@ func hideUnknownToolName(next mcp.MethodHandler) mcp.MethodHandler {
 		if method == "tools/call" && errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams && strings.HasPrefix(je.Message, "unknown tool") {
 			// One answer, data included, whether the SDK knows no such
 			// tool or the gate hides it from this caller.
-			return res, protocolError(je.Code, unknownToolMessage, actions.NewRefusal(actions.CodeUnknownAction, ""))
+			return res, unknownTool()
 		}
 		return res, err
 	}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	_ "modernc.org/sqlite" // the host picks the driver
 
@@ -84,4 +86,41 @@ func ExampleDialect_Rebind() {
 	// Output:
 	// SELECT entry FROM actions_run_log WHERE action = ? AND outcome = ?
 	// SELECT entry FROM actions_run_log WHERE action = $1 AND outcome = $2
+}
+
+// An SQLite file served by one writer, the units queued in order, and a
+// pool of readers beside it.
+func ExampleOpenSQLite() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	write, read, err := sqlstore.OpenSQLite("sqlite", filepath.Join(dir, "app.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer write.Close()
+	defer read.Close()
+	store, err := sqlstore.New(write, sqlstore.SQLite, &sqlstore.Options{Readers: read})
+	if err != nil {
+		panic(err)
+	}
+	if err := store.Migrate(ctx); err != nil {
+		panic(err)
+	}
+	reg := actions.NewRegistry(func(ctx context.Context, _ *actions.Trace) struct{} { return struct{}{} }, &actions.Options{Store: store})
+	reg.MustRegister(actions.New(actions.Definition{ID: "t/echo", Parameters: `{"type":"object"}`},
+		func(ctx context.Context, p map[string]any, _ struct{}) (any, error) { return p, nil }))
+	if _, err := reg.Run(ctx, actions.Call{Action: "t/echo", Params: []byte(`{"a":1}`)}); err != nil {
+		panic(err)
+	}
+	recs, err := store.Read(ctx, sqlstore.Filter{}) // from the read pool
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(recs), recs[0].Entry.Action, recs[0].Entry.Result)
+	// Output:
+	// 1 t/echo {"a":1}
 }

@@ -41,5 +41,10 @@ fi
   # throwaway cluster started here with fsync on). Few samples: each
   # commit waits on the disk.
   go test -run XXX -benchmem -count "$(( (count + 4) / 5 ))" -bench 'BenchmarkAppend|BenchmarkCallStore' ./sqlstore
+  # The store's cost per call with no disk under it (SQLite in memory):
+  # a call against the same call in the host's transaction with the
+  # RunLog, and a batch's time per step, 1,000 steps against 10.
+  pkg=./sqlstore rep -bench 'BenchmarkCallMemory|BenchmarkBatchMemory'
+  # The load benchmark (clients, replicas, tails) is scripts/load.sh.
 } | tee "$out" | grep '^Benchmark' >&2
 go run ./scripts/benchratio < "$out"

@@ -176,6 +176,8 @@ func main() {
 		{name: "heap held per action / per v6 schema, 10000 (context, no limit)", num: "BenchmarkRegisterScale/actions/n=10000", den: "BenchmarkRegisterScale/jsonschema-v6/n=10000", unit: "B/action", limit: 0, atLeast: true},
 		{name: "mcp tools/call actions/bare sdk", num: "BenchmarkToolCall/actions", den: "BenchmarkToolCall/sdk", unit: "ns/op", limit: 0.9},
 		{name: "tools allocs/output 1000", num: "BenchmarkTools/actions", den: "BenchmarkTools/output", unit: "B/op", limit: 1.05},
+		{name: "store call/host tx with RunLog, sqlite memory", num: "BenchmarkCallMemory/store", den: "BenchmarkCallMemory/tx-runlog", unit: "ns/op", limit: 1.3},
+		{name: "store batch per step 1000/10, sqlite memory", num: "BenchmarkBatchMemory/steps=1000", den: "BenchmarkBatchMemory/steps=10", unit: "ns/step", limit: 1.2},
 		{name: "typed run/untyped run, no output schema", num: "BenchmarkRunTyped/typed/no-contract", den: "BenchmarkRunTyped/untyped/no-contract", unit: "ns/op", limit: 1.15},
 		{name: "typed run/untyped run, same output schema", num: "BenchmarkRunTyped/typed/contract", den: "BenchmarkRunTyped/untyped/contract", unit: "ns/op", limit: 1.15},
 		{name: "output check/validate, map result", num: "BenchmarkOutputCheck/actions/map", den: "BenchmarkOutputCheck/jsonschema-v6/validate", unit: "ns/op", limit: 1.3},

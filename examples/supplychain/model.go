@@ -43,6 +43,7 @@ type Emission struct {
 // On, to one transaction: the Runner gives each call or batch its own.
 type Model struct {
 	db        *sql.DB
+	read      *sql.DB // the store's readers: db, or an SQLite file's read pool
 	dialect   sqlstore.Dialect
 	q         queryer // db, or the transaction of On
 	languages []string
@@ -101,24 +102,26 @@ const memoryDSN = ":memory:"
 
 // openDB opens the database a -db value names: "" or ":memory:" for
 // SQLite in memory, postgres://... or postgresql://... for PostgreSQL
-// (pgx), any other value as the path of an SQLite file.
-func openDB(dsn string) (*sql.DB, sqlstore.Dialect, error) {
+// (pgx), any other value as the path of an SQLite file, opened by
+// sqlstore.OpenSQLite: one writer, whose units the store queues in order,
+// and a pool of readers (read; db itself for the other engines).
+func openDB(dsn string) (db, read *sql.DB, dialect sqlstore.Dialect, err error) {
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		db, err := sql.Open("pgx", dsn)
-		return db, sqlstore.PostgreSQL, err
+		return db, db, sqlstore.PostgreSQL, err
 	case dsn == "" || dsn == memoryDSN:
 		db, err := sql.Open("sqlite", "file::memory:?_pragma=foreign_keys(1)")
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 		db.SetMaxOpenConns(1)
 		db.SetConnMaxIdleTime(0)
 		db.SetConnMaxLifetime(0)
-		return db, sqlstore.SQLite, nil
+		return db, db, sqlstore.SQLite, nil
 	default:
-		db, err := sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)&_pragma=foreign_keys(1)&_txlock=immediate")
-		return db, sqlstore.SQLite, err
+		db, read, err := sqlstore.OpenSQLite("sqlite", dsn)
+		return db, read, sqlstore.SQLite, err
 	}
 }
 
@@ -132,14 +135,17 @@ func OpenModel(ctx context.Context, dsn string, seed []byte, origin string) (*Mo
 	if err != nil {
 		return nil, err
 	}
-	db, dialect, err := openDB(dsn)
+	db, read, dialect, err := openDB(dsn)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{db: db, dialect: dialect, q: db, languages: file.Languages}
+	m := &Model{db: db, read: read, dialect: dialect, q: db, languages: file.Languages}
 	// Serial: one call at a time across replicas, so that the log's order
 	// is the order the calls saw the model in, and replays are exact.
-	m.store, err = sqlstore.New(db, dialect, &sqlstore.Options{Origin: origin, Serial: true})
+	// (OrderLocks would let replicas commit side by side, but it asks
+	// each body to lock what it reads, and these read with plain SELECTs:
+	// docs/database.md.)
+	m.store, err = sqlstore.New(db, dialect, &sqlstore.Options{Origin: origin, Serial: true, Readers: read})
 	if err == nil {
 		err = m.store.Migrate(ctx)
 	}
@@ -147,7 +153,7 @@ func OpenModel(ctx context.Context, dsn string, seed []byte, origin string) (*Mo
 		err = m.migrate(ctx, file)
 	}
 	if err != nil {
-		_ = db.Close()
+		_ = m.Close()
 		return nil, err
 	}
 	return m, nil
@@ -159,8 +165,14 @@ func LoadModel(data []byte) (*Model, error) {
 	return OpenModel(context.Background(), memoryDSN, data, "")
 }
 
-// Close closes the model's database.
-func (m *Model) Close() error { return m.db.Close() }
+// Close closes the model's database (its pools).
+func (m *Model) Close() error {
+	err := m.db.Close()
+	if m.read != m.db {
+		err = errors.Join(err, m.read.Close())
+	}
+	return err
+}
 
 // Store is the run log in the model's database.
 func (m *Model) Store() *sqlstore.Store { return m.store }

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -324,3 +325,8 @@ func pointerPrefix(ptr string) string {
 	}
 	return "at " + ptr + ": "
 }
+
+// Body is an action's code. It receives the checked parameters (a copy in
+// JSON's Go types: map[string]any, []any, string, bool, nil, json.Number)
+// and the environment the registry builds for it; see [Action].
+type Body[C any] func(ctx context.Context, params map[string]any, env C) (any, error)

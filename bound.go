@@ -284,59 +284,6 @@ type answered struct {
 	steps []any
 }
 
-// answer returns what bounds the result of one top-level call of inv
-// (rec's entry holds its canonical JSON, whole) and keeps the record
-// small; it takes what [Registry.top] returns. A result over its bound
-// that cannot be cut refuses the call: the record is refused with
-// result_too_large and the unit not kept.
-func (r *Registry[C]) answer(inv invocation) func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
-	return func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
-		return r.answered(inv, v, rec, commit, err)
-	}
-}
-
-func (r *Registry[C]) answered(inv invocation, v any, rec Record, commit bool, err error) (any, Record, bool, error) {
-	limits := r.Limits()
-	if err != nil {
-		return v, keepSmall(rec, limits.MaxEntryResultBytes), commit, err
-	}
-	text := rec.Entry.Result
-	form, berr := r.boundFor(inv, text, resultLimitOf(r, inv.name, limits))
-	if berr != nil {
-		rec.Entry = rec.Entry.refused(berr, rec.Entry.Parameters)
-		rec.Audit.Code = CodeResultTooLarge
-		return nil, keepSmall(rec, limits.MaxEntryResultBytes), false, berr
-	}
-	rec = keepSmall(rec, limits.MaxEntryResultBytes)
-	if form != nil {
-		t, _ := exactText(form)
-		return answered{value: form, text: t}, rec, commit, nil
-	}
-	return answered{value: v, text: text}, rec, commit, nil
-}
-
-// resultLimitOf is the result bound of the action called as name.
-func resultLimitOf[C any](r *Registry[C], name string, l Limits) int {
-	reg, ok := r.lookup(name)
-	if !ok {
-		return l.MaxResultBytes
-	}
-	return resultLimit(&reg.action.Definition, l)
-}
-
-// boundFor bounds text, a result of a call of inv, to limit: nil when it
-// fits (or limit is negative).
-func (r *Registry[C]) boundFor(inv invocation, text string, limit int) (*Bounded, error) {
-	if limit < 0 || len(text) <= limit {
-		return nil, nil
-	}
-	var next pager
-	if reg, ok := r.lookup(inv.name); ok {
-		next = pagerOf(reg.action.ID, reg.params.Schema(), r.givenParameters(inv.params))
-	}
-	return boundText(text, limit, next)
-}
-
 // batchBound tracks what is left of a batch's result bound as its steps
 // run: the batch's own result has MaxResultBytes reserved first.
 type batchBound struct {
@@ -391,9 +338,6 @@ func (b *batchBound) step(r interface {
 	b.steps = append(b.steps, form)
 	return keepSmall(rec, b.limits.MaxEntryResultBytes)
 }
-
-// limitOf is the result bound of the action called as name.
-func (r *Registry[C]) limitOf(name string) int { return resultLimitOf(r, name, r.Limits()) }
 
 // result bounds the batch's result v (in JSON's Go types): by
 // MaxResultBytes, within what is reserved and left. byLast is true when v

@@ -788,3 +788,15 @@ func sortUTF16(ms []member) {
 		ms[j] = m
 	}
 }
+
+// canonicalString writes a value for an entry; a value without canonical
+// form gives an internal refusal carrying the cause.
+func canonicalString(v any) (string, error) {
+	text, err := exactText(v)
+	if err != nil {
+		r := refusef(CodeInternal, "a value has no canonical JSON form")
+		r.cause = err
+		return "", r
+	}
+	return text, nil
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -269,22 +268,6 @@ func (s *Serving) Resume(ids ...string) {
 func (s *Serving) ResumeAll() {
 	s.stopAll.Store(false)
 	s.stopped.Clear()
-}
-
-// Admit runs the checks of the gate that take nothing (unknown_action,
-// forbidden_surface, forbidden_capability, insufficient_scope,
-// not_serving, read_only) for a call of id (an id or a deprecated alias)
-// by caller, without calling anything, counting a rate limit or looking
-// at parameters. A connector uses it to answer before the call is
-// handled: mcpserver's HTTP middleware turns insufficient_scope into an
-// HTTP 403 with its challenge. It returns nil when those checks pass;
-// errors are as [Registry.Run]'s for the same checks.
-func (r *Registry[C]) Admit(ctx context.Context, id string, caller *Caller) error {
-	reg, ok := r.lookup(id)
-	if !ok {
-		return unknownAction()
-	}
-	return r.gateOf().admit(&reg.action.Definition, caller)
 }
 
 // admit runs the checks that take nothing, in order.
@@ -569,16 +552,6 @@ const (
 	StageRejected  Stage = "rejected"
 )
 
-// gateOf returns the registry's gate, making a default one for a registry
-// built without gate options.
-func (r *Registry[C]) gateOf() *gate {
-	if g := r.gate.Load(); g != nil {
-		return g
-	}
-	r.gate.CompareAndSwap(nil, newGate(GateOptions{}))
-	return r.gate.Load()
-}
-
 // decide runs the gate's checks before the parameters of a top-level
 // call by c. A replay checks who may call (surface, capability, scope)
 // against today's policy, but counts no rate and reads no serving
@@ -623,44 +596,4 @@ func (d *Definition) declared(err error) error {
 	cp := *r
 	cp.Retry = retry
 	return &cp
-}
-
-// clashesLocked lists the names (id and aliases) of each prepared action
-// that a registered action or alias holds, or an earlier action of regs;
-// at(k) is the pointer of regs[k]. Called with r.mu held.
-func (r *Registry[C]) clashesLocked(regs []*registered[C], at func(k int) string) []Issue {
-	var issues []Issue
-	g := r.gateOf()
-	taken := map[string]bool{}
-	used := func(name string) bool {
-		_, isID := r.actions.Load(name)
-		_, isAlias := g.aliases.Load(name)
-		return isID || isAlias || taken[name]
-	}
-	for k, reg := range regs {
-		d := &reg.action.Definition
-		if used(d.ID) {
-			issues = append(issues, Issue{Path: at(k) + "/id", Keyword: "id", Message: "the id " + d.ID + " is taken"})
-		}
-		for i, a := range d.DeprecatedAliases {
-			if used(a) {
-				issues = append(issues, Issue{Path: at(k) + "/deprecatedAliases/" + strconv.Itoa(i), Keyword: "deprecatedAliases",
-					Message: "the alias " + a + " is taken by an id or another alias"})
-			}
-		}
-		taken[d.ID] = true
-		for _, a := range d.DeprecatedAliases {
-			taken[a] = true
-		}
-	}
-	return issues
-}
-
-// storeLocked stores a prepared action under its id and aliases. Called
-// with r.mu held, after clashes found none.
-func (r *Registry[C]) storeLocked(reg *registered[C]) {
-	r.actions.Store(reg.action.ID, reg)
-	for _, a := range reg.action.DeprecatedAliases {
-		r.gateOf().aliases.Store(a, reg)
-	}
 }

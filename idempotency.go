@@ -1,7 +1,6 @@
 package actions
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -159,88 +158,6 @@ func checkKey(key string) error {
 	}
 	return refusef(CodeInvalidParameters, "the idempotency key is not valid",
 		Issue{Path: "", Keyword: "idempotencyKey", Message: "an idempotency key is 1 to 255 printable ASCII characters"})
-}
-
-// needsKey refuses, as idempotency_key_required, a caller's call of an
-// action that wants a key and has none. The host's own calls (no
-// caller), confirmations, replays and nested calls are not refused: the
-// gate lets the host through, and the others run under their first
-// call's key.
-func needsKey(d *Definition, inv invocation) error {
-	if !d.NeedsIdempotencyKey || inv.caller == nil || inv.key != "" || inv.confirming != "" || inv.replay {
-		return nil
-	}
-	return NewRefusal(CodeIdempotencyKeyRequired, "the action needs an idempotency key and the call has none")
-}
-
-// keyOf returns the unit key of c, or nil when c runs as if it had no
-// key: an unknown action, or one the caller may not call (their refusal
-// is then the same with or without a key). Errors: invalid_parameters
-// for a malformed key; internal when the registry has no Store.
-func (r *Registry[C]) keyOf(c Call) (*UnitKey, error) {
-	if err := checkKey(c.IdempotencyKey); err != nil {
-		return nil, err
-	}
-	if r.opts.Store == nil {
-		rf := internalRefusal("the host keeps no record of calls: an idempotency key cannot be honoured", errNoKeyStore)
-		rf.Retry = RetryNever
-		return nil, rf
-	}
-	g := r.gateOf()
-	k := &UnitKey{Key: c.IdempotencyKey, Wait: r.opts.KeyWait}
-	if c.Caller != nil {
-		k.Principal = c.Caller.Principal
-	}
-	if c.Batch != nil {
-		k.Action = BatchKeyAction
-		text, err := exactText(*c.Batch)
-		if err != nil {
-			return nil, nil // refused by the batch's check, as without a key
-		}
-		k.Digest = digestOf(text)
-	} else {
-		reg, ok := r.lookup(c.Action)
-		if !ok || g.who(&reg.action.Definition, c.Caller) != nil {
-			return nil, nil
-		}
-		k.Action, k.Digest = reg.action.ID, digestOf(r.givenParameters(c.Params))
-	}
-	r.stampKey(k)
-	k.Audit = r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, step: c.Batch != nil})
-	return k, nil
-}
-
-// stampKey sets the clock readings and the wait of k.
-func (r *Registry[C]) stampKey(k *UnitKey) {
-	window := r.opts.KeyWindow
-	if window <= 0 {
-		window = DefaultKeyWindow
-	}
-	if k.Wait <= 0 {
-		k.Wait = DefaultKeyWait
-	}
-	k.Now = r.gateOf().opts.Now()
-	k.Expires = k.Now.Add(window)
-}
-
-// decisionKey is the key a decision on the pending change id records
-// under: the key the held call came with, or nil.
-func (r *Registry[C]) decisionKey(ctx context.Context, d Decision) *UnitKey {
-	if r.opts.Store == nil {
-		return nil
-	}
-	pc, err := r.gateOf().store().Get(ctx, d.Change)
-	if err != nil || pc.IdempotencyKey == "" || pc.Proposer.Principal != d.Caller.Principal {
-		return nil
-	}
-	k := &UnitKey{Principal: pc.Proposer.Principal, Action: pc.Action, Key: pc.IdempotencyKey, Digest: digestOf(pc.Parameters), Replace: true, Wait: r.opts.KeyWait}
-	if pc.Batch != nil {
-		k.Action = BatchKeyAction
-		text, _ := exactText(*pc.Batch)
-		k.Digest = digestOf(text)
-	}
-	r.stampKey(k)
-	return k
 }
 
 // answerOf is the answer a keyed unit that committed records: its value

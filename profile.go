@@ -81,46 +81,6 @@ type Export struct {
 	Losses []Loss `json:"losses"`
 }
 
-// Export exports registered actions for profile p, sorted by tool name,
-// from the schemas compiled at Register: nothing is compiled again. opts
-// may be nil. With opts.Caller, the actions that caller may see (as
-// [Registry.Tools]); without, those offered on the mcp surface for
-// ProfileMCP and on the ai surface for the provider profiles. Its
-// Languages describe localized text parameters as Tools does. Under
-// ProfileMCP each tool is what Tools gives (output schema included), as
-// JSON values. The tools are the caller's own copies. See
-// docs/profiles.md for each profile's rules.
-//
-// Errors (*Refusal, constraint_violation, wrapped with the action's id):
-// an unknown profile; a tool name the provider refuses (longer than 64
-// characters, for every profile but ProfileMCP; see
-// [Options].PortableNames to refuse such ids at Register); a schema the
-// profile cannot express at all (a recursive schema, or a $ref that is
-// not a JSON Pointer, under ProfileGeminiOpenAPI, which inlines them; a
-// property key outside ^[a-zA-Z0-9_.-]{1,64}$ under ProfileAnthropic and
-// ProfileAnthropicStrict, which Anthropic refuses with the whole request).
-// A keyword a profile drops is no error: it is a [Loss].
-func (r *Registry[C]) Export(p Profile, opts *ToolOptions) (*Export, error) {
-	rules, err := rulesOf(p)
-	if err != nil {
-		return nil, err
-	}
-	o := toolOptionsOf(opts)
-	var regs []*registered[C]
-	r.actions.Range(func(_, v any) bool {
-		if reg := v.(*registered[C]); exportSees(p, &o, &reg.action.Definition) {
-			regs = append(regs, reg)
-		}
-		return true
-	})
-	sort.Slice(regs, func(i, j int) bool { return regs[i].action.ID < regs[j].action.ID })
-	sources := make([]exportSource, len(regs))
-	for i, reg := range regs {
-		sources[i] = exportSource{def: reg.action.Definition, doc: reg.params.doc, output: reg.output}
-	}
-	return exportAll(rules, sources, o)
-}
-
 // exportSees reports whether the export for p shows d: what opts.Caller
 // may see, or without one what is offered on mcp (ProfileMCP, as
 // [Registry.Tools]) or on ai (the provider profiles).

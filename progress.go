@@ -56,19 +56,6 @@ type progress struct {
 	closed bool
 }
 
-// newProgress returns the reporter of a call whose caller gave fn, or nil
-// for none.
-func (r *Registry[C]) newProgress(fn func(Progress)) *progress {
-	if fn == nil {
-		return nil
-	}
-	every := r.opts.ProgressInterval
-	if every == 0 {
-		every = DefaultProgressInterval
-	}
-	return &progress{fn: fn, every: every, now: r.gateOf().opts.Now}
-}
-
 // report delivers pr unless the call returned, the last report is too
 // recent, or pr does not advance. Delivery holds the reporter's lock, so
 // reports reach fn one at a time and in order, and close waits for one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -430,4 +431,50 @@ func capIssues(msg string, issues []Issue) (string, []Issue) {
 		return msg, issues
 	}
 	return fmt.Sprintf("%s: %d breaches, the first %d listed", msg, len(issues), maxIssues), issues[:maxIssues:maxIssues]
+}
+
+// safeCall runs fn and turns a panic into an internal refusal.
+func safeCall(where string, fn func()) error {
+	return safeCallOf(where, "", fn)
+}
+
+// safeCallOf is safeCall for the part where of the action id: the name
+// "where id" is written only when fn panics, not on every call.
+func safeCallOf(where, id string, fn func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if id != "" {
+				where += " " + id
+			}
+			err = panicRefusal(where, p)
+		}
+	}()
+	fn()
+	return nil
+}
+
+// panicError carries a recovered panic's value and stack for the host.
+type panicError struct {
+	where string
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string {
+	return fmt.Sprintf("actions: panic in %s: %v\n%s", e.where, e.value, e.stack)
+}
+
+// panicRefusal turns a recovered panic into an internal refusal. The panic
+// value and stack stay in the refusal's cause ([Refusal.Cause]), never in
+// its message.
+func panicRefusal(where string, p any) *Refusal {
+	r := NewRefusal(CodeInternal, "the "+where+" failed")
+	r.cause = &panicError{where: where, value: p, stack: debug.Stack()}
+	return r
+}
+
+// unknownAction is the refusal of a call to an id no action has. It names
+// nothing: an id is submitted text.
+func unknownAction() *Refusal {
+	return NewRefusal(CodeUnknownAction, "no action is registered under this id")
 }

@@ -303,24 +303,8 @@ func (w *typeWalk) plan(t reflect.Type, ptr, field string) (*decoder, error) {
 		defer func() { w.stack = w.stack[:len(w.stack)-1] }()
 	}
 	d := &decoder{t: t}
-	switch {
-	case t == reflect.TypeFor[json.Number]():
-		d.kind = decNumber
-		return d, nil
-	case t == reflect.TypeFor[time.Time]():
-		d.kind = decTime
-		return d, nil
-	case t == reflect.TypeFor[big.Int]():
-		d.kind = decBigInt
-		return d, nil
-	case t == reflect.TypeFor[json.RawMessage]():
-		d.kind = decRaw
-		return d, nil
-	case knownJSON[t] || (t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && hasJSONMethods(t)):
-		if !knownJSON[t] {
-			w.custom = true
-		}
-		d.kind = decUnmarshal
+	if kind, ok := w.jsonKind(t); ok {
+		d.kind = kind
 		return d, nil
 	}
 	switch t.Kind() {
@@ -346,33 +330,12 @@ func (w *typeWalk) plan(t reflect.Type, ptr, field string) (*decoder, error) {
 		}
 		d.kind, d.elem = decPointer, elem
 	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 && !hasJSONMethods(t.Elem()) {
-			if t.Kind() == reflect.Slice {
-				// encoding/json writes a byte slice as base64 text.
-				w.overrides[t] = &jsonschema.Schema{Type: "string", ContentEncoding: "base64"}
-				d.kind = decBytes
-				return d, nil
-			}
-		}
-		elem, err := w.plan(t.Elem(), ptr+"/items", field+"[]")
-		if err != nil {
+		if err := w.planList(d, t, ptr, field); err != nil {
 			return nil, err
-		}
-		d.kind, d.elem = decSlice, elem
-		if t.Kind() == reflect.Array {
-			d.kind = decArray
 		}
 	case reflect.Map:
-		if t.Key().Kind() != reflect.String || hasJSONMethods(t.Key()) {
-			return nil, typeRefusal(ptr, where()+" is a map whose keys are not strings: JSON object names are strings")
-		}
-		elem, err := w.plan(t.Elem(), ptr+"/additionalProperties", field+"[]")
-		if err != nil {
+		if err := w.planMap(d, t, ptr, field, where); err != nil {
 			return nil, err
-		}
-		d.kind, d.elem = decMap, elem
-		if t == reflect.TypeFor[map[string]any]() {
-			d.kind = decJSONMap
 		}
 	case reflect.Struct:
 		if err := w.planStruct(d, t, ptr); err != nil {
@@ -382,6 +345,66 @@ func (w *typeWalk) plan(t reflect.Type, ptr, field string) (*decoder, error) {
 		return nil, typeRefusal(ptr, where()+" has no JSON form ("+t.Kind().String()+")")
 	}
 	return d, nil
+}
+
+// jsonKind is the kind of a type that JSON reads as a whole, by its own
+// rule rather than by its Go kind: json.Number, time.Time, big.Int,
+// json.RawMessage and the types with JSON methods.
+func (w *typeWalk) jsonKind(t reflect.Type) (decKind, bool) {
+	switch {
+	case t == reflect.TypeFor[json.Number]():
+		return decNumber, true
+	case t == reflect.TypeFor[time.Time]():
+		return decTime, true
+	case t == reflect.TypeFor[big.Int]():
+		return decBigInt, true
+	case t == reflect.TypeFor[json.RawMessage]():
+		return decRaw, true
+	case knownJSON[t] || (t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && hasJSONMethods(t)):
+		if !knownJSON[t] {
+			w.custom = true
+		}
+		return decUnmarshal, true
+	}
+	return 0, false
+}
+
+// planList plans a slice or an array: bytes as base64 text, any other
+// element as its own plan.
+func (w *typeWalk) planList(d *decoder, t reflect.Type, ptr, field string) error {
+	if t.Elem().Kind() == reflect.Uint8 && !hasJSONMethods(t.Elem()) {
+		if t.Kind() == reflect.Slice {
+			// encoding/json writes a byte slice as base64 text.
+			w.overrides[t] = &jsonschema.Schema{Type: "string", ContentEncoding: "base64"}
+			d.kind = decBytes
+			return nil
+		}
+	}
+	elem, err := w.plan(t.Elem(), ptr+"/items", field+"[]")
+	if err != nil {
+		return err
+	}
+	d.kind, d.elem = decSlice, elem
+	if t.Kind() == reflect.Array {
+		d.kind = decArray
+	}
+	return nil
+}
+
+// planMap plans a map, whose keys must be strings.
+func (w *typeWalk) planMap(d *decoder, t reflect.Type, ptr, field string, where func() string) error {
+	if t.Key().Kind() != reflect.String || hasJSONMethods(t.Key()) {
+		return typeRefusal(ptr, where()+" is a map whose keys are not strings: JSON object names are strings")
+	}
+	elem, err := w.plan(t.Elem(), ptr+"/additionalProperties", field+"[]")
+	if err != nil {
+		return err
+	}
+	d.kind, d.elem = decMap, elem
+	if t == reflect.TypeFor[map[string]any]() {
+		d.kind = decJSONMap
+	}
+	return nil
 }
 
 // planStruct plans the members of a struct as encoding/json selects them

@@ -173,56 +173,16 @@ func exportOne(rules *profileRules, def *Definition, doc map[string]any, output 
 		// Gemini refuses a required name that no property declares: the
 		// root allOf the MCP export leaves out goes to the converter,
 		// which merges it when it can and records the loss otherwise.
-		in = make(map[string]any, len(mcp.InputSchema)+1)
-		for k, v := range mcp.InputSchema {
-			in[k] = v
-		}
-		in["allOf"] = all
+		in, base = withRootAllOf(mcp.InputSchema, all, base)
 		t.source = in
-		kept := base[:0]
-		for _, l := range base {
-			if l.Keyword != "allOf" || l.Pointer != "" {
-				kept = append(kept, l)
-			}
-		}
-		base = kept
 	}
 	desc := mcp.Description
 	if desc == "" {
 		desc = def.Title
 	}
-	var (
-		s   map[string]any
-		c   *converter
-		err error
-	)
-	if rules.strict != strictNone {
-		c = newConverter(rules, def.ID, in, true)
-		s, err = c.convert()
-		if err != nil {
-			return nil, err
-		}
-		if c.fail == nil && budget != nil {
-			if why := budget.take(rules.caps, s); why != "" {
-				c.fail = &Loss{def.ID, "", "strict", why}
-			}
-		}
-		if c.fail == nil {
-			t.strict, t.nullable, t.keptNull = true, c.nullable, c.keptNull
-		}
-	}
-	if !t.strict {
-		var fail *Loss
-		if c != nil {
-			fail = c.fail
-		}
-		c = newConverter(rules, def.ID, in, false)
-		if s, err = c.convert(); err != nil {
-			return nil, err
-		}
-		if fail != nil {
-			c.losses = append(c.losses, *fail)
-		}
+	s, c, err := convertFor(rules, def.ID, in, budget, t)
+	if err != nil {
+		return nil, err
 	}
 	if rules.maxDescription > 0 {
 		var cut *Loss
@@ -234,6 +194,66 @@ func exportOne(rules *profileRules, def *Definition, doc map[string]any, output 
 	sortLosses(t.losses)
 	t.wire = rules.wire(name, desc, s, t.strict)
 	return t, nil
+}
+
+// withRootAllOf gives a Gemini profile the root allOf that the MCP export
+// leaves out: Gemini refuses a required name that no property declares, so
+// the converter merges it when it can and records the loss otherwise. The
+// loss the MCP export reported for that allOf is dropped from base.
+func withRootAllOf(source map[string]any, all any, base []Loss) (map[string]any, []Loss) {
+	in := make(map[string]any, len(source)+1)
+	for k, v := range source {
+		in[k] = v
+	}
+	in["allOf"] = all
+	kept := base[:0]
+	for _, l := range base {
+		if l.Keyword != "allOf" || l.Pointer != "" {
+			kept = append(kept, l)
+		}
+	}
+	return in, kept
+}
+
+// convertFor converts in for the profile: strictly when the profile has a
+// strict mode and the schema and the budget allow it (t is then marked
+// strict), and loosely otherwise, with the reason strict failed among the
+// losses.
+func convertFor(rules *profileRules, id string, in map[string]any, budget *strictBudget, t *exported) (map[string]any, *converter, error) {
+	var (
+		s   map[string]any
+		c   *converter
+		err error
+	)
+	if rules.strict != strictNone {
+		c = newConverter(rules, id, in, true)
+		s, err = c.convert()
+		if err != nil {
+			return nil, nil, err
+		}
+		if c.fail == nil && budget != nil {
+			if why := budget.take(rules.caps, s); why != "" {
+				c.fail = &Loss{id, "", "strict", why}
+			}
+		}
+		if c.fail == nil {
+			t.strict, t.nullable, t.keptNull = true, c.nullable, c.keptNull
+		}
+	}
+	if !t.strict {
+		var fail *Loss
+		if c != nil {
+			fail = c.fail
+		}
+		c = newConverter(rules, id, in, false)
+		if s, err = c.convert(); err != nil {
+			return nil, nil, err
+		}
+		if fail != nil {
+			c.losses = append(c.losses, *fail)
+		}
+	}
+	return s, c, nil
 }
 
 // rootLosses reports the root combinators the MCP export leaves out.

@@ -36,49 +36,9 @@ const DefaultKeyWait = 5 * time.Second
 // own, whatever actions its steps call. It is no action's id.
 const BatchKeyAction = "#batch"
 
-// The refusal codes of idempotency keys.
-const (
-	// CodeInProgress: a call with the same key is still running; retry
-	// the same call, with the same key, after a backoff.
-	CodeInProgress Code = "in_progress"
-	// CodeIdempotencyConflict: the key was used, within its window, for a
-	// call of the same action with other parameters. The refusal names
-	// neither the key nor a parameter.
-	CodeIdempotencyConflict Code = "idempotency_conflict"
-	// CodeIdempotencyKeyRequired: the action wants a key
-	// ([Definition].NeedsIdempotencyKey) and the caller's call has none.
-	CodeIdempotencyKeyRequired Code = "idempotency_key_required"
-)
-
 var (
-	keyCodes      = []Code{CodeInProgress, CodeIdempotencyConflict, CodeIdempotencyKeyRequired}
 	errNoKeyStore = errors.New("actions: Options.Store is nil: an idempotency key cannot be honoured (give the registry a Store, such as NewRunLog())")
 )
-
-// keySentinel returns the sentinel and policy of an idempotency code.
-func keySentinel(c Code) (error, Policy, bool) {
-	switch c {
-	case CodeInProgress:
-		return CodeInProgress, Policy{TransportToolResult, RetryAfterBackoff}, true
-	case CodeIdempotencyConflict:
-		return CodeIdempotencyConflict, Policy{TransportToolResult, RetryAfterEdit}, true
-	case CodeIdempotencyKeyRequired:
-		return CodeIdempotencyKeyRequired, Policy{TransportToolResult, RetryAfterEdit}, true
-	}
-	return nil, Policy{}, false
-}
-
-func keyNextAction(c Code) string {
-	switch c {
-	case CodeInProgress:
-		return "The same call is still running: wait, then send it again with the same idempotency key."
-	case CodeIdempotencyConflict:
-		return "This idempotency key was used for another call: use a new key for a new call, or resend the first call as it was."
-	case CodeIdempotencyKeyRequired:
-		return "Call again with an idempotency key: a new random string for each intended change, reused only to retry that same call."
-	}
-	return ""
-}
 
 // UnitKey is what a [Store] needs to run a unit at most once under an
 // idempotency key: the key's scope, the digest the retries are compared

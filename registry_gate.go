@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 )
 
 // Admit runs the checks of the gate that take nothing (unknown_action,
@@ -23,56 +22,6 @@ func (r *Registry[C]) Admit(ctx context.Context, id string, caller *Caller) erro
 		return unknownAction()
 	}
 	return r.gateOf().admit(&reg.action.Definition, caller)
-}
-
-// gateOf returns the registry's gate, making a default one for a registry
-// built without gate options.
-func (r *Registry[C]) gateOf() *gate {
-	if g := r.gate.Load(); g != nil {
-		return g
-	}
-	r.gate.CompareAndSwap(nil, newGate(GateOptions{}))
-	return r.gate.Load()
-}
-
-// clashesLocked lists the names (id and aliases) of each prepared action
-// that a registered action or alias holds, or an earlier action of regs;
-// at(k) is the pointer of regs[k]. Called with r.mu held.
-func (r *Registry[C]) clashesLocked(regs []*registered[C], at func(k int) string) []Issue {
-	var issues []Issue
-	g := r.gateOf()
-	taken := map[string]bool{}
-	used := func(name string) bool {
-		_, isID := r.actions.Load(name)
-		_, isAlias := g.aliases.Load(name)
-		return isID || isAlias || taken[name]
-	}
-	for k, reg := range regs {
-		d := &reg.action.Definition
-		if used(d.ID) {
-			issues = append(issues, Issue{Path: at(k) + "/id", Keyword: "id", Message: "the id " + d.ID + " is taken"})
-		}
-		for i, a := range d.DeprecatedAliases {
-			if used(a) {
-				issues = append(issues, Issue{Path: at(k) + "/deprecatedAliases/" + strconv.Itoa(i), Keyword: "deprecatedAliases",
-					Message: "the alias " + a + " is taken by an id or another alias"})
-			}
-		}
-		taken[d.ID] = true
-		for _, a := range d.DeprecatedAliases {
-			taken[a] = true
-		}
-	}
-	return issues
-}
-
-// storeLocked stores a prepared action under its id and aliases. Called
-// with r.mu held, after clashes found none.
-func (r *Registry[C]) storeLocked(reg *registered[C]) {
-	r.actions.Store(reg.action.ID, reg)
-	for _, a := range reg.action.DeprecatedAliases {
-		r.gateOf().aliases.Store(a, reg)
-	}
 }
 
 // PendingChange returns the pending change id, for the person who may

@@ -6,17 +6,6 @@ import (
 	"time"
 )
 
-// CodeTimeout: the body ran past its time limit ([Definition].Timeout,
-// or Options.Timeout): its context ended, the call was refused and its
-// unit rolled back. The same call may work later, or with less to do:
-// retry after a backoff (a tool result, so that a model reads it).
-const CodeTimeout Code = "timeout"
-
-// timeoutPolicy is the policy of [CodeTimeout].
-var timeoutPolicy = Policy{Transport: TransportToolResult, Retry: RetryAfterBackoff}
-
-const timeoutNextAction = "The action took too long; try again later, or with less to do."
-
 // errTimedOut is the cause of a context the registry ended because its
 // body ran out of time; a nested call's context inherits it.
 var errTimedOut = errors.New("actions: the action's time limit passed")

@@ -11,9 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Typed returns an action whose body takes its parameters as a Go value P
@@ -223,11 +222,6 @@ func inferOutput(rt reflect.Type) (map[string]any, *decoder, error) {
 		return nil, nil, r
 	}
 	return doc, plan, nil
-}
-
-func typeRefusal(ptr, msg string) *Refusal {
-	return refusef(CodeConstraintViolation, "the Go type cannot be used as the action's parameters",
-		Issue{Path: ptr, Keyword: "gotype", Message: msg})
 }
 
 // typeSchemas are the schemas of the types whose JSON form is not what
@@ -451,17 +445,6 @@ func (w *typeWalk) planStruct(d *decoder, t reflect.Type, ptr string) error {
 	return nil
 }
 
-// refTarget reports whether a ref tag may sit on a field of type t.
-func refTarget(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.String:
-		return true
-	case reflect.Pointer, reflect.Slice:
-		return t.Elem().Kind() == reflect.String
-	}
-	return false
-}
-
 // infer runs jsonschema-go on t and returns the schema in JSON's Go types.
 func (w *typeWalk) infer(t reflect.Type) (map[string]any, error) {
 	if w.custom {
@@ -559,4 +542,55 @@ func applyRefs(doc map[string]any, dec *decoder) {
 			applyRefs(ap, dec.elem)
 		}
 	}
+}
+
+// structSchema is the schema of a struct planned by d, built from its
+// members (jsonFields) as jsonschema-go builds one from VisibleFields: an
+// object without additional properties, a property per member, described
+// by its jsonschema tag, required unless omitempty, omitzero or promoted
+// through an embedded pointer (a nil one leaves it out). The tags'
+// enum and default are written here; refs are written later, for
+// parameters only (applyRefs). The schemas of the members' types come
+// from jsonschema-go with the structs already built in w.overrides.
+func (w *typeWalk) structSchema(d *decoder, members []jsonField, ptr string) (*jsonschema.Schema, error) {
+	s := &jsonschema.Schema{Type: "object", AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
+	over := w.typeSchemas()
+	for i, m := range members {
+		f := &d.fields[i]
+		at := ijson.AppendToken(ptr+"/properties", f.name)
+		fs, err := jsonschema.ForType(m.sf.Type, &jsonschema.ForOptions{TypeSchemas: over})
+		if err != nil {
+			r := typeRefusal(at, "jsonschema-go cannot infer a schema for field "+f.goName)
+			r.cause = err
+			return nil, r
+		}
+		if desc, ok := m.sf.Tag.Lookup("jsonschema"); ok {
+			if desc == "" || wordPrefix.MatchString(desc) {
+				return nil, typeRefusal(at, "field "+f.goName+" has a jsonschema tag that is empty or starts with WORD=, which jsonschema-go refuses")
+			}
+			fs.Description = desc
+		}
+		if err := f.tag.apply(fs); err != nil {
+			return nil, typeRefusal(at, "the tags of field "+f.goName+" have no JSON form")
+		}
+		if s.Properties == nil {
+			s.Properties = map[string]*jsonschema.Schema{}
+		}
+		s.Properties[f.name] = fs
+		s.PropertyOrder = append(s.PropertyOrder, f.name)
+		if !m.omitEmpty && !m.omitZero && !m.viaPointer {
+			s.Required = append(s.Required, f.name)
+		}
+	}
+	return s, nil
+}
+
+// typeSchemas are the schemas jsonschema-go takes for the types whose
+// form is not their Go structure: typeSchemas' and the walk's own.
+func (w *typeWalk) typeSchemas() map[reflect.Type]*jsonschema.Schema {
+	over := typeSchemas()
+	for k, v := range w.overrides {
+		over[k] = v
+	}
+	return over
 }

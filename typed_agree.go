@@ -198,3 +198,25 @@ func fits(t string, dec *decoder) bool {
 	}
 	return false
 }
+
+// agreeTag checks that a given property schema p says the tag's enum and
+// default, at the property's pointer at.
+func (a *agreement) agreeTag(p map[string]any, f *goField, at string) {
+	if f.tag.hasDef && !sameJSON(p["default"], f.tag.def) {
+		a.add(at, "default", fmt.Sprintf("field %s is tagged with a default its property does not have", f.goName))
+	}
+	if f.tag.enum == nil {
+		return
+	}
+	s := p
+	if f.tag.items {
+		s, _ = p["items"].(map[string]any)
+	}
+	var given any
+	if s != nil {
+		given = s["enum"]
+	}
+	if !sameJSON(given, any(f.tag.enum)) {
+		a.add(at, "enum", fmt.Sprintf("field %s is tagged with an enum its property does not have", f.goName))
+	}
+}

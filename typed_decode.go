@@ -379,3 +379,12 @@ func fieldOf(v reflect.Value, index []int) reflect.Value {
 	}
 	return v
 }
+
+// fieldTag is what a field's actions tag says.
+type fieldTag struct {
+	ref    string
+	enum   []any // JSON's Go types: string, bool, json.Number
+	def    any
+	hasDef bool
+	items  bool // enum applies to the items of a slice or array
+}

@@ -76,26 +76,33 @@ func (r *Registry[C]) batch(ctx context.Context, b Batch, inv invocation) (any, 
 	}
 	current = len(plan.steps)
 	if plan.result != "" {
-		// The result is no call's parameters: only the limits of canonical
-		// JSON bound how deep it may nest. And it is one placeholder, so
-		// it copies a result the batch holds once at most: no byte bound.
-		rl := pl
-		rl.MaxDepth = canonicalMaxDepth
-		rl.MaxBytes = math.MaxInt
-		v, ok, err := placeholder.Substitute(plan.result, lookup, canonicalText, rl)
-		if err != nil {
-			return nil, recs, false, substituteRefusal("/result", "result", err)
+		if result, err = batchResult(plan.result, lookup, pl); err != nil {
+			return nil, recs, false, err
 		}
-		if !ok {
-			v = nil
-		}
-		result = v
 	}
 	a, err := bound.result(r, result, plan.result == "")
 	if err != nil {
 		return nil, recs, false, err
 	}
 	return a, recs, true, nil
+}
+
+// batchResult is the batch's own result: its result placeholder filled
+// from the steps' results. It is no call's parameters: only the limits of
+// canonical JSON bound how deep it may nest. And it is one placeholder,
+// so it copies a result the batch holds once at most: no byte bound.
+func batchResult(result string, lookup func(string) (any, bool), pl placeholder.Limits) (any, error) {
+	rl := pl
+	rl.MaxDepth = canonicalMaxDepth
+	rl.MaxBytes = math.MaxInt
+	v, ok, err := placeholder.Substitute(result, lookup, canonicalText, rl)
+	if err != nil {
+		return nil, substituteRefusal("/result", "result", err)
+	}
+	if !ok {
+		v = nil
+	}
+	return v, nil
 }
 
 // holdBatch holds b whole when a step needs confirmation: every step is

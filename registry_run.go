@@ -284,16 +284,9 @@ func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefRe
 	t := &f.Trace
 	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
 	t.progress = f.inv.progress
-	var env C
-	switch {
-	case r.env != nil:
-		if perr := safeCallOf("registry's Env of", id, func() { env = r.env(ctx, t) }); perr != nil {
-			return nil, entry.refused(perr, entry.Parameters), perr
-		}
-	default:
-		if tc, ok := any(t).(C); ok {
-			env = tc
-		}
+	env, perr := r.envOf(ctx, id, t)
+	if perr != nil {
+		return nil, entry.refused(perr, entry.Parameters), perr
 	}
 	if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, env) }); perr != nil {
 		err = perr
@@ -304,16 +297,7 @@ func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefRe
 		return nil, entry.refused(terr, entry.Parameters), terr
 	}
 	if err != nil {
-		if nr := asRefusal(err); nr != nil && nr.Code != CodeCancelled && t.fromNestedCall(nr) {
-			// Not the caller's fault: a call the body made was refused
-			// (a cancellation stays one: it ends the whole call).
-			ir := NewRefusal(CodeInternal, "the action failed: a call it made was refused")
-			ir.cause = err
-			err = ir
-		} else if isCancel(err) && asRefusal(err) == nil {
-			err = cancelRefusal(err)
-		}
-		err = reg.action.declared(err)
+		err = bodyRefusal(reg, t, err)
 		return nil, entry.refused(err, entry.Parameters), err
 	}
 	written := result
@@ -333,6 +317,35 @@ func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefRe
 	}
 	entry.Outcome = OutcomeDone
 	return result, entry, nil
+}
+
+// envOf builds the body's environment: the registry's Env, or the call's
+// Trace itself when C is *Trace and no Env was given.
+func (r *Registry[C]) envOf(ctx context.Context, id string, t *Trace) (env C, err error) {
+	switch {
+	case r.env != nil:
+		err = safeCallOf("registry's Env of", id, func() { env = r.env(ctx, t) })
+	default:
+		if tc, ok := any(t).(C); ok {
+			env = tc
+		}
+	}
+	return env, err
+}
+
+// bodyRefusal is the refusal a body's error becomes: an internal one
+// when a call the body made was refused (not the caller's fault; a
+// cancellation stays one, as it ends the whole call), a cancellation,
+// or the body's own error as the action declares it.
+func bodyRefusal[C any](reg *registered[C], t *Trace, err error) error {
+	if nr := asRefusal(err); nr != nil && nr.Code != CodeCancelled && t.fromNestedCall(nr) {
+		ir := NewRefusal(CodeInternal, "the action failed: a call it made was refused")
+		ir.cause = err
+		err = ir
+	} else if isCancel(err) && asRefusal(err) == nil {
+		err = cancelRefusal(err)
+	}
+	return reg.action.declared(err)
 }
 
 // nested runs a call a body made: through the gate with its caller's

@@ -92,16 +92,7 @@ func jsonFields(t reflect.Type) []jsonField {
 					if f.name == "" {
 						f.name = sf.Name
 					}
-					for _, o := range strings.Split(opts, ",") {
-						switch o {
-						case "omitempty":
-							f.omitEmpty = true
-						case "omitzero":
-							f.omitZero = true
-						case "string":
-							f.stringOpt = true
-						}
-					}
+					f.setOptions(opts)
 					fields = append(fields, f)
 					if count[e.typ] > 1 {
 						// The same struct embedded twice at one depth:
@@ -120,6 +111,29 @@ func jsonFields(t reflect.Type) []jsonField {
 			}
 		}
 	}
+	return dominantFields(fields)
+}
+
+// setOptions sets the field's json tag options (omitempty, omitzero,
+// string); others are ignored, as encoding/json ignores them.
+func (f *jsonField) setOptions(opts string) {
+	for _, o := range strings.Split(opts, ",") {
+		switch o {
+		case "omitempty":
+			f.omitEmpty = true
+		case "omitzero":
+			f.omitZero = true
+		case "string":
+			f.stringOpt = true
+		}
+	}
+}
+
+// dominantFields keeps, of the fields that share a JSON name, the
+// dominant one as encoding/json picks it (the shallowest, then the
+// tagged), and drops a name that two fields hold as equals; the kept
+// fields come in index order.
+func dominantFields(fields []jsonField) []jsonField {
 	slices.SortFunc(fields, func(a, b jsonField) int {
 		if c := strings.Compare(a.name, b.name); c != 0 {
 			return c

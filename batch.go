@@ -1,11 +1,7 @@
 package actions
 
 import (
-	"errors"
 	"strconv"
-
-	"github.com/actionreg/actions/internal/ijson"
-	"github.com/actionreg/actions/internal/placeholder"
 )
 
 // Batch is a call-only script: calls run one after the other, each able to
@@ -83,44 +79,6 @@ func (e *StepError) Unwrap() error { return e.Err }
 // is at Pointer() + "/with" + its Path in the batch.
 func (e *StepError) Pointer() string { return stepPointer(e.Index) }
 
-// scopeValue is the value a named result stands for in later placeholders:
-// the JSON the entry recorded, read back, so that it holds JSON's Go types
-// only and agrees with the run log.
-func scopeValue(e RunEntry) (any, error) {
-	if e.Result == "" {
-		return nil, nil
-	}
-	v, err := ijson.Decode([]byte(e.Result), 0)
-	if err != nil {
-		r := refusef(CodeInternal, "a recorded result cannot be read back")
-		r.cause = err
-		return nil, r
-	}
-	return v, nil
-}
-
-// substituteRefusal reports a fault met while substituting, which the
-// check leaves to run time: a copied value nesting too deep. The other
-// kinds cannot happen after the check; they are mapped for safety.
-func substituteRefusal(at, keyword string, err error) error {
-	var pe *placeholder.Error
-	if !errors.As(err, &pe) {
-		return err
-	}
-	is := Issue{Path: at + pe.Pointer, Keyword: keyword}
-	switch pe.Kind {
-	case placeholder.UnknownReference:
-		is.Message = "no earlier step is named " + pe.Name
-		return refusef(CodeUnknownReference, "a placeholder names a result that no earlier step sets", is)
-	case placeholder.Text:
-		r := refusef(CodeInternal, "a placeholder's value has no text")
-		r.cause = err
-		return r
-	}
-	is.Message = placeholderMessage(pe)
-	return refusef(CodeInvalidScriptStep, "a step cannot be prepared", is)
-}
-
 // clone copies b deeply, its "with" values as JSON's Go types: a held
 // batch is the caller's no more.
 func (b Batch) clone() Batch {
@@ -134,3 +92,5 @@ func (b Batch) clone() Batch {
 	}
 	return c
 }
+
+func stepPointer(i int) string { return "/commands/" + strconv.Itoa(i) }

@@ -214,8 +214,6 @@ type stepRef struct {
 	name    string
 }
 
-func stepPointer(i int) string { return "/commands/" + strconv.Itoa(i) }
-
 // issueList collects issues up to maxBatchIssues.
 type issueList struct {
 	issues []Issue

@@ -1,7 +1,6 @@
 package actions
 
 import (
-	"errors"
 	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
@@ -35,75 +34,6 @@ const DefaultKeyWait = 5 * time.Second
 // BatchKeyAction is the [UnitKey].Action of a batch: a batch's key is its
 // own, whatever actions its steps call. It is no action's id.
 const BatchKeyAction = "#batch"
-
-var (
-	errNoKeyStore = errors.New("actions: Options.Store is nil: an idempotency key cannot be honoured (give the registry a Store, such as NewRunLog())")
-)
-
-// UnitKey is what a [Store] needs to run a unit at most once under an
-// idempotency key: the key's scope, the digest the retries are compared
-// by, and the clock's readings.
-type UnitKey struct {
-	// Principal is the caller's principal ("" for the host and for an
-	// anonymous caller, who share one scope).
-	Principal string
-	// Action is the action's id (never an alias), or BatchKeyAction.
-	Action string
-	// Key is the caller's key, as given (1 to 255 printable ASCII bytes).
-	Key string
-	// Digest is the hex SHA-256 of the canonical JSON of the parameters
-	// as given (of the batch, for a batch): a retry whose digest differs
-	// is refused idempotency_conflict.
-	Digest string
-	// Now is the registry's clock at the call; Expires is Now plus the
-	// window: a recorded unit answers until Expires.
-	Now, Expires time.Time
-	// Wait bounds how long a retry waits for a first call still running
-	// under the key, before the store refuses it in_progress.
-	Wait time.Duration
-	// Replace is set for a decision on a pending change held under the
-	// key: the store runs the unit whatever the key recorded and, when it
-	// commits, records it under the key in place of the held call, so
-	// that a retry of the held call gets the decided answer.
-	Replace bool
-	// Audit is the audit record of the retry, for the audit line a store
-	// writes when a recorded unit answers (see [Recorded.AuditLine]).
-	Audit Audit
-}
-
-// Answer is what a unit run under a key answers its retries with.
-type Answer struct {
-	// Value is the canonical JSON of the unit's value ("" for none).
-	Value string `json:"value,omitempty"`
-	// Refusal is the refusal a retry gets, or nil: the receipt of a held
-	// call (confirmation_required), or the rejection of its change.
-	Refusal *Refusal `json:"refusal,omitempty"`
-}
-
-// Recorded is a unit a [Store] keeps under a key, which answers a retry.
-type Recorded struct {
-	// Unit is the store's id of the unit (sqlstore: the run log's unit
-	// column).
-	Unit string
-	Answer
-	// Records are the unit's records as kept.
-	Records []Record
-}
-
-// AuditLine is the one record a store writes for a retry that a
-// recorded unit answered: the recorded unit's last entry, as it is, with
-// the retry's audit a, whose Answered names the recorded unit, marked
-// RolledBack, since the retry changed nothing (a replay skips it, and
-// reads of kept records leave it out).
-func (r *Recorded) AuditLine(a Audit) Record {
-	rec := Record{Entry: RunEntry{Steps: []RunStep{}, Outcome: OutcomeRefused}}
-	if n := len(r.Records); n > 0 {
-		rec = r.Records[n-1].clone()
-	}
-	a.Answered = r.Unit
-	rec.Audit, rec.RolledBack = a, true
-	return rec
-}
 
 // checkKey refuses a key that is empty, longer than
 // MaxIdempotencyKeyLength or not printable ASCII: invalid_parameters,
@@ -173,24 +103,6 @@ func answeredFrom(rec *Recorded) (Result, error) {
 		res.Value, res.Text = v, rec.Value
 	}
 	return res, nil
-}
-
-// inProgress is the refusal of a retry whose first call still runs.
-func inProgress(retryAt time.Time) *Refusal {
-	r := NewRefusal(CodeInProgress, "a call with this idempotency key is still running")
-	r.RetryAt = retryAt
-	return r
-}
-
-// InProgress returns the in_progress refusal a [Store] gives a retry
-// that waited k.Wait for the first call under its key: retry at
-// k.Now + k.Wait, or later.
-func (k UnitKey) InProgress() *Refusal { return inProgress(k.Now.Add(k.Wait)) }
-
-// Conflict returns the idempotency_conflict refusal a [Store] gives a
-// call whose key recorded a call with other parameters.
-func (k UnitKey) Conflict() *Refusal {
-	return NewRefusal(CodeIdempotencyConflict, "this idempotency key was used for a call with other parameters")
 }
 
 // keySentence ends the description of a tool whose action needs an

@@ -223,12 +223,6 @@ func (rc Receipt) refusal() *Refusal {
 	return r
 }
 
-func internalRefusal(msg string, cause error) *Refusal {
-	r := NewRefusal(CodeInternal, msg)
-	r.cause = cause
-	return r
-}
-
 func (g *gate) pendingOf(ctx context.Context, id string, c *Caller) (PendingChange, error) {
 	pc, err := g.store().Get(ctx, id)
 	switch {

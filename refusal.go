@@ -308,3 +308,9 @@ func panicRefusal(where string, p any) *Refusal {
 func unknownAction() *Refusal {
 	return NewRefusal(CodeUnknownAction, "no action is registered under this id")
 }
+
+func internalRefusal(msg string, cause error) *Refusal {
+	r := NewRefusal(CodeInternal, msg)
+	r.cause = cause
+	return r
+}

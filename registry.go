@@ -491,3 +491,33 @@ func (r *Registry[C]) storeLocked(reg *registered[C]) {
 		r.gateOf().aliases.Store(a, reg)
 	}
 }
+
+// Runner is what a host and every transport do with actions: run a call
+// or a batch, decide a pending change, replay a record, and see what a
+// caller may call. It has no type parameter: a transport never needs the
+// environment bodies receive. [*Registry] implements it; mcpserver, the
+// batch tool and the pages take it and add transport only.
+//
+// Implementations are safe for concurrent use.
+type Runner interface {
+	// Run runs c: see [Registry.Run].
+	Run(ctx context.Context, c Call) (Result, error)
+	// Decide confirms or rejects a pending change: see [Registry.Decide].
+	Decide(ctx context.Context, d Decision) (Result, error)
+	// Replay runs a record's call again and compares: see
+	// [Registry.Replay].
+	Replay(ctx context.Context, rec Record) (RunEntry, error)
+	// Admit runs the gate's checks that take nothing: see
+	// [Registry.Admit].
+	Admit(ctx context.Context, name string, c *Caller) error
+	// Tools exports the actions as MCP tools: see [Registry.Tools].
+	Tools(opts *ToolOptions) ([]Tool, error)
+	// Definitions returns every action's definition: see
+	// [Registry.Definitions].
+	Definitions() []Definition
+	// PendingChange returns a pending change for the person who may
+	// decide it: see [Registry.PendingChange].
+	PendingChange(ctx context.Context, id string, c *Caller) (PendingChange, error)
+	// Limits returns the limits in force.
+	Limits() Limits
+}

@@ -4,8 +4,10 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"math"
 
+	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/placeholder"
 )
 
@@ -197,4 +199,42 @@ func (r *Registry[C]) holdBatch(ctx context.Context, b Batch, plan *batchPlan, i
 // the batch runs.
 func (r *Registry[C]) DecodeBatch(data []byte) (Batch, error) {
 	return decodeBatch(data, r.Limits())
+}
+
+// scopeValue is the value a named result stands for in later placeholders:
+// the JSON the entry recorded, read back, so that it holds JSON's Go types
+// only and agrees with the run log.
+func scopeValue(e RunEntry) (any, error) {
+	if e.Result == "" {
+		return nil, nil
+	}
+	v, err := ijson.Decode([]byte(e.Result), 0)
+	if err != nil {
+		r := refusef(CodeInternal, "a recorded result cannot be read back")
+		r.cause = err
+		return nil, r
+	}
+	return v, nil
+}
+
+// substituteRefusal reports a fault met while substituting, which the
+// check leaves to run time: a copied value nesting too deep. The other
+// kinds cannot happen after the check; they are mapped for safety.
+func substituteRefusal(at, keyword string, err error) error {
+	var pe *placeholder.Error
+	if !errors.As(err, &pe) {
+		return err
+	}
+	is := Issue{Path: at + pe.Pointer, Keyword: keyword}
+	switch pe.Kind {
+	case placeholder.UnknownReference:
+		is.Message = "no earlier step is named " + pe.Name
+		return refusef(CodeUnknownReference, "a placeholder names a result that no earlier step sets", is)
+	case placeholder.Text:
+		r := refusef(CodeInternal, "a placeholder's value has no text")
+		r.cause = err
+		return r
+	}
+	is.Message = placeholderMessage(pe)
+	return refusef(CodeInvalidScriptStep, "a step cannot be prepared", is)
 }

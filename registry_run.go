@@ -5,6 +5,7 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -68,13 +69,13 @@ func (r *Registry[C]) Run(ctx context.Context, c Call) (Result, error) {
 	})
 }
 
-// work is one unit's work: its value, records, whether to keep it, and
+// unitWork is one unit's work: its value, records, whether to keep it, and
 // its error.
-type work func(ctx context.Context) (value any, recs []Record, commit bool, err error)
+type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, err error)
 
 // unit runs fn in one unit of the store, at most once under k when k is
 // not nil, and delivers its records.
-func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn work) (Result, error) {
+func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result, error) {
 	var value any
 	attempt := func(ctx context.Context) Unit {
 		v, recs, commit, err := fn(ctx)
@@ -579,3 +580,7 @@ func (r *Registry[C]) newProgress(fn func(Progress)) *progress {
 	}
 	return &progress{fn: fn, every: every, now: r.gateOf().opts.Now}
 }
+
+var (
+	errNoKeyStore = errors.New("actions: Options.Store is nil: an idempotency key cannot be honoured (give the registry a Store, such as NewRunLog())")
+)

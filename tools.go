@@ -59,11 +59,6 @@ type ToolAnnotations struct {
 	OpenWorldHint bool `json:"openWorldHint"`
 }
 
-// MaxToolNameLength is the longest tool name MCP accepts. Most AI
-// providers accept at most 64 characters: keep ids shorter than that when
-// the tools are meant for them.
-const MaxToolNameLength = 128
-
 // ToolOptions configures an export to tools. The zero value (or nil)
 // exports the schemas as they are.
 type ToolOptions struct {

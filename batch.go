@@ -79,18 +79,4 @@ func (e *StepError) Unwrap() error { return e.Err }
 // is at Pointer() + "/with" + its Path in the batch.
 func (e *StepError) Pointer() string { return stepPointer(e.Index) }
 
-// clone copies b deeply, its "with" values as JSON's Go types: a held
-// batch is the caller's no more.
-func (b Batch) clone() Batch {
-	text, err := exactText(b)
-	if err != nil {
-		return b
-	}
-	c, err := decodeBatch([]byte(text), unmarshalLimits())
-	if err != nil {
-		return b
-	}
-	return c
-}
-
 func stepPointer(i int) string { return "/commands/" + strconv.Itoa(i) }

@@ -485,3 +485,17 @@ func unknownRefs(refs []stepRef, names map[string]int) *Refusal {
 	}
 	return faults.refusal(CodeUnknownReference, "a placeholder names a result that no earlier step sets")
 }
+
+// clone copies b deeply, its "with" values as JSON's Go types: a held
+// batch is the caller's no more.
+func (b Batch) clone() Batch {
+	text, err := exactText(b)
+	if err != nil {
+		return b
+	}
+	c, err := decodeBatch([]byte(text), unmarshalLimits())
+	if err != nil {
+		return b
+	}
+	return c
+}

@@ -292,8 +292,12 @@ type batchBound struct {
 	reserve int // for the batch's result
 	off     bool
 	steps   []any
-	last    invocation
+	last    boundFunc // bounds as the last step ran
 }
+
+// boundFunc bounds a result's text to limit bytes as one call's result
+// (paging as that call, if it can); nil when it fits.
+type boundFunc func(text string, limit int) (*Bounded, error)
 
 func newBatchBound(l Limits) *batchBound {
 	b := &batchBound{limits: l, off: l.MaxBatchResultBytes < 0}
@@ -308,20 +312,17 @@ func newBatchBound(l Limits) *batchBound {
 }
 
 // step records the bounded form of one step's result (rec's entry holds
-// it whole) and returns the record kept small.
-func (b *batchBound) step(r interface {
-	boundFor(invocation, string, int) (*Bounded, error)
-	limitOf(string) int
-}, inv invocation, rec Record) Record {
-	b.last = inv
+// it whole) and returns the record kept small. limit is the step's
+// action's result limit, and bound bounds as that step.
+func (b *batchBound) step(limit int, bound boundFunc, rec Record) Record {
+	b.last = bound
 	text := rec.Entry.Result
 	var form any
 	if text != "" && rec.Entry.Outcome == OutcomeDone {
-		limit := r.limitOf(inv.name)
 		if !b.off && (limit < 0 || limit > b.left) {
 			limit = b.left
 		}
-		bf, err := r.boundFor(inv, text, limit)
+		bf, err := bound(text, limit)
 		switch {
 		case err != nil:
 			bf = omitted(text, limit)
@@ -341,10 +342,9 @@ func (b *batchBound) step(r interface {
 
 // result bounds the batch's result v (in JSON's Go types): by
 // MaxResultBytes, within what is reserved and left. byLast is true when v
-// is the last step's whole result, which then pages as that step.
-func (b *batchBound) result(r interface {
-	boundFor(invocation, string, int) (*Bounded, error)
-}, v any, byLast bool) (answered, error) {
+// is the last step's whole result, which then pages as that step; bound
+// bounds as no step.
+func (b *batchBound) result(bound boundFunc, v any, byLast bool) (answered, error) {
 	text, err := canonicalString(v)
 	if err != nil {
 		return answered{}, err
@@ -356,11 +356,10 @@ func (b *batchBound) result(r interface {
 			limit = room
 		}
 	}
-	inv := invocation{}
-	if byLast {
-		inv = b.last
+	if byLast && b.last != nil { // no step ran: bound as none
+		bound = b.last
 	}
-	form, err := r.boundFor(inv, text, limit)
+	form, err := bound(text, limit)
 	switch {
 	case err != nil:
 		return answered{value: omitted(text, limit), text: mustText(omitted(text, limit)), steps: b.steps}, nil
@@ -425,24 +424,4 @@ func oversized(e RunEntry, limit int) bool {
 func digestOf(text string) string {
 	sum := sha256.Sum256([]byte(text))
 	return hex.EncodeToString(sum[:])
-}
-
-// divergeResult compares the recorded result of want with the replayed
-// one of got, as texts when both were kept, as digests when either was
-// kept as one (the recorded text in canonical form).
-func divergeResult(at string, want, got RunEntry) *Divergence {
-	if want.ResultSHA256 == "" && got.ResultSHA256 == "" {
-		return divergeText(at+"/result", want.Result, got.Result)
-	}
-	wd, gd := want.ResultSHA256, got.ResultSHA256
-	if wd == "" {
-		wd = digestOf(canonicalForm(want.Result))
-	}
-	if gd == "" {
-		gd = digestOf(got.Result)
-	}
-	if wd == gd {
-		return nil
-	}
-	return &Divergence{Path: at + "/resultSHA256", Want: wd, Got: gd}
 }

@@ -2,6 +2,9 @@ package actions
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"slices"
 	"sort"
 	"strings"
@@ -416,4 +419,86 @@ func (d *Definition) declared(err error) error {
 	cp := *r
 	cp.Retry = retry
 	return &cp
+}
+
+// hold stores a checked call (or a batch) as a pending change proposed by
+// c, and returns its receipt. A principal holding MaxPending changes
+// already is refused rate_limited: nothing is held.
+func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, error) {
+	if max := g.opts.MaxPending; max >= 0 {
+		if max == 0 {
+			max = DefaultMaxPending
+		}
+		held, err := g.store().List(ctx, c.Principal)
+		if err != nil {
+			return Receipt{}, internalRefusal("the pending changes could not be read", err)
+		}
+		now := g.opts.Now()
+		n := 0
+		for _, h := range held {
+			if now.Before(h.Expires) {
+				n++
+			}
+		}
+		if n >= max {
+			r := NewRefusal(CodeRateLimited, "the caller holds as many pending changes as it may: confirm or reject one first")
+			r.NextAction = "Ask the user to confirm or reject the changes waiting, then call again."
+			return Receipt{}, r
+		}
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return Receipt{}, internalRefusal("no random id for the pending change", err)
+	}
+	now := g.opts.Now()
+	pc.ID = hex.EncodeToString(b[:])
+	pc.Proposer = c.clone()
+	pc.Proposer.PendingChange = ""
+	pc.Created, pc.Expires = now, now.Add(g.opts.PendingFor)
+	if err := g.store().Hold(ctx, pc); err != nil {
+		return Receipt{}, internalRefusal("the pending change could not be stored", err)
+	}
+	return pc.receipt(), nil
+}
+
+func (g *gate) pendingOf(ctx context.Context, id string, c *Caller) (PendingChange, error) {
+	pc, err := g.store().Get(ctx, id)
+	switch {
+	case errors.Is(err, ErrNoPendingChange):
+		return PendingChange{}, unknownChange()
+	case err != nil:
+		return PendingChange{}, internalRefusal("the pending change could not be read", err)
+	case c == nil || c.Principal == "" || c.Principal != pc.Proposer.Principal || !g.opts.Now().Before(pc.Expires):
+		return PendingChange{}, unknownChange()
+	}
+	return pc, nil
+}
+
+// take claims the change for a confirmation or a rejection: once.
+func (g *gate) take(ctx context.Context, id string, c *Caller) (PendingChange, error) {
+	if _, err := g.pendingOf(ctx, id, c); err != nil {
+		return PendingChange{}, err
+	}
+	pc, err := g.store().Take(ctx, id)
+	switch {
+	case errors.Is(err, ErrNoPendingChange):
+		return PendingChange{}, unknownChange()
+	case err != nil:
+		return PendingChange{}, internalRefusal("the pending change could not be taken", err)
+	}
+	return pc, nil
+}
+
+// shared takes one call of id by principal from the gate's Limiter.
+func (g *gate) shared(ctx context.Context, id, principal string, lim rate.Limit, burst int) error {
+	at, ok, err := g.opts.Limiter.Take(ctx, principal, id, lim, burst, g.opts.Now())
+	switch {
+	case err != nil:
+		return internalRefusal("the rate limit could not be read", err)
+	case !ok:
+		r := NewRefusal(CodeRateLimited, "the caller calls this action too often")
+		r.RetryAt = at
+		return r
+	}
+	return nil
 }

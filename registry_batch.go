@@ -62,7 +62,7 @@ func (r *Registry[C]) batch(ctx context.Context, b Batch, inv invocation) (any, 
 		step.name, step.params, step.step = st.call, params, true
 		step.stepIndex, step.progress = i, nil
 		_, rec, _, err := r.top(ctx, step)
-		recs = append(recs, bound.step(r, step, rec))
+		recs = append(recs, bound.step(r.limitOf(step.name), r.bounder(step), rec))
 		if err != nil {
 			return nil, recs, false, &StepError{Index: i, Action: st.call, Err: err}
 		}
@@ -82,7 +82,7 @@ func (r *Registry[C]) batch(ctx context.Context, b Batch, inv invocation) (any, 
 			return nil, recs, false, err
 		}
 	}
-	a, err := bound.result(r, result, plan.result == "")
+	a, err := bound.result(r.bounder(invocation{}), result, plan.result == "")
 	if err != nil {
 		return nil, recs, false, err
 	}

@@ -458,6 +458,11 @@ func (r *Registry[C]) boundFor(inv invocation, text string, limit int) (*Bounded
 	return boundText(text, limit, next)
 }
 
+// bounder bounds a result as inv's (see boundFor).
+func (r *Registry[C]) bounder(inv invocation) boundFunc {
+	return func(text string, limit int) (*Bounded, error) { return r.boundFor(inv, text, limit) }
+}
+
 // limitOf is the result bound of the action called as name.
 func (r *Registry[C]) limitOf(name string) int { return resultLimitOf(r, name, r.Limits()) }
 

@@ -120,3 +120,23 @@ func callsDeeper(s *RunStep, n int) bool {
 	}
 	return false
 }
+
+// divergeResult compares the recorded result of want with the replayed
+// one of got, as texts when both were kept, as digests when either was
+// kept as one (the recorded text in canonical form).
+func divergeResult(at string, want, got RunEntry) *Divergence {
+	if want.ResultSHA256 == "" && got.ResultSHA256 == "" {
+		return divergeText(at+"/result", want.Result, got.Result)
+	}
+	wd, gd := want.ResultSHA256, got.ResultSHA256
+	if wd == "" {
+		wd = digestOf(canonicalForm(want.Result))
+	}
+	if gd == "" {
+		gd = digestOf(got.Result)
+	}
+	if wd == gd {
+		return nil
+	}
+	return &Divergence{Path: at + "/resultSHA256", Want: wd, Got: gd}
+}

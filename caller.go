@@ -1,3 +1,5 @@
+// Who calls: the Caller the host builds for each call, and the Audit line that records it.
+
 package actions
 
 import (

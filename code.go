@@ -1,3 +1,5 @@
+// The refusal codes and the policy of each: how a connector delivers it, and whether a retry can work.
+
 package actions
 
 import (

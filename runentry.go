@@ -1,3 +1,5 @@
+// What a call leaves in the run log: its RunEntry and the RunSteps of the calls it made.
+
 package actions
 
 import (

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 )
 
 // RunLog keeps records in memory, in the order their units were settled:
@@ -106,4 +107,22 @@ func (w *EntryWriter) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
+}
+
+// runLogKeys are a RunLog's units run under idempotency keys, by
+// (principal, action, key). Guarded by the RunLog's mu.
+type runLogKeys struct {
+	m     map[runLogKey]*keyedUnit
+	units int // units recorded so far: their ids are "runlog:1", ...
+	swept int // len(m) after the last sweep of expired units
+}
+
+type runLogKey struct{ principal, action, key string }
+
+// keyedUnit is a unit under a key: running (done open), or recorded.
+type keyedUnit struct {
+	digest  string
+	done    chan struct{} // closed when the unit is settled
+	rec     *Recorded     // nil while running
+	expires time.Time
 }

@@ -1,3 +1,5 @@
+// The Store a registry keeps its units in, and the idempotency keys it runs a unit under.
+
 package actions
 
 import (

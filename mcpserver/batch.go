@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -87,13 +88,17 @@ func addBatchTool(s *mcp.Server, srv *server, tools []actions.Tool) (*batchHandl
 		desc = batchDescription
 	}
 	falseHint, trueHint := false, true
-	s.AddTool(&mcp.Tool{
+	tool := &mcp.Tool{
 		Name:        name,
 		Title:       "Run several calls as one unit",
 		Description: desc,
 		InputSchema: json.RawMessage(schema),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: &trueHint, OpenWorldHint: &falseHint},
-	}, h.call)
+	}
+	if srv.opts.ConfirmURL != nil && slices.ContainsFunc(h.ids, func(id any) bool { return srv.needsConfirmation(id.(string)) }) {
+		tool.Meta = mcp.Meta{"ui": map[string]any{"resourceUri": ConfirmViewURI}}
+	}
+	s.AddTool(tool, h.call)
 	return h, nil
 }
 

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -75,3 +76,51 @@ func TestIdempotencyKeyMeta(t *testing.T) {
 	assert.Equal(t, b1.Content, b2.Content)
 	assert.Equal(t, int64(2), runs.Load())
 }
+
+// TestIdempotencyKeyHeader: over streamable HTTP, the Idempotency-Key
+// header (a structured-field string) is the call's key: the same call sent
+// twice with one key runs once and both answers are the first's; another
+// key runs again.
+func TestIdempotencyKeyHeader(t *testing.T) {
+	ctx := context.Background()
+	var runs atomic.Int64
+	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: actions.NewRunLog()})
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge"},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) {
+			return map[string]any{"n": runs.Add(1)}, nil
+		}))
+	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
+	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
+			return &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+		}}))
+	web := httptest.NewServer(mcpserver.HTTPHandler(server, nil))
+	defer web.Close()
+	key := new(atomic.Value)
+	key.Store(`"k-1"`)
+	httpClient := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Idempotency-Key", key.Load().(string))
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v0.0.1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: web.URL, HTTPClient: httpClient}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	text := func() string {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-charge"})
+		require.NoError(t, err)
+		require.False(t, res.IsError)
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	first := text()
+	assert.Equal(t, `{"n":1}`, first)
+	assert.Equal(t, first, text(), "the retry gets the first answer")
+	assert.Equal(t, int64(1), runs.Load(), "the body ran once")
+	key.Store("k-2") // a bare token is taken as it is
+	assert.Equal(t, `{"n":2}`, text())
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -213,6 +213,13 @@ func AddTools(s *mcp.Server, r actions.Runner, opts *Options) error {
 			return err
 		}
 	}
+	var held []*mcp.Tool // the tools whose calls may be held for confirmation
+	for _, p := range all {
+		if srv.needsConfirmation(p.handler.id) {
+			held = append(held, p.tool)
+		}
+	}
+	srv.addConfirmView(s, held)
 	handlers := make([]*toolHandler, 0, len(all))
 	for _, p := range all {
 		s.AddTool(p.tool, p.handler.call)

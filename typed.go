@@ -100,7 +100,7 @@ func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C)
 	if def.Parameters == nil {
 		a.Parameters = doc
 	} else {
-		a.agree = func(doc map[string]any) error { return inAction(agree(doc, dec), "/parameters") }
+		a.agree = func(doc map[string]any) error { return inAction(agreeWith(doc, dec), "/parameters") }
 	}
 	out, plan, err := inferOutput(reflect.TypeFor[R]())
 	switch {

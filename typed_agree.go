@@ -8,12 +8,12 @@ import (
 	"github.com/actionreg/actions/internal/ijson"
 )
 
-// agree checks that a given parameters schema doc and the Go type planned
+// agreeWith checks that a given parameters schema doc and the Go type planned
 // by dec describe the same values: every required property has a field,
 // every field a property, and each property's type fits its field's. It
 // returns a *Refusal constraint_violation with one issue per
 // disagreement, at the schema pointer, naming the field.
-func agree(doc map[string]any, dec *decoder) error {
+func agreeWith(doc map[string]any, dec *decoder) error {
 	a := agreement{doc: doc}
 	a.walk(doc, dec, "", dec.t.String(), 0)
 	if len(a.issues) == 0 {

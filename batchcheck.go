@@ -18,44 +18,6 @@ import (
 	"github.com/actionreg/actions/internal/placeholder"
 )
 
-// DecodeBatch decodes a batch's JSON text strictly (I-JSON, RFC 7493:
-// duplicate member names, invalid UTF-8 and lone surrogates are refused)
-// and checks the whole batch as [Registry.Run] does, with the
-// registry's limits, before anything runs.
-// Numbers in "with" are kept exact, as json.Number.
-//
-// Errors, all *Refusal, each issue at the RFC 6901 pointer into the batch
-// of the value at fault, with the key at fault as its Keyword:
-//   - invalid_script_step: text that is not I-JSON (a duplicate key is
-//     reported at the duplicated member, e.g. /commands/0/call); a batch
-//     that is not an object, has no "commands" array, or holds a key other
-//     than "commands" and "result" ("parameters" included: a script with
-//     parameters is the engine's); a step that is not an object, or holds
-//     a key other than "call", "with" and "as" (a command, "when", "each",
-//     "fail"...: /commands/2/when); a "call" that is missing or not a
-//     non-empty string; a "with" that is not an object, or nests deeper
-//     than Limits.MaxParamDepth; an "as" that is not an identifier, or
-//     repeats an earlier step's; more steps than Limits.MaxBatchCalls; a
-//     placeholder longer than Limits.MaxPlaceholderLength, or more than
-//     Limits.MaxPlaceholders in one step; a "result" that is not one
-//     placeholder path;
-//   - unknown_reference: a path placeholder whose name is not the "as" of
-//     an earlier step (in "result": of any step), at the pointer of the
-//     string holding it.
-//
-// Each refusal lists every fault of its kind, in the order of the batch
-// (top-level keys, then steps, then "result"), at most 100. A step whose
-// shape is wrong (a foreign key, a call or as that is not a string, a with
-// that is not an object) reports that only. unknown_reference is checked
-// once no invalid_script_step fault remains.
-//
-// DecodeBatch does not check that the actions exist or that the
-// parameters fit their schemas: those are refusals of the calls, met when
-// the batch runs.
-func (r *Registry[C]) DecodeBatch(data []byte) (Batch, error) {
-	return decodeBatch(data, r.Limits())
-}
-
 func decodeBatch(data []byte, limits Limits) (Batch, error) {
 	limits = limits.withDefaults()
 	v, err := ijson.Decode(data, limits.MaxParamDepth+batchDepth)
@@ -251,8 +213,6 @@ type stepRef struct {
 	keyword string
 	name    string
 }
-
-func stepPointer(i int) string { return "/commands/" + strconv.Itoa(i) }
 
 // issueList collects issues up to maxBatchIssues.
 type issueList struct {
@@ -524,4 +484,18 @@ func unknownRefs(refs []stepRef, names map[string]int) *Refusal {
 		faults.add(is)
 	}
 	return faults.refusal(CodeUnknownReference, "a placeholder names a result that no earlier step sets")
+}
+
+// clone copies b deeply, its "with" values as JSON's Go types: a held
+// batch is the caller's no more.
+func (b Batch) clone() Batch {
+	text, err := exactText(b)
+	if err != nil {
+		return b
+	}
+	c, err := decodeBatch([]byte(text), unmarshalLimits())
+	if err != nil {
+		return b
+	}
+	return c
 }

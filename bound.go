@@ -284,59 +284,6 @@ type answered struct {
 	steps []any
 }
 
-// answer returns what bounds the result of one top-level call of inv
-// (rec's entry holds its canonical JSON, whole) and keeps the record
-// small; it takes what [Registry.top] returns. A result over its bound
-// that cannot be cut refuses the call: the record is refused with
-// result_too_large and the unit not kept.
-func (r *Registry[C]) answer(inv invocation) func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
-	return func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
-		return r.answered(inv, v, rec, commit, err)
-	}
-}
-
-func (r *Registry[C]) answered(inv invocation, v any, rec Record, commit bool, err error) (any, Record, bool, error) {
-	limits := r.Limits()
-	if err != nil {
-		return v, keepSmall(rec, limits.MaxEntryResultBytes), commit, err
-	}
-	text := rec.Entry.Result
-	form, berr := r.boundFor(inv, text, resultLimitOf(r, inv.name, limits))
-	if berr != nil {
-		rec.Entry = rec.Entry.refused(berr, rec.Entry.Parameters)
-		rec.Audit.Code = CodeResultTooLarge
-		return nil, keepSmall(rec, limits.MaxEntryResultBytes), false, berr
-	}
-	rec = keepSmall(rec, limits.MaxEntryResultBytes)
-	if form != nil {
-		t, _ := exactText(form)
-		return answered{value: form, text: t}, rec, commit, nil
-	}
-	return answered{value: v, text: text}, rec, commit, nil
-}
-
-// resultLimitOf is the result bound of the action called as name.
-func resultLimitOf[C any](r *Registry[C], name string, l Limits) int {
-	reg, ok := r.lookup(name)
-	if !ok {
-		return l.MaxResultBytes
-	}
-	return resultLimit(&reg.action.Definition, l)
-}
-
-// boundFor bounds text, a result of a call of inv, to limit: nil when it
-// fits (or limit is negative).
-func (r *Registry[C]) boundFor(inv invocation, text string, limit int) (*Bounded, error) {
-	if limit < 0 || len(text) <= limit {
-		return nil, nil
-	}
-	var next pager
-	if reg, ok := r.lookup(inv.name); ok {
-		next = pagerOf(reg.action.ID, reg.params.Schema(), r.givenParameters(inv.params))
-	}
-	return boundText(text, limit, next)
-}
-
 // batchBound tracks what is left of a batch's result bound as its steps
 // run: the batch's own result has MaxResultBytes reserved first.
 type batchBound struct {
@@ -345,8 +292,12 @@ type batchBound struct {
 	reserve int // for the batch's result
 	off     bool
 	steps   []any
-	last    invocation
+	last    boundFunc // bounds as the last step ran
 }
+
+// boundFunc bounds a result's text to limit bytes as one call's result
+// (paging as that call, if it can); nil when it fits.
+type boundFunc func(text string, limit int) (*Bounded, error)
 
 func newBatchBound(l Limits) *batchBound {
 	b := &batchBound{limits: l, off: l.MaxBatchResultBytes < 0}
@@ -361,20 +312,17 @@ func newBatchBound(l Limits) *batchBound {
 }
 
 // step records the bounded form of one step's result (rec's entry holds
-// it whole) and returns the record kept small.
-func (b *batchBound) step(r interface {
-	boundFor(invocation, string, int) (*Bounded, error)
-	limitOf(string) int
-}, inv invocation, rec Record) Record {
-	b.last = inv
+// it whole) and returns the record kept small. limit is the step's
+// action's result limit, and bound bounds as that step.
+func (b *batchBound) step(limit int, bound boundFunc, rec Record) Record {
+	b.last = bound
 	text := rec.Entry.Result
 	var form any
 	if text != "" && rec.Entry.Outcome == OutcomeDone {
-		limit := r.limitOf(inv.name)
 		if !b.off && (limit < 0 || limit > b.left) {
 			limit = b.left
 		}
-		bf, err := r.boundFor(inv, text, limit)
+		bf, err := bound(text, limit)
 		switch {
 		case err != nil:
 			bf = omitted(text, limit)
@@ -392,15 +340,11 @@ func (b *batchBound) step(r interface {
 	return keepSmall(rec, b.limits.MaxEntryResultBytes)
 }
 
-// limitOf is the result bound of the action called as name.
-func (r *Registry[C]) limitOf(name string) int { return resultLimitOf(r, name, r.Limits()) }
-
 // result bounds the batch's result v (in JSON's Go types): by
 // MaxResultBytes, within what is reserved and left. byLast is true when v
-// is the last step's whole result, which then pages as that step.
-func (b *batchBound) result(r interface {
-	boundFor(invocation, string, int) (*Bounded, error)
-}, v any, byLast bool) (answered, error) {
+// is the last step's whole result, which then pages as that step; bound
+// bounds as no step.
+func (b *batchBound) result(bound boundFunc, v any, byLast bool) (answered, error) {
 	text, err := canonicalString(v)
 	if err != nil {
 		return answered{}, err
@@ -412,11 +356,10 @@ func (b *batchBound) result(r interface {
 			limit = room
 		}
 	}
-	inv := invocation{}
-	if byLast {
-		inv = b.last
+	if byLast && b.last != nil { // no step ran: bound as none
+		bound = b.last
 	}
-	form, err := r.boundFor(inv, text, limit)
+	form, err := bound(text, limit)
 	switch {
 	case err != nil:
 		return answered{value: omitted(text, limit), text: mustText(omitted(text, limit)), steps: b.steps}, nil
@@ -481,24 +424,4 @@ func oversized(e RunEntry, limit int) bool {
 func digestOf(text string) string {
 	sum := sha256.Sum256([]byte(text))
 	return hex.EncodeToString(sum[:])
-}
-
-// divergeResult compares the recorded result of want with the replayed
-// one of got, as texts when both were kept, as digests when either was
-// kept as one (the recorded text in canonical form).
-func divergeResult(at string, want, got RunEntry) *Divergence {
-	if want.ResultSHA256 == "" && got.ResultSHA256 == "" {
-		return divergeText(at+"/result", want.Result, got.Result)
-	}
-	wd, gd := want.ResultSHA256, got.ResultSHA256
-	if wd == "" {
-		wd = digestOf(canonicalForm(want.Result))
-	}
-	if gd == "" {
-		gd = digestOf(got.Result)
-	}
-	if wd == gd {
-		return nil
-	}
-	return &Divergence{Path: at + "/resultSHA256", Want: wd, Got: gd}
 }

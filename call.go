@@ -1,9 +1,5 @@
 package actions
 
-import (
-	"context"
-)
-
 // Call is one call made through a [Runner]: of one action (Action and
 // Params) or of a batch (Batch), on behalf of Caller. Every entry point
 // makes the same Call: a host's own Go code, an MCP tool, the batch tool,
@@ -105,83 +101,24 @@ type Record struct {
 	RolledBack bool `json:"rolledBack,omitempty"`
 }
 
-// Runner is what a host and every transport do with actions: run a call
-// or a batch, decide a pending change, replay a record, and see what a
-// caller may call. It has no type parameter: a transport never needs the
-// environment bodies receive. [*Registry] implements it; mcpserver, the
-// batch tool and the pages take it and add transport only.
-//
-// Implementations are safe for concurrent use.
-type Runner interface {
-	// Run runs c: see [Registry.Run].
-	Run(ctx context.Context, c Call) (Result, error)
-	// Decide confirms or rejects a pending change: see [Registry.Decide].
-	Decide(ctx context.Context, d Decision) (Result, error)
-	// Replay runs a record's call again and compares: see
-	// [Registry.Replay].
-	Replay(ctx context.Context, rec Record) (RunEntry, error)
-	// Admit runs the gate's checks that take nothing: see
-	// [Registry.Admit].
-	Admit(ctx context.Context, name string, c *Caller) error
-	// Tools exports the actions as MCP tools: see [Registry.Tools].
-	Tools(opts *ToolOptions) ([]Tool, error)
-	// Definitions returns every action's definition: see
-	// [Registry.Definitions].
-	Definitions() []Definition
-	// PendingChange returns a pending change for the person who may
-	// decide it: see [Registry.PendingChange].
-	PendingChange(ctx context.Context, id string, c *Caller) (PendingChange, error)
-	// Limits returns the limits in force.
-	Limits() Limits
+// clone copies r deeply.
+func (r Record) clone() Record {
+	r.Entry = r.Entry.clone()
+	if r.Audit.Caller != nil {
+		c := r.Audit.Caller.clone()
+		r.Audit.Caller = &c
+	}
+	return r
 }
 
-// Store keeps the work of each unit (a call, a batch, a decision) and its
-// records together: what the calls changed is kept with their records,
-// or neither is. sqlstore.Store keeps both in one database transaction;
-// [RunLog] keeps records in memory. A Store is safe for concurrent use.
-type Store interface {
-	// Atomic runs fn in a new unit of work, whose context fn receives
-	// (a store puts its transaction there for the bodies), and settles
-	// it by what fn returns: when the Unit says Commit, its records are
-	// kept with the unit's changes; otherwise the changes are undone and
-	// the records kept as rolled back. A store may run fn again when its
-	// error or the commit is a conflict that a new attempt may clear;
-	// only the last attempt's records are kept.
-	//
-	// It returns the records as kept (RolledBack set where undone) and
-	// the unit's error, or the store's own (joined to it).
-	Atomic(ctx context.Context, fn func(ctx context.Context) Unit) ([]Record, error)
-	// AtomicOnce runs fn as Atomic does, at most once under k within its
-	// window, across every process sharing the store:
-	//   - when a unit under k committed and k.Expires has not passed for
-	//     it: with the same k.Digest, fn does not run; the store writes
-	//     one audit line ([Recorded.AuditLine] of k.Audit) and returns it
-	//     with the recorded unit; with another digest it returns
-	//     k.Conflict() (idempotency_conflict) and writes nothing;
-	//   - when a unit under k is still running: the store waits for it,
-	//     at most k.Wait, then answers as above, or runs fn if that unit
-	//     did not commit, or returns k.InProgress() (in_progress);
-	//   - otherwise it runs fn; a unit that commits is recorded under k
-	//     with its Answer, in the unit's own transaction; one that does
-	//     not leaves no trace of k, so a retry runs again.
-	//
-	// With k.Replace it runs fn whatever k recorded, and records the
-	// unit under k when it commits. It returns the records as kept (the
-	// unit's, or the audit line), the recorded unit that answered (nil
-	// when fn ran), and the error as Atomic does.
-	AtomicOnce(ctx context.Context, k UnitKey, fn func(ctx context.Context) Unit) ([]Record, *Recorded, error)
-}
-
-// Unit is what one attempt of a unit of work gives its [Store].
-type Unit struct {
-	// Records are the records of the calls made, in order.
-	Records []Record
-	// Commit keeps what the calls changed: every call was done, or the
-	// call was held as a pending change (which must be kept).
-	Commit bool
-	// Err is the unit's error, returned to the caller.
-	Err error
-	// Answer is what the unit answers retries with, set for a unit run
-	// under a key ([Store].AtomicOnce) that commits.
-	Answer Answer
+// Progress is one report of how far a running call has come (MCP
+// notifications/progress: progress, total, message).
+type Progress struct {
+	// Done is how much is done so far; it increases with every report
+	// delivered (a report that does not increase it is dropped).
+	Done float64
+	// Total is how much there is in all; 0 when unknown.
+	Total float64
+	// Message says what is being done, for a person; it may be empty.
+	Message string
 }

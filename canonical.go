@@ -186,9 +186,9 @@ func within(err error, token string) error {
 // the objects being written, so sorting names allocates nothing once warm.
 type canonicalWriter struct {
 	buf     []byte
-	members []member    // a stack: each open object's members, sorted
-	open    []container // the objects and arrays being written, to catch a cycle
-	exact   bool        // refuse numbers a double does not hold (exactText)
+	members []objectMember // a stack: each open object's members, sorted
+	open    []container    // the objects and arrays being written, to catch a cycle
+	exact   bool           // refuse numbers a double does not hold (exactText)
 }
 
 // container tells an object or array from any other: a map by its
@@ -200,8 +200,8 @@ type container struct {
 	n int
 }
 
-// member is one member of an object being written.
-type member struct {
+// objectMember is one member of an object being written.
+type objectMember struct {
 	name  string
 	value any
 }
@@ -349,7 +349,7 @@ func (w *canonicalWriter) object(m map[string]any, depth int) error {
 	}
 	start := len(w.members)
 	for k, v := range m {
-		w.members = append(w.members, member{k, v})
+		w.members = append(w.members, objectMember{k, v})
 	}
 	sortUTF16(w.members[start:])
 	w.buf = append(w.buf, '{')
@@ -484,9 +484,9 @@ func hasReplacementEscape(text []byte) bool {
 
 // string writes s with the escapes of RFC 8785 §3.2.2.2 and refuses invalid
 // UTF-8.
-// plain marks the bytes a string holds as they are: printable ASCII other
+// plainBytes marks the bytes a string holds as they are: printable ASCII other
 // than '"' and '\\'.
-var plain = func() (t [256]bool) {
+var plainBytes = func() (t [256]bool) {
 	for c := 0x20; c < 0x80; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
@@ -496,7 +496,7 @@ var plain = func() (t [256]bool) {
 func (w *canonicalWriter) string(s string) error {
 	buf := append(w.buf, '"')
 	i := 0
-	for i < len(s) && plain[s[i]] {
+	for i < len(s) && plainBytes[s[i]] {
 		i++
 	}
 	if i == len(s) { // the common case: nothing to escape or decode
@@ -773,9 +773,9 @@ func compareUTF16(a, b string) int {
 
 // sortUTF16 sorts member names for RFC 8785 §3.2.3. Objects are mostly
 // small, where an insertion sort beats the general one.
-func sortUTF16(ms []member) {
+func sortUTF16(ms []objectMember) {
 	if len(ms) > 12 {
-		slices.SortFunc(ms, func(a, b member) int { return compareUTF16(a.name, b.name) })
+		slices.SortFunc(ms, func(a, b objectMember) int { return compareUTF16(a.name, b.name) })
 		return
 	}
 	for i := 1; i < len(ms); i++ {
@@ -787,4 +787,16 @@ func sortUTF16(ms []member) {
 		}
 		ms[j] = m
 	}
+}
+
+// canonicalString writes a value for an entry; a value without canonical
+// form gives an internal refusal carrying the cause.
+func canonicalString(v any) (string, error) {
+	text, err := exactText(v)
+	if err != nil {
+		r := refusef(CodeInternal, "a value has no canonical JSON form")
+		r.cause = err
+		return "", r
+	}
+	return text, nil
 }

@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -15,58 +13,6 @@ import (
 // Contradictions); one that shows only once the caller's own values pick
 // a branch (an if the caller's value satisfies, a then whose default
 // breaks the object) is caught here, on the refusal path only.
-
-// contradiction returns an internal refusal when some breach of the
-// filled parameters v is the defaults' doing: it lies at or under a
-// member a default filled, or at an object holding one (maxProperties,
-// not...) that the caller's parameters without the defaults do not
-// break. A missing member (required, dependentRequired) never is, nor a
-// breach of a value the caller sent that holds no filled member: the
-// caller can fix those. params is what the caller gave.
-func (ps *ParameterSchema) contradiction(params any, v any, issues []Issue) *Refusal {
-	sent, err := ps.copyParams(params)
-	if err != nil {
-		return nil
-	}
-	var filled []string
-	filledPaths(sent, v, "", &filled)
-	var own map[[2]string]bool
-	var fault []Issue
-	for _, is := range issues {
-		if is.Keyword == "required" || is.Keyword == "dependentRequired" {
-			continue
-		}
-		if under(is.Path, filled) {
-			fault = append(fault, is)
-			continue
-		}
-		if !holdsFilled(is.Path, filled) {
-			// A value the caller sent, holding nothing the defaults
-			// filled: its breach is the caller's to fix, even when a
-			// default chose the branch that judges it.
-			continue
-		}
-		if own == nil {
-			own = map[[2]string]bool{}
-			if err := ps.validate(sent); err != nil {
-				if ve, ok := err.(*jsonschema.ValidationError); ok {
-					for _, o := range issuesOf(ve) {
-						own[[2]string{o.Path, o.Keyword}] = true
-					}
-				}
-			}
-		}
-		if !own[[2]string{is.Path, is.Keyword}] {
-			fault = append(fault, is)
-		}
-	}
-	if len(fault) == 0 {
-		return nil
-	}
-	r := NewRefusal(CodeInternal, "the action's parameters schema contradicts itself: the defaults it filled break it")
-	r.cause = &contradictionError{issues: fault}
-	return r
-}
 
 // filledPaths appends the pointers of the members v holds and sent does
 // not: those the defaults filled.
@@ -102,7 +48,7 @@ func holdsFilled(path string, filled []string) bool {
 	return false
 }
 
-func under(path string, prefixes []string) bool {
+func underAny(path string, prefixes []string) bool {
 	for _, p := range prefixes {
 		if path == p || strings.HasPrefix(path, p+"/") {
 			return true

@@ -2,9 +2,11 @@ package actions
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,138 +14,6 @@ import (
 
 	"golang.org/x/time/rate"
 )
-
-// The refusal codes of the gate (the plugin SDK seed's registry reasons,
-// in snake_case). Their transport and retry are the seed's; see
-// [PolicyOf] and docs/gate.md.
-const (
-	// CodeForbiddenSurface: the action is not offered on the caller's
-	// surface. A caller receives it as unknown_action (see [Caller]).
-	CodeForbiddenSurface Code = "forbidden_surface"
-	// CodeForbiddenCapability: the caller lacks the action's capability.
-	// A caller receives it as unknown_action.
-	CodeForbiddenCapability Code = "forbidden_capability"
-	// CodeInsufficientScope: the caller's token lacks the read or write
-	// scope the action's effect needs; the refusal carries an RFC 6750
-	// challenge.
-	CodeInsufficientScope Code = "insufficient_scope"
-	// CodeNotServing: the host stopped serving the action, or all.
-	CodeNotServing Code = "not_serving"
-	// CodeReadOnly: the registry is read-only and the action writes.
-	CodeReadOnly Code = "read_only"
-	// CodeRateLimited: the caller called the action too often; RetryAt
-	// says when a call may pass.
-	CodeRateLimited Code = "rate_limited"
-	// CodeConfirmationRequired: the call was checked in full and is held
-	// as a pending change (the refusal's Pending) until a person confirms
-	// it.
-	CodeConfirmationRequired Code = "confirmation_required"
-	// CodeUnknownChange: no pending change of this caller has the id, or
-	// it expired, or it was confirmed or rejected already.
-	CodeUnknownChange Code = "unknown_change"
-	// CodeRejected: the person rejected the pending change; nothing ran.
-	// It is the code of the rejection's record, and of a held call whose
-	// person declined when asked in place.
-	CodeRejected Code = "rejected"
-)
-
-// gateSentinel returns the sentinel and policy of a gate code.
-func gateSentinel(c Code) (error, Policy, bool) {
-	switch c {
-	case CodeForbiddenSurface:
-		return CodeForbiddenSurface, Policy{TransportToolResult, RetryNever}, true
-	case CodeForbiddenCapability:
-		return CodeForbiddenCapability, Policy{TransportToolResult, RetryNever}, true
-	case CodeInsufficientScope:
-		return CodeInsufficientScope, Policy{TransportToolResult, RetryNever}, true
-	case CodeNotServing:
-		return CodeNotServing, Policy{TransportToolResult, RetryNever}, true
-	case CodeReadOnly:
-		return CodeReadOnly, Policy{TransportToolResult, RetryAfterBackoff}, true
-	case CodeRateLimited:
-		return CodeRateLimited, Policy{TransportToolResult, RetryAfterBackoff}, true
-	case CodeConfirmationRequired:
-		return CodeConfirmationRequired, Policy{TransportToolResult, RetryNever}, true
-	case CodeUnknownChange:
-		return CodeUnknownChange, Policy{TransportToolResult, RetryNever}, true
-	case CodeRejected:
-		return CodeRejected, Policy{TransportToolResult, RetryNever}, true
-	}
-	return nil, Policy{}, false
-}
-
-func gateNextAction(c Code) string {
-	switch c {
-	case CodeForbiddenSurface, CodeForbiddenCapability:
-		return "Do not call this action; it is not offered to this caller."
-	case CodeInsufficientScope:
-		return "Ask the user to grant the scope named in the challenge, then call again."
-	case CodeNotServing:
-		return "Tell the user the action is not available now."
-	case CodeReadOnly, CodeRateLimited:
-		return "Wait, then make the same call again."
-	case CodeConfirmationRequired:
-		return "Tell the user the change waits for their confirmation; do not call again."
-	case CodeUnknownChange:
-		return "Propose the change again by calling the action."
-	case CodeRejected:
-		return "Tell the user the change was rejected and nothing ran; do not call again unless asked."
-	}
-	return ""
-}
-
-var gateCodes = []Code{CodeForbiddenSurface, CodeForbiddenCapability, CodeInsufficientScope,
-	CodeNotServing, CodeReadOnly, CodeRateLimited, CodeConfirmationRequired, CodeUnknownChange, CodeRejected}
-
-// Caller is who calls, built by the host for each call from what it
-// authenticated (a session, a verified token), never from the call's
-// arguments. Set it as [Call].Caller; a nil Caller is the host itself,
-// which the gate lets through (see [Registry.Run]). The token itself is
-// never held: only what the host derived from it.
-type Caller struct {
-	// Principal identifies the person (or service) acting, for rate
-	// limits, pending changes and the audit record.
-	Principal string `json:"principal"`
-	// Capabilities are the capabilities the host derived for this call.
-	Capabilities []string `json:"capabilities,omitempty"`
-	// Token says the call came with a bearer token; Scopes are then its
-	// scopes, and the scope check applies.
-	Token  bool     `json:"token,omitempty"`
-	Scopes []string `json:"scopes,omitempty"`
-	// Surface is where the call comes from: ui, mcp or ai.
-	Surface Surface `json:"surface"`
-	// Client is the connected app that called, when one did.
-	Client *Client `json:"client,omitempty"`
-	// PendingChange is the id of the pending change this call confirms.
-	// [Registry.Decide] sets it; a host that sets it itself confirms
-	// nothing.
-	PendingChange string `json:"pendingChange,omitempty"`
-}
-
-// Client is the connected app a call came through: its id and host, never
-// its token.
-type Client struct {
-	ID   string `json:"id"`
-	Host string `json:"host,omitempty"`
-}
-
-// clone copies c with its slices.
-func (c *Caller) clone() Caller {
-	cp := *c
-	cp.Capabilities = slices.Clone(c.Capabilities)
-	cp.Scopes = slices.Clone(c.Scopes)
-	if c.Client != nil {
-		cl := *c.Client
-		cp.Client = &cl
-	}
-	return cp
-}
-
-// Can reports whether the caller holds the capability c ("" is held by
-// every caller).
-func (c *Caller) Can(capability string) bool {
-	return capability == "" || slices.Contains(c.Capabilities, capability)
-}
 
 // GateOptions configures the gate of a registry. The zero value is usable:
 // scopes "mcp:read" and "mcp:write", no rate limit, pending changes in
@@ -269,22 +139,6 @@ func (s *Serving) Resume(ids ...string) {
 func (s *Serving) ResumeAll() {
 	s.stopAll.Store(false)
 	s.stopped.Clear()
-}
-
-// Admit runs the checks of the gate that take nothing (unknown_action,
-// forbidden_surface, forbidden_capability, insufficient_scope,
-// not_serving, read_only) for a call of id (an id or a deprecated alias)
-// by caller, without calling anything, counting a rate limit or looking
-// at parameters. A connector uses it to answer before the call is
-// handled: mcpserver's HTTP middleware turns insufficient_scope into an
-// HTTP 403 with its challenge. It returns nil when those checks pass;
-// errors are as [Registry.Run]'s for the same checks.
-func (r *Registry[C]) Admit(ctx context.Context, id string, caller *Caller) error {
-	reg, ok := r.lookup(id)
-	if !ok {
-		return unknownAction()
-	}
-	return r.gateOf().admit(&reg.action.Definition, caller)
 }
 
 // admit runs the checks that take nothing, in order.
@@ -521,64 +375,6 @@ func hostCode(err error) Code {
 // change it.
 func (t *Trace) Caller() *Caller { return t.caller }
 
-// Audit is who made a call, recorded beside its run entry (never inside
-// it: the entry keeps the reference's shape), in its [Record]; a SQL
-// store keeps its fields as columns.
-type Audit struct {
-	// At is when the call was admitted or refused (the gate's clock).
-	At time.Time `json:"at"`
-	// Caller is who called, nil for the host's own call.
-	Caller *Caller `json:"caller,omitempty"`
-	// Alias is the deprecated alias the call named, when it named one;
-	// the entry's action is the id.
-	Alias string `json:"alias,omitempty"`
-	// Code is the code of a refused call as the host sees it: the
-	// forbidden code of a call the caller was told was unknown.
-	Code Code `json:"code,omitempty"`
-	// PendingChange is the id of the change the call was held as
-	// (confirmation_required), confirms or rejects.
-	PendingChange string `json:"pendingChange,omitempty"`
-	// Stage is what the call did to its pending change: held, confirmed
-	// or rejected; empty for a call that touched none.
-	Stage Stage `json:"stage,omitempty"`
-	// Batch is true for a step of a batch.
-	Batch bool `json:"batch,omitempty"`
-	// ToolCallID is the id the client gave the call ([Call].ToolCallID).
-	ToolCallID string `json:"toolCallId,omitempty"`
-	// TraceID and SpanID identify the span of the call (or of the batch
-	// or decision that made the record) as the registry's [Observer]
-	// gave them: W3C trace-id and parent-id hex with OpenTelemetry. Empty
-	// without an observer.
-	TraceID string `json:"traceId,omitempty"`
-	SpanID  string `json:"spanId,omitempty"`
-	// IdempotencyKey is the key the call came with ([Call].IdempotencyKey).
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
-	// Answered, on the audit line of a retry a recorded call answered, is
-	// the store's id of the unit that answered it (see
-	// [Recorded.AuditLine]); empty otherwise.
-	Answered string `json:"answered,omitempty"`
-}
-
-// Stage is what a call did to a pending change (see [Audit]).
-type Stage string
-
-// The stages of a pending change.
-const (
-	StageHeld      Stage = "held"
-	StageConfirmed Stage = "confirmed"
-	StageRejected  Stage = "rejected"
-)
-
-// gateOf returns the registry's gate, making a default one for a registry
-// built without gate options.
-func (r *Registry[C]) gateOf() *gate {
-	if g := r.gate.Load(); g != nil {
-		return g
-	}
-	r.gate.CompareAndSwap(nil, newGate(GateOptions{}))
-	return r.gate.Load()
-}
-
 // decide runs the gate's checks before the parameters of a top-level
 // call by c. A replay checks who may call (surface, capability, scope)
 // against today's policy, but counts no rate and reads no serving
@@ -625,42 +421,84 @@ func (d *Definition) declared(err error) error {
 	return &cp
 }
 
-// clashesLocked lists the names (id and aliases) of each prepared action
-// that a registered action or alias holds, or an earlier action of regs;
-// at(k) is the pointer of regs[k]. Called with r.mu held.
-func (r *Registry[C]) clashesLocked(regs []*registered[C], at func(k int) string) []Issue {
-	var issues []Issue
-	g := r.gateOf()
-	taken := map[string]bool{}
-	used := func(name string) bool {
-		_, isID := r.actions.Load(name)
-		_, isAlias := g.aliases.Load(name)
-		return isID || isAlias || taken[name]
-	}
-	for k, reg := range regs {
-		d := &reg.action.Definition
-		if used(d.ID) {
-			issues = append(issues, Issue{Path: at(k) + "/id", Keyword: "id", Message: "the id " + d.ID + " is taken"})
+// hold stores a checked call (or a batch) as a pending change proposed by
+// c, and returns its receipt. A principal holding MaxPending changes
+// already is refused rate_limited: nothing is held.
+func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, error) {
+	if max := g.opts.MaxPending; max >= 0 {
+		if max == 0 {
+			max = DefaultMaxPending
 		}
-		for i, a := range d.DeprecatedAliases {
-			if used(a) {
-				issues = append(issues, Issue{Path: at(k) + "/deprecatedAliases/" + strconv.Itoa(i), Keyword: "deprecatedAliases",
-					Message: "the alias " + a + " is taken by an id or another alias"})
+		held, err := g.store().List(ctx, c.Principal)
+		if err != nil {
+			return Receipt{}, internalRefusal("the pending changes could not be read", err)
+		}
+		now := g.opts.Now()
+		n := 0
+		for _, h := range held {
+			if now.Before(h.Expires) {
+				n++
 			}
 		}
-		taken[d.ID] = true
-		for _, a := range d.DeprecatedAliases {
-			taken[a] = true
+		if n >= max {
+			r := NewRefusal(CodeRateLimited, "the caller holds as many pending changes as it may: confirm or reject one first")
+			r.NextAction = "Ask the user to confirm or reject the changes waiting, then call again."
+			return Receipt{}, r
 		}
 	}
-	return issues
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return Receipt{}, internalRefusal("no random id for the pending change", err)
+	}
+	now := g.opts.Now()
+	pc.ID = hex.EncodeToString(b[:])
+	pc.Proposer = c.clone()
+	pc.Proposer.PendingChange = ""
+	pc.Created, pc.Expires = now, now.Add(g.opts.PendingFor)
+	if err := g.store().Hold(ctx, pc); err != nil {
+		return Receipt{}, internalRefusal("the pending change could not be stored", err)
+	}
+	return pc.receipt(), nil
 }
 
-// storeLocked stores a prepared action under its id and aliases. Called
-// with r.mu held, after clashes found none.
-func (r *Registry[C]) storeLocked(reg *registered[C]) {
-	r.actions.Store(reg.action.ID, reg)
-	for _, a := range reg.action.DeprecatedAliases {
-		r.gateOf().aliases.Store(a, reg)
+func (g *gate) pendingOf(ctx context.Context, id string, c *Caller) (PendingChange, error) {
+	pc, err := g.store().Get(ctx, id)
+	switch {
+	case errors.Is(err, ErrNoPendingChange):
+		return PendingChange{}, unknownChange()
+	case err != nil:
+		return PendingChange{}, internalRefusal("the pending change could not be read", err)
+	case c == nil || c.Principal == "" || c.Principal != pc.Proposer.Principal || !g.opts.Now().Before(pc.Expires):
+		return PendingChange{}, unknownChange()
 	}
+	return pc, nil
+}
+
+// take claims the change for a confirmation or a rejection: once.
+func (g *gate) take(ctx context.Context, id string, c *Caller) (PendingChange, error) {
+	if _, err := g.pendingOf(ctx, id, c); err != nil {
+		return PendingChange{}, err
+	}
+	pc, err := g.store().Take(ctx, id)
+	switch {
+	case errors.Is(err, ErrNoPendingChange):
+		return PendingChange{}, unknownChange()
+	case err != nil:
+		return PendingChange{}, internalRefusal("the pending change could not be taken", err)
+	}
+	return pc, nil
+}
+
+// shared takes one call of id by principal from the gate's Limiter.
+func (g *gate) shared(ctx context.Context, id, principal string, lim rate.Limit, burst int) error {
+	at, ok, err := g.opts.Limiter.Take(ctx, principal, id, lim, burst, g.opts.Now())
+	switch {
+	case err != nil:
+		return internalRefusal("the rate limit could not be read", err)
+	case !ok:
+		r := NewRefusal(CodeRateLimited, "the caller calls this action too often")
+		r.RetryAt = at
+		return r
+	}
+	return nil
 }

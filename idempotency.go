@@ -1,8 +1,6 @@
 package actions
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
@@ -37,115 +35,6 @@ const DefaultKeyWait = 5 * time.Second
 // own, whatever actions its steps call. It is no action's id.
 const BatchKeyAction = "#batch"
 
-// The refusal codes of idempotency keys.
-const (
-	// CodeInProgress: a call with the same key is still running; retry
-	// the same call, with the same key, after a backoff.
-	CodeInProgress Code = "in_progress"
-	// CodeIdempotencyConflict: the key was used, within its window, for a
-	// call of the same action with other parameters. The refusal names
-	// neither the key nor a parameter.
-	CodeIdempotencyConflict Code = "idempotency_conflict"
-	// CodeIdempotencyKeyRequired: the action wants a key
-	// ([Definition].NeedsIdempotencyKey) and the caller's call has none.
-	CodeIdempotencyKeyRequired Code = "idempotency_key_required"
-)
-
-var (
-	keyCodes      = []Code{CodeInProgress, CodeIdempotencyConflict, CodeIdempotencyKeyRequired}
-	errNoKeyStore = errors.New("actions: Options.Store is nil: an idempotency key cannot be honoured (give the registry a Store, such as NewRunLog())")
-)
-
-// keySentinel returns the sentinel and policy of an idempotency code.
-func keySentinel(c Code) (error, Policy, bool) {
-	switch c {
-	case CodeInProgress:
-		return CodeInProgress, Policy{TransportToolResult, RetryAfterBackoff}, true
-	case CodeIdempotencyConflict:
-		return CodeIdempotencyConflict, Policy{TransportToolResult, RetryAfterEdit}, true
-	case CodeIdempotencyKeyRequired:
-		return CodeIdempotencyKeyRequired, Policy{TransportToolResult, RetryAfterEdit}, true
-	}
-	return nil, Policy{}, false
-}
-
-func keyNextAction(c Code) string {
-	switch c {
-	case CodeInProgress:
-		return "The same call is still running: wait, then send it again with the same idempotency key."
-	case CodeIdempotencyConflict:
-		return "This idempotency key was used for another call: use a new key for a new call, or resend the first call as it was."
-	case CodeIdempotencyKeyRequired:
-		return "Call again with an idempotency key: a new random string for each intended change, reused only to retry that same call."
-	}
-	return ""
-}
-
-// UnitKey is what a [Store] needs to run a unit at most once under an
-// idempotency key: the key's scope, the digest the retries are compared
-// by, and the clock's readings.
-type UnitKey struct {
-	// Principal is the caller's principal ("" for the host and for an
-	// anonymous caller, who share one scope).
-	Principal string
-	// Action is the action's id (never an alias), or BatchKeyAction.
-	Action string
-	// Key is the caller's key, as given (1 to 255 printable ASCII bytes).
-	Key string
-	// Digest is the hex SHA-256 of the canonical JSON of the parameters
-	// as given (of the batch, for a batch): a retry whose digest differs
-	// is refused idempotency_conflict.
-	Digest string
-	// Now is the registry's clock at the call; Expires is Now plus the
-	// window: a recorded unit answers until Expires.
-	Now, Expires time.Time
-	// Wait bounds how long a retry waits for a first call still running
-	// under the key, before the store refuses it in_progress.
-	Wait time.Duration
-	// Replace is set for a decision on a pending change held under the
-	// key: the store runs the unit whatever the key recorded and, when it
-	// commits, records it under the key in place of the held call, so
-	// that a retry of the held call gets the decided answer.
-	Replace bool
-	// Audit is the audit record of the retry, for the audit line a store
-	// writes when a recorded unit answers (see [Recorded.AuditLine]).
-	Audit Audit
-}
-
-// Answer is what a unit run under a key answers its retries with.
-type Answer struct {
-	// Value is the canonical JSON of the unit's value ("" for none).
-	Value string `json:"value,omitempty"`
-	// Refusal is the refusal a retry gets, or nil: the receipt of a held
-	// call (confirmation_required), or the rejection of its change.
-	Refusal *Refusal `json:"refusal,omitempty"`
-}
-
-// Recorded is a unit a [Store] keeps under a key, which answers a retry.
-type Recorded struct {
-	// Unit is the store's id of the unit (sqlstore: the run log's unit
-	// column).
-	Unit string
-	Answer
-	// Records are the unit's records as kept.
-	Records []Record
-}
-
-// AuditLine is the one record a store writes for a retry that a
-// recorded unit answered: the recorded unit's last entry, as it is, with
-// the retry's audit a, whose Answered names the recorded unit, marked
-// RolledBack, since the retry changed nothing (a replay skips it, and
-// reads of kept records leave it out).
-func (r *Recorded) AuditLine(a Audit) Record {
-	rec := Record{Entry: RunEntry{Steps: []RunStep{}, Outcome: OutcomeRefused}}
-	if n := len(r.Records); n > 0 {
-		rec = r.Records[n-1].clone()
-	}
-	a.Answered = r.Unit
-	rec.Audit, rec.RolledBack = a, true
-	return rec
-}
-
 // checkKey refuses a key that is empty, longer than
 // MaxIdempotencyKeyLength or not printable ASCII: invalid_parameters,
 // whose issue (keyword idempotencyKey) quotes nothing of the key.
@@ -159,88 +48,6 @@ func checkKey(key string) error {
 	}
 	return refusef(CodeInvalidParameters, "the idempotency key is not valid",
 		Issue{Path: "", Keyword: "idempotencyKey", Message: "an idempotency key is 1 to 255 printable ASCII characters"})
-}
-
-// needsKey refuses, as idempotency_key_required, a caller's call of an
-// action that wants a key and has none. The host's own calls (no
-// caller), confirmations, replays and nested calls are not refused: the
-// gate lets the host through, and the others run under their first
-// call's key.
-func needsKey(d *Definition, inv invocation) error {
-	if !d.NeedsIdempotencyKey || inv.caller == nil || inv.key != "" || inv.confirming != "" || inv.replay {
-		return nil
-	}
-	return NewRefusal(CodeIdempotencyKeyRequired, "the action needs an idempotency key and the call has none")
-}
-
-// keyOf returns the unit key of c, or nil when c runs as if it had no
-// key: an unknown action, or one the caller may not call (their refusal
-// is then the same with or without a key). Errors: invalid_parameters
-// for a malformed key; internal when the registry has no Store.
-func (r *Registry[C]) keyOf(c Call) (*UnitKey, error) {
-	if err := checkKey(c.IdempotencyKey); err != nil {
-		return nil, err
-	}
-	if r.opts.Store == nil {
-		rf := internalRefusal("the host keeps no record of calls: an idempotency key cannot be honoured", errNoKeyStore)
-		rf.Retry = RetryNever
-		return nil, rf
-	}
-	g := r.gateOf()
-	k := &UnitKey{Key: c.IdempotencyKey, Wait: r.opts.KeyWait}
-	if c.Caller != nil {
-		k.Principal = c.Caller.Principal
-	}
-	if c.Batch != nil {
-		k.Action = BatchKeyAction
-		text, err := exactText(*c.Batch)
-		if err != nil {
-			return nil, nil // refused by the batch's check, as without a key
-		}
-		k.Digest = digestOf(text)
-	} else {
-		reg, ok := r.lookup(c.Action)
-		if !ok || g.who(&reg.action.Definition, c.Caller) != nil {
-			return nil, nil
-		}
-		k.Action, k.Digest = reg.action.ID, digestOf(r.givenParameters(c.Params))
-	}
-	r.stampKey(k)
-	k.Audit = r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, step: c.Batch != nil})
-	return k, nil
-}
-
-// stampKey sets the clock readings and the wait of k.
-func (r *Registry[C]) stampKey(k *UnitKey) {
-	window := r.opts.KeyWindow
-	if window <= 0 {
-		window = DefaultKeyWindow
-	}
-	if k.Wait <= 0 {
-		k.Wait = DefaultKeyWait
-	}
-	k.Now = r.gateOf().opts.Now()
-	k.Expires = k.Now.Add(window)
-}
-
-// decisionKey is the key a decision on the pending change id records
-// under: the key the held call came with, or nil.
-func (r *Registry[C]) decisionKey(ctx context.Context, d Decision) *UnitKey {
-	if r.opts.Store == nil {
-		return nil
-	}
-	pc, err := r.gateOf().store().Get(ctx, d.Change)
-	if err != nil || pc.IdempotencyKey == "" || pc.Proposer.Principal != d.Caller.Principal {
-		return nil
-	}
-	k := &UnitKey{Principal: pc.Proposer.Principal, Action: pc.Action, Key: pc.IdempotencyKey, Digest: digestOf(pc.Parameters), Replace: true, Wait: r.opts.KeyWait}
-	if pc.Batch != nil {
-		k.Action = BatchKeyAction
-		text, _ := exactText(*pc.Batch)
-		k.Digest = digestOf(text)
-	}
-	r.stampKey(k)
-	return k
 }
 
 // answerOf is the answer a keyed unit that committed records: its value
@@ -296,24 +103,6 @@ func answeredFrom(rec *Recorded) (Result, error) {
 		res.Value, res.Text = v, rec.Value
 	}
 	return res, nil
-}
-
-// inProgress is the refusal of a retry whose first call still runs.
-func inProgress(retryAt time.Time) *Refusal {
-	r := NewRefusal(CodeInProgress, "a call with this idempotency key is still running")
-	r.RetryAt = retryAt
-	return r
-}
-
-// InProgress returns the in_progress refusal a [Store] gives a retry
-// that waited k.Wait for the first call under its key: retry at
-// k.Now + k.Wait, or later.
-func (k UnitKey) InProgress() *Refusal { return inProgress(k.Now.Add(k.Wait)) }
-
-// Conflict returns the idempotency_conflict refusal a [Store] gives a
-// call whose key recorded a call with other parameters.
-func (k UnitKey) Conflict() *Refusal {
-	return NewRefusal(CodeIdempotencyConflict, "this idempotency key was used for a call with other parameters")
 }
 
 // keySentence ends the description of a tool whose action needs an

@@ -1,6 +1,8 @@
 package actions
 
-import "context"
+import (
+	"context"
+)
 
 // Observer watches every operation a registry runs, so that a host can
 // trace it (package otelactions implements one on OpenTelemetry; this
@@ -114,20 +116,6 @@ type observed struct {
 	Observation
 }
 
-// observe starts op with the registry's observer, if any. The returned
-// context carries the observation when op's records take its ids.
-func (r *Registry[C]) observe(ctx context.Context, op Operation) (context.Context, observed) {
-	o := r.opts.Observer
-	if o == nil {
-		return ctx, observed{}
-	}
-	ctx, ob := o.Start(ctx, op)
-	if ob.TraceID != "" && (op.Kind == OpCall || op.Kind == OpBatch || op.Kind == OpDecide) {
-		ctx = context.WithValue(ctx, obsKey{}, ob)
-	}
-	return ctx, observed{ob}
-}
-
 // end ends the observation with d.
 func (ob observed) end(d Done) {
 	if ob.End != nil {
@@ -152,15 +140,6 @@ func stamp(ctx context.Context, ob observed, recs []Record) {
 	}
 }
 
-// callOp is the operation of inv's top-level call.
-func callOp(inv invocation) Operation {
-	op := Operation{Kind: OpCall, Action: inv.name, ToolCallID: inv.toolCallID, Caller: inv.caller, Params: inv.params, Step: -1, Change: inv.confirming}
-	if inv.step {
-		op.Step = inv.stepIndex
-	}
-	return op
-}
-
 // endCall stamps rec with the call's ids and ends the call's observation.
 func (ob observed) endCall(rec Record, value any, commit bool, err error) Record {
 	if ob.TraceID != "" && rec.Audit.TraceID == "" {
@@ -179,23 +158,4 @@ func committed(recs []Record, err error) bool {
 		return !recs[0].RolledBack
 	}
 	return err == nil
-}
-
-// observeBatch runs the batch of c in one unit, observed as one OpBatch.
-func (r *Registry[C]) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress) (Result, error) {
-	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, ToolCallID: c.ToolCallID, Caller: c.Caller, Step: -1, Steps: len(c.Batch.Steps)})
-	res, err := r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
-		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p})
-	})
-	ob.end(Done{Records: res.Records, Value: res.Value, Err: err, Commit: committed(res.Records, err)})
-	return res, err
-}
-
-// observeDecide runs fn, the decision d, in one unit, observed as one
-// OpDecide.
-func (r *Registry[C]) observeDecide(ctx context.Context, d Decision, key *UnitKey, fn work) (Result, error) {
-	ctx, ob := r.observe(ctx, Operation{Kind: OpDecide, Caller: d.Caller, Step: -1, Change: d.Change, Confirm: d.Confirm})
-	res, err := r.unit(ctx, key, fn)
-	ob.end(Done{Records: res.Records, Value: res.Value, Err: err, Commit: committed(res.Records, err)})
-	return res, err
 }

@@ -7,7 +7,6 @@ package actions
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -16,29 +15,6 @@ import (
 
 	"github.com/actionreg/actions/internal/ijson"
 )
-
-// copyParams returns a fresh copy of params in JSON's Go types.
-func (ps *ParameterSchema) copyParams(params any) (any, error) {
-	if params == nil {
-		return map[string]any{}, nil
-	}
-	text, ok := textOf(params)
-	if !ok {
-		return copyParamsValue(params, ps.limits.MaxParamDepth)
-	}
-	if len(text) > ps.limits.MaxParamBytes {
-		return nil, sizeRefusal(ps.limits.MaxParamBytes)
-	}
-	v, err := ijson.Decode(text, ps.limits.MaxParamDepth)
-	if err != nil {
-		var je *ijson.Error
-		if errors.As(err, &je) {
-			return nil, jsonRefusal(je.Pointer, textFault(je, text, ps.limits.MaxParamDepth))
-		}
-		return nil, jsonRefusal("", "the parameters are not JSON")
-	}
-	return v, nil
-}
 
 // textOf returns v's JSON text when v is given as text: json.RawMessage,
 // []byte or string, the forms a schema and parameters may take.

@@ -7,10 +7,9 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/schema"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // RefResolver finds the instances of a model schema that a ref value names.
@@ -387,4 +386,79 @@ func lastToken(ptr string) string {
 		return ""
 	}
 	return strings.NewReplacer("~1", "/", "~0", "~").Replace(ptr[i+1:])
+}
+
+// copyParams returns a fresh copy of params in JSON's Go types.
+func (ps *ParameterSchema) copyParams(params any) (any, error) {
+	if params == nil {
+		return map[string]any{}, nil
+	}
+	text, ok := textOf(params)
+	if !ok {
+		return copyParamsValue(params, ps.limits.MaxParamDepth)
+	}
+	if len(text) > ps.limits.MaxParamBytes {
+		return nil, sizeRefusal(ps.limits.MaxParamBytes)
+	}
+	v, err := ijson.Decode(text, ps.limits.MaxParamDepth)
+	if err != nil {
+		var je *ijson.Error
+		if errors.As(err, &je) {
+			return nil, jsonRefusal(je.Pointer, textFault(je, text, ps.limits.MaxParamDepth))
+		}
+		return nil, jsonRefusal("", "the parameters are not JSON")
+	}
+	return v, nil
+}
+
+// contradiction returns an internal refusal when some breach of the
+// filled parameters v is the defaults' doing: it lies at or under a
+// member a default filled, or at an object holding one (maxProperties,
+// not...) that the caller's parameters without the defaults do not
+// break. A missing member (required, dependentRequired) never is, nor a
+// breach of a value the caller sent that holds no filled member: the
+// caller can fix those. params is what the caller gave.
+func (ps *ParameterSchema) contradiction(params any, v any, issues []Issue) *Refusal {
+	sent, err := ps.copyParams(params)
+	if err != nil {
+		return nil
+	}
+	var filled []string
+	filledPaths(sent, v, "", &filled)
+	var own map[[2]string]bool
+	var fault []Issue
+	for _, is := range issues {
+		if is.Keyword == "required" || is.Keyword == "dependentRequired" {
+			continue
+		}
+		if underAny(is.Path, filled) {
+			fault = append(fault, is)
+			continue
+		}
+		if !holdsFilled(is.Path, filled) {
+			// A value the caller sent, holding nothing the defaults
+			// filled: its breach is the caller's to fix, even when a
+			// default chose the branch that judges it.
+			continue
+		}
+		if own == nil {
+			own = map[[2]string]bool{}
+			if err := ps.validate(sent); err != nil {
+				if ve, ok := err.(*jsonschema.ValidationError); ok {
+					for _, o := range issuesOf(ve) {
+						own[[2]string{o.Path, o.Keyword}] = true
+					}
+				}
+			}
+		}
+		if !own[[2]string{is.Path, is.Keyword}] {
+			fault = append(fault, is)
+		}
+	}
+	if len(fault) == 0 {
+		return nil
+	}
+	r := NewRefusal(CodeInternal, "the action's parameters schema contradicts itself: the defaults it filled break it")
+	r.cause = &contradictionError{issues: fault}
+	return r
 }

@@ -2,7 +2,6 @@ package actions
 
 import (
 	"fmt"
-	"sort"
 )
 
 // Profile names a target that tool definitions are exported for: a wire
@@ -64,306 +63,6 @@ type Loss struct {
 	Why string `json:"why"`
 }
 
-// Export is the result of exporting tools for one profile.
-type Export struct {
-	// Profile is the profile exported for.
-	Profile Profile `json:"profile"`
-	// Tools are the tool definitions in the provider's wire shape, in
-	// JSON's Go types (map[string]any, []any, string, bool, nil), numbers
-	// as int64 or float64 where one holds the value exactly and as
-	// json.RawMessage otherwise, sorted by name: put each as it is into
-	// the request's tools array, or hand it to the provider's Go SDK (both
-	// official SDKs write a json.Number as a JSON string, never these).
-	// They are the caller's own copies.
-	Tools []map[string]any `json:"tools"`
-	// Losses lists every keyword dropped or rewritten, by tool name, then
-	// pointer, then keyword. It is empty, not nil, when nothing was lost.
-	Losses []Loss `json:"losses"`
-}
-
-// Export exports registered actions for profile p, sorted by tool name,
-// from the schemas compiled at Register: nothing is compiled again. opts
-// may be nil. With opts.Caller, the actions that caller may see (as
-// [Registry.Tools]); without, those offered on the mcp surface for
-// ProfileMCP and on the ai surface for the provider profiles. Its
-// Languages describe localized text parameters as Tools does. Under
-// ProfileMCP each tool is what Tools gives (output schema included), as
-// JSON values. The tools are the caller's own copies. See
-// docs/profiles.md for each profile's rules.
-//
-// Errors (*Refusal, constraint_violation, wrapped with the action's id):
-// an unknown profile; a tool name the provider refuses (longer than 64
-// characters, for every profile but ProfileMCP; see
-// [Options].PortableNames to refuse such ids at Register); a schema the
-// profile cannot express at all (a recursive schema, or a $ref that is
-// not a JSON Pointer, under ProfileGeminiOpenAPI, which inlines them; a
-// property key outside ^[a-zA-Z0-9_.-]{1,64}$ under ProfileAnthropic and
-// ProfileAnthropicStrict, which Anthropic refuses with the whole request).
-// A keyword a profile drops is no error: it is a [Loss].
-func (r *Registry[C]) Export(p Profile, opts *ToolOptions) (*Export, error) {
-	rules, err := rulesOf(p)
-	if err != nil {
-		return nil, err
-	}
-	o := toolOptionsOf(opts)
-	var regs []*registered[C]
-	r.actions.Range(func(_, v any) bool {
-		if reg := v.(*registered[C]); exportSees(p, &o, &reg.action.Definition) {
-			regs = append(regs, reg)
-		}
-		return true
-	})
-	sort.Slice(regs, func(i, j int) bool { return regs[i].action.ID < regs[j].action.ID })
-	sources := make([]exportSource, len(regs))
-	for i, reg := range regs {
-		sources[i] = exportSource{def: reg.action.Definition, doc: reg.params.doc, output: reg.output}
-	}
-	return exportAll(rules, sources, o)
-}
-
-// exportSees reports whether the export for p shows d: what opts.Caller
-// may see, or without one what is offered on mcp (ProfileMCP, as
-// [Registry.Tools]) or on ai (the provider profiles).
-func exportSees(p Profile, o *toolOptions, d *Definition) bool {
-	if o.caller != nil || p == ProfileMCP {
-		return o.sees(d)
-	}
-	return d.Offers(SurfaceAI)
-}
-
-// exportSource is what one tool is exported from: the definition and the
-// compiled schemas, which the export never changes.
-type exportSource struct {
-	def    Definition
-	doc    map[string]any
-	output *ParameterSchema
-}
-
-// exportAll exports the sources, sorted by id.
-func exportAll(rules *profileRules, sources []exportSource, o toolOptions) (*Export, error) {
-	out := &Export{Profile: rules.profile, Tools: make([]map[string]any, 0, len(sources)), Losses: []Loss{}}
-	var budget *strictBudget
-	if rules.caps != nil {
-		budget = &strictBudget{}
-	}
-	for i := range sources {
-		src := &sources[i]
-		t, err := exportOne(rules, &src.def, src.doc, src.output, budget, o)
-		if err != nil {
-			return nil, fmt.Errorf("actions: exporting %s: %w", src.def.ID, err)
-		}
-		out.Tools = append(out.Tools, plainNumbers(t.wire).(map[string]any))
-		out.Losses = append(out.Losses, t.losses...)
-	}
-	return out, nil
-}
-
-// exported is one tool's export.
-type exported struct {
-	wire   map[string]any
-	losses []Loss
-	strict bool
-	// nullable holds, for a strict tool whose optional properties became
-	// required and nullable, "pointer\x00name" of each such property.
-	nullable map[string]bool
-	// keptNull holds the optional properties listed as required that
-	// accepted null already, keyed as nullable.
-	keptNull map[string]bool
-	// source is the MCP inputSchema the tool was converted from, which
-	// the pointers of nullable lead into.
-	source map[string]any
-}
-
-// exportOne builds one tool for rules from its definition and compiled
-// schema document.
-func exportOne(rules *profileRules, def *Definition, doc map[string]any, output *ParameterSchema, budget *strictBudget, o toolOptions) (*exported, error) {
-	name := ToolName(def.ID)
-	if err := rules.checkName(def.ID, name); err != nil {
-		return nil, err
-	}
-	// Output schemas are not part of the profiles' exports yet (issue 12
-	// adds them to Registry.Tools and mcpserver only).
-	if rules.profile != ProfileMCP {
-		output = nil // no provider shape has a place for it
-	}
-	mcp := toolOf(def, doc, output, o)
-	base := []Loss{}
-	if _, ok := doc["$schema"]; ok {
-		base = append(base, Loss{def.ID, "", "$schema", "left out: MCP and the providers assume JSON Schema 2020-12"})
-	}
-	base = append(base, rootLosses(def.ID, doc)...)
-	t := &exported{source: mcp.InputSchema}
-	if rules.profile == ProfileMCP {
-		wire, err := jsonValue(&mcp)
-		if err != nil {
-			return nil, err
-		}
-		t.wire = wire.(map[string]any)
-		t.losses = base
-		sortLosses(t.losses)
-		return t, nil
-	}
-	in := mcp.InputSchema
-	if rules.checkKeys != nil {
-		if err := rules.checkKeys(in); err != nil {
-			return nil, err
-		}
-	}
-	if all, ok := doc["allOf"]; ok && (rules.profile == ProfileGemini || rules.profile == ProfileGeminiOpenAPI) {
-		// Gemini refuses a required name that no property declares: the
-		// root allOf the MCP export leaves out goes to the converter,
-		// which merges it when it can and records the loss otherwise.
-		in = make(map[string]any, len(mcp.InputSchema)+1)
-		for k, v := range mcp.InputSchema {
-			in[k] = v
-		}
-		in["allOf"] = all
-		t.source = in
-		kept := base[:0]
-		for _, l := range base {
-			if l.Keyword != "allOf" || l.Pointer != "" {
-				kept = append(kept, l)
-			}
-		}
-		base = kept
-	}
-	desc := mcp.Description
-	if desc == "" {
-		desc = def.Title
-	}
-	var (
-		s   map[string]any
-		c   *converter
-		err error
-	)
-	if rules.strict != strictNone {
-		c = newConverter(rules, def.ID, in, true)
-		s, err = c.convert()
-		if err != nil {
-			return nil, err
-		}
-		if c.fail == nil && budget != nil {
-			if why := budget.take(rules.caps, s); why != "" {
-				c.fail = &Loss{def.ID, "", "strict", why}
-			}
-		}
-		if c.fail == nil {
-			t.strict, t.nullable, t.keptNull = true, c.nullable, c.keptNull
-		}
-	}
-	if !t.strict {
-		var fail *Loss
-		if c != nil {
-			fail = c.fail
-		}
-		c = newConverter(rules, def.ID, in, false)
-		if s, err = c.convert(); err != nil {
-			return nil, err
-		}
-		if fail != nil {
-			c.losses = append(c.losses, *fail)
-		}
-	}
-	if rules.maxDescription > 0 {
-		var cut *Loss
-		if desc, cut = fitDescription(def.ID, desc, rules.maxDescription); cut != nil {
-			base = append(base, *cut)
-		}
-	}
-	t.losses = append(base, c.losses...)
-	sortLosses(t.losses)
-	t.wire = rules.wire(name, desc, s, t.strict)
-	return t, nil
-}
-
-// rootLosses reports the root combinators the MCP export leaves out.
-func rootLosses(id string, doc map[string]any) []Loss {
-	var out []Loss
-	for _, kw := range rootCompositions {
-		if _, ok := doc[kw]; !ok {
-			continue
-		}
-		why := "left out: providers refuse a combinator at a tool schema's root; the registry checks it when the call comes back"
-		if kw == "anyOf" && len(atLeastOneOf(doc[kw])) > 0 {
-			why = "rewritten as a sentence at the end of the description (at least one of the properties); the registry checks it when the call comes back"
-		}
-		out = append(out, Loss{id, "", kw, why})
-	}
-	return out
-}
-
-func sortLosses(ls []Loss) {
-	sort.SliceStable(ls, func(i, j int) bool {
-		if ls[i].Pointer != ls[j].Pointer {
-			return ls[i].Pointer < ls[j].Pointer
-		}
-		return ls[i].Keyword < ls[j].Keyword
-	})
-}
-
-// strictKind says which provider's strict mode a profile aims at.
-type strictKind uint8
-
-const (
-	strictNone strictKind = iota
-	strictOpenAI
-	strictAnthropic
-)
-
-// profileRules is what the engine needs to know of one profile. The
-// provider files (profile_openai.go, profile_anthropic.go,
-// profile_gemini.go) fill it; the engine below applies it.
-type profileRules struct {
-	profile Profile
-	// maxName is the longest tool name the provider accepts.
-	maxName int
-	// checkKeys, if set, refuses a schema whose property keys the
-	// provider refuses.
-	checkKeys func(s map[string]any) error
-	// maxDescription is the longest tool description, in characters,
-	// the provider accepts (0: no limit).
-	maxDescription int
-	// plain lists the keywords kept as they are when the tool is not
-	// strict (their subschemas still converted); nil keeps every keyword.
-	plain map[string]bool
-	// strictKeys lists the keywords kept in a strict tool.
-	strictKeys map[string]bool
-	// why is the reason given for a keyword left out.
-	why string
-	// formats lists the format values kept in a strict tool (nil: all).
-	formats map[string]bool
-	// strict is the strict mode aimed at, if any.
-	strict strictKind
-	// caps are per-request caps on strict tools (Anthropic).
-	caps *strictCaps
-	// constAsEnum writes a const the profile does not keep as an enum of
-	// one value (of a string only, with openAPI).
-	constAsEnum bool
-	// openAPI turns the schema into Gemini's OpenAPI 3.0 subset: $ref
-	// inlined, one type plus nullable, string enums only.
-	openAPI bool
-	// hook, if set, is called on each schema object after its keywords
-	// are converted, for the provider's own rules.
-	hook func(c *converter, s map[string]any, ptr string)
-	// wire builds the tool in the provider's shape.
-	wire func(name, desc string, s map[string]any, strict bool) map[string]any
-}
-
-func rulesOf(p Profile) (*profileRules, error) {
-	switch p {
-	case ProfileMCP:
-		return &profileRules{profile: p, maxName: MaxToolNameLength}, nil
-	case ProfileOpenAIChat, ProfileOpenAIResponses:
-		return openAIRules(p), nil
-	case ProfileAnthropic, ProfileAnthropicStrict:
-		return anthropicRules(p), nil
-	case ProfileGemini, ProfileGeminiOpenAPI:
-		return geminiRules(p), nil
-	}
-	return nil, refusef(CodeConstraintViolation, "unknown export profile",
-		Issue{Path: "", Keyword: "profile", Message: "the profile is not one of those Profiles lists"})
-}
-
 // MaxPortableToolNameLength is the longest tool name every provider
 // profile accepts (OpenAI, Anthropic and Gemini all take 64 characters).
 const MaxPortableToolNameLength = 64
@@ -385,16 +84,69 @@ func CheckPortableName(id string) error {
 	return nil
 }
 
-// checkName refuses a tool name the profile's provider refuses. A valid
-// id's name matches [A-Za-z_][A-Za-z0-9_-]*, so only the length can
-// break a provider's rule.
-func (r *profileRules) checkName(id, name string) error {
-	if err := checkToolName(id, name); err != nil {
-		return err
+// strictCaps are the per-request caps on strict tools.
+type strictCaps struct {
+	tools    int // strict tools
+	optional int // optional properties, over all strict tools
+	unions   int // properties whose schema is an anyOf or a type list
+}
+
+// strictBudget counts what the strict tools of one export used.
+type strictBudget struct {
+	tools, optional, unions int
+}
+
+// take admits the strict schema s under caps, or says why it cannot:
+// the tools are taken in name order, and a tool past a cap is exported
+// without strict.
+func (b *strictBudget) take(caps *strictCaps, s map[string]any) string {
+	opt, uni := countParams(s)
+	switch {
+	case b.tools+1 > caps.tools:
+		return fmt.Sprintf("not strict: a request takes at most %d strict tools, and the tools before this one in name order used them", caps.tools)
+	case b.optional+opt > caps.optional:
+		return fmt.Sprintf("not strict: a request takes at most %d optional parameters over its strict tools; this tool has %d and the tools before it used %d", caps.optional, opt, b.optional)
+	case b.unions+uni > caps.unions:
+		return fmt.Sprintf("not strict: a request takes at most %d parameters with anyOf or a type list over its strict tools; this tool has %d and the tools before it used %d", caps.unions, uni, b.unions)
 	}
-	if len(name) > r.maxName {
-		return refusef(CodeConstraintViolation, "the tool name is too long for the profile",
-			Issue{Path: "/id", Keyword: "id", Message: fmt.Sprintf("the tool name of %s has %d characters, more than the %d the profile %s accepts", id, len(name), r.maxName, r.profile)})
+	b.tools++
+	b.optional += opt
+	b.unions += uni
+	return ""
+}
+
+// countParams counts, at any depth of s (its $defs included), the
+// optional properties and the properties whose schema is a union (anyOf
+// or a list of types).
+func countParams(s any) (optional, unions int) {
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if props, ok := x["properties"].(map[string]any); ok {
+				req := requiredSet(x)
+				for n, p := range props {
+					if !req[n] {
+						optional++
+					}
+					if pm, ok := p.(map[string]any); ok {
+						_, union := pm["anyOf"]
+						_, list := pm["type"].([]any)
+						if union || list {
+							unions++
+						}
+					}
+				}
+			}
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
 	}
-	return nil
+	walk(s)
+	return optional, unions
 }

@@ -23,75 +23,8 @@ var anthropicStrictKeys = setOf(
 var anthropicFormats = setOf("date-time", "time", "date", "duration", "email",
 	"hostname", "uri", "ipv4", "ipv6", "uuid")
 
-// strictCaps are the per-request caps on strict tools.
-type strictCaps struct {
-	tools    int // strict tools
-	optional int // optional properties, over all strict tools
-	unions   int // properties whose schema is an anyOf or a type list
-}
-
 // Anthropic's per-request caps on strict tool use.
 var anthropicCaps = strictCaps{tools: 20, optional: 24, unions: 16}
-
-// strictBudget counts what the strict tools of one export used.
-type strictBudget struct {
-	tools, optional, unions int
-}
-
-// take admits the strict schema s under caps, or says why it cannot:
-// the tools are taken in name order, and a tool past a cap is exported
-// without strict.
-func (b *strictBudget) take(caps *strictCaps, s map[string]any) string {
-	opt, uni := countParams(s)
-	switch {
-	case b.tools+1 > caps.tools:
-		return fmt.Sprintf("not strict: a request takes at most %d strict tools, and the tools before this one in name order used them", caps.tools)
-	case b.optional+opt > caps.optional:
-		return fmt.Sprintf("not strict: a request takes at most %d optional parameters over its strict tools; this tool has %d and the tools before it used %d", caps.optional, opt, b.optional)
-	case b.unions+uni > caps.unions:
-		return fmt.Sprintf("not strict: a request takes at most %d parameters with anyOf or a type list over its strict tools; this tool has %d and the tools before it used %d", caps.unions, uni, b.unions)
-	}
-	b.tools++
-	b.optional += opt
-	b.unions += uni
-	return ""
-}
-
-// countParams counts, at any depth of s (its $defs included), the
-// optional properties and the properties whose schema is a union (anyOf
-// or a list of types).
-func countParams(s any) (optional, unions int) {
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			if props, ok := x["properties"].(map[string]any); ok {
-				req := requiredSet(x)
-				for n, p := range props {
-					if !req[n] {
-						optional++
-					}
-					if pm, ok := p.(map[string]any); ok {
-						_, union := pm["anyOf"]
-						_, list := pm["type"].([]any)
-						if union || list {
-							unions++
-						}
-					}
-				}
-			}
-			for _, e := range x {
-				walk(e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
-	walk(s)
-	return optional, unions
-}
 
 // anthropicKey is the rule Anthropic sets on input_schema property keys:
 // a request with one key outside it is refused whole.
@@ -156,6 +89,7 @@ func anthropicRules(p Profile) *profileRules {
 		r.strictKeys = anthropicStrictKeys
 		r.formats = anthropicFormats
 		r.strict = strictAnthropic
+		r.strictObject = (*converter).anthropicStrictObject
 		r.caps = &anthropicCaps
 	}
 	return r

@@ -194,11 +194,8 @@ func (c *converter) object(in map[string]any, ptr string) (any, error) {
 	if c.rules.hook != nil {
 		c.rules.hook(c, s, ptr)
 	}
-	if c.strict && c.rules.strict == strictOpenAI {
-		c.openAIStrictObject(s, ptr)
-	}
-	if c.strict && c.rules.strict == strictAnthropic {
-		c.anthropicStrictObject(s, ptr)
+	if c.strict && c.rules.strictObject != nil {
+		c.rules.strictObject(c, s, ptr)
 	}
 	return s, nil
 }
@@ -339,21 +336,6 @@ func refIn(v any) (found bool) {
 	return found
 }
 
-func unionStrings(a, b any) any {
-	var out []any
-	seen := map[string]bool{}
-	for _, l := range []any{a, b} {
-		arr, _ := l.([]any)
-		for _, e := range arr {
-			if s, ok := e.(string); ok && !seen[s] {
-				seen[s] = true
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
 func mergeProperties(a, b any) (map[string]any, bool) {
 	out := map[string]any{}
 	am, _ := a.(map[string]any)
@@ -371,12 +353,6 @@ func mergeProperties(a, b any) (map[string]any, bool) {
 		out[k] = v
 	}
 	return out, true
-}
-
-func jsonEqual(a, b any) bool {
-	x, err1 := CanonicalJSON(a)
-	y, err2 := CanonicalJSON(b)
-	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
 // strictFormat leaves out a format the strict mode does not know.
@@ -479,4 +455,79 @@ func (c *converter) closeObject(s map[string]any, ptr string) bool {
 		return true
 	}
 	return false
+}
+
+// strictKind says which provider's strict mode a profile aims at.
+type strictKind uint8
+
+// profileRules is what the engine needs to know of one profile. The
+// provider files (profile_openai.go, profile_anthropic.go,
+// profile_gemini.go) fill it; the engine below applies it.
+type profileRules struct {
+	profile Profile
+	// maxName is the longest tool name the provider accepts.
+	maxName int
+	// checkKeys, if set, refuses a schema whose property keys the
+	// provider refuses.
+	checkKeys func(s map[string]any) error
+	// maxDescription is the longest tool description, in characters,
+	// the provider accepts (0: no limit).
+	maxDescription int
+	// plain lists the keywords kept as they are when the tool is not
+	// strict (their subschemas still converted); nil keeps every keyword.
+	plain map[string]bool
+	// strictKeys lists the keywords kept in a strict tool.
+	strictKeys map[string]bool
+	// why is the reason given for a keyword left out.
+	why string
+	// formats lists the format values kept in a strict tool (nil: all).
+	formats map[string]bool
+	// strict is the strict mode aimed at, if any.
+	strict strictKind
+	// caps are per-request caps on strict tools (Anthropic).
+	caps *strictCaps
+	// constAsEnum writes a const the profile does not keep as an enum of
+	// one value (of a string only, with openAPI).
+	constAsEnum bool
+	// openAPI turns the schema into Gemini's OpenAPI 3.0 subset: $ref
+	// inlined, one type plus nullable, string enums only.
+	openAPI bool
+	// hook, if set, is called on each schema object after its keywords
+	// are converted, for the provider's own rules.
+	hook func(c *converter, s map[string]any, ptr string)
+	// strictObject, set with strict, applies the provider's strict rules
+	// to one converted schema object of a strict tool, after hook.
+	strictObject func(c *converter, s map[string]any, ptr string)
+	// wire builds the tool in the provider's shape.
+	wire func(name, desc string, s map[string]any, strict bool) map[string]any
+}
+
+// sourceAt returns the schema object of the MCP schema at ptr, or an
+// empty map.
+func (c *converter) sourceAt(ptr string) map[string]any {
+	v, _, ok := resolveLocal(c.root, "#"+ptr)
+	if m, isMap := v.(map[string]any); ok && isMap {
+		return m
+	}
+	return map[string]any{}
+}
+
+const (
+	strictNone strictKind = iota
+	strictOpenAI
+	strictAnthropic
+)
+
+// checkName refuses a tool name the profile's provider refuses. A valid
+// id's name matches [A-Za-z_][A-Za-z0-9_-]*, so only the length can
+// break a provider's rule.
+func (r *profileRules) checkName(id, name string) error {
+	if err := checkToolName(id, name); err != nil {
+		return err
+	}
+	if len(name) > r.maxName {
+		return refusef(CodeConstraintViolation, "the tool name is too long for the profile",
+			Issue{Path: "/id", Keyword: "id", Message: fmt.Sprintf("the tool name of %s has %d characters, more than the %d the profile %s accepts", id, len(name), r.maxName, r.profile)})
+	}
+	return nil
 }

@@ -95,8 +95,6 @@ func geminiRequired(c *converter, s map[string]any, ptr string) {
 	c.lose(ptr, "required", "left out of required ("+joinNames(dropped)+"): Gemini refuses a required name its properties do not declare; the registry checks it when the call comes back")
 }
 
-func isString(v any) bool { _, ok := v.(string); return ok }
-
 // geminiOpenAPI turns a converted schema object into Gemini's OpenAPI
 // subset: one type (upper case, as the API's Type enum spells it) plus
 // nullable, enums of strings, required names declared.

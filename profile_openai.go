@@ -51,6 +51,7 @@ func openAIRules(p Profile) *profileRules {
 		why:            "left out: the provider does not take it",
 		formats:        openAIFormats,
 		strict:         strictOpenAI,
+		strictObject:   (*converter).openAIStrictObject,
 		wire: func(name, desc string, s map[string]any, strict bool) map[string]any {
 			fn := map[string]any{"name": name, "parameters": s, "strict": strict}
 			if desc != "" {
@@ -123,7 +124,7 @@ func (c *converter) openAIStrictObject(s map[string]any, ptr string) {
 			c.keptNull[ptr+"\x00"+n] = true
 			continue
 		}
-		props[n] = nullable(props[n])
+		props[n] = orNull(props[n])
 		c.nullable[ptr+"\x00"+n] = true
 		nulled = append(nulled, n)
 	}
@@ -227,18 +228,8 @@ func (c *converter) hasDefault(ptr string) bool {
 	return false
 }
 
-// sourceAt returns the schema object of the MCP schema at ptr, or an
-// empty map.
-func (c *converter) sourceAt(ptr string) map[string]any {
-	v, _, ok := resolveLocal(c.root, "#"+ptr)
-	if m, isMap := v.(map[string]any); ok && isMap {
-		return m
-	}
-	return map[string]any{}
-}
-
-// nullable returns a schema that accepts what s accepts and null.
-func nullable(s any) any {
+// orNull returns a schema that accepts what s accepts and null.
+func orNull(s any) any {
 	m, ok := s.(map[string]any)
 	if !ok {
 		return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
@@ -283,17 +274,6 @@ func addNullToEnum(m map[string]any) {
 	if e, ok := m["enum"].([]any); ok && !containsValue(e, nil) {
 		m["enum"] = append(append([]any{}, e...), nil)
 	}
-}
-
-func joinNames(names []string) string {
-	out := ""
-	for i, n := range names {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
-	}
-	return out
 }
 
 // openAILimits checks the limits on a whole strict schema.
@@ -391,12 +371,4 @@ func fitDescription(id, desc string, max int) (string, *Loss) {
 	}
 	short := strings.TrimRightFunc(string(head[:end]), unicode.IsSpace) + "…"
 	return short, &Loss{id, "", "description", fmt.Sprintf("cut at a word within %d characters, the most the provider takes, and ended with an ellipsis", max)}
-}
-
-func setOf(keys ...string) map[string]bool {
-	m := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		m[k] = true
-	}
-	return m
 }

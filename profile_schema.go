@@ -307,3 +307,45 @@ func sameNumber(a, b string) bool {
 	y, ok2 := new(big.Rat).SetString(b)
 	return ok1 && ok2 && x.Cmp(y) == 0
 }
+
+func isString(v any) bool { _, ok := v.(string); return ok }
+
+func unionStrings(a, b any) any {
+	var out []any
+	seen := map[string]bool{}
+	for _, l := range []any{a, b} {
+		arr, _ := l.([]any)
+		for _, e := range arr {
+			if s, ok := e.(string); ok && !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func jsonEqual(a, b any) bool {
+	x, err1 := CanonicalJSON(a)
+	y, err2 := CanonicalJSON(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+func setOf(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
+
+func joinNames(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}

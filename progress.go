@@ -6,41 +6,10 @@ import (
 	"time"
 )
 
-// Progress is one report of how far a running call has come (MCP
-// notifications/progress: progress, total, message).
-type Progress struct {
-	// Done is how much is done so far; it increases with every report
-	// delivered (a report that does not increase it is dropped).
-	Done float64
-	// Total is how much there is in all; 0 when unknown.
-	Total float64
-	// Message says what is being done, for a person; it may be empty.
-	Message string
-}
-
 // DefaultProgressInterval is the least time between two progress reports
 // delivered to one call's [Call].Progress, unless Options.ProgressInterval
 // says otherwise.
 const DefaultProgressInterval = 100 * time.Millisecond
-
-// Progress reports how far the body has come: done of total (0 when the
-// total is unknown), with a message for a person. It is delivered to the
-// top-level call's [Call].Progress, if any, on the caller of Progress's
-// goroutine, and never after the call returned. At most one report is
-// delivered per Options.ProgressInterval (100 ms by default); a report
-// that comes sooner, or whose done does not pass the last one delivered,
-// is dropped (the next one carries the newer figures). The reports of
-// nested calls and of batch steps are dropped: a batch reports its own
-// step count. A trace from [NewTrace] drops every report.
-func (t *Trace) Progress(done, total float64, message string) {
-	t.mu.Lock()
-	p, closing := t.progress, t.closing
-	t.mu.Unlock()
-	if closing {
-		return
-	}
-	p.report(Progress{Done: done, Total: total, Message: message})
-}
 
 // progress delivers one call's progress reports, rate-limited and in
 // order, until the call returns.
@@ -54,19 +23,6 @@ type progress struct {
 	last   time.Time // when the last delivered report was
 	done   float64   // its Done
 	closed bool
-}
-
-// newProgress returns the reporter of a call whose caller gave fn, or nil
-// for none.
-func (r *Registry[C]) newProgress(fn func(Progress)) *progress {
-	if fn == nil {
-		return nil
-	}
-	every := r.opts.ProgressInterval
-	if every == 0 {
-		every = DefaultProgressInterval
-	}
-	return &progress{fn: fn, every: every, now: r.gateOf().opts.Now}
 }
 
 // report delivers pr unless the call returned, the last report is too

@@ -22,17 +22,3 @@ type RateLimiter interface {
 	// refuses the call internal, the error its cause.
 	Take(ctx context.Context, principal, action string, lim rate.Limit, burst int, now time.Time) (retryAt time.Time, ok bool, err error)
 }
-
-// shared takes one call of id by principal from the gate's Limiter.
-func (g *gate) shared(ctx context.Context, id, principal string, lim rate.Limit, burst int) error {
-	at, ok, err := g.opts.Limiter.Take(ctx, principal, id, lim, burst, g.opts.Now())
-	switch {
-	case err != nil:
-		return internalRefusal("the rate limit could not be read", err)
-	case !ok:
-		r := NewRefusal(CodeRateLimited, "the caller calls this action too often")
-		r.RetryAt = at
-		return r
-	}
-	return nil
-}

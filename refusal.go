@@ -4,150 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"runtime/debug"
 	"strings"
 	"time"
 )
-
-// Code names why a call or a registration was refused. The codes are the
-// reference's ActionError codes, plus internal for a recovered panic and
-// cancelled for a call whose caller gave up. A body
-// may raise a refusal with a code of its own (a domain refusal).
-type Code string
-
-// The refusal codes the registry itself raises.
-const (
-	// CodeInvalidParameters: the parameters break the action's schema, are
-	// not I-JSON text, or name a model instance that a ref cannot resolve.
-	CodeInvalidParameters Code = "invalid_parameters"
-	// CodeUnknownAction: no action is registered under the id.
-	CodeUnknownAction Code = "unknown_action"
-	// CodeDuplicateName: an action with the same id is already registered.
-	CodeDuplicateName Code = "duplicate_name"
-	// CodeConstraintViolation: a definition breaks a rule of registration
-	// (the id, the parameters schema) or a limit was passed.
-	CodeConstraintViolation Code = "constraint_violation"
-	// CodeInvalidScriptStep: a batch holds a step this package does not run.
-	CodeInvalidScriptStep Code = "invalid_script_step"
-	// CodeUnknownReference: a batch placeholder names a result not set yet.
-	CodeUnknownReference Code = "unknown_reference"
-	// CodeInternal: a body, a resolver or a host hook panicked.
-	CodeInternal Code = "internal"
-	// CodeCancelled: the call's context was done before the call ended
-	// (the caller gave up, went away, or the server is shutting down):
-	// context.Canceled or context.DeadlineExceeded in the error's chain.
-	// Not a fault of the server, nor of the call: retry as the caller
-	// sees fit.
-	CodeCancelled Code = "cancelled"
-	// CodeOutputInvalid: the body's result breaks the action's output
-	// schema (the plugin SDK seed's output-invalid). The body ran; the
-	// result is withheld, and the issues are for the host (errors.As
-	// with *OutputError).
-	CodeOutputInvalid Code = "output_invalid"
-	// CodeDiverged: a replayed call departed from its record (a
-	// *[Divergence]).
-	CodeDiverged Code = "diverged"
-	// CodeResultTooLarge: the result is over its bound
-	// (Limits.MaxResultBytes or the action's own) and is neither a list
-	// nor a string that can be cut (see [Bounded]). The body ran; its
-	// unit is undone. Narrow the call.
-	CodeResultTooLarge Code = "result_too_large"
-)
-
-// Error returns the code itself. A Code is an error so that it is its
-// own sentinel for [errors.Is], as a syscall.Errno is:
-//
-//	if errors.Is(err, actions.CodeInvalidParameters) { ... }
-//
-// A *Refusal matches the code it carries, and no other; for every error
-// the library returns, errors.Is(err, X) holds exactly when [CodeOf](err)
-// is X (docs/refusals.md). A body's own codes match too:
-// errors.Is(err, actions.Code("tank_empty")).
-func (c Code) Error() string { return string(c) }
-
-// sentinelOf is the sentinel of c: c itself, internal for "".
-func sentinelOf(c Code) error {
-	if c == "" {
-		return CodeInternal
-	}
-	return c
-}
-
-// Retry says whether trying the same call again could ever work.
-type Retry string
-
-// The retry verdicts.
-const (
-	RetryNever        Retry = "never"         // the same call will be refused again
-	RetryAfterEdit    Retry = "after-edit"    // change the call, then try again
-	RetryAfterBackoff Retry = "after-backoff" // the same call may work later
-)
-
-// Transport says how a connector reports a refusal to its caller.
-// A protocol error means the call never happened; a tool result means it
-// happened and was refused, which a model should read and act on.
-type Transport string
-
-// The transports.
-const (
-	TransportProtocol   Transport = "protocol"    // a JSON-RPC error
-	TransportToolResult Transport = "tool-result" // an MCP result with isError set
-)
-
-// Policy is how a connector renders a refusal of one code.
-type Policy struct {
-	Transport Transport `json:"transport"`
-	Retry     Retry     `json:"retry"`
-}
-
-// PolicyOf returns the policy for a code. A code the registry does not
-// raise itself is a body's domain refusal: a tool result, never retried
-// (a body that knows better sets Retry on its [Refusal]). The empty code
-// is internal's, as [CodeOf] and [Refusal.Error] read it.
-func PolicyOf(c Code) Policy {
-	switch c {
-	case "":
-		return PolicyOf(CodeInternal)
-	case CodeUnknownAction, CodeDuplicateName, CodeConstraintViolation, CodeOutputInvalid, CodeDiverged:
-		return Policy{TransportProtocol, RetryNever}
-	case CodeInvalidParameters, CodeUnknownReference, CodeInvalidScriptStep, CodeResultTooLarge:
-		return Policy{TransportToolResult, RetryAfterEdit}
-	case CodeInternal, CodeCancelled:
-		return Policy{TransportProtocol, RetryAfterBackoff}
-	case CodeTimeout:
-		return timeoutPolicy
-	}
-	if _, p, ok := gateSentinel(c); ok {
-		return p
-	}
-	if _, p, ok := keySentinel(c); ok {
-		return p
-	}
-	return Policy{TransportToolResult, RetryNever}
-}
-
-// CodeDomain is the key [Policies] uses for every body's own code (a
-// domain refusal). The registry never raises it.
-const CodeDomain Code = "domain"
-
-// Policies returns the published code → policy table as a fresh map, for a
-// connector that serves it. The key [CodeDomain] stands for every body's
-// own code.
-func Policies() map[Code]Policy {
-	m := map[Code]Policy{CodeDomain: PolicyOf("")}
-	for _, c := range registryCodes() {
-		m[c] = PolicyOf(c)
-	}
-	return m
-}
-
-// registryCodes are the codes the registry itself raises.
-func registryCodes() []Code {
-	return append([]Code{CodeUnknownAction, CodeInvalidParameters, CodeUnknownReference,
-		CodeInvalidScriptStep, CodeDuplicateName, CodeConstraintViolation, CodeInternal, CodeCancelled, CodeOutputInvalid, CodeDiverged,
-		CodeResultTooLarge, CodeTimeout},
-		append(slices.Clone(gateCodes), keyCodes...)...)
-}
 
 // Issue is one breach found in a call or a registration, such as one
 // schema keyword that failed. Message never contains a value of the
@@ -332,35 +192,6 @@ func storeFailure(err error) *Refusal {
 	return r
 }
 
-func nextActionOf(c Code) string {
-	switch c {
-	case "":
-		return nextActionOf(CodeInternal)
-	case CodeInvalidParameters:
-		return "Fix the parameters named in the issues and call again."
-	case CodeUnknownAction:
-		return "List the available tools and call one of them."
-	case CodeInvalidScriptStep:
-		return "Keep only call steps with call, with and as, then run the batch again."
-	case CodeUnknownReference:
-		return "Name only results set by an earlier step, then run the batch again."
-	case CodeInternal:
-		return "Try again later; if it keeps failing, report it."
-	case CodeCancelled:
-		return "The call was cancelled before it ended; call again if it is still wanted."
-	case CodeDuplicateName, CodeConstraintViolation:
-		return "Fix the definition; calling again will not help."
-	case CodeTimeout:
-		return timeoutNextAction
-	case CodeOutputInvalid:
-		return "Do not retry: the action's result broke its own contract; tell the user the action failed."
-	}
-	if s := gateNextAction(c); s != "" {
-		return s
-	}
-	return keyNextAction(c)
-}
-
 // CodeOf returns the code an error carries: a *Refusal's, that of any
 // error with a Code() string method, cancelled for an error whose chain
 // holds context.Canceled or context.DeadlineExceeded, or internal for
@@ -430,4 +261,56 @@ func capIssues(msg string, issues []Issue) (string, []Issue) {
 		return msg, issues
 	}
 	return fmt.Sprintf("%s: %d breaches, the first %d listed", msg, len(issues), maxIssues), issues[:maxIssues:maxIssues]
+}
+
+// safeCall runs fn and turns a panic into an internal refusal.
+func safeCall(where string, fn func()) error {
+	return safeCallOf(where, "", fn)
+}
+
+// safeCallOf is safeCall for the part where of the action id: the name
+// "where id" is written only when fn panics, not on every call.
+func safeCallOf(where, id string, fn func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if id != "" {
+				where += " " + id
+			}
+			err = panicRefusal(where, p)
+		}
+	}()
+	fn()
+	return nil
+}
+
+// panicError carries a recovered panic's value and stack for the host.
+type panicError struct {
+	where string
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string {
+	return fmt.Sprintf("actions: panic in %s: %v\n%s", e.where, e.value, e.stack)
+}
+
+// panicRefusal turns a recovered panic into an internal refusal. The panic
+// value and stack stay in the refusal's cause ([Refusal.Cause]), never in
+// its message.
+func panicRefusal(where string, p any) *Refusal {
+	r := NewRefusal(CodeInternal, "the "+where+" failed")
+	r.cause = &panicError{where: where, value: p, stack: debug.Stack()}
+	return r
+}
+
+// unknownAction is the refusal of a call to an id no action has. It names
+// nothing: an id is submitted text.
+func unknownAction() *Refusal {
+	return NewRefusal(CodeUnknownAction, "no action is registered under this id")
+}
+
+func internalRefusal(msg string, cause error) *Refusal {
+	r := NewRefusal(CodeInternal, msg)
+	r.cause = cause
+	return r
 }

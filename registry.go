@@ -5,19 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"runtime/debug"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
-
-// Body is an action's code. It receives the checked parameters (a copy in
-// JSON's Go types: map[string]any, []any, string, bool, nil, json.Number)
-// and the environment the registry builds for it; see [Action].
-type Body[C any] func(ctx context.Context, params map[string]any, env C) (any, error)
 
 // Env builds the environment each body receives (its C), from the call's
 // context (which carries a store's transaction: sqlstore.Tx) and its
@@ -352,367 +347,6 @@ func (r *Registry[C]) List() []Action[C] {
 	return out
 }
 
-// Run runs c, an action's call or a batch, in one unit of the registry's
-// [Store], and returns its result and records (which Options.OnRecord
-// also receives, once the unit is settled). For one action, in order: the
-// gate checks c.Caller (docs/gate.md), then the parameters are checked
-// (see [ParameterSchema.Check]), refs resolved, the body run with the
-// environment the registry's Env builds, and the result checked against
-// the output schema. A batch runs as [Batch] says, every step as such a
-// call.
-//
-// Errors (every one a *Refusal, or wrapping one, except a body's own
-// error; [CodeOf] gives its code and errors.Is matches exactly that
-// code's sentinel; docs/refusals.md has the table):
-//   - unknown_action: no action has this id, or c.Caller may not see it
-//     (its surface is not offered, or it lacks the capability). The
-//     caller learns no more; the record's entry and audit carry the
-//     host's code (forbidden_surface, forbidden_capability);
-//   - insufficient_scope, not_serving, read_only, rate_limited: the
-//     gate's other checks, in that order, before the parameters are
-//     looked at;
-//   - confirmation_required: the action (or a step of the batch) needs
-//     confirmation; the call, checked in full, is held as one pending
-//     change, the refusal's Pending its receipt (see [Registry.Decide]).
-//     The unit commits: the change is kept;
-//   - invalid_parameters: see [ParameterSchema.Check]; the body does not
-//     run, and the entry records the parameters as given;
-//   - the body's own error, as it is (a *Refusal the body raised keeps
-//     its code; a plain error is recorded with code internal);
-//   - internal, the action's fault rather than the caller's, the cause
-//     in [Refusal.Cause] (never in the message): the body returned a
-//     refusal a nested call gave it; the body, the resolver, Env or
-//     OnRecord panicked; the result has no canonical JSON form; the
-//     store failed;
-//   - output_invalid: the result breaks the output schema; the body ran,
-//     the result is withheld, and errors.As finds an *[OutputError];
-//   - cancelled: ctx was done before the call ended (errors.Is also
-//     finds context.Canceled or context.DeadlineExceeded);
-//   - a batch's own refusals (invalid_script_step, unknown_reference)
-//     and a *[StepError] wrapping a step's error: see [Batch].
-//
-// A body sees ctx and must honour its cancellation itself.
-func (r *Registry[C]) Run(ctx context.Context, c Call) (Result, error) {
-	var key *UnitKey
-	if c.IdempotencyKey != "" {
-		var err error
-		if key, err = r.keyOf(c); err != nil {
-			return Result{}, err
-		}
-	}
-	p := r.newProgress(c.Progress)
-	defer p.close()
-	if c.Batch != nil {
-		return r.observeBatch(ctx, c, key, p)
-	}
-	return r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
-		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p}
-		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
-		return v, []Record{rec}, commit, err
-	})
-}
-
-// work is one unit's work: its value, records, whether to keep it, and
-// its error.
-type work func(ctx context.Context) (value any, recs []Record, commit bool, err error)
-
-// unit runs fn in one unit of the store, at most once under k when k is
-// not nil, and delivers its records.
-func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn work) (Result, error) {
-	var value any
-	attempt := func(ctx context.Context) Unit {
-		v, recs, commit, err := fn(ctx)
-		value = v
-		stamp(ctx, observed{}, recs)
-		u := Unit{Records: recs, Commit: commit, Err: err}
-		if k != nil && commit {
-			u.Answer = answerOf(k, v, recs, err)
-		}
-		return u
-	}
-	var (
-		recs []Record
-		err  error
-		rec  *Recorded // the recorded unit that answered a retry
-	)
-	if r.opts.Store != nil {
-		uctx, ob := r.observe(ctx, Operation{Kind: OpUnit, Step: -1})
-		if k != nil {
-			recs, rec, err = r.opts.Store.AtomicOnce(uctx, *k, attempt)
-		} else {
-			recs, err = r.opts.Store.Atomic(uctx, attempt)
-		}
-		ob.end(Done{Records: recs, Err: err, Commit: committed(recs, err)})
-		if err != nil && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == CodeInternal {
-			// The store's own failure (a commit, a lost connection):
-			// an internal refusal for the caller, the cause for the host.
-			err = storeFailure(err)
-		}
-	} else {
-		u := attempt(ctx)
-		recs, err = u.Records, u.Err
-		for i := range recs {
-			recs[i].RolledBack = !u.Commit
-		}
-	}
-	err = cancelRefusal(err)
-	if r.opts.OnRecord != nil {
-		for _, rec := range recs {
-			if perr := safeCall("registry's OnRecord", func() { r.opts.OnRecord(rec) }); perr != nil && err == nil {
-				err = perr
-			}
-		}
-	}
-	if rec != nil && err == nil {
-		return answeredFrom(rec)
-	}
-	res := Result{Value: value, Records: recs}
-	if a, ok := value.(answered); ok {
-		res.Value, res.Text, res.StepResults = a.value, a.text, a.steps
-	}
-	if err != nil {
-		res.Value, res.Text, res.StepResults = nil, "", nil
-	}
-	return res, err
-}
-
-// invocation is one call as the call path carries it.
-type invocation struct {
-	name       string // the id or alias called
-	params     any
-	caller     *Caller
-	toolCallID string
-	key        string // the call's idempotency key
-	// confirming is the pending change a confirmation runs.
-	confirming string
-	// replay: the gate decides who may call (surface, capability,
-	// scope, confirmation) but counts no rate and reads no serving
-	// switch, and a held call stores no change.
-	replay bool
-	// noResolve: the parameters were recorded resolved (replay).
-	noResolve bool
-	// step: the call is a step of a batch.
-	step bool
-	// asHost: a nested call the body made as the host (Trace.CallAsHost).
-	asHost bool
-	// stepIndex is the index of the step, when step.
-	stepIndex int
-	// progress delivers the body's progress reports (nil: dropped).
-	progress *progress
-}
-
-// audit starts the audit record of inv.
-func (r *Registry[C]) audit(inv invocation) Audit {
-	a := Audit{At: r.gateOf().opts.Now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID, IdempotencyKey: inv.key}
-	if inv.confirming != "" {
-		a.Stage = StageConfirmed
-	}
-	return a
-}
-
-// top runs one top-level call through the gate and records it.
-func (r *Registry[C]) top(ctx context.Context, inv invocation) (value any, rec Record, commit bool, err error) {
-	ctx, ob := r.observe(ctx, callOp(inv))
-	defer func() { rec = ob.endCall(rec, value, commit, err) }()
-	audit := r.audit(inv)
-	g := r.gateOf()
-	reg, ok := r.lookup(inv.name)
-	if ok {
-		if reg.action.ID != inv.name {
-			audit.Alias = inv.name
-		}
-		err := g.decide(ctx, &reg.action.Definition, inv.caller, inv.replay)
-		if err == nil {
-			err = needsKey(&reg.action.Definition, inv)
-		}
-		if err != nil {
-			return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
-		}
-	}
-	holds := ok && reg.action.NeedsConfirmation && inv.caller != nil && inv.confirming == ""
-	if holds && inv.caller.Principal == "" {
-		err := anonymousHold()
-		return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
-	}
-	resolve := r.opts.Resolve
-	if inv.noResolve {
-		resolve = nil // replayed parameters that were resolved already
-	}
-	f := r.frame(inv, 0)
-	if holds {
-		f.hold = func(ctx context.Context, checked string) error {
-			if inv.replay {
-				return Receipt{Action: reg.action.ID}.refusal()
-			}
-			rec, err := g.hold(ctx, PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: r.givenParameters(inv.params), IdempotencyKey: inv.key}, inv.caller)
-			if err != nil {
-				return err
-			}
-			audit.PendingChange = rec.ID
-			return rec.refusal()
-		}
-	}
-	result, entry, err := f.run(ctx, inv.name, inv.params, resolve)
-	if err != nil {
-		audit.Code = hostCode(err)
-		entry.Error = audit.Code
-		if holds && CodeOf(err) == CodeConfirmationRequired {
-			audit.Stage = StageHeld
-			return nil, Record{Entry: entry, Audit: audit}, true, err
-		}
-		return nil, Record{Entry: entry, Audit: audit}, false, err
-	}
-	return result, Record{Entry: entry, Audit: audit}, true, nil
-}
-
-// refusedRecord is the record of a call the gate refused before its
-// parameters were looked at.
-func (r *Registry[C]) refusedRecord(id string, params any, audit Audit, err error) Record {
-	entry := RunEntry{Action: id, Steps: []RunStep{}}.refused(err, r.givenParameters(params))
-	entry.Error = hostCode(err)
-	audit.Code = entry.Error
-	return Record{Entry: entry, Audit: audit}
-}
-
-// frame returns the frame of a call of inv at depth.
-func (r *Registry[C]) frame(inv invocation, depth int) *frame[C] {
-	return &frame[C]{r: r, inv: inv, depth: depth}
-}
-
-// frame is the state of one running call: its trace, and what its nested
-// calls need.
-type frame[C any] struct {
-	Trace
-	r     *Registry[C]
-	inv   invocation
-	depth int
-	// hold, set for a top-level call that needs confirmation, holds the
-	// checked call as a pending change and returns its refusal.
-	hold func(ctx context.Context, checked string) error
-}
-
-// run runs one call at the frame's depth, resolving its refs with
-// resolve; it records nothing.
-func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefResolver) (result any, entry RunEntry, err error) {
-	r := f.r
-	entry = RunEntry{Action: id, Steps: []RunStep{}, AsHost: f.inv.asHost}
-	limits := r.Limits()
-	reg, ok := r.lookup(id)
-	if !ok {
-		err = unknownAction()
-		return nil, entry.refused(err, r.givenParameters(params)), err
-	}
-	entry.Action = reg.action.ID // an alias is recorded under the id
-	if f.depth > limits.MaxCallDepth {
-		err = refusef(CodeConstraintViolation, "nested calls are too deep",
-			Issue{Path: "", Keyword: "call", Message: fmt.Sprintf("more than %d nested calls", limits.MaxCallDepth)})
-		return nil, entry.refused(err, r.givenParameters(params)), err
-	}
-	checked, err := reg.params.Check(ctx, params, resolve)
-	if err != nil {
-		return nil, entry.refused(err, r.givenParameters(params)), err
-	}
-	if entry.Parameters, err = canonicalString(checked); err != nil {
-		return nil, entry.refused(err, "null"), err
-	}
-	if f.hold != nil {
-		err = f.hold(ctx, entry.Parameters)
-		return nil, entry.refused(err, entry.Parameters), err
-	}
-	ctx, stop := r.limitTime(ctx, &reg.action)
-	defer stop()
-	if err := ctx.Err(); err != nil {
-		err = endedRefusal(ctx, err)
-		return nil, entry.refused(err, entry.Parameters), err
-	}
-	t := &f.Trace
-	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
-	t.progress = f.inv.progress
-	var env C
-	switch {
-	case r.env != nil:
-		if perr := safeCallOf("registry's Env of", id, func() { env = r.env(ctx, t) }); perr != nil {
-			return nil, entry.refused(perr, entry.Parameters), perr
-		}
-	default:
-		if tc, ok := any(t).(C); ok {
-			env = tc
-		}
-	}
-	if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, env) }); perr != nil {
-		err = perr
-	}
-	t.close()
-	entry = t.entry
-	if terr := timedOut(ctx, err); terr != nil {
-		return nil, entry.refused(terr, entry.Parameters), terr
-	}
-	if err != nil {
-		if nr := asRefusal(err); nr != nil && nr.Code != CodeCancelled && t.fromNestedCall(nr) {
-			// Not the caller's fault: a call the body made was refused
-			// (a cancellation stays one: it ends the whole call).
-			ir := NewRefusal(CodeInternal, "the action failed: a call it made was refused")
-			ir.cause = err
-			err = ir
-		} else if isCancel(err) && asRefusal(err) == nil {
-			err = cancelRefusal(err)
-		}
-		err = reg.action.declared(err)
-		return nil, entry.refused(err, entry.Parameters), err
-	}
-	written := result
-	if reg.output != nil {
-		if written, err = reg.output.checkOutput(id, result, reg.encode); err != nil {
-			return nil, entry.refused(err, entry.Parameters), err
-		}
-	}
-	if result != nil {
-		entry.Result, err = canonicalString(written)
-		if reg.output != nil && reg.release != nil {
-			reg.release(written) // the encoded value is written: its maps are free
-		}
-		if err != nil {
-			return nil, entry.refused(err, entry.Parameters), err
-		}
-	}
-	entry.Outcome = OutcomeDone
-	return result, entry, nil
-}
-
-// nested runs a call a body made: through the gate with its caller's
-// identity (or as the host when asHost), one level deeper, never held.
-func (f *frame[C]) nested(ctx context.Context, id string, params any, asHost bool) (any, RunEntry, error) {
-	inv := f.inv
-	inv.asHost, inv.progress = asHost, nil
-	if asHost {
-		inv.caller = nil
-	}
-	ctx, ob := f.r.observe(ctx, Operation{Kind: OpNested, Action: id, Caller: inv.caller, Params: params, Step: -1, AsHost: asHost})
-	res, entry, err := f.nestedRun(ctx, inv, id, params)
-	ob.end(Done{Records: []Record{{Entry: entry}}, Value: res, Err: err, Commit: err == nil})
-	return res, entry, err
-}
-
-// nestedRun is nested's call, once observed.
-func (f *frame[C]) nestedRun(ctx context.Context, inv invocation, id string, params any) (any, RunEntry, error) {
-	asHost := inv.asHost
-	child := f.r.frame(inv, f.depth+1)
-	if reg, ok := f.r.lookup(id); ok {
-		d := &reg.action.Definition
-		err := f.r.gateOf().admitNested(d, inv.caller)
-		if err == nil && d.NeedsConfirmation && inv.caller != nil && inv.confirming == "" {
-			err = NewRefusal(CodeConfirmationRequired, "a nested call of an action that needs confirmation is not held: the caller must call it")
-		}
-		if err != nil {
-			entry := RunEntry{Action: reg.action.ID, Steps: []RunStep{}, AsHost: asHost}.refused(err, f.r.givenParameters(params))
-			entry.Error = hostCode(err)
-			return nil, entry, err
-		}
-	}
-	res, entry, err := child.run(ctx, id, params, f.r.opts.Resolve)
-	return res, entry, err
-}
-
 // envRequired reports whether a C left at its zero value would be a nil
 // the body cannot use (a pointer, interface, map, slice, channel or
 // function type) and is not the *Trace the registry gives without Env.
@@ -727,82 +361,163 @@ func envRequired[C any]() bool {
 	return false
 }
 
-// givenParameters is the canonical JSON of the parameters as given, for
-// the entry of a call refused before its check passed: "null" when they
-// are not JSON at all, or larger than MaxParamBytes (an entry holds no
-// more than a call may bring).
-func (r *Registry[C]) givenParameters(params any) string {
-	limit := r.Limits().MaxParamBytes
-	if m, isMap := params.(map[string]any); params == nil || (isMap && m == nil) || nullText(params) {
-		return "{}"
-	}
-	if text, ok := textOf(params); ok {
-		if len(text) > limit {
-			return "null"
+// Tools returns the registered actions offered on mcp (or, with
+// opts.Caller, those the caller may see) as MCP tools, sorted by
+// name, from the schemas compiled at Register: nothing is decoded or
+// compiled again. opts may be nil. Each Tool is the caller's own copy;
+// changing it changes nothing in the registry. It returns an empty,
+// non-nil slice when no action is visible. See docs/tools.md for the
+// mapping:
+//   - Name: [ToolName] of the id; Title and Description as they are;
+//   - InputSchema: the parameters schema (ref and every nested keyword
+//     kept) without anyOf, oneOf and allOf at its root, or
+//     {"type":"object","properties":{},"additionalProperties":false} for
+//     an action without parameters;
+//   - a root anyOf whose branches each hold only a required of one
+//     property becomes a sentence at the end of Description ("Give at
+//     least one of: a, b."); any other root combinator is dropped. AI
+//     providers refuse these keywords at the root of a tool's schema;
+//     the action still checks its full schema when it runs, so a call
+//     the exported schema lets through may still be refused with
+//     invalid_parameters;
+//   - a boolean schema directly under the root properties is written as
+//     the object schema of the same meaning (true as {}, false as
+//     {"not": {}}), which MCP 2025-11-25 requires;
+//   - the declared refusals, if any, become one more sentence ("It may
+//     refuse with: out_of_stock (retry later).");
+//   - Annotations: ReadOnlyHint for effect read, DestructiveHint for a
+//     delete or a write that is not additive, IdempotentHint and
+//     OpenWorldHint as declared; all four always written.
+//
+// Deprecated aliases are never exported. With opts.Caller, only what that
+// caller may see (docs/gate.md).
+//
+// Errors: none today, since Register bounds ids to tool names MCP
+// accepts; the error is there for exports that can fail.
+func (r *Registry[C]) Tools(opts *ToolOptions) ([]Tool, error) {
+	o := toolOptionsOf(opts)
+	var regs []*registered[C]
+	r.actions.Range(func(_, v any) bool {
+		if reg := v.(*registered[C]); o.sees(&reg.action.Definition) {
+			regs = append(regs, reg)
 		}
-		params = json.RawMessage(text)
+		return true
+	})
+	sort.Slice(regs, func(i, j int) bool { return regs[i].action.ID < regs[j].action.ID })
+	tools := make([]Tool, 0, len(regs))
+	for _, reg := range regs {
+		def := reg.action.Definition
+		if err := checkToolName(def.ID, ToolName(def.ID)); err != nil {
+			return nil, fmt.Errorf("actions: exporting %s: %w", def.ID, err)
+		}
+		tools = append(tools, toolOf(&def, reg.params.doc, reg.output, o))
 	}
-	text, err := exactText(params)
-	if err != nil || len(text) > limit {
-		return "null"
-	}
-	return text
+	sortTools(tools)
+	return tools, nil
 }
 
-// canonicalString writes a value for an entry; a value without canonical
-// form gives an internal refusal carrying the cause.
-func canonicalString(v any) (string, error) {
-	text, err := exactText(v)
-	if err != nil {
-		r := refusef(CodeInternal, "a value has no canonical JSON form")
-		r.cause = err
-		return "", r
+// Definitions returns the definition of every registered action, hidden
+// ones included, sorted by id. Each Parameters holds a fresh copy of the
+// compiled schema document (map[string]any in JSON's Go types), or nil for
+// an action registered without parameters; Writes is a fresh slice.
+func (r *Registry[C]) Definitions() []Definition {
+	var out []Definition
+	r.actions.Range(func(_, v any) bool {
+		reg := v.(*registered[C])
+		d := reg.action.Definition
+		if d.Parameters != nil {
+			d.Parameters = reg.params.Schema()
+		}
+		if reg.output != nil {
+			d.OutputSchema = reg.output.Schema()
+		}
+		if d.Writes != nil {
+			d.Writes = append([]string{}, d.Writes...)
+		}
+		d.clonePolicy()
+		out = append(out, d)
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// gateOf returns the registry's gate, making a default one for a registry
+// built without gate options.
+func (r *Registry[C]) gateOf() *gate {
+	if g := r.gate.Load(); g != nil {
+		return g
 	}
-	return text, nil
+	r.gate.CompareAndSwap(nil, newGate(GateOptions{}))
+	return r.gate.Load()
 }
 
-// safeCall runs fn and turns a panic into an internal refusal.
-func safeCall(where string, fn func()) error {
-	return safeCallOf(where, "", fn)
-}
-
-// safeCallOf is safeCall for the part where of the action id: the name
-// "where id" is written only when fn panics, not on every call.
-func safeCallOf(where, id string, fn func()) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			if id != "" {
-				where += " " + id
+// clashesLocked lists the names (id and aliases) of each prepared action
+// that a registered action or alias holds, or an earlier action of regs;
+// at(k) is the pointer of regs[k]. Called with r.mu held.
+func (r *Registry[C]) clashesLocked(regs []*registered[C], at func(k int) string) []Issue {
+	var issues []Issue
+	g := r.gateOf()
+	taken := map[string]bool{}
+	used := func(name string) bool {
+		_, isID := r.actions.Load(name)
+		_, isAlias := g.aliases.Load(name)
+		return isID || isAlias || taken[name]
+	}
+	for k, reg := range regs {
+		d := &reg.action.Definition
+		if used(d.ID) {
+			issues = append(issues, Issue{Path: at(k) + "/id", Keyword: "id", Message: "the id " + d.ID + " is taken"})
+		}
+		for i, a := range d.DeprecatedAliases {
+			if used(a) {
+				issues = append(issues, Issue{Path: at(k) + "/deprecatedAliases/" + strconv.Itoa(i), Keyword: "deprecatedAliases",
+					Message: "the alias " + a + " is taken by an id or another alias"})
 			}
-			err = panicRefusal(where, p)
 		}
-	}()
-	fn()
-	return nil
+		taken[d.ID] = true
+		for _, a := range d.DeprecatedAliases {
+			taken[a] = true
+		}
+	}
+	return issues
 }
 
-// panicError carries a recovered panic's value and stack for the host.
-type panicError struct {
-	where string
-	value any
-	stack []byte
+// storeLocked stores a prepared action under its id and aliases. Called
+// with r.mu held, after clashes found none.
+func (r *Registry[C]) storeLocked(reg *registered[C]) {
+	r.actions.Store(reg.action.ID, reg)
+	for _, a := range reg.action.DeprecatedAliases {
+		r.gateOf().aliases.Store(a, reg)
+	}
 }
 
-func (e *panicError) Error() string {
-	return fmt.Sprintf("actions: panic in %s: %v\n%s", e.where, e.value, e.stack)
-}
-
-// panicRefusal turns a recovered panic into an internal refusal. The panic
-// value and stack stay in the refusal's cause ([Refusal.Cause]), never in
-// its message.
-func panicRefusal(where string, p any) *Refusal {
-	r := NewRefusal(CodeInternal, "the "+where+" failed")
-	r.cause = &panicError{where: where, value: p, stack: debug.Stack()}
-	return r
-}
-
-// unknownAction is the refusal of a call to an id no action has. It names
-// nothing: an id is submitted text.
-func unknownAction() *Refusal {
-	return NewRefusal(CodeUnknownAction, "no action is registered under this id")
+// Runner is what a host and every transport do with actions: run a call
+// or a batch, decide a pending change, replay a record, and see what a
+// caller may call. It has no type parameter: a transport never needs the
+// environment bodies receive. [*Registry] implements it; mcpserver, the
+// batch tool and the pages take it and add transport only.
+//
+// Implementations are safe for concurrent use.
+type Runner interface {
+	// Run runs c: see [Registry.Run].
+	Run(ctx context.Context, c Call) (Result, error)
+	// Decide confirms or rejects a pending change: see [Registry.Decide].
+	Decide(ctx context.Context, d Decision) (Result, error)
+	// Replay runs a record's call again and compares: see
+	// [Registry.Replay].
+	Replay(ctx context.Context, rec Record) (RunEntry, error)
+	// Admit runs the gate's checks that take nothing: see
+	// [Registry.Admit].
+	Admit(ctx context.Context, name string, c *Caller) error
+	// Tools exports the actions as MCP tools: see [Registry.Tools].
+	Tools(opts *ToolOptions) ([]Tool, error)
+	// Definitions returns every action's definition: see
+	// [Registry.Definitions].
+	Definitions() []Definition
+	// PendingChange returns a pending change for the person who may
+	// decide it: see [Registry.PendingChange].
+	PendingChange(ctx context.Context, id string, c *Caller) (PendingChange, error)
+	// Limits returns the limits in force.
+	Limits() Limits
 }

@@ -2,78 +2,11 @@ package actions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"sync"
+	"time"
 )
-
-// Outcome is how a call ended.
-type Outcome string
-
-// The outcomes of a call.
-const (
-	OutcomeDone    Outcome = "done"
-	OutcomeRefused Outcome = "refused"
-)
-
-// RunEntry records one call: the reference's run_entry, field for field.
-// Replaying a body against its entry compares these texts.
-type RunEntry struct {
-	// Action is the id called.
-	Action string `json:"action"`
-	// Parameters is the canonical JSON (RFC 8785) of the checked
-	// parameters, defaults filled and refs resolved; for a call refused
-	// before its check passed, of the parameters as given ("null" when
-	// they were not JSON text, or larger than Limits.MaxParamBytes).
-	Parameters string `json:"parameters"`
-	// Steps are what the body did, in order: commands it emitted and
-	// actions it called. Never nil.
-	Steps []RunStep `json:"steps"`
-	// Outcome is done or refused.
-	Outcome Outcome `json:"outcome"`
-	// Error is the code of a refused call ([CodeOf] its error: a
-	// refusal's code, the code of an error with a Code() string method,
-	// or internal); empty when done.
-	Error Code `json:"error,omitempty"`
-	// Result is the canonical JSON of the body's result; empty when the
-	// body returned nil or the call was refused.
-	Result string `json:"result,omitempty"`
-	// ResultSHA256 and ResultBytes stand for a result longer than
-	// Limits.MaxEntryResultBytes, which the entry does not keep (Result
-	// is then empty): the hex SHA-256 of its canonical JSON and that
-	// text's size in bytes. Replay compares the digest. Left out
-	// otherwise, so that an entry of a small result keeps the
-	// reference's shape.
-	ResultSHA256 string `json:"resultSHA256,omitempty"`
-	ResultBytes  int    `json:"resultBytes,omitempty"`
-	// AsHost is true for a nested call its body made as the host
-	// ([Trace.CallAsHost]) rather than as its caller; left out otherwise.
-	AsHost bool `json:"asHost,omitempty"`
-}
-
-// RunStep is one step of a body: a command with its result, or a nested
-// call. Exactly one of Command and Call is set.
-type RunStep struct {
-	// Command is the command as the body emitted it, in canonical JSON:
-	// placeholders such as ${now()} stay as they are.
-	Command json.RawMessage `json:"command,omitempty"`
-	// Result is the canonical JSON of the command's result; empty for
-	// none.
-	Result string `json:"result,omitempty"`
-	// Call is the entry of a nested call, done or refused.
-	Call *RunEntry `json:"call,omitempty"`
-}
-
-// refused marks e as refused by err, with the parameters text params.
-func (e RunEntry) refused(err error, params string) RunEntry {
-	e.Parameters = params
-	e.Outcome = OutcomeRefused
-	e.Error = CodeOf(err)
-	e.Result = ""
-	e.ResultSHA256, e.ResultBytes = "", 0
-	return e
-}
 
 // RunLog keeps records in memory, in the order their units were settled:
 // a [Store] with no unit of work of its own (what a body changes is not
@@ -133,36 +66,6 @@ func (l *RunLog) Entries() []RunEntry {
 	return out
 }
 
-// clone copies r deeply.
-func (r Record) clone() Record {
-	r.Entry = r.Entry.clone()
-	if r.Audit.Caller != nil {
-		c := r.Audit.Caller.clone()
-		r.Audit.Caller = &c
-	}
-	return r
-}
-
-// clone copies e with its steps, commands and nested entries.
-func (e RunEntry) clone() RunEntry {
-	if e.Steps == nil {
-		return e
-	}
-	steps := make([]RunStep, len(e.Steps))
-	for i, s := range e.Steps {
-		if s.Command != nil {
-			s.Command = append(json.RawMessage(nil), s.Command...)
-		}
-		if s.Call != nil {
-			c := s.Call.clone()
-			s.Call = &c
-		}
-		steps[i] = s
-	}
-	e.Steps = steps
-	return e
-}
-
 // EntryWriter writes each record it is given as one line of canonical
 // JSON (JSON Lines), so that a host can persist its run log: pass its
 // Write method as Options.OnRecord. It is safe for concurrent use; lines
@@ -204,4 +107,22 @@ func (w *EntryWriter) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
+}
+
+// runLogKeys are a RunLog's units run under idempotency keys, by
+// (principal, action, key). Guarded by the RunLog's mu.
+type runLogKeys struct {
+	m     map[runLogKey]*keyedUnit
+	units int // units recorded so far: their ids are "runlog:1", ...
+	swept int // len(m) after the last sweep of expired units
+}
+
+type runLogKey struct{ principal, action, key string }
+
+// keyedUnit is a unit under a key: running (done open), or recorded.
+type keyedUnit struct {
+	digest  string
+	done    chan struct{} // closed when the unit is settled
+	rec     *Recorded     // nil while running
+	expires time.Time
 }

@@ -6,24 +6,6 @@ import (
 	"time"
 )
 
-// runLogKeys are a RunLog's units run under idempotency keys, by
-// (principal, action, key). Guarded by the RunLog's mu.
-type runLogKeys struct {
-	m     map[runLogKey]*keyedUnit
-	units int // units recorded so far: their ids are "runlog:1", ...
-	swept int // len(m) after the last sweep of expired units
-}
-
-type runLogKey struct{ principal, action, key string }
-
-// keyedUnit is a unit under a key: running (done open), or recorded.
-type keyedUnit struct {
-	digest  string
-	done    chan struct{} // closed when the unit is settled
-	rec     *Recorded     // nil while running
-	expires time.Time
-}
-
 // AtomicOnce runs fn at most once under k within its window, as
 // [Store].AtomicOnce says, in this process's memory: a RunLog shared by
 // the registries of one process serves them all, never other processes.

@@ -6,32 +6,9 @@ import (
 	"time"
 )
 
-// CodeTimeout: the body ran past its time limit ([Definition].Timeout,
-// or Options.Timeout): its context ended, the call was refused and its
-// unit rolled back. The same call may work later, or with less to do:
-// retry after a backoff (a tool result, so that a model reads it).
-const CodeTimeout Code = "timeout"
-
-// timeoutPolicy is the policy of [CodeTimeout].
-var timeoutPolicy = Policy{Transport: TransportToolResult, Retry: RetryAfterBackoff}
-
-const timeoutNextAction = "The action took too long; try again later, or with less to do."
-
 // errTimedOut is the cause of a context the registry ended because its
 // body ran out of time; a nested call's context inherits it.
 var errTimedOut = errors.New("actions: the action's time limit passed")
-
-// limitTime returns the context a body of the action a runs in: ended
-// after the action's timeout (or the registry's default) with the cause
-// errTimedOut; a deadline ctx already has that comes sooner stays. stop
-// releases the timer.
-func (r *Registry[C]) limitTime(ctx context.Context, a *Action[C]) (context.Context, context.CancelFunc) {
-	d := timeoutOf(a.Timeout, r.opts.Timeout)
-	if d <= 0 {
-		return ctx, func() {}
-	}
-	return context.WithTimeoutCause(ctx, d, errTimedOut)
-}
 
 // timedOut returns the timeout refusal, its cause err with the context's
 // error (so that errors.Is finds context.DeadlineExceeded), when ctx ended because a time limit of the registry passed (the

@@ -59,11 +59,6 @@ type ToolAnnotations struct {
 	OpenWorldHint bool `json:"openWorldHint"`
 }
 
-// MaxToolNameLength is the longest tool name MCP accepts. Most AI
-// providers accept at most 64 characters: keep ids shorter than that when
-// the tools are meant for them.
-const MaxToolNameLength = 128
-
 // ToolOptions configures an export to tools. The zero value (or nil)
 // exports the schemas as they are.
 type ToolOptions struct {
@@ -159,87 +154,6 @@ func checkToolName(id, name string) error {
 		}
 	}
 	return nil
-}
-
-// Tools returns the registered actions offered on mcp (or, with
-// opts.Caller, those the caller may see) as MCP tools, sorted by
-// name, from the schemas compiled at Register: nothing is decoded or
-// compiled again. opts may be nil. Each Tool is the caller's own copy;
-// changing it changes nothing in the registry. It returns an empty,
-// non-nil slice when no action is visible. See docs/tools.md for the
-// mapping:
-//   - Name: [ToolName] of the id; Title and Description as they are;
-//   - InputSchema: the parameters schema (ref and every nested keyword
-//     kept) without anyOf, oneOf and allOf at its root, or
-//     {"type":"object","properties":{},"additionalProperties":false} for
-//     an action without parameters;
-//   - a root anyOf whose branches each hold only a required of one
-//     property becomes a sentence at the end of Description ("Give at
-//     least one of: a, b."); any other root combinator is dropped. AI
-//     providers refuse these keywords at the root of a tool's schema;
-//     the action still checks its full schema when it runs, so a call
-//     the exported schema lets through may still be refused with
-//     invalid_parameters;
-//   - a boolean schema directly under the root properties is written as
-//     the object schema of the same meaning (true as {}, false as
-//     {"not": {}}), which MCP 2025-11-25 requires;
-//   - the declared refusals, if any, become one more sentence ("It may
-//     refuse with: out_of_stock (retry later).");
-//   - Annotations: ReadOnlyHint for effect read, DestructiveHint for a
-//     delete or a write that is not additive, IdempotentHint and
-//     OpenWorldHint as declared; all four always written.
-//
-// Deprecated aliases are never exported. With opts.Caller, only what that
-// caller may see (docs/gate.md).
-//
-// Errors: none today, since Register bounds ids to tool names MCP
-// accepts; the error is there for exports that can fail.
-func (r *Registry[C]) Tools(opts *ToolOptions) ([]Tool, error) {
-	o := toolOptionsOf(opts)
-	var regs []*registered[C]
-	r.actions.Range(func(_, v any) bool {
-		if reg := v.(*registered[C]); o.sees(&reg.action.Definition) {
-			regs = append(regs, reg)
-		}
-		return true
-	})
-	sort.Slice(regs, func(i, j int) bool { return regs[i].action.ID < regs[j].action.ID })
-	tools := make([]Tool, 0, len(regs))
-	for _, reg := range regs {
-		def := reg.action.Definition
-		if err := checkToolName(def.ID, ToolName(def.ID)); err != nil {
-			return nil, fmt.Errorf("actions: exporting %s: %w", def.ID, err)
-		}
-		tools = append(tools, toolOf(&def, reg.params.doc, reg.output, o))
-	}
-	sortTools(tools)
-	return tools, nil
-}
-
-// Definitions returns the definition of every registered action, hidden
-// ones included, sorted by id. Each Parameters holds a fresh copy of the
-// compiled schema document (map[string]any in JSON's Go types), or nil for
-// an action registered without parameters; Writes is a fresh slice.
-func (r *Registry[C]) Definitions() []Definition {
-	var out []Definition
-	r.actions.Range(func(_, v any) bool {
-		reg := v.(*registered[C])
-		d := reg.action.Definition
-		if d.Parameters != nil {
-			d.Parameters = reg.params.Schema()
-		}
-		if reg.output != nil {
-			d.OutputSchema = reg.output.Schema()
-		}
-		if d.Writes != nil {
-			d.Writes = append([]string{}, d.Writes...)
-		}
-		d.clonePolicy()
-		out = append(out, d)
-		return true
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
 }
 
 func sortTools(tools []Tool) {

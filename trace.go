@@ -170,3 +170,22 @@ func (t *Trace) fromNestedCall(r *Refusal) bool {
 	}
 	return false
 }
+
+// Progress reports how far the body has come: done of total (0 when the
+// total is unknown), with a message for a person. It is delivered to the
+// top-level call's [Call].Progress, if any, on the caller of Progress's
+// goroutine, and never after the call returned. At most one report is
+// delivered per Options.ProgressInterval (100 ms by default); a report
+// that comes sooner, or whose done does not pass the last one delivered,
+// is dropped (the next one carries the newer figures). The reports of
+// nested calls and of batch steps are dropped: a batch reports its own
+// step count. A trace from [NewTrace] drops every report.
+func (t *Trace) Progress(done, total float64, message string) {
+	t.mu.Lock()
+	p, closing := t.progress, t.closing
+	t.mu.Unlock()
+	if closing {
+		return
+	}
+	p.report(Progress{Done: done, Total: total, Message: message})
+}

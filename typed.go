@@ -11,9 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Typed returns an action whose body takes its parameters as a Go value P
@@ -101,7 +100,7 @@ func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C)
 	if def.Parameters == nil {
 		a.Parameters = doc
 	} else {
-		a.agree = func(doc map[string]any) error { return inAction(agree(doc, dec), "/parameters") }
+		a.agree = func(doc map[string]any) error { return inAction(agreeWith(doc, dec), "/parameters") }
 	}
 	out, plan, err := inferOutput(reflect.TypeFor[R]())
 	switch {
@@ -225,11 +224,6 @@ func inferOutput(rt reflect.Type) (map[string]any, *decoder, error) {
 	return doc, plan, nil
 }
 
-func typeRefusal(ptr, msg string) *Refusal {
-	return refusef(CodeConstraintViolation, "the Go type cannot be used as the action's parameters",
-		Issue{Path: ptr, Keyword: "gotype", Message: msg})
-}
-
 // typeSchemas are the schemas of the types whose JSON form is not what
 // their Go structure says; jsonschema-go knows time.Time, slog.Level and
 // the big numbers as strings, but encoding/json writes a big.Int and a
@@ -303,24 +297,8 @@ func (w *typeWalk) plan(t reflect.Type, ptr, field string) (*decoder, error) {
 		defer func() { w.stack = w.stack[:len(w.stack)-1] }()
 	}
 	d := &decoder{t: t}
-	switch {
-	case t == reflect.TypeFor[json.Number]():
-		d.kind = decNumber
-		return d, nil
-	case t == reflect.TypeFor[time.Time]():
-		d.kind = decTime
-		return d, nil
-	case t == reflect.TypeFor[big.Int]():
-		d.kind = decBigInt
-		return d, nil
-	case t == reflect.TypeFor[json.RawMessage]():
-		d.kind = decRaw
-		return d, nil
-	case knownJSON[t] || (t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && hasJSONMethods(t)):
-		if !knownJSON[t] {
-			w.custom = true
-		}
-		d.kind = decUnmarshal
+	if kind, ok := w.jsonKind(t); ok {
+		d.kind = kind
 		return d, nil
 	}
 	switch t.Kind() {
@@ -346,33 +324,12 @@ func (w *typeWalk) plan(t reflect.Type, ptr, field string) (*decoder, error) {
 		}
 		d.kind, d.elem = decPointer, elem
 	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 && !hasJSONMethods(t.Elem()) {
-			if t.Kind() == reflect.Slice {
-				// encoding/json writes a byte slice as base64 text.
-				w.overrides[t] = &jsonschema.Schema{Type: "string", ContentEncoding: "base64"}
-				d.kind = decBytes
-				return d, nil
-			}
-		}
-		elem, err := w.plan(t.Elem(), ptr+"/items", field+"[]")
-		if err != nil {
+		if err := w.planList(d, t, ptr, field); err != nil {
 			return nil, err
-		}
-		d.kind, d.elem = decSlice, elem
-		if t.Kind() == reflect.Array {
-			d.kind = decArray
 		}
 	case reflect.Map:
-		if t.Key().Kind() != reflect.String || hasJSONMethods(t.Key()) {
-			return nil, typeRefusal(ptr, where()+" is a map whose keys are not strings: JSON object names are strings")
-		}
-		elem, err := w.plan(t.Elem(), ptr+"/additionalProperties", field+"[]")
-		if err != nil {
+		if err := w.planMap(d, t, ptr, field, where); err != nil {
 			return nil, err
-		}
-		d.kind, d.elem = decMap, elem
-		if t == reflect.TypeFor[map[string]any]() {
-			d.kind = decJSONMap
 		}
 	case reflect.Struct:
 		if err := w.planStruct(d, t, ptr); err != nil {
@@ -382,6 +339,66 @@ func (w *typeWalk) plan(t reflect.Type, ptr, field string) (*decoder, error) {
 		return nil, typeRefusal(ptr, where()+" has no JSON form ("+t.Kind().String()+")")
 	}
 	return d, nil
+}
+
+// jsonKind is the kind of a type that JSON reads as a whole, by its own
+// rule rather than by its Go kind: json.Number, time.Time, big.Int,
+// json.RawMessage and the types with JSON methods.
+func (w *typeWalk) jsonKind(t reflect.Type) (decKind, bool) {
+	switch {
+	case t == reflect.TypeFor[json.Number]():
+		return decNumber, true
+	case t == reflect.TypeFor[time.Time]():
+		return decTime, true
+	case t == reflect.TypeFor[big.Int]():
+		return decBigInt, true
+	case t == reflect.TypeFor[json.RawMessage]():
+		return decRaw, true
+	case knownJSON[t] || (t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && hasJSONMethods(t)):
+		if !knownJSON[t] {
+			w.custom = true
+		}
+		return decUnmarshal, true
+	}
+	return 0, false
+}
+
+// planList plans a slice or an array: bytes as base64 text, any other
+// element as its own plan.
+func (w *typeWalk) planList(d *decoder, t reflect.Type, ptr, field string) error {
+	if t.Elem().Kind() == reflect.Uint8 && !hasJSONMethods(t.Elem()) {
+		if t.Kind() == reflect.Slice {
+			// encoding/json writes a byte slice as base64 text.
+			w.overrides[t] = &jsonschema.Schema{Type: "string", ContentEncoding: "base64"}
+			d.kind = decBytes
+			return nil
+		}
+	}
+	elem, err := w.plan(t.Elem(), ptr+"/items", field+"[]")
+	if err != nil {
+		return err
+	}
+	d.kind, d.elem = decSlice, elem
+	if t.Kind() == reflect.Array {
+		d.kind = decArray
+	}
+	return nil
+}
+
+// planMap plans a map, whose keys must be strings.
+func (w *typeWalk) planMap(d *decoder, t reflect.Type, ptr, field string, where func() string) error {
+	if t.Key().Kind() != reflect.String || hasJSONMethods(t.Key()) {
+		return typeRefusal(ptr, where()+" is a map whose keys are not strings: JSON object names are strings")
+	}
+	elem, err := w.plan(t.Elem(), ptr+"/additionalProperties", field+"[]")
+	if err != nil {
+		return err
+	}
+	d.kind, d.elem = decMap, elem
+	if t == reflect.TypeFor[map[string]any]() {
+		d.kind = decJSONMap
+	}
+	return nil
 }
 
 // planStruct plans the members of a struct as encoding/json selects them
@@ -426,17 +443,6 @@ func (w *typeWalk) planStruct(d *decoder, t reflect.Type, ptr string) error {
 	}
 	w.overrides[t] = s
 	return nil
-}
-
-// refTarget reports whether a ref tag may sit on a field of type t.
-func refTarget(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.String:
-		return true
-	case reflect.Pointer, reflect.Slice:
-		return t.Elem().Kind() == reflect.String
-	}
-	return false
 }
 
 // infer runs jsonschema-go on t and returns the schema in JSON's Go types.
@@ -536,4 +542,55 @@ func applyRefs(doc map[string]any, dec *decoder) {
 			applyRefs(ap, dec.elem)
 		}
 	}
+}
+
+// structSchema is the schema of a struct planned by d, built from its
+// members (jsonFields) as jsonschema-go builds one from VisibleFields: an
+// object without additional properties, a property per member, described
+// by its jsonschema tag, required unless omitempty, omitzero or promoted
+// through an embedded pointer (a nil one leaves it out). The tags'
+// enum and default are written here; refs are written later, for
+// parameters only (applyRefs). The schemas of the members' types come
+// from jsonschema-go with the structs already built in w.overrides.
+func (w *typeWalk) structSchema(d *decoder, members []jsonField, ptr string) (*jsonschema.Schema, error) {
+	s := &jsonschema.Schema{Type: "object", AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
+	over := w.typeSchemas()
+	for i, m := range members {
+		f := &d.fields[i]
+		at := ijson.AppendToken(ptr+"/properties", f.name)
+		fs, err := jsonschema.ForType(m.sf.Type, &jsonschema.ForOptions{TypeSchemas: over})
+		if err != nil {
+			r := typeRefusal(at, "jsonschema-go cannot infer a schema for field "+f.goName)
+			r.cause = err
+			return nil, r
+		}
+		if desc, ok := m.sf.Tag.Lookup("jsonschema"); ok {
+			if desc == "" || wordPrefix.MatchString(desc) {
+				return nil, typeRefusal(at, "field "+f.goName+" has a jsonschema tag that is empty or starts with WORD=, which jsonschema-go refuses")
+			}
+			fs.Description = desc
+		}
+		if err := f.tag.apply(fs); err != nil {
+			return nil, typeRefusal(at, "the tags of field "+f.goName+" have no JSON form")
+		}
+		if s.Properties == nil {
+			s.Properties = map[string]*jsonschema.Schema{}
+		}
+		s.Properties[f.name] = fs
+		s.PropertyOrder = append(s.PropertyOrder, f.name)
+		if !m.omitEmpty && !m.omitZero && !m.viaPointer {
+			s.Required = append(s.Required, f.name)
+		}
+	}
+	return s, nil
+}
+
+// typeSchemas are the schemas jsonschema-go takes for the types whose
+// form is not their Go structure: typeSchemas' and the walk's own.
+func (w *typeWalk) typeSchemas() map[reflect.Type]*jsonschema.Schema {
+	over := typeSchemas()
+	for k, v := range w.overrides {
+		over[k] = v
+	}
+	return over
 }

@@ -8,12 +8,12 @@ import (
 	"github.com/actionreg/actions/internal/ijson"
 )
 
-// agree checks that a given parameters schema doc and the Go type planned
+// agreeWith checks that a given parameters schema doc and the Go type planned
 // by dec describe the same values: every required property has a field,
 // every field a property, and each property's type fits its field's. It
 // returns a *Refusal constraint_violation with one issue per
 // disagreement, at the schema pointer, naming the field.
-func agree(doc map[string]any, dec *decoder) error {
+func agreeWith(doc map[string]any, dec *decoder) error {
 	a := agreement{doc: doc}
 	a.walk(doc, dec, "", dec.t.String(), 0)
 	if len(a.issues) == 0 {
@@ -197,4 +197,26 @@ func fits(t string, dec *decoder) bool {
 		return t == "object"
 	}
 	return false
+}
+
+// agreeTag checks that a given property schema p says the tag's enum and
+// default, at the property's pointer at.
+func (a *agreement) agreeTag(p map[string]any, f *goField, at string) {
+	if f.tag.hasDef && !sameJSON(p["default"], f.tag.def) {
+		a.add(at, "default", fmt.Sprintf("field %s is tagged with a default its property does not have", f.goName))
+	}
+	if f.tag.enum == nil {
+		return
+	}
+	s := p
+	if f.tag.items {
+		s, _ = p["items"].(map[string]any)
+	}
+	var given any
+	if s != nil {
+		given = s["enum"]
+	}
+	if !sameJSON(given, any(f.tag.enum)) {
+		a.add(at, "enum", fmt.Sprintf("field %s is tagged with an enum its property does not have", f.goName))
+	}
 }

@@ -99,6 +99,38 @@ func (d *decoder) decode(v any, dst reflect.Value, st *decodeState) {
 	switch d.kind {
 	case decAny:
 		dst.Set(reflect.ValueOf(v))
+	case decBool, decString, decFloat, decNumber:
+		d.decodeScalar(v, dst, st)
+	case decInt:
+		d.decodeInt(v, dst, st)
+	case decUint:
+		d.decodeUint(v, dst, st)
+	case decBigInt, decTime, decBytes, decRaw, decUnmarshal:
+		d.decodeEncoded(v, dst, st)
+	case decPointer:
+		p := reflect.New(d.t.Elem())
+		d.elem.decode(v, p.Elem(), st)
+		dst.Set(p)
+	case decSlice, decArray:
+		d.decodeArray(v, dst, st)
+	case decJSONMap:
+		m, ok := v.(map[string]any)
+		if !ok {
+			st.fail("must be an object (the Go type map[string]any)")
+			return
+		}
+		dst.Set(reflect.ValueOf(m))
+	case decMap:
+		d.decodeMap(v, dst, st)
+	case decStruct:
+		d.decodeStruct(v, dst, st)
+	}
+}
+
+// decodeScalar fills a boolean, string or floating-point value, or a
+// json.Number.
+func (d *decoder) decodeScalar(v any, dst reflect.Value, st *decodeState) {
+	switch d.kind {
 	case decBool:
 		b, ok := v.(bool)
 		if !ok {
@@ -113,10 +145,6 @@ func (d *decoder) decode(v any, dst reflect.Value, st *decodeState) {
 			return
 		}
 		dst.SetString(s)
-	case decInt:
-		d.decodeInt(v, dst, st)
-	case decUint:
-		d.decodeUint(v, dst, st)
 	case decFloat:
 		n, ok := v.(json.Number)
 		if !ok {
@@ -136,6 +164,13 @@ func (d *decoder) decode(v any, dst reflect.Value, st *decodeState) {
 			return
 		}
 		dst.SetString(string(n))
+	}
+}
+
+// decodeEncoded fills a value that JSON carries as text or as raw JSON: a
+// big.Int, a time.Time, bytes, a json.RawMessage or a json.Unmarshaler.
+func (d *decoder) decodeEncoded(v any, dst reflect.Value, st *decodeState) {
+	switch d.kind {
 	case decBigInt:
 		n, ok := v.(json.Number)
 		i, exact := exactInteger(n)
@@ -175,23 +210,6 @@ func (d *decoder) decode(v any, dst reflect.Value, st *decodeState) {
 		if err != nil {
 			st.fail("does not decode into the Go type " + d.t.String())
 		}
-	case decPointer:
-		p := reflect.New(d.t.Elem())
-		d.elem.decode(v, p.Elem(), st)
-		dst.Set(p)
-	case decSlice, decArray:
-		d.decodeArray(v, dst, st)
-	case decJSONMap:
-		m, ok := v.(map[string]any)
-		if !ok {
-			st.fail("must be an object (the Go type map[string]any)")
-			return
-		}
-		dst.Set(reflect.ValueOf(m))
-	case decMap:
-		d.decodeMap(v, dst, st)
-	case decStruct:
-		d.decodeStruct(v, dst, st)
 	}
 }
 
@@ -360,4 +378,13 @@ func fieldOf(v reflect.Value, index []int) reflect.Value {
 		v = v.Field(x)
 	}
 	return v
+}
+
+// fieldTag is what a field's actions tag says.
+type fieldTag struct {
+	ref    string
+	enum   []any // JSON's Go types: string, bool, json.Number
+	def    any
+	hasDef bool
+	items  bool // enum applies to the items of a slice or array
 }

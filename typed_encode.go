@@ -44,6 +44,44 @@ func (d *decoder) encode(v reflect.Value, depth int) (any, error) {
 		return nil, errNoJSONForm
 	}
 	switch d.kind {
+	case decBool, decString, decInt, decUint, decFloat, decNumber, decBigInt, decTime, decBytes:
+		return d.encodeScalar(v)
+	case decPointer:
+		if v.IsNil() {
+			return nil, nil
+		}
+		return d.elem.encode(v.Elem(), depth+1)
+	case decSlice:
+		if v.IsNil() {
+			return nil, nil
+		}
+		return d.encodeArray(v, depth)
+	case decArray:
+		return d.encodeArray(v, depth)
+	case decMap, decJSONMap:
+		if v.IsNil() {
+			return nil, nil
+		}
+		return d.encodeMap(v, depth)
+	case decStruct:
+		return d.encodeStruct(v, depth)
+	}
+	// any, json.RawMessage and the types with JSON methods: what
+	// encoding/json writes for them.
+	if v.Kind() == reflect.Interface && v.IsNil() {
+		return nil, nil
+	}
+	c, err := copyValue(v.Interface(), canonicalMaxDepth-depth)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// encodeScalar writes a value that has no members: a boolean, string,
+// number, big.Int, time.Time or bytes.
+func (d *decoder) encodeScalar(v reflect.Value) (any, error) {
+	switch d.kind {
 	case decBool:
 		return v.Bool(), nil
 	case decString:
@@ -93,36 +131,8 @@ func (d *decoder) encode(v reflect.Value, depth int) (any, error) {
 			return nil, nil
 		}
 		return base64.StdEncoding.EncodeToString(v.Bytes()), nil
-	case decPointer:
-		if v.IsNil() {
-			return nil, nil
-		}
-		return d.elem.encode(v.Elem(), depth+1)
-	case decSlice:
-		if v.IsNil() {
-			return nil, nil
-		}
-		return d.encodeArray(v, depth)
-	case decArray:
-		return d.encodeArray(v, depth)
-	case decMap, decJSONMap:
-		if v.IsNil() {
-			return nil, nil
-		}
-		return d.encodeMap(v, depth)
-	case decStruct:
-		return d.encodeStruct(v, depth)
 	}
-	// any, json.RawMessage and the types with JSON methods: what
-	// encoding/json writes for them.
-	if v.Kind() == reflect.Interface && v.IsNil() {
-		return nil, nil
-	}
-	c, err := copyValue(v.Interface(), canonicalMaxDepth-depth)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return nil, errNoJSONForm
 }
 
 func (d *decoder) encodeArray(v reflect.Value, depth int) (any, error) {

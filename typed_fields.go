@@ -7,10 +7,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-
-	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/actionreg/actions/internal/ijson"
 )
 
 // The members of a Go struct as encoding/json reads and writes them. The
@@ -96,16 +92,7 @@ func jsonFields(t reflect.Type) []jsonField {
 					if f.name == "" {
 						f.name = sf.Name
 					}
-					for _, o := range strings.Split(opts, ",") {
-						switch o {
-						case "omitempty":
-							f.omitEmpty = true
-						case "omitzero":
-							f.omitZero = true
-						case "string":
-							f.stringOpt = true
-						}
-					}
+					f.setOptions(opts)
 					fields = append(fields, f)
 					if count[e.typ] > 1 {
 						// The same struct embedded twice at one depth:
@@ -124,6 +111,29 @@ func jsonFields(t reflect.Type) []jsonField {
 			}
 		}
 	}
+	return dominantFields(fields)
+}
+
+// setOptions sets the field's json tag options (omitempty, omitzero,
+// string); others are ignored, as encoding/json ignores them.
+func (f *jsonField) setOptions(opts string) {
+	for _, o := range strings.Split(opts, ",") {
+		switch o {
+		case "omitempty":
+			f.omitEmpty = true
+		case "omitzero":
+			f.omitZero = true
+		case "string":
+			f.stringOpt = true
+		}
+	}
+}
+
+// dominantFields keeps, of the fields that share a JSON name, the
+// dominant one as encoding/json picks it (the shallowest, then the
+// tagged), and drops a name that two fields hold as equals; the kept
+// fields come in index order.
+func dominantFields(fields []jsonField) []jsonField {
 	slices.SortFunc(fields, func(a, b jsonField) int {
 		if c := strings.Compare(a.name, b.name); c != 0 {
 			return c
@@ -175,54 +185,3 @@ func validJSONTag(s string) bool {
 // wordPrefix is what jsonschema-go refuses at the start of a jsonschema
 // tag ("WORD="), kept for its future use.
 var wordPrefix = regexp.MustCompile("^[^ \t\n]*=")
-
-// structSchema is the schema of a struct planned by d, built from its
-// members (jsonFields) as jsonschema-go builds one from VisibleFields: an
-// object without additional properties, a property per member, described
-// by its jsonschema tag, required unless omitempty, omitzero or promoted
-// through an embedded pointer (a nil one leaves it out). The tags'
-// enum and default are written here; refs are written later, for
-// parameters only (applyRefs). The schemas of the members' types come
-// from jsonschema-go with the structs already built in w.overrides.
-func (w *typeWalk) structSchema(d *decoder, members []jsonField, ptr string) (*jsonschema.Schema, error) {
-	s := &jsonschema.Schema{Type: "object", AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
-	over := w.typeSchemas()
-	for i, m := range members {
-		f := &d.fields[i]
-		at := ijson.AppendToken(ptr+"/properties", f.name)
-		fs, err := jsonschema.ForType(m.sf.Type, &jsonschema.ForOptions{TypeSchemas: over})
-		if err != nil {
-			r := typeRefusal(at, "jsonschema-go cannot infer a schema for field "+f.goName)
-			r.cause = err
-			return nil, r
-		}
-		if desc, ok := m.sf.Tag.Lookup("jsonschema"); ok {
-			if desc == "" || wordPrefix.MatchString(desc) {
-				return nil, typeRefusal(at, "field "+f.goName+" has a jsonschema tag that is empty or starts with WORD=, which jsonschema-go refuses")
-			}
-			fs.Description = desc
-		}
-		if err := f.tag.apply(fs); err != nil {
-			return nil, typeRefusal(at, "the tags of field "+f.goName+" have no JSON form")
-		}
-		if s.Properties == nil {
-			s.Properties = map[string]*jsonschema.Schema{}
-		}
-		s.Properties[f.name] = fs
-		s.PropertyOrder = append(s.PropertyOrder, f.name)
-		if !m.omitEmpty && !m.omitZero && !m.viaPointer {
-			s.Required = append(s.Required, f.name)
-		}
-	}
-	return s, nil
-}
-
-// typeSchemas are the schemas jsonschema-go takes for the types whose
-// form is not their Go structure: typeSchemas' and the walk's own.
-func (w *typeWalk) typeSchemas() map[reflect.Type]*jsonschema.Schema {
-	over := typeSchemas()
-	for k, v := range w.overrides {
-		over[k] = v
-	}
-	return over
-}

@@ -6,9 +6,8 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // The actions tag of a typed action's field: what the json and
@@ -26,15 +25,6 @@ import (
 // enum and default sit on a string, number, integer or boolean field or a
 // pointer to one; enum also on a slice or array of those (it then applies
 // to the items), as ref does.
-
-// fieldTag is what a field's actions tag says.
-type fieldTag struct {
-	ref    string
-	enum   []any // JSON's Go types: string, bool, json.Number
-	def    any
-	hasDef bool
-	items  bool // enum applies to the items of a slice or array
-}
 
 // readFieldTag reads f's actions tag; dec plans f's type, and checks that
 // each enum and default value fits it. at is the property's pointer.
@@ -164,31 +154,25 @@ func (ft *fieldTag) apply(s *jsonschema.Schema) error {
 	return nil
 }
 
-// agreeTag checks that a given property schema p says the tag's enum and
-// default, at the property's pointer at.
-func (a *agreement) agreeTag(p map[string]any, f *goField, at string) {
-	if f.tag.hasDef && !sameJSON(p["default"], f.tag.def) {
-		a.add(at, "default", fmt.Sprintf("field %s is tagged with a default its property does not have", f.goName))
-	}
-	if f.tag.enum == nil {
-		return
-	}
-	s := p
-	if f.tag.items {
-		s, _ = p["items"].(map[string]any)
-	}
-	var given any
-	if s != nil {
-		given = s["enum"]
-	}
-	if !sameJSON(given, any(f.tag.enum)) {
-		a.add(at, "enum", fmt.Sprintf("field %s is tagged with an enum its property does not have", f.goName))
-	}
-}
-
 // sameJSON reports whether a and b have the same canonical JSON.
 func sameJSON(a, b any) bool {
 	ta, err1 := CanonicalJSON(a)
 	tb, err2 := CanonicalJSON(b)
 	return err1 == nil && err2 == nil && string(ta) == string(tb)
+}
+
+func typeRefusal(ptr, msg string) *Refusal {
+	return refusef(CodeConstraintViolation, "the Go type cannot be used as the action's parameters",
+		Issue{Path: ptr, Keyword: "gotype", Message: msg})
+}
+
+// refTarget reports whether a ref tag may sit on a field of type t.
+func refTarget(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String:
+		return true
+	case reflect.Pointer, reflect.Slice:
+		return t.Elem().Kind() == reflect.String
+	}
+	return false
 }

@@ -103,17 +103,18 @@ func answersCancelled(err error) bool {
 	return errors.As(err, &je) && (je.Code == CodeRequestCancelled || je.Code == 0)
 }
 
-func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (context.Context, func(error), error) {
+// enterLocked admits a call of req's session, with t.mu held: it refuses
+// one while the server shuts down or the session closes, or when the
+// session or the server is busy; it returns the session's calls and the
+// size of the call's arguments, which the server's budget holds.
+func (t *tracker) enterLocked(req *mcp.CallToolRequest) (*sessionCalls, int64, error) {
 	ss := req.Session
-	t.mu.Lock()
 	if t.closing != nil {
-		t.mu.Unlock()
-		return nil, nil, refusedAtDoor("cancelled: the server is shutting down")
+		return nil, 0, refusedAtDoor("cancelled: the server is shutting down")
 	}
 	if id := ss.ID(); id != "" {
 		if _, ended := t.ended[id]; ended {
-			t.mu.Unlock()
-			return nil, nil, refusedAtDoor("cancelled: the session is closing")
+			return nil, 0, refusedAtDoor("cancelled: the session is closing")
 		}
 	}
 	sc := t.sessions[ss]
@@ -122,16 +123,25 @@ func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (conte
 		t.sessions[ss] = sc
 	}
 	if t.max > 0 && sc.n >= t.max {
-		t.mu.Unlock()
-		return nil, nil, busyError()
+		return nil, 0, busyError()
 	}
 	var size int64
 	if req.Params != nil {
 		size = int64(len(req.Params.Arguments))
 	}
 	if !t.admitLocked(size) {
+		return nil, 0, serverBusyError()
+	}
+	return sc, size, nil
+}
+
+func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (context.Context, func(error), error) {
+	ss := req.Session
+	t.mu.Lock()
+	sc, size, err := t.enterLocked(req)
+	if err != nil {
 		t.mu.Unlock()
-		return nil, nil, serverBusyError()
+		return nil, nil, err
 	}
 	// The call's context ends with its parent (the SDK's: a
 	// notifications/cancelled, a broken connection, the request of a

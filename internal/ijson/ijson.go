@@ -215,26 +215,10 @@ value:
 		case c == '-' || (c >= '0' && c <= '9'):
 			v, err = d.readNumber()
 		case c == '{' || c == '[':
-			if len(d.frames) >= d.maxDepth {
-				return nil, d.fail(d.pos, TooDeep, "", true)
+			var more bool
+			if v, more, err = d.open(c); more {
+				continue value
 			}
-			d.frames = append(d.frames, frame{object: c == '{', vals: len(d.vals), keys: len(d.keys)})
-			d.pos++
-			end := byte(']')
-			if c == '{' {
-				end = '}'
-			}
-			if c2, ok := d.skipSpace(); ok && c2 == end {
-				d.pos++
-				v, err = d.close()
-				break
-			}
-			if c == '{' {
-				if err := d.readName(); err != nil {
-					return nil, err
-				}
-			}
-			continue value
 		case c == 't':
 			v, err = d.readLiteral("true", true)
 		case c == 'f':
@@ -281,6 +265,32 @@ value:
 			}
 		}
 	}
+}
+
+// open opens the container that c starts. An empty one is closed at
+// once and returned as v; otherwise more says that its members follow
+// (an object's first name read already).
+func (d *decoder) open(c byte) (v any, more bool, err error) {
+	if len(d.frames) >= d.maxDepth {
+		return nil, false, d.fail(d.pos, TooDeep, "", true)
+	}
+	d.frames = append(d.frames, frame{object: c == '{', vals: len(d.vals), keys: len(d.keys)})
+	d.pos++
+	end := byte(']')
+	if c == '{' {
+		end = '}'
+	}
+	if c2, ok := d.skipSpace(); ok && c2 == end {
+		d.pos++
+		v, err = d.close()
+		return v, false, err
+	}
+	if c == '{' {
+		if err := d.readName(); err != nil {
+			return nil, false, err
+		}
+	}
+	return nil, true, nil
 }
 
 // finish checks that only whitespace follows the top-level value.

@@ -170,30 +170,8 @@ func (f *filler) fill(v any, n *node, hops int) {
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		for _, d := range n.defaults {
-			if _, present := v[d.name]; !present {
-				if f.log != nil {
-					if f.limit > 0 && len(f.log.fills) >= f.limit {
-						f.over = true
-						return
-					}
-					at := ijson.Pointer(append(f.path[:len(f.path):len(f.path)], d.name))
-					for _, r := range f.log.fills {
-						// The same default inside itself: it would
-						// be filled again at every level, without end.
-						if r.from == d.from && strings.HasPrefix(at, r.path+"/") {
-							f.over, f.log.endless = true, true
-							return
-						}
-					}
-					f.log.fills = append(f.log.fills, filled{at, d.from})
-				}
-				if f.spent += d.size; f.budget > 0 && f.spent > f.budget {
-					f.over = true
-					return
-				}
-				v[d.name] = Copy(d.value)
-			}
+		if !f.fillDefaults(v, n) {
+			return
 		}
 		for _, c := range n.props {
 			if pv, ok := v[c.name]; ok {
@@ -221,6 +199,38 @@ func (f *filler) fill(v any, n *node, hops int) {
 			}
 		}
 	}
+}
+
+// fillDefaults fills v's absent members that n gives defaults for. It
+// returns false when the fill must stop: a limit is reached, or a
+// default would be filled inside itself without end.
+func (f *filler) fillDefaults(v map[string]any, n *node) bool {
+	for _, d := range n.defaults {
+		if _, present := v[d.name]; !present {
+			if f.log != nil {
+				if f.limit > 0 && len(f.log.fills) >= f.limit {
+					f.over = true
+					return false
+				}
+				at := ijson.Pointer(append(f.path[:len(f.path):len(f.path)], d.name))
+				for _, r := range f.log.fills {
+					// The same default inside itself: it would
+					// be filled again at every level, without end.
+					if r.from == d.from && strings.HasPrefix(at, r.path+"/") {
+						f.over, f.log.endless = true, true
+						return false
+					}
+				}
+				f.log.fills = append(f.log.fills, filled{at, d.from})
+			}
+			if f.spent += d.size; f.budget > 0 && f.spent > f.budget {
+				f.over = true
+				return false
+			}
+			v[d.name] = Copy(d.value)
+		}
+	}
+	return true
 }
 
 // member fills the member k of an object with the additionalProperties
@@ -372,6 +382,12 @@ func (w *refWalker) walk(v any, n *node, at RefSite, hops int) {
 			}
 		}
 	}
+	w.walkInPlace(v, n, at, hops)
+}
+
+// walkInPlace walks v with n's in-place applicators: $ref, allOf, the
+// anyOf and oneOf branches v passes, and then or else.
+func (w *refWalker) walkInPlace(v any, n *node, at RefSite, hops int) {
 	w.walk(v, n.target, at, hops+1)
 	for _, c := range n.allOf {
 		w.walk(v, c, at, hops+1)

@@ -1,0 +1,106 @@
+// Who calls: the Caller the host builds for each call, and the Audit line that records it.
+
+package actions
+
+import (
+	"slices"
+	"time"
+)
+
+// Caller is who calls, built by the host for each call from what it
+// authenticated (a session, a verified token), never from the call's
+// arguments. Set it as [Call].Caller; a nil Caller is the host itself,
+// which the gate lets through (see [Registry.Run]). The token itself is
+// never held: only what the host derived from it.
+type Caller struct {
+	// Principal identifies the person (or service) acting, for rate
+	// limits, pending changes and the audit record.
+	Principal string `json:"principal"`
+	// Capabilities are the capabilities the host derived for this call.
+	Capabilities []string `json:"capabilities,omitempty"`
+	// Token says the call came with a bearer token; Scopes are then its
+	// scopes, and the scope check applies.
+	Token  bool     `json:"token,omitempty"`
+	Scopes []string `json:"scopes,omitempty"`
+	// Surface is where the call comes from: ui, mcp or ai.
+	Surface Surface `json:"surface"`
+	// Client is the connected app that called, when one did.
+	Client *Client `json:"client,omitempty"`
+	// PendingChange is the id of the pending change this call confirms.
+	// [Registry.Decide] sets it; a host that sets it itself confirms
+	// nothing.
+	PendingChange string `json:"pendingChange,omitempty"`
+}
+
+// clone copies c with its slices.
+func (c *Caller) clone() Caller {
+	cp := *c
+	cp.Capabilities = slices.Clone(c.Capabilities)
+	cp.Scopes = slices.Clone(c.Scopes)
+	if c.Client != nil {
+		cl := *c.Client
+		cp.Client = &cl
+	}
+	return cp
+}
+
+// Can reports whether the caller holds the capability c ("" is held by
+// every caller).
+func (c *Caller) Can(capability string) bool {
+	return capability == "" || slices.Contains(c.Capabilities, capability)
+}
+
+// Audit is who made a call, recorded beside its run entry (never inside
+// it: the entry keeps the reference's shape), in its [Record]; a SQL
+// store keeps its fields as columns.
+type Audit struct {
+	// At is when the call was admitted or refused (the gate's clock).
+	At time.Time `json:"at"`
+	// Caller is who called, nil for the host's own call.
+	Caller *Caller `json:"caller,omitempty"`
+	// Alias is the deprecated alias the call named, when it named one;
+	// the entry's action is the id.
+	Alias string `json:"alias,omitempty"`
+	// Code is the code of a refused call as the host sees it: the
+	// forbidden code of a call the caller was told was unknown.
+	Code Code `json:"code,omitempty"`
+	// PendingChange is the id of the change the call was held as
+	// (confirmation_required), confirms or rejects.
+	PendingChange string `json:"pendingChange,omitempty"`
+	// Stage is what the call did to its pending change: held, confirmed
+	// or rejected; empty for a call that touched none.
+	Stage Stage `json:"stage,omitempty"`
+	// Batch is true for a step of a batch.
+	Batch bool `json:"batch,omitempty"`
+	// ToolCallID is the id the client gave the call ([Call].ToolCallID).
+	ToolCallID string `json:"toolCallId,omitempty"`
+	// TraceID and SpanID identify the span of the call (or of the batch
+	// or decision that made the record) as the registry's [Observer]
+	// gave them: W3C trace-id and parent-id hex with OpenTelemetry. Empty
+	// without an observer.
+	TraceID string `json:"traceId,omitempty"`
+	SpanID  string `json:"spanId,omitempty"`
+	// IdempotencyKey is the key the call came with ([Call].IdempotencyKey).
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// Answered, on the audit line of a retry a recorded call answered, is
+	// the store's id of the unit that answered it (see
+	// [Recorded.AuditLine]); empty otherwise.
+	Answered string `json:"answered,omitempty"`
+}
+
+// Client is the connected app a call came through: its id and host, never
+// its token.
+type Client struct {
+	ID   string `json:"id"`
+	Host string `json:"host,omitempty"`
+}
+
+// Stage is what a call did to a pending change (see [Audit]).
+type Stage string
+
+// The stages of a pending change.
+const (
+	StageHeld      Stage = "held"
+	StageConfirmed Stage = "confirmed"
+	StageRejected  Stage = "rejected"
+)

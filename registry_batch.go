@@ -1,0 +1,240 @@
+// The registry's batch methods: a decoded batch run or held as one unit.
+
+package actions
+
+import (
+	"context"
+	"errors"
+	"math"
+
+	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/internal/placeholder"
+)
+
+// batch checks b whole, with r.Limits(), then runs its calls in order as
+// inv's caller, each as a top-level call of [Registry.Run]; see [Batch]
+// for the rules. A caller's batch holding a step that needs confirmation
+// is held whole as one pending change, before any step runs.
+func (r *Registry[C]) batch(ctx context.Context, b Batch, inv invocation) (any, []Record, bool, error) {
+	limits := r.Limits()
+	plan, err := checkBatch(b, limits, nil)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if inv.caller != nil && inv.confirming == "" {
+		if held, recs, err := r.holdBatch(ctx, b, plan, inv); held || err != nil {
+			return nil, recs, held && CodeOf(err) == CodeConfirmationRequired, err
+		}
+	}
+	pl := placeholderLimits(limits)
+	// results[j] is step j's result as JSON values, kept from its call to
+	// the last step that reads it. The check guarantees that a placeholder
+	// names only a step before the current one.
+	results := make([]any, len(plan.steps))
+	current := 0
+	lookup := func(name string) (any, bool) {
+		j, ok := plan.names[name]
+		if !ok || j >= current {
+			return nil, false
+		}
+		return results[j], true
+	}
+	recs := make([]Record, 0, len(plan.steps))
+	bound := newBatchBound(limits)
+	var result any
+	for i, st := range plan.steps {
+		if err := ctx.Err(); err != nil {
+			return nil, recs, false, cancelRefusal(err)
+		}
+		current = i
+		var params any = st.with
+		if st.refs {
+			with, _, err := placeholder.Substitute(st.with, lookup, canonicalText, pl)
+			if err != nil {
+				return nil, recs, false, substituteRefusal(stepPointer(i)+"/with", "with", err)
+			}
+			params = with
+		}
+		for _, j := range st.drop {
+			results[j] = nil
+		}
+		step := inv
+		step.name, step.params, step.step = st.call, params, true
+		step.stepIndex, step.progress = i, nil
+		_, rec, _, err := r.top(ctx, step)
+		recs = append(recs, bound.step(r.limitOf(step.name), r.bounder(step), rec))
+		if err != nil {
+			return nil, recs, false, &StepError{Index: i, Action: st.call, Err: err}
+		}
+		inv.progress.report(stepProgress(i, len(plan.steps)))
+		if st.keep || i == len(plan.steps)-1 {
+			v, err := scopeValue(rec.Entry)
+			if err != nil {
+				return nil, recs, false, err
+			}
+			results[i] = v
+			result = v
+		}
+	}
+	current = len(plan.steps)
+	if plan.result != "" {
+		if result, err = batchResult(plan.result, lookup, pl); err != nil {
+			return nil, recs, false, err
+		}
+	}
+	a, err := bound.result(r.bounder(invocation{}), result, plan.result == "")
+	if err != nil {
+		return nil, recs, false, err
+	}
+	return a, recs, true, nil
+}
+
+// batchResult is the batch's own result: its result placeholder filled
+// from the steps' results. It is no call's parameters: only the limits of
+// canonical JSON bound how deep it may nest. And it is one placeholder,
+// so it copies a result the batch holds once at most: no byte bound.
+func batchResult(result string, lookup func(string) (any, bool), pl placeholder.Limits) (any, error) {
+	rl := pl
+	rl.MaxDepth = canonicalMaxDepth
+	rl.MaxBytes = math.MaxInt
+	v, ok, err := placeholder.Substitute(result, lookup, canonicalText, rl)
+	if err != nil {
+		return nil, substituteRefusal("/result", "result", err)
+	}
+	if !ok {
+		v = nil
+	}
+	return v, nil
+}
+
+// holdBatch holds b whole when a step needs confirmation: every step is
+// first admitted by the gate as inv's caller (a step the caller may not
+// call refuses the batch as it would when run), then the batch is stored
+// as one pending change. held is false when no step needs confirmation.
+func (r *Registry[C]) holdBatch(ctx context.Context, b Batch, plan *batchPlan, inv invocation) (held bool, recs []Record, err error) {
+	var steps []HeldStep
+	for i, st := range plan.steps {
+		if reg, ok := r.lookup(st.call); ok && reg.action.NeedsConfirmation {
+			steps = append(steps, HeldStep{Index: i, Action: reg.action.ID})
+		}
+	}
+	if len(steps) == 0 {
+		return false, nil, nil
+	}
+	g := r.gateOf()
+	for i, st := range plan.steps {
+		reg, ok := r.lookup(st.call)
+		var err error
+		if !ok {
+			err = unknownAction()
+		} else if inv.replay {
+			err = g.who(&reg.action.Definition, inv.caller)
+		} else if err = g.admit(&reg.action.Definition, inv.caller); err == nil {
+			err = needsKey(&reg.action.Definition, inv)
+		}
+		if err != nil {
+			step := inv
+			step.name, step.params, step.step = st.call, st.with, true
+			id := st.call
+			if ok {
+				id = reg.action.ID
+			}
+			rec := r.refusedRecord(id, st.with, r.audit(step), err)
+			return true, []Record{rec}, &StepError{Index: i, Action: st.call, Err: err}
+		}
+	}
+	if inv.caller.Principal == "" {
+		return true, nil, &StepError{Index: steps[0].Index, Action: plan.steps[steps[0].Index].call, Err: anonymousHold()}
+	}
+	pc := PendingChange{Action: steps[0].Action, Batch: &b, Held: steps, IdempotencyKey: inv.key}
+	var rc Receipt
+	if inv.replay {
+		rc = pc.receipt()
+	} else {
+		c := b.clone()
+		pc.Batch = &c
+		if rc, err = g.hold(ctx, pc, inv.caller); err != nil {
+			return true, nil, err
+		}
+		pc.ID = rc.ID
+	}
+	refusal := rc.refusal()
+	recs = r.changeRecords(pc, inv.caller, StageHeld, refusal)
+	return true, recs, refusal
+}
+
+// DecodeBatch decodes a batch's JSON text strictly (I-JSON, RFC 7493:
+// duplicate member names, invalid UTF-8 and lone surrogates are refused)
+// and checks the whole batch as [Registry.Run] does, with the
+// registry's limits, before anything runs.
+// Numbers in "with" are kept exact, as json.Number.
+//
+// Errors, all *Refusal, each issue at the RFC 6901 pointer into the batch
+// of the value at fault, with the key at fault as its Keyword:
+//   - invalid_script_step: text that is not I-JSON (a duplicate key is
+//     reported at the duplicated member, e.g. /commands/0/call); a batch
+//     that is not an object, has no "commands" array, or holds a key other
+//     than "commands" and "result" ("parameters" included: a script with
+//     parameters is the engine's); a step that is not an object, or holds
+//     a key other than "call", "with" and "as" (a command, "when", "each",
+//     "fail"...: /commands/2/when); a "call" that is missing or not a
+//     non-empty string; a "with" that is not an object, or nests deeper
+//     than Limits.MaxParamDepth; an "as" that is not an identifier, or
+//     repeats an earlier step's; more steps than Limits.MaxBatchCalls; a
+//     placeholder longer than Limits.MaxPlaceholderLength, or more than
+//     Limits.MaxPlaceholders in one step; a "result" that is not one
+//     placeholder path;
+//   - unknown_reference: a path placeholder whose name is not the "as" of
+//     an earlier step (in "result": of any step), at the pointer of the
+//     string holding it.
+//
+// Each refusal lists every fault of its kind, in the order of the batch
+// (top-level keys, then steps, then "result"), at most 100. A step whose
+// shape is wrong (a foreign key, a call or as that is not a string, a with
+// that is not an object) reports that only. unknown_reference is checked
+// once no invalid_script_step fault remains.
+//
+// DecodeBatch does not check that the actions exist or that the
+// parameters fit their schemas: those are refusals of the calls, met when
+// the batch runs.
+func (r *Registry[C]) DecodeBatch(data []byte) (Batch, error) {
+	return decodeBatch(data, r.Limits())
+}
+
+// scopeValue is the value a named result stands for in later placeholders:
+// the JSON the entry recorded, read back, so that it holds JSON's Go types
+// only and agrees with the run log.
+func scopeValue(e RunEntry) (any, error) {
+	if e.Result == "" {
+		return nil, nil
+	}
+	v, err := ijson.Decode([]byte(e.Result), 0)
+	if err != nil {
+		r := refusef(CodeInternal, "a recorded result cannot be read back")
+		r.cause = err
+		return nil, r
+	}
+	return v, nil
+}
+
+// substituteRefusal reports a fault met while substituting, which the
+// check leaves to run time: a copied value nesting too deep. The other
+// kinds cannot happen after the check; they are mapped for safety.
+func substituteRefusal(at, keyword string, err error) error {
+	var pe *placeholder.Error
+	if !errors.As(err, &pe) {
+		return err
+	}
+	is := Issue{Path: at + pe.Pointer, Keyword: keyword}
+	switch pe.Kind {
+	case placeholder.UnknownReference:
+		is.Message = "no earlier step is named " + pe.Name
+		return refusef(CodeUnknownReference, "a placeholder names a result that no earlier step sets", is)
+	case placeholder.Text:
+		r := refusef(CodeInternal, "a placeholder's value has no text")
+		r.cause = err
+		return r
+	}
+	is.Message = placeholderMessage(pe)
+	return refusef(CodeInvalidScriptStep, "a step cannot be prepared", is)
+}

@@ -1,0 +1,591 @@
+// The call path: Run, the unit of work, the top call and each frame's run.
+
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Run runs c, an action's call or a batch, in one unit of the registry's
+// [Store], and returns its result and records (which Options.OnRecord
+// also receives, once the unit is settled). For one action, in order: the
+// gate checks c.Caller (docs/gate.md), then the parameters are checked
+// (see [ParameterSchema.Check]), refs resolved, the body run with the
+// environment the registry's Env builds, and the result checked against
+// the output schema. A batch runs as [Batch] says, every step as such a
+// call.
+//
+// Errors (every one a *Refusal, or wrapping one, except a body's own
+// error; [CodeOf] gives its code and errors.Is matches exactly that
+// code's sentinel; docs/refusals.md has the table):
+//   - unknown_action: no action has this id, or c.Caller may not see it
+//     (its surface is not offered, or it lacks the capability). The
+//     caller learns no more; the record's entry and audit carry the
+//     host's code (forbidden_surface, forbidden_capability);
+//   - insufficient_scope, not_serving, read_only, rate_limited: the
+//     gate's other checks, in that order, before the parameters are
+//     looked at;
+//   - confirmation_required: the action (or a step of the batch) needs
+//     confirmation; the call, checked in full, is held as one pending
+//     change, the refusal's Pending its receipt (see [Registry.Decide]).
+//     The unit commits: the change is kept;
+//   - invalid_parameters: see [ParameterSchema.Check]; the body does not
+//     run, and the entry records the parameters as given;
+//   - the body's own error, as it is (a *Refusal the body raised keeps
+//     its code; a plain error is recorded with code internal);
+//   - internal, the action's fault rather than the caller's, the cause
+//     in [Refusal.Cause] (never in the message): the body returned a
+//     refusal a nested call gave it; the body, the resolver, Env or
+//     OnRecord panicked; the result has no canonical JSON form; the
+//     store failed;
+//   - output_invalid: the result breaks the output schema; the body ran,
+//     the result is withheld, and errors.As finds an *[OutputError];
+//   - cancelled: ctx was done before the call ended (errors.Is also
+//     finds context.Canceled or context.DeadlineExceeded);
+//   - a batch's own refusals (invalid_script_step, unknown_reference)
+//     and a *[StepError] wrapping a step's error: see [Batch].
+//
+// A body sees ctx and must honour its cancellation itself.
+func (r *Registry[C]) Run(ctx context.Context, c Call) (Result, error) {
+	var key *UnitKey
+	if c.IdempotencyKey != "" {
+		var err error
+		if key, err = r.keyOf(c); err != nil {
+			return Result{}, err
+		}
+	}
+	p := r.newProgress(c.Progress)
+	defer p.close()
+	if c.Batch != nil {
+		return r.observeBatch(ctx, c, key, p)
+	}
+	return r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
+		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p}
+		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
+		return v, []Record{rec}, commit, err
+	})
+}
+
+// unitWork is one unit's work: its value, records, whether to keep it, and
+// its error.
+type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, err error)
+
+// unit runs fn in one unit of the store, at most once under k when k is
+// not nil, and delivers its records.
+func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result, error) {
+	var value any
+	attempt := func(ctx context.Context) Unit {
+		v, recs, commit, err := fn(ctx)
+		value = v
+		stamp(ctx, observed{}, recs)
+		u := Unit{Records: recs, Commit: commit, Err: err}
+		if k != nil && commit {
+			u.Answer = answerOf(k, v, recs, err)
+		}
+		return u
+	}
+	var (
+		recs []Record
+		err  error
+		rec  *Recorded // the recorded unit that answered a retry
+	)
+	if r.opts.Store != nil {
+		uctx, ob := r.observe(ctx, Operation{Kind: OpUnit, Step: -1})
+		if k != nil {
+			recs, rec, err = r.opts.Store.AtomicOnce(uctx, *k, attempt)
+		} else {
+			recs, err = r.opts.Store.Atomic(uctx, attempt)
+		}
+		ob.end(Done{Records: recs, Err: err, Commit: committed(recs, err)})
+		if err != nil && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == CodeInternal {
+			// The store's own failure (a commit, a lost connection):
+			// an internal refusal for the caller, the cause for the host.
+			err = storeFailure(err)
+		}
+	} else {
+		u := attempt(ctx)
+		recs, err = u.Records, u.Err
+		for i := range recs {
+			recs[i].RolledBack = !u.Commit
+		}
+	}
+	err = cancelRefusal(err)
+	if r.opts.OnRecord != nil {
+		for _, rec := range recs {
+			if perr := safeCall("registry's OnRecord", func() { r.opts.OnRecord(rec) }); perr != nil && err == nil {
+				err = perr
+			}
+		}
+	}
+	if rec != nil && err == nil {
+		return answeredFrom(rec)
+	}
+	res := Result{Value: value, Records: recs}
+	if a, ok := value.(answered); ok {
+		res.Value, res.Text, res.StepResults = a.value, a.text, a.steps
+	}
+	if err != nil {
+		res.Value, res.Text, res.StepResults = nil, "", nil
+	}
+	return res, err
+}
+
+// invocation is one call as the call path carries it.
+type invocation struct {
+	name       string // the id or alias called
+	params     any
+	caller     *Caller
+	toolCallID string
+	key        string // the call's idempotency key
+	// confirming is the pending change a confirmation runs.
+	confirming string
+	// replay: the gate decides who may call (surface, capability,
+	// scope, confirmation) but counts no rate and reads no serving
+	// switch, and a held call stores no change.
+	replay bool
+	// noResolve: the parameters were recorded resolved (replay).
+	noResolve bool
+	// step: the call is a step of a batch.
+	step bool
+	// asHost: a nested call the body made as the host (Trace.CallAsHost).
+	asHost bool
+	// stepIndex is the index of the step, when step.
+	stepIndex int
+	// progress delivers the body's progress reports (nil: dropped).
+	progress *progress
+}
+
+// audit starts the audit record of inv.
+func (r *Registry[C]) audit(inv invocation) Audit {
+	a := Audit{At: r.gateOf().opts.Now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID, IdempotencyKey: inv.key}
+	if inv.confirming != "" {
+		a.Stage = StageConfirmed
+	}
+	return a
+}
+
+// top runs one top-level call through the gate and records it.
+func (r *Registry[C]) top(ctx context.Context, inv invocation) (value any, rec Record, commit bool, err error) {
+	ctx, ob := r.observe(ctx, callOp(inv))
+	defer func() { rec = ob.endCall(rec, value, commit, err) }()
+	audit := r.audit(inv)
+	g := r.gateOf()
+	reg, ok := r.lookup(inv.name)
+	if ok {
+		if reg.action.ID != inv.name {
+			audit.Alias = inv.name
+		}
+		err := g.decide(ctx, &reg.action.Definition, inv.caller, inv.replay)
+		if err == nil {
+			err = needsKey(&reg.action.Definition, inv)
+		}
+		if err != nil {
+			return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
+		}
+	}
+	holds := ok && reg.action.NeedsConfirmation && inv.caller != nil && inv.confirming == ""
+	if holds && inv.caller.Principal == "" {
+		err := anonymousHold()
+		return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
+	}
+	resolve := r.opts.Resolve
+	if inv.noResolve {
+		resolve = nil // replayed parameters that were resolved already
+	}
+	f := r.frame(inv, 0)
+	if holds {
+		f.hold = func(ctx context.Context, checked string) error {
+			if inv.replay {
+				return Receipt{Action: reg.action.ID}.refusal()
+			}
+			rec, err := g.hold(ctx, PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: r.givenParameters(inv.params), IdempotencyKey: inv.key}, inv.caller)
+			if err != nil {
+				return err
+			}
+			audit.PendingChange = rec.ID
+			return rec.refusal()
+		}
+	}
+	result, entry, err := f.run(ctx, inv.name, inv.params, resolve)
+	if err != nil {
+		audit.Code = hostCode(err)
+		entry.Error = audit.Code
+		if holds && CodeOf(err) == CodeConfirmationRequired {
+			audit.Stage = StageHeld
+			return nil, Record{Entry: entry, Audit: audit}, true, err
+		}
+		return nil, Record{Entry: entry, Audit: audit}, false, err
+	}
+	return result, Record{Entry: entry, Audit: audit}, true, nil
+}
+
+// refusedRecord is the record of a call the gate refused before its
+// parameters were looked at.
+func (r *Registry[C]) refusedRecord(id string, params any, audit Audit, err error) Record {
+	entry := RunEntry{Action: id, Steps: []RunStep{}}.refused(err, r.givenParameters(params))
+	entry.Error = hostCode(err)
+	audit.Code = entry.Error
+	return Record{Entry: entry, Audit: audit}
+}
+
+// frame returns the frame of a call of inv at depth.
+func (r *Registry[C]) frame(inv invocation, depth int) *frame[C] {
+	return &frame[C]{r: r, inv: inv, depth: depth}
+}
+
+// frame is the state of one running call: its trace, and what its nested
+// calls need.
+type frame[C any] struct {
+	Trace
+	r     *Registry[C]
+	inv   invocation
+	depth int
+	// hold, set for a top-level call that needs confirmation, holds the
+	// checked call as a pending change and returns its refusal.
+	hold func(ctx context.Context, checked string) error
+}
+
+// run runs one call at the frame's depth, resolving its refs with
+// resolve; it records nothing.
+func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefResolver) (result any, entry RunEntry, err error) {
+	r := f.r
+	entry = RunEntry{Action: id, Steps: []RunStep{}, AsHost: f.inv.asHost}
+	limits := r.Limits()
+	reg, ok := r.lookup(id)
+	if !ok {
+		err = unknownAction()
+		return nil, entry.refused(err, r.givenParameters(params)), err
+	}
+	entry.Action = reg.action.ID // an alias is recorded under the id
+	if f.depth > limits.MaxCallDepth {
+		err = refusef(CodeConstraintViolation, "nested calls are too deep",
+			Issue{Path: "", Keyword: "call", Message: fmt.Sprintf("more than %d nested calls", limits.MaxCallDepth)})
+		return nil, entry.refused(err, r.givenParameters(params)), err
+	}
+	checked, err := reg.params.Check(ctx, params, resolve)
+	if err != nil {
+		return nil, entry.refused(err, r.givenParameters(params)), err
+	}
+	if entry.Parameters, err = canonicalString(checked); err != nil {
+		return nil, entry.refused(err, "null"), err
+	}
+	if f.hold != nil {
+		err = f.hold(ctx, entry.Parameters)
+		return nil, entry.refused(err, entry.Parameters), err
+	}
+	ctx, stop := r.limitTime(ctx, &reg.action)
+	defer stop()
+	if err := ctx.Err(); err != nil {
+		err = endedRefusal(ctx, err)
+		return nil, entry.refused(err, entry.Parameters), err
+	}
+	t := &f.Trace
+	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
+	t.progress = f.inv.progress
+	env, perr := r.envOf(ctx, id, t)
+	if perr != nil {
+		return nil, entry.refused(perr, entry.Parameters), perr
+	}
+	if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, env) }); perr != nil {
+		err = perr
+	}
+	t.close()
+	entry = t.entry
+	if terr := timedOut(ctx, err); terr != nil {
+		return nil, entry.refused(terr, entry.Parameters), terr
+	}
+	if err != nil {
+		err = bodyRefusal(reg, t, err)
+		return nil, entry.refused(err, entry.Parameters), err
+	}
+	written := result
+	if reg.output != nil {
+		if written, err = reg.output.checkOutput(id, result, reg.encode); err != nil {
+			return nil, entry.refused(err, entry.Parameters), err
+		}
+	}
+	if result != nil {
+		entry.Result, err = canonicalString(written)
+		if reg.output != nil && reg.release != nil {
+			reg.release(written) // the encoded value is written: its maps are free
+		}
+		if err != nil {
+			return nil, entry.refused(err, entry.Parameters), err
+		}
+	}
+	entry.Outcome = OutcomeDone
+	return result, entry, nil
+}
+
+// envOf builds the body's environment: the registry's Env, or the call's
+// Trace itself when C is *Trace and no Env was given.
+func (r *Registry[C]) envOf(ctx context.Context, id string, t *Trace) (env C, err error) {
+	switch {
+	case r.env != nil:
+		err = safeCallOf("registry's Env of", id, func() { env = r.env(ctx, t) })
+	default:
+		if tc, ok := any(t).(C); ok {
+			env = tc
+		}
+	}
+	return env, err
+}
+
+// bodyRefusal is the refusal a body's error becomes: an internal one
+// when a call the body made was refused (not the caller's fault; a
+// cancellation stays one, as it ends the whole call), a cancellation,
+// or the body's own error as the action declares it.
+func bodyRefusal[C any](reg *registered[C], t *Trace, err error) error {
+	if nr := asRefusal(err); nr != nil && nr.Code != CodeCancelled && t.fromNestedCall(nr) {
+		ir := NewRefusal(CodeInternal, "the action failed: a call it made was refused")
+		ir.cause = err
+		err = ir
+	} else if isCancel(err) && asRefusal(err) == nil {
+		err = cancelRefusal(err)
+	}
+	return reg.action.declared(err)
+}
+
+// nested runs a call a body made: through the gate with its caller's
+// identity (or as the host when asHost), one level deeper, never held.
+func (f *frame[C]) nested(ctx context.Context, id string, params any, asHost bool) (any, RunEntry, error) {
+	inv := f.inv
+	inv.asHost, inv.progress = asHost, nil
+	if asHost {
+		inv.caller = nil
+	}
+	ctx, ob := f.r.observe(ctx, Operation{Kind: OpNested, Action: id, Caller: inv.caller, Params: params, Step: -1, AsHost: asHost})
+	res, entry, err := f.nestedRun(ctx, inv, id, params)
+	ob.end(Done{Records: []Record{{Entry: entry}}, Value: res, Err: err, Commit: err == nil})
+	return res, entry, err
+}
+
+// nestedRun is nested's call, once observed.
+func (f *frame[C]) nestedRun(ctx context.Context, inv invocation, id string, params any) (any, RunEntry, error) {
+	asHost := inv.asHost
+	child := f.r.frame(inv, f.depth+1)
+	if reg, ok := f.r.lookup(id); ok {
+		d := &reg.action.Definition
+		err := f.r.gateOf().admitNested(d, inv.caller)
+		if err == nil && d.NeedsConfirmation && inv.caller != nil && inv.confirming == "" {
+			err = NewRefusal(CodeConfirmationRequired, "a nested call of an action that needs confirmation is not held: the caller must call it")
+		}
+		if err != nil {
+			entry := RunEntry{Action: reg.action.ID, Steps: []RunStep{}, AsHost: asHost}.refused(err, f.r.givenParameters(params))
+			entry.Error = hostCode(err)
+			return nil, entry, err
+		}
+	}
+	res, entry, err := child.run(ctx, id, params, f.r.opts.Resolve)
+	return res, entry, err
+}
+
+// givenParameters is the canonical JSON of the parameters as given, for
+// the entry of a call refused before its check passed: "null" when they
+// are not JSON at all, or larger than MaxParamBytes (an entry holds no
+// more than a call may bring).
+func (r *Registry[C]) givenParameters(params any) string {
+	limit := r.Limits().MaxParamBytes
+	if m, isMap := params.(map[string]any); params == nil || (isMap && m == nil) || nullText(params) {
+		return "{}"
+	}
+	if text, ok := textOf(params); ok {
+		if len(text) > limit {
+			return "null"
+		}
+		params = json.RawMessage(text)
+	}
+	text, err := exactText(params)
+	if err != nil || len(text) > limit {
+		return "null"
+	}
+	return text
+}
+
+// answer returns what bounds the result of one top-level call of inv
+// (rec's entry holds its canonical JSON, whole) and keeps the record
+// small; it takes what [Registry.top] returns. A result over its bound
+// that cannot be cut refuses the call: the record is refused with
+// result_too_large and the unit not kept.
+func (r *Registry[C]) answer(inv invocation) func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
+	return func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
+		return r.answered(inv, v, rec, commit, err)
+	}
+}
+
+func (r *Registry[C]) answered(inv invocation, v any, rec Record, commit bool, err error) (any, Record, bool, error) {
+	limits := r.Limits()
+	if err != nil {
+		return v, keepSmall(rec, limits.MaxEntryResultBytes), commit, err
+	}
+	text := rec.Entry.Result
+	form, berr := r.boundFor(inv, text, resultLimitOf(r, inv.name, limits))
+	if berr != nil {
+		rec.Entry = rec.Entry.refused(berr, rec.Entry.Parameters)
+		rec.Audit.Code = CodeResultTooLarge
+		return nil, keepSmall(rec, limits.MaxEntryResultBytes), false, berr
+	}
+	rec = keepSmall(rec, limits.MaxEntryResultBytes)
+	if form != nil {
+		t, _ := exactText(form)
+		return answered{value: form, text: t}, rec, commit, nil
+	}
+	return answered{value: v, text: text}, rec, commit, nil
+}
+
+// resultLimitOf is the result bound of the action called as name.
+func resultLimitOf[C any](r *Registry[C], name string, l Limits) int {
+	reg, ok := r.lookup(name)
+	if !ok {
+		return l.MaxResultBytes
+	}
+	return resultLimit(&reg.action.Definition, l)
+}
+
+// boundFor bounds text, a result of a call of inv, to limit: nil when it
+// fits (or limit is negative).
+func (r *Registry[C]) boundFor(inv invocation, text string, limit int) (*Bounded, error) {
+	if limit < 0 || len(text) <= limit {
+		return nil, nil
+	}
+	var next pager
+	if reg, ok := r.lookup(inv.name); ok {
+		next = pagerOf(reg.action.ID, reg.params.Schema(), r.givenParameters(inv.params))
+	}
+	return boundText(text, limit, next)
+}
+
+// bounder bounds a result as inv's (see boundFor).
+func (r *Registry[C]) bounder(inv invocation) boundFunc {
+	return func(text string, limit int) (*Bounded, error) { return r.boundFor(inv, text, limit) }
+}
+
+// limitOf is the result bound of the action called as name.
+func (r *Registry[C]) limitOf(name string) int { return resultLimitOf(r, name, r.Limits()) }
+
+// limitTime returns the context a body of the action a runs in: ended
+// after the action's timeout (or the registry's default) with the cause
+// errTimedOut; a deadline ctx already has that comes sooner stays. stop
+// releases the timer.
+func (r *Registry[C]) limitTime(ctx context.Context, a *Action[C]) (context.Context, context.CancelFunc) {
+	d := timeoutOf(a.Timeout, r.opts.Timeout)
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, d, errTimedOut)
+}
+
+// needsKey refuses, as idempotency_key_required, a caller's call of an
+// action that wants a key and has none. The host's own calls (no
+// caller), confirmations, replays and nested calls are not refused: the
+// gate lets the host through, and the others run under their first
+// call's key.
+func needsKey(d *Definition, inv invocation) error {
+	if !d.NeedsIdempotencyKey || inv.caller == nil || inv.key != "" || inv.confirming != "" || inv.replay {
+		return nil
+	}
+	return NewRefusal(CodeIdempotencyKeyRequired, "the action needs an idempotency key and the call has none")
+}
+
+// keyOf returns the unit key of c, or nil when c runs as if it had no
+// key: an unknown action, or one the caller may not call (their refusal
+// is then the same with or without a key). Errors: invalid_parameters
+// for a malformed key; internal when the registry has no Store.
+func (r *Registry[C]) keyOf(c Call) (*UnitKey, error) {
+	if err := checkKey(c.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	if r.opts.Store == nil {
+		rf := internalRefusal("the host keeps no record of calls: an idempotency key cannot be honoured", errNoKeyStore)
+		rf.Retry = RetryNever
+		return nil, rf
+	}
+	g := r.gateOf()
+	k := &UnitKey{Key: c.IdempotencyKey, Wait: r.opts.KeyWait}
+	if c.Caller != nil {
+		k.Principal = c.Caller.Principal
+	}
+	if c.Batch != nil {
+		k.Action = BatchKeyAction
+		text, err := exactText(*c.Batch)
+		if err != nil {
+			return nil, nil // refused by the batch's check, as without a key
+		}
+		k.Digest = digestOf(text)
+	} else {
+		reg, ok := r.lookup(c.Action)
+		if !ok || g.who(&reg.action.Definition, c.Caller) != nil {
+			return nil, nil
+		}
+		k.Action, k.Digest = reg.action.ID, digestOf(r.givenParameters(c.Params))
+	}
+	r.stampKey(k)
+	k.Audit = r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, step: c.Batch != nil})
+	return k, nil
+}
+
+// stampKey sets the clock readings and the wait of k.
+func (r *Registry[C]) stampKey(k *UnitKey) {
+	window := r.opts.KeyWindow
+	if window <= 0 {
+		window = DefaultKeyWindow
+	}
+	if k.Wait <= 0 {
+		k.Wait = DefaultKeyWait
+	}
+	k.Now = r.gateOf().opts.Now()
+	k.Expires = k.Now.Add(window)
+}
+
+// observe starts op with the registry's observer, if any. The returned
+// context carries the observation when op's records take its ids.
+func (r *Registry[C]) observe(ctx context.Context, op Operation) (context.Context, observed) {
+	o := r.opts.Observer
+	if o == nil {
+		return ctx, observed{}
+	}
+	ctx, ob := o.Start(ctx, op)
+	if ob.TraceID != "" && (op.Kind == OpCall || op.Kind == OpBatch || op.Kind == OpDecide) {
+		ctx = context.WithValue(ctx, obsKey{}, ob)
+	}
+	return ctx, observed{ob}
+}
+
+// callOp is the operation of inv's top-level call.
+func callOp(inv invocation) Operation {
+	op := Operation{Kind: OpCall, Action: inv.name, ToolCallID: inv.toolCallID, Caller: inv.caller, Params: inv.params, Step: -1, Change: inv.confirming}
+	if inv.step {
+		op.Step = inv.stepIndex
+	}
+	return op
+}
+
+// observeBatch runs the batch of c in one unit, observed as one OpBatch.
+func (r *Registry[C]) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress) (Result, error) {
+	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, ToolCallID: c.ToolCallID, Caller: c.Caller, Step: -1, Steps: len(c.Batch.Steps)})
+	res, err := r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
+		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p})
+	})
+	ob.end(Done{Records: res.Records, Value: res.Value, Err: err, Commit: committed(res.Records, err)})
+	return res, err
+}
+
+// newProgress returns the reporter of a call whose caller gave fn, or nil
+// for none.
+func (r *Registry[C]) newProgress(fn func(Progress)) *progress {
+	if fn == nil {
+		return nil
+	}
+	every := r.opts.ProgressInterval
+	if every == 0 {
+		every = DefaultProgressInterval
+	}
+	return &progress{fn: fn, every: every, now: r.gateOf().opts.Now}
+}
+
+var (
+	errNoKeyStore = errors.New("actions: Options.Store is nil: an idempotency key cannot be honoured (give the registry a Store, such as NewRunLog())")
+)

@@ -1,0 +1,94 @@
+// What a call leaves in the run log: its RunEntry and the RunSteps of the calls it made.
+
+package actions
+
+import (
+	"encoding/json"
+)
+
+// Outcome is how a call ended.
+type Outcome string
+
+// The outcomes of a call.
+const (
+	OutcomeDone    Outcome = "done"
+	OutcomeRefused Outcome = "refused"
+)
+
+// RunEntry records one call: the reference's run_entry, field for field.
+// Replaying a body against its entry compares these texts.
+type RunEntry struct {
+	// Action is the id called.
+	Action string `json:"action"`
+	// Parameters is the canonical JSON (RFC 8785) of the checked
+	// parameters, defaults filled and refs resolved; for a call refused
+	// before its check passed, of the parameters as given ("null" when
+	// they were not JSON text, or larger than Limits.MaxParamBytes).
+	Parameters string `json:"parameters"`
+	// Steps are what the body did, in order: commands it emitted and
+	// actions it called. Never nil.
+	Steps []RunStep `json:"steps"`
+	// Outcome is done or refused.
+	Outcome Outcome `json:"outcome"`
+	// Error is the code of a refused call ([CodeOf] its error: a
+	// refusal's code, the code of an error with a Code() string method,
+	// or internal); empty when done.
+	Error Code `json:"error,omitempty"`
+	// Result is the canonical JSON of the body's result; empty when the
+	// body returned nil or the call was refused.
+	Result string `json:"result,omitempty"`
+	// ResultSHA256 and ResultBytes stand for a result longer than
+	// Limits.MaxEntryResultBytes, which the entry does not keep (Result
+	// is then empty): the hex SHA-256 of its canonical JSON and that
+	// text's size in bytes. Replay compares the digest. Left out
+	// otherwise, so that an entry of a small result keeps the
+	// reference's shape.
+	ResultSHA256 string `json:"resultSHA256,omitempty"`
+	ResultBytes  int    `json:"resultBytes,omitempty"`
+	// AsHost is true for a nested call its body made as the host
+	// ([Trace.CallAsHost]) rather than as its caller; left out otherwise.
+	AsHost bool `json:"asHost,omitempty"`
+}
+
+// RunStep is one step of a body: a command with its result, or a nested
+// call. Exactly one of Command and Call is set.
+type RunStep struct {
+	// Command is the command as the body emitted it, in canonical JSON:
+	// placeholders such as ${now()} stay as they are.
+	Command json.RawMessage `json:"command,omitempty"`
+	// Result is the canonical JSON of the command's result; empty for
+	// none.
+	Result string `json:"result,omitempty"`
+	// Call is the entry of a nested call, done or refused.
+	Call *RunEntry `json:"call,omitempty"`
+}
+
+// refused marks e as refused by err, with the parameters text params.
+func (e RunEntry) refused(err error, params string) RunEntry {
+	e.Parameters = params
+	e.Outcome = OutcomeRefused
+	e.Error = CodeOf(err)
+	e.Result = ""
+	e.ResultSHA256, e.ResultBytes = "", 0
+	return e
+}
+
+// clone copies e with its steps, commands and nested entries.
+func (e RunEntry) clone() RunEntry {
+	if e.Steps == nil {
+		return e
+	}
+	steps := make([]RunStep, len(e.Steps))
+	for i, s := range e.Steps {
+		if s.Command != nil {
+			s.Command = append(json.RawMessage(nil), s.Command...)
+		}
+		if s.Call != nil {
+			c := s.Call.clone()
+			s.Call = &c
+		}
+		steps[i] = s
+	}
+	e.Steps = steps
+	return e
+}

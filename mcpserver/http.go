@@ -170,7 +170,7 @@ func HTTPHandler(s *mcp.Server, opts *HTTPOptions) *Handler {
 	if h.maxBody <= 0 {
 		h.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
-	h.calls.limit(serverBound(o.MaxServerCalls, DefaultMaxServerCalls), serverBound(o.MaxServerCallBytes, DefaultMaxServerCallBytes))
+	h.calls.limit(pick(o.MaxServerCalls, DefaultMaxServerCalls), pick(o.MaxServerCallBytes, DefaultMaxServerCallBytes))
 	if !slices.Contains(o.TrustedOrigins, "*") {
 		h.origins = http.NewCrossOriginProtection()
 		for _, origin := range o.TrustedOrigins {
@@ -196,19 +196,7 @@ func HTTPHandler(s *mcp.Server, opts *HTTPOptions) *Handler {
 
 // pick returns v, or def when v is zero, or 0 (off) when v is negative,
 // as net/http reads its limits.
-func pick[T int | time.Duration](v, def T) T {
-	switch {
-	case v < 0:
-		return 0
-	case v == 0:
-		return def
-	}
-	return v
-}
-
-// serverBound returns v, or def when v is zero, or 0 (no bound) when v
-// is negative.
-func serverBound[T int | int64](v, def T) T {
+func pick[T int | int64 | time.Duration](v, def T) T {
 	switch {
 	case v < 0:
 		return 0

@@ -410,3 +410,60 @@ func TestPendingChangesAreBounded(t *testing.T) {
 		propose(t, unbounded, editor, "shop/discard", fmt.Sprintf(`{"item":"y%d"}`, i))
 	}
 }
+
+// TestAccessorsHandOutCopies: changing whatever Tools, Definitions, List,
+// Get, PendingChange and PendingChanges hand out, at any depth, changes
+// neither what they hand out next nor any decision of the gate.
+func TestAccessorsHandOutCopies(t *testing.T) {
+	reg, ran := confirmRegistry(t, GateOptions{})
+	ctx := context.Background()
+	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
+	wantTools, err := reg.Tools(nil)
+	require.NoError(t, err)
+	wantText, err := CanonicalJSON(wantTools)
+	require.NoError(t, err)
+
+	// Scribble over everything reachable.
+	tools, _ := reg.Tools(nil)
+	for i := range tools {
+		tools[i].Name = "x"
+		tools[i].InputSchema["type"] = "array"
+		for k := range tools[i].InputSchema {
+			delete(tools[i].InputSchema, k)
+		}
+		tools[i].Annotations.DestructiveHint = false
+	}
+	for _, d := range reg.Definitions() {
+		d.Surfaces = append(d.Surfaces, SurfaceMCP)
+		d.Capability = ""
+	}
+	for _, a := range reg.List() {
+		a.DeprecatedAliases = append(a.DeprecatedAliases[:0], "shop/other")
+	}
+	pc, err := reg.PendingChange(ctx, rc.ID, editor)
+	require.NoError(t, err)
+	pc.Proposer.Principal = "mallory"
+	pc.Proposer.Capabilities = append(pc.Proposer.Capabilities[:0], "root")
+	list, err := reg.PendingChanges(ctx, editor)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	list[0].Proposer.Principal = "mallory"
+	list[0].Expires = list[0].Created
+
+	again, err := reg.Tools(nil)
+	require.NoError(t, err)
+	gotText, err := CanonicalJSON(again)
+	require.NoError(t, err)
+	assert.Equal(t, string(wantText), string(gotText), "Tools hands out copies")
+	a, ok := reg.Get("shop/throw_away")
+	require.True(t, ok, "the alias still names the action")
+	assert.Equal(t, "stock.write", a.Capability)
+	_, err = reg.PendingChange(ctx, rc.ID, &Caller{Principal: "mallory", Surface: SurfaceUI})
+	assert.ErrorIs(t, err, CodeUnknownChange, "the change is still editor's")
+	nobody := &Caller{Principal: "mallory", Surface: SurfaceMCP}
+	_, err = reg.Run(ctx, Call{Action: "shop/discard", Params: `{"item":"y"}`, Caller: nobody})
+	assert.ErrorIs(t, err, CodeUnknownAction, "the capability is still needed")
+	_, _, err = confirm3(reg, ctx, rc.ID, editor)
+	require.NoError(t, err, "the change is still there, unexpired")
+	assert.Equal(t, int32(1), ran.Load())
+}

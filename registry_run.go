@@ -76,10 +76,13 @@ type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, 
 // unit runs fn in one unit of the store, at most once under k when k is
 // not nil, and delivers its records.
 func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result, error) {
-	var value any
+	var (
+		value   any
+		unitErr error // the last attempt's own error, as the calls gave it
+	)
 	attempt := func(ctx context.Context) Unit {
 		v, recs, commit, err := fn(ctx)
-		value = v
+		value, unitErr = v, err
 		stamp(ctx, observed{}, recs)
 		u := Unit{Records: recs, Commit: commit, Err: err}
 		if k != nil && commit {
@@ -100,9 +103,11 @@ func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result
 			recs, err = r.opts.Store.Atomic(uctx, attempt)
 		}
 		ob.end(Done{Records: recs, Err: err, Commit: committed(recs, err)})
-		if err != nil && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == CodeInternal {
+		if err != nil && err != unitErr && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == CodeInternal {
 			// The store's own failure (a commit, a lost connection):
 			// an internal refusal for the caller, the cause for the host.
+			// The unit's own error (a body's plain error) is not one: it
+			// comes back as it is, as without a store.
 			err = storeFailure(err)
 		}
 	} else {

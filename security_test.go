@@ -639,3 +639,17 @@ func TestManifestMemberNamesAreExact(t *testing.T) {
 	assert.Equal(t, []Surface{}, defs[0].Surfaces, "exposure hidden folds into no surface")
 	assert.Equal(t, EffectRead, defs[0].Effect, "kind read folds into effect read")
 }
+
+// TestPlainErrorThroughAStore: a body's plain error comes back as it is
+// whether or not the registry has a Store (a store's own failure is an
+// internal refusal; the unit's own error is not one).
+func TestPlainErrorThroughAStore(t *testing.T) {
+	boom := errors.New("the body's own failure")
+	for name, store := range map[string]Store{"no store": nil, "run log": NewRunLog()} {
+		reg := NewRegistry[*Trace](nil, &Options{Store: store})
+		reg.MustRegister(New(Definition{ID: "a/b"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, boom }))
+		res, err := reg.Run(context.Background(), Call{Action: "a/b"})
+		assert.Same(t, boom, err, name)
+		assert.Equal(t, CodeInternal, res.Entry().Error, name)
+	}
+}

@@ -3,6 +3,7 @@ package actions
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"strconv"
 	"unicode/utf8"
 
@@ -322,7 +323,17 @@ func (b *batchBound) step(limit int, bound boundFunc, rec Record) Record {
 		if !b.off && (limit < 0 || limit > b.left) {
 			limit = b.left
 		}
-		bf, err := bound(text, limit)
+		var (
+			bf  *Bounded
+			err error
+		)
+		if !b.off && limit <= 0 {
+			// The batch's budget is spent: nothing of any result fits, so
+			// there is nothing to cut (omitted, as bound would say).
+			err = errSpent
+		} else {
+			bf, err = bound(text, limit)
+		}
 		switch {
 		case err != nil:
 			bf = omitted(text, limit)
@@ -368,6 +379,9 @@ func (b *batchBound) result(bound boundFunc, v any, byLast bool) (answered, erro
 	}
 	return answered{value: v, text: text, steps: b.steps}, nil
 }
+
+// errSpent says a batch's result budget is spent.
+var errSpent = errors.New("actions: the batch's result budget is spent")
 
 func mustText(v any) string {
 	t, _ := exactText(v)

@@ -458,7 +458,7 @@ func (r *Registry[C]) boundFor(inv invocation, text string, limit int) (*Bounded
 	}
 	var next pager
 	if reg, ok := r.lookup(inv.name); ok {
-		next = pagerOf(reg.action.ID, reg.params.Schema(), r.givenParameters(inv.params))
+		next = pagerOf(reg.action.ID, reg.params.doc, r.givenParameters(inv.params)) // read only: no copy
 	}
 	return boundText(text, limit, next)
 }

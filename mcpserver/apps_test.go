@@ -33,13 +33,8 @@ func TestConfirmViewForMCPApps(t *testing.T) {
 		}
 		server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v1"}, nil)
 		require.NoError(t, mcpserver.AddTools(server, reg, opts))
-		ct, st := mcp.NewInMemoryTransports()
 		ctx := context.Background()
-		ss, err := server.Connect(ctx, st, nil)
-		require.NoError(t, err)
-		client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil)
-		cs, err := client.Connect(ctx, ct, nil)
-		require.NoError(t, err)
+		cs := inMemoryClient(t, server)
 		list, err := cs.ListTools(ctx, nil)
 		require.NoError(t, err)
 		views := map[string]any{}
@@ -50,8 +45,6 @@ func TestConfirmViewForMCPApps(t *testing.T) {
 		}
 		if !withURL {
 			assert.Empty(t, views, "no screen to open: no view")
-			cs.Close()
-			ss.Close()
 			continue
 		}
 		assert.Equal(t, map[string]any{"shop-discard": mcpserver.ConfirmViewURI, "run_batch": mcpserver.ConfirmViewURI}, views)
@@ -63,7 +56,20 @@ func TestConfirmViewForMCPApps(t *testing.T) {
 		for _, want := range []string{"<!DOCTYPE html>", `"ui/initialize"`, `"ui/notifications/initialized"`, `"ui/notifications/tool-result"`, `"ui/open-link"`, "confirmUrl"} {
 			assert.True(t, strings.Contains(c.Text, want), "the view holds %s", want)
 		}
-		cs.Close()
-		ss.Close()
 	}
+}
+
+// inMemoryClient connects an SDK client to server over in-memory
+// transports; both sessions close when the test ends.
+func inMemoryClient(t *testing.T, server *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := server.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
 }

@@ -36,14 +36,8 @@ func TestForbiddenAnsweredAsUnknownBeforeHooks(t *testing.T) {
 			return &actions.Caller{Principal: "mallory"} // no capability
 		},
 	}))
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := server.Connect(ctx, st, nil)
-	require.NoError(t, err)
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	defer cs.Close()
+	cs := inMemoryClient(t, server)
 
 	answer := func(name string) string {
 		done := make(chan error, 1)

@@ -3,11 +3,15 @@
 // exported methods of exported types, and exported fields of exported
 // struct types. Test files are left out.
 //
-// Usage: go run ./scripts/apicount DIR...
+// Usage: go run ./scripts/apicount [-v] DIR...
+//
+// With -v it also lists every counted name with its file, one per line.
 package main
 
 import (
+	"flag"
 	"fmt"
+	"path/filepath"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -15,8 +19,11 @@ import (
 	"strings"
 )
 
+var verbose = flag.Bool("v", false, "list every counted name with its file")
+
 func main() {
-	for _, dir := range os.Args[1:] {
+	flag.Parse()
+	for _, dir := range flag.Args() {
 		top, methods, fields, err := count(dir)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "apicount:", err)
@@ -33,18 +40,26 @@ func count(dir string) (top, methods, fields int, err error) {
 		return 0, 0, 0, err
 	}
 	for _, p := range pkgs {
-		for _, f := range p.Files {
+		for path, f := range p.Files {
+			file := filepath.Base(path)
+			list := func(kind, name string) {
+				if *verbose {
+					fmt.Printf("%s\t%s\t%s\n", file, kind, name)
+				}
+			}
 			for _, d := range f.Decls {
 				switch d := d.(type) {
 				case *ast.FuncDecl:
 					if d.Recv == nil {
 						if d.Name.IsExported() {
 							top++
+							list("func", d.Name.Name)
 						}
 						continue
 					}
-					if d.Name.IsExported() && ast.IsExported(recvName(d.Recv.List[0].Type)) {
+					if r := recvName(d.Recv.List[0].Type); d.Name.IsExported() && ast.IsExported(r) {
 						methods++
+						list("method", r+"."+d.Name.Name)
 					}
 				case *ast.GenDecl:
 					for _, s := range d.Specs {
@@ -54,15 +69,18 @@ func count(dir string) (top, methods, fields int, err error) {
 								continue
 							}
 							top++
+							list("type", s.Name.Name)
 							if st, ok := s.Type.(*ast.StructType); ok {
 								for _, fl := range st.Fields.List {
 									for _, n := range fl.Names {
 										if n.IsExported() {
 											fields++
+											list("field", s.Name.Name+"."+n.Name)
 										}
 									}
 									if len(fl.Names) == 0 && ast.IsExported(recvName(fl.Type)) {
 										fields++ // an exported embedded type
+										list("field", s.Name.Name+"."+recvName(fl.Type))
 									}
 								}
 							}
@@ -71,6 +89,7 @@ func count(dir string) (top, methods, fields int, err error) {
 									for _, n := range m.Names {
 										if n.IsExported() {
 											methods++
+											list("method", s.Name.Name+"."+n.Name)
 										}
 									}
 								}
@@ -79,6 +98,7 @@ func count(dir string) (top, methods, fields int, err error) {
 							for _, n := range s.Names {
 								if n.IsExported() {
 									top++
+									list("value", n.Name)
 								}
 							}
 						}

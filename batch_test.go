@@ -405,7 +405,7 @@ func TestRunBatchTooDeepAtRunTime(t *testing.T) {
 func TestDecodeBatchUsesTheRegistrysLimits(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"commands":[`)
-	for i := range DefaultMaxBatchCalls + 1 {
+	for i := range defaultLimits.MaxBatchCalls + 1 {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -414,15 +414,15 @@ func TestDecodeBatchUsesTheRegistrysLimits(t *testing.T) {
 	b.WriteString(`]}`)
 	_, err := batchEchoRegistry(t, nil).DecodeBatch([]byte(b.String()))
 	require.ErrorIs(t, err, CodeInvalidScriptStep)
-	reg := batchEchoRegistry(t, &Options{Limits: Limits{MaxBatchCalls: 2 * DefaultMaxBatchCalls}})
+	reg := batchEchoRegistry(t, &Options{Limits: Limits{MaxBatchCalls: 2 * defaultLimits.MaxBatchCalls}})
 	batch, err := reg.DecodeBatch([]byte(b.String()))
 	require.NoError(t, err)
-	assert.Len(t, batch.Steps, DefaultMaxBatchCalls+1)
+	assert.Len(t, batch.Steps, defaultLimits.MaxBatchCalls+1)
 	var viaJSON Batch
 	require.NoError(t, json.Unmarshal([]byte(b.String()), &viaJSON), "json.Unmarshal bounds no count")
 	_, entries, err := batch3(reg, context.Background(), viaJSON, nil)
 	require.NoError(t, err, "the registry allows this many steps")
-	assert.Len(t, entries, DefaultMaxBatchCalls+1)
+	assert.Len(t, entries, defaultLimits.MaxBatchCalls+1)
 	_, _, err = batch3(batchEchoRegistry(t, nil), context.Background(), viaJSON, nil)
 	require.ErrorIs(t, err, CodeInvalidScriptStep, "a registry with the default limit refuses it before any call")
 }

@@ -225,15 +225,15 @@ func TestBoundBatchOfBigReads(t *testing.T) {
 		total += len(must(exactText(bd)))
 		assert.NotNil(t, bd.Bound.NextCall)
 	}
-	assert.LessOrEqual(t, total, DefaultMaxBatchResultBytes, "the results in all fit the batch's bound")
+	assert.LessOrEqual(t, total, defaultLimits.MaxBatchResultBytes, "the results in all fit the batch's bound")
 	assert.Greater(t, omitted, 40, "past the bound, results are left out")
 	assert.IsType(t, &Bounded{}, res.Value, "the batch's result is bounded too")
-	assert.LessOrEqual(t, len(res.Text), DefaultMaxResultBytes)
+	assert.LessOrEqual(t, len(res.Text), defaultLimits.MaxResultBytes)
 	for i, rec := range log.Records() {
 		assert.Equal(t, OutcomeDone, rec.Entry.Outcome, "step %d ran", i)
 		assert.Empty(t, rec.Entry.Result, "step %d: the entry keeps no big result", i)
 		assert.Len(t, rec.Entry.ResultSHA256, 64)
-		assert.Greater(t, rec.Entry.ResultBytes, DefaultMaxEntryResultBytes)
+		assert.Greater(t, rec.Entry.ResultBytes, defaultLimits.MaxEntryResultBytes)
 		assert.False(t, rec.RolledBack)
 	}
 }

@@ -36,14 +36,14 @@ type GateOptions struct {
 	// Pending holds the pending changes (nil: a [MemoryPendingStore]).
 	Pending PendingStore
 	// PendingFor is how long a pending change waits (default and at most
-	// MaxPendingFor, 7 days).
+	// 7 days).
 	PendingFor time.Duration
 	// Serving holds what the host switches while it serves (read-only,
 	// actions not served); nil: a Serving of the gate's own, always
 	// serving everything.
 	Serving *Serving
 	// MaxPending bounds the pending changes one principal holds at once
-	// (0: [DefaultMaxPending]; negative: no bound). A call held past it
+	// (0: 16; negative: no bound). A call held past it
 	// is refused rate_limited and nothing is held.
 	MaxPending int
 	// Now is the clock (nil: time.Now).
@@ -54,8 +54,8 @@ type GateOptions struct {
 	Limiter RateLimiter
 }
 
-// MaxPendingFor is the longest a pending change waits.
-const MaxPendingFor = 7 * 24 * time.Hour
+// maxPendingFor is the longest a pending change waits.
+const maxPendingFor = 7 * 24 * time.Hour
 
 // gate is a registry's gate: its options and the switches and limiters
 // that change while it serves. Its zero value is usable.
@@ -76,8 +76,8 @@ func newGate(o GateOptions) *gate {
 	if o.WriteScope == "" {
 		o.WriteScope = "mcp:write"
 	}
-	if o.PendingFor <= 0 || o.PendingFor > MaxPendingFor {
-		o.PendingFor = MaxPendingFor
+	if o.PendingFor <= 0 || o.PendingFor > maxPendingFor {
+		o.PendingFor = maxPendingFor
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -427,7 +427,7 @@ func (d *Definition) declared(err error) error {
 func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, error) {
 	if max := g.opts.MaxPending; max >= 0 {
 		if max == 0 {
-			max = DefaultMaxPending
+			max = defaultMaxPending
 		}
 		held, err := g.store().List(ctx, c.Principal)
 		if err != nil {

@@ -22,14 +22,14 @@ const IdempotencyKeyMeta = "io.actionreg/idempotency-key"
 // random token.
 const MaxIdempotencyKeyLength = 255
 
-// DefaultKeyWindow is Options.KeyWindow when left zero: how long a call
+// defaultKeyWindow is Options.KeyWindow when left zero: how long a call
 // run under a key answers its retries.
-const DefaultKeyWindow = 24 * time.Hour
+const defaultKeyWindow = 24 * time.Hour
 
-// DefaultKeyWait is Options.KeyWait when left zero: how long a retry
+// defaultKeyWait is Options.KeyWait when left zero: how long a retry
 // waits for a first call still running under its key before it is
 // refused in_progress.
-const DefaultKeyWait = 5 * time.Second
+const defaultKeyWait = 5 * time.Second
 
 // BatchKeyAction is the [UnitKey].Action of a batch: a batch's key is its
 // own, whatever actions its steps call. It is no action's id.

@@ -59,21 +59,22 @@ type Limits struct {
 	MaxEntryResultBytes int
 }
 
-// The defaults of [Limits].
-const (
-	DefaultMaxParamDepth        = 64
-	DefaultMaxParamBytes        = 1 << 20
-	DefaultMaxSchemaDepth       = 32
-	DefaultMaxSchemaBytes       = 1 << 20
-	DefaultMaxCallDepth         = 16
-	DefaultMaxRefs              = 256
-	DefaultMaxBatchCalls        = 1000
-	DefaultMaxPlaceholderLength = 256
-	DefaultMaxPlaceholders      = 1000
-	DefaultMaxResultBytes       = 32 << 10
-	DefaultMaxBatchResultBytes  = 64 << 10
-	DefaultMaxEntryResultBytes  = 4 << 10
-)
+// defaultLimits are the limits a zero field means; the field docs above
+// give each, and [Registry.Limits] reports what a registry applies.
+var defaultLimits = Limits{
+	MaxParamDepth:        64,
+	MaxParamBytes:        1 << 20,
+	MaxSchemaDepth:       32,
+	MaxSchemaBytes:       1 << 20,
+	MaxCallDepth:         16,
+	MaxRefs:              256,
+	MaxBatchCalls:        1000,
+	MaxPlaceholderLength: 256,
+	MaxPlaceholders:      1000,
+	MaxResultBytes:       32 << 10,
+	MaxBatchResultBytes:  64 << 10,
+	MaxEntryResultBytes:  4 << 10,
+}
 
 // withDefaults returns l with every zero (or negative) field set to its
 // default; a negative result bound stays, meaning off.
@@ -83,23 +84,23 @@ func (l Limits) withDefaults() Limits {
 			*v = d
 		}
 	}
-	def(&l.MaxParamDepth, DefaultMaxParamDepth)
-	def(&l.MaxParamBytes, DefaultMaxParamBytes)
-	def(&l.MaxSchemaDepth, DefaultMaxSchemaDepth)
-	def(&l.MaxSchemaBytes, DefaultMaxSchemaBytes)
-	def(&l.MaxCallDepth, DefaultMaxCallDepth)
-	def(&l.MaxRefs, DefaultMaxRefs)
-	def(&l.MaxBatchCalls, DefaultMaxBatchCalls)
-	def(&l.MaxPlaceholderLength, DefaultMaxPlaceholderLength)
-	def(&l.MaxPlaceholders, DefaultMaxPlaceholders)
+	def(&l.MaxParamDepth, defaultLimits.MaxParamDepth)
+	def(&l.MaxParamBytes, defaultLimits.MaxParamBytes)
+	def(&l.MaxSchemaDepth, defaultLimits.MaxSchemaDepth)
+	def(&l.MaxSchemaBytes, defaultLimits.MaxSchemaBytes)
+	def(&l.MaxCallDepth, defaultLimits.MaxCallDepth)
+	def(&l.MaxRefs, defaultLimits.MaxRefs)
+	def(&l.MaxBatchCalls, defaultLimits.MaxBatchCalls)
+	def(&l.MaxPlaceholderLength, defaultLimits.MaxPlaceholderLength)
+	def(&l.MaxPlaceholders, defaultLimits.MaxPlaceholders)
 	// The result bounds may be switched off: only zero is the default.
 	zero := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
 		}
 	}
-	zero(&l.MaxResultBytes, DefaultMaxResultBytes)
-	zero(&l.MaxBatchResultBytes, DefaultMaxBatchResultBytes)
-	zero(&l.MaxEntryResultBytes, DefaultMaxEntryResultBytes)
+	zero(&l.MaxResultBytes, defaultLimits.MaxResultBytes)
+	zero(&l.MaxBatchResultBytes, defaultLimits.MaxBatchResultBytes)
+	zero(&l.MaxEntryResultBytes, defaultLimits.MaxEntryResultBytes)
 	return l
 }

@@ -35,8 +35,7 @@ type PendingChange struct {
 	// Proposer is who called: principal, surface and client. Its
 	// PendingChange is empty.
 	Proposer Caller `json:"proposer"`
-	// Created and Expires bound the change's life (at most
-	// [MaxPendingFor]).
+	// Created and Expires bound the change's life (at most 7 days).
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
 }
@@ -162,8 +161,8 @@ func (c PendingChange) clone() PendingChange {
 	return c
 }
 
-// DefaultMaxPending is GateOptions.MaxPending when left zero.
-const DefaultMaxPending = 16
+// defaultMaxPending is GateOptions.MaxPending when left zero.
+const defaultMaxPending = 16
 
 // receipt is what the proposer of c learns.
 func (c PendingChange) receipt() Receipt {

@@ -67,7 +67,7 @@ func TestConfirmRunsOnceAsTheConfirmingPerson(t *testing.T) {
 	reg, ran := confirmRegistry(t, GateOptions{Now: clk.Now})
 	rc := propose(t, reg, editor, "shop/throw_away", `{"item":"old-milk"}`)
 	assert.Equal(t, "shop/discard", rc.Action)
-	assert.Equal(t, clk.Now().Add(MaxPendingFor), rc.Expires)
+	assert.Equal(t, clk.Now().Add(maxPendingFor), rc.Expires)
 	assert.Equal(t, int32(0), ran.Load(), "nothing runs while the change waits")
 
 	pc, err := reg.PendingChange(context.Background(), rc.ID, editor)
@@ -380,7 +380,7 @@ func TestPendingChangesAreBounded(t *testing.T) {
 	store := &MemoryPendingStore{}
 	reg, ran := confirmRegistry(t, GateOptions{Now: clk.Now, Pending: store, PendingFor: time.Hour})
 	var first Receipt
-	for i := range DefaultMaxPending {
+	for i := range defaultMaxPending {
 		rc := propose(t, reg, editor, "shop/discard", fmt.Sprintf(`{"item":"x%d"}`, i))
 		if i == 0 {
 			first = rc
@@ -392,7 +392,7 @@ func TestPendingChangesAreBounded(t *testing.T) {
 	assert.Equal(t, CodeRateLimited, res.Entry().Error)
 	held, err := store.List(context.Background(), editor.Principal)
 	require.NoError(t, err)
-	assert.Len(t, held, DefaultMaxPending)
+	assert.Len(t, held, defaultMaxPending)
 
 	other := &Caller{Principal: "olga", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
 	propose(t, reg, other, "shop/discard", `{"item":"hers"}`)
@@ -406,7 +406,7 @@ func TestPendingChangesAreBounded(t *testing.T) {
 
 	// Negative: no bound.
 	unbounded, _ := confirmRegistry(t, GateOptions{MaxPending: -1})
-	for i := range DefaultMaxPending + 4 {
+	for i := range defaultMaxPending + 4 {
 		propose(t, unbounded, editor, "shop/discard", fmt.Sprintf(`{"item":"y%d"}`, i))
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// DefaultProgressInterval is the least time between two progress reports
+// defaultProgressInterval is the least time between two progress reports
 // delivered to one call's [Call].Progress, unless Options.ProgressInterval
 // says otherwise.
-const DefaultProgressInterval = 100 * time.Millisecond
+const defaultProgressInterval = 100 * time.Millisecond
 
 // progress delivers one call's progress reports, rate-limited and in
 // order, until the call returns.

@@ -80,7 +80,7 @@ type Options struct {
 	Timeout time.Duration
 	// ProgressInterval is the least time between two progress reports
 	// delivered to one call (see [Trace.Progress]); zero means
-	// DefaultProgressInterval (100 ms), negative no bound.
+	// 100 ms, negative no bound.
 	ProgressInterval time.Duration
 	// PortableNames makes Register and Bind refuse, with
 	// constraint_violation, an id whose tool name is not portable to
@@ -88,9 +88,9 @@ type Options struct {
 	// characters, where MCP allows 128).
 	PortableNames bool
 	// KeyWindow is how long a call run under an idempotency key answers
-	// its retries (0: DefaultKeyWindow, 24 h). KeyWait bounds how long a
+	// its retries (0: 24 h). KeyWait bounds how long a
 	// retry waits for a first call still running under its key before
-	// it is refused in_progress (0: DefaultKeyWait, 5 s).
+	// it is refused in_progress (0: 5 s).
 	KeyWindow, KeyWait time.Duration
 }
 

@@ -536,10 +536,10 @@ func (r *Registry[C]) keyOf(c Call) (*UnitKey, error) {
 func (r *Registry[C]) stampKey(k *UnitKey) {
 	window := r.opts.KeyWindow
 	if window <= 0 {
-		window = DefaultKeyWindow
+		window = defaultKeyWindow
 	}
 	if k.Wait <= 0 {
-		k.Wait = DefaultKeyWait
+		k.Wait = defaultKeyWait
 	}
 	k.Now = r.gateOf().opts.Now()
 	k.Expires = k.Now.Add(window)
@@ -586,7 +586,7 @@ func (r *Registry[C]) newProgress(fn func(Progress)) *progress {
 	}
 	every := r.opts.ProgressInterval
 	if every == 0 {
-		every = DefaultProgressInterval
+		every = defaultProgressInterval
 	}
 	return &progress{fn: fn, every: every, now: r.gateOf().opts.Now}
 }

@@ -658,7 +658,7 @@ func TestRegistryListIsSorted(t *testing.T) {
 
 func TestRegistryRunNestedDepthDefault(t *testing.T) {
 	// Without a fixture limit, an action calling itself forever is stopped
-	// at DefaultMaxCallDepth, with one entry per level.
+	// at defaultLimits.MaxCallDepth, with one entry per level.
 	reg := NewRegistry[*Trace](nil, nil)
 	var runs atomic.Int64
 	require.NoError(t, reg.Register(Action[*Trace]{
@@ -682,7 +682,7 @@ func TestRegistryRunNestedDepthDefault(t *testing.T) {
 		innermost = nr.Cause()
 	}
 	assert.ErrorIs(t, innermost, CodeConstraintViolation, "the host finds the nested refusal down the causes")
-	assert.Equal(t, int64(DefaultMaxCallDepth+1), runs.Load(), "bodies run: the top level and each allowed nesting")
+	assert.Equal(t, int64(defaultLimits.MaxCallDepth+1), runs.Load(), "bodies run: the top level and each allowed nesting")
 	levels := 0
 	for e := &entry; ; levels++ {
 		assert.Equal(t, OutcomeRefused, e.Outcome)
@@ -694,7 +694,7 @@ func TestRegistryRunNestedDepthDefault(t *testing.T) {
 		require.Len(t, e.Steps, 1)
 		e = e.Steps[0].Call
 	}
-	assert.Equal(t, DefaultMaxCallDepth+1, levels, "nested entries below the top one")
+	assert.Equal(t, defaultLimits.MaxCallDepth+1, levels, "nested entries below the top one")
 }
 
 func TestRegistryHostContext(t *testing.T) {

@@ -18,7 +18,7 @@ func TestZeroRegistry(t *testing.T) {
 	res, err := reg.Run(context.Background(), Call{Action: "a/b"})
 	require.NoError(t, err)
 	assert.Equal(t, "ok", res.Value)
-	assert.Equal(t, DefaultMaxCallDepth, reg.Limits().MaxCallDepth, "the default limits")
+	assert.Equal(t, defaultLimits.MaxCallDepth, reg.Limits().MaxCallDepth, "the default limits")
 	_, err = reg.Decide(context.Background(), Decision{Change: "x", Caller: &Caller{Principal: "p"}})
 	assert.ErrorIs(t, err, CodeUnknownChange)
 }

@@ -277,14 +277,6 @@ func omitted(text string, limit int) *Bounded {
 	return &Bounded{Bound: Bound{Limit: max(limit, 0), Bytes: len(text), Omitted: true}}
 }
 
-// answered carries what a unit gives its caller beside the value: the
-// canonical JSON of the value as given, and a batch's step results.
-type answered struct {
-	value any
-	text  string
-	steps []any
-}
-
 // batchBound tracks what is left of a batch's result bound as its steps
 // run: the batch's own result has MaxResultBytes reserved first.
 type batchBound struct {

@@ -794,7 +794,7 @@ func sortUTF16(ms []objectMember) {
 func canonicalString(v any) (string, error) {
 	text, err := exactText(v)
 	if err != nil {
-		r := refusef(CodeInternal, "a value has no canonical JSON form")
+		r := NewRefusal(CodeInternal, "a value has no canonical JSON form")
 		r.cause = err
 		return "", r
 	}

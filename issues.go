@@ -1,8 +1,9 @@
 package actions
 
-// The wording of the issues a parameters check reports: one per failed
-// keyword, at the pointer of the value at fault, from the schema's side of
-// the engine's error only (never a submitted value).
+// Issue, one breach a refusal lists, and the wording of the issues a
+// parameters check reports: one per failed keyword, at the pointer of the
+// value at fault, from the schema's side of the engine's error only (never
+// a submitted value).
 
 import (
 	"fmt"
@@ -15,6 +16,28 @@ import (
 
 	"github.com/actionreg/actions/internal/schema"
 )
+
+// Issue is one breach found in a call or a registration, such as one
+// schema keyword that failed. Message never contains a value of the
+// parameters; it may name what the caller chose as names: an action id,
+// or a batch's own result names (unknown_reference: "no earlier step is
+// named p").
+type Issue struct {
+	// Path is the RFC 6901 JSON Pointer of the value at fault: into the
+	// parameters for invalid_parameters ("" is the whole object), into
+	// the schema for constraint_violation, into the batch for script steps.
+	Path string `json:"path"`
+	// Keyword is what failed: the JSON Schema keyword ("required",
+	// "type", "ref", "default", ...); "json" for text that is not I-JSON;
+	// at registration "id", "run" (a nil body), "body" or "definition"
+	// (a manifest entry without its other half) or the schema keyword; in
+	// a batch the key at fault ("commands", "call", "with", "as",
+	// "result"); "call" for a nested call too deep.
+	Keyword string `json:"keyword"`
+	// Message says what was expected, in lower case, with limits and
+	// keywords but no submitted value.
+	Message string `json:"message"`
+}
 
 // issuesOf flattens a validation error into issues: one per failed
 // keyword, at the pointer of the value at fault.

@@ -173,8 +173,8 @@ func (c PendingChange) receipt() Receipt {
 	return rc
 }
 
-// refusal is the confirmation_required refusal carrying the receipt.
-func (rc Receipt) refusal() *Refusal {
+// confirmationRequired is the refusal carrying the receipt.
+func (rc Receipt) confirmationRequired() *Refusal {
 	r := NewRefusal(CodeConfirmationRequired, "the call is held until a person confirms it")
 	r.Pending = &rc
 	return r

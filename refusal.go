@@ -9,28 +9,6 @@ import (
 	"time"
 )
 
-// Issue is one breach found in a call or a registration, such as one
-// schema keyword that failed. Message never contains a value of the
-// parameters; it may name what the caller chose as names: an action id,
-// or a batch's own result names (unknown_reference: "no earlier step is
-// named p").
-type Issue struct {
-	// Path is the RFC 6901 JSON Pointer of the value at fault: into the
-	// parameters for invalid_parameters ("" is the whole object), into
-	// the schema for constraint_violation, into the batch for script steps.
-	Path string `json:"path"`
-	// Keyword is what failed: the JSON Schema keyword ("required",
-	// "type", "ref", "default", ...); "json" for text that is not I-JSON;
-	// at registration "id", "run" (a nil body), "body" or "definition"
-	// (a manifest entry without its other half) or the schema keyword; in
-	// a batch the key at fault ("commands", "call", "with", "as",
-	// "result"); "call" for a nested call too deep.
-	Keyword string `json:"keyword"`
-	// Message says what was expected, in lower case, with limits and
-	// keywords but no submitted value.
-	Message string `json:"message"`
-}
-
 // Refusal is the error of a refused call or registration. It carries what a
 // caller (often a model) needs to act: the code, whether to retry, how a
 // connector should deliver it, and the next thing to do.
@@ -214,8 +192,7 @@ func CodeOf(err error) (code Code) {
 		}
 		return r.Code
 	}
-	var d *Divergence
-	if errors.As(err, &d) {
+	if errors.Is(err, CodeDiverged) { // a *Divergence
 		return CodeDiverged
 	}
 	var c interface{ Code() string }

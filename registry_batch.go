@@ -158,7 +158,7 @@ func (r *Registry[C]) holdBatch(ctx context.Context, b Batch, plan *batchPlan, i
 		}
 		pc.ID = rc.ID
 	}
-	refusal := rc.refusal()
+	refusal := rc.confirmationRequired()
 	recs = r.changeRecords(pc, inv.caller, StageHeld, refusal)
 	return true, recs, refusal
 }

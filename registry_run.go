@@ -204,14 +204,14 @@ func (r *Registry[C]) top(ctx context.Context, inv invocation) (value any, rec R
 	if holds {
 		f.hold = func(ctx context.Context, checked string) error {
 			if inv.replay {
-				return Receipt{Action: reg.action.ID}.refusal()
+				return Receipt{Action: reg.action.ID}.confirmationRequired()
 			}
 			rec, err := g.hold(ctx, PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: r.givenParameters(inv.params), IdempotencyKey: inv.key}, inv.caller)
 			if err != nil {
 				return err
 			}
 			audit.PendingChange = rec.ID
-			return rec.refusal()
+			return rec.confirmationRequired()
 		}
 	}
 	result, entry, err := f.run(ctx, inv.name, inv.params, resolve)

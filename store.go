@@ -98,6 +98,14 @@ type Answer struct {
 	Refusal *Refusal `json:"refusal,omitempty"`
 }
 
+// answered carries what a unit gives its caller beside the value: the
+// canonical JSON of the value as given, and a batch's step results.
+type answered struct {
+	value any
+	text  string
+	steps []any
+}
+
 // Recorded is a unit a [Store] keeps under a key, which answers a retry.
 type Recorded struct {
 	// Unit is the store's id of the unit (sqlstore: the run log's unit

@@ -574,7 +574,7 @@ func BenchmarkOutputCheck(b *testing.B) {
 	b.Run("actions/typed", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			v, err := ps.checkOutput("t/contract", result, plan.encodeResult)
+			v, err := ps.checkOutput(result, plan.encodeResult)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -584,7 +584,7 @@ func BenchmarkOutputCheck(b *testing.B) {
 	b.Run("actions/map", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := ps.checkOutput("t/contract", value, nil); err != nil {
+			if _, err := ps.checkOutput(value, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -38,8 +38,8 @@ const (
 	CodeCancelled Code = "cancelled"
 	// CodeOutputInvalid: the body's result breaks the action's output
 	// schema (the plugin SDK seed's output-invalid). The body ran; the
-	// result is withheld, and the issues are for the host (errors.As
-	// with *OutputError).
+	// result is withheld, and the refusal's issues, pointing into the
+	// result, are for the host.
 	CodeOutputInvalid Code = "output_invalid"
 	// CodeDiverged: a replayed call departed from its record (a
 	// *[Divergence]).

@@ -101,9 +101,9 @@ func ExampleTyped_givenSchema() {
 }
 
 // An output contract on an untyped action: a result that breaks it never
-// reaches the caller. The issues are for the host: errors.As finds the
-// *OutputError behind the output_invalid refusal.
-func ExampleOutputError() {
+// reaches the caller. The output_invalid refusal's issues, pointing into
+// the result, are for the host.
+func ExampleDefinition_outputSchema() {
 	reg := actions.NewRegistry[any](nil, nil)
 	reg.MustRegister(actions.New(actions.Definition{
 		ID:           "stock/count",
@@ -114,12 +114,12 @@ func ExampleOutputError() {
 	res, err := reg.Run(context.Background(), actions.Call{Action: "stock/count"})
 	fmt.Println(res.Value, res.Entry().Outcome, res.Entry().Error)
 	fmt.Println(errors.Is(err, actions.CodeOutputInvalid), actions.PolicyOf(actions.CodeOutputInvalid))
-	var oe *actions.OutputError
-	if errors.As(err, &oe) {
-		fmt.Println(oe)
+	var r *actions.Refusal
+	if errors.As(err, &r) {
+		fmt.Println(r.Issues)
 	}
 	// Output:
 	// <nil> refused output_invalid
 	// true {protocol never}
-	// actions: the result of stock/count breaks its output schema: /items must be >= 0
+	// [{/items minimum must be >= 0}]
 }

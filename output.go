@@ -42,31 +42,12 @@ func compileOutput(s any, limits Limits) (*ParameterSchema, error) {
 	return ps, nil
 }
 
-// OutputError is the cause ([Refusal.Cause], errors.As) of an
-// output_invalid refusal: which action's result broke its output schema,
-// and where. Its issues point (RFC 6901) into the result; their messages,
-// as every issue's, hold no value of the result.
-type OutputError struct {
-	Action string  // the action id
-	Issues []Issue // sorted by path, then keyword
-}
-
-func (e *OutputError) Error() string {
-	var b strings.Builder
-	b.WriteString("actions: the result of ")
-	b.WriteString(e.Action)
-	b.WriteString(" breaks its output schema")
-	writeIssues(&b, e.Issues)
-	return b.String()
-}
-
-// checkOutput returns the result of action id in JSON's Go types, after
-// checking it against the output schema ps. encode, when not nil, writes
-// the result in JSON's Go types (a typed action's plan); otherwise
-// [resultValue] does. A result without a JSON form gives an internal
-// refusal; a breach gives an output_invalid refusal whose cause is an
-// *OutputError.
-func (ps *ParameterSchema) checkOutput(id string, result any, encode func(any) (any, error)) (any, error) {
+// checkOutput returns a result in JSON's Go types, after checking it
+// against the output schema ps. encode, when not nil, writes the result
+// in JSON's Go types (a typed action's plan); otherwise [resultValue]
+// does. A result without a JSON form gives an internal refusal; a breach
+// gives an output_invalid refusal whose issues point into the result.
+func (ps *ParameterSchema) checkOutput(result any, encode func(any) (any, error)) (any, error) {
 	var v any
 	var err error
 	switch {
@@ -104,9 +85,7 @@ func (ps *ParameterSchema) checkOutput(id string, result any, encode func(any) (
 			return nil, r // the engine panicked
 		}
 		msg, issues := capIssues("the action's result breaks its output schema", issues)
-		r := refusef(CodeOutputInvalid, msg, issues...)
-		r.cause = &OutputError{Action: id, Issues: issues}
-		return nil, r
+		return nil, refusef(CodeOutputInvalid, msg, issues...)
 	}
 	return v, nil
 }

@@ -116,8 +116,8 @@ func (r *Refusal) Is(target error) bool {
 	return r.cause != nil && errors.Is(r.cause, target)
 }
 
-// As finds target in the cause, so that errors.As reaches an
-// *[OutputError] or a panic's error through an internal refusal. A
+// As finds target in the cause, so that errors.As reaches a store's or
+// a panic's error through an internal refusal. A
 // *Refusal target finds the refusal itself, never one in its cause.
 func (r *Refusal) As(target any) bool {
 	if r == nil || r.cause == nil {

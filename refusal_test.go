@@ -270,8 +270,10 @@ func TestOneErrorModelCalls(t *testing.T) {
 		{name: "an output breaking its schema", want: CodeOutputInvalid, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/output"})
 		}, check: func(t *testing.T, o outcome) {
-			var oe *OutputError
-			assert.ErrorAs(t, o.err, &oe)
+			var r *Refusal
+			require.ErrorAs(t, o.err, &r)
+			assert.NotEmpty(t, r.Issues, "the issues point into the result")
+			assert.Nil(t, r.Cause())
 		}},
 		{name: "a domain refusal", want: "tank_empty", do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/domain"})

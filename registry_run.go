@@ -42,7 +42,7 @@ import (
 //     OnRecord panicked; the result has no canonical JSON form; the
 //     store failed;
 //   - output_invalid: the result breaks the output schema; the body ran,
-//     the result is withheld, and errors.As finds an *[OutputError];
+//     the result is withheld, and the refusal's issues point into it;
 //   - cancelled: ctx was done before the call ended (errors.Is also
 //     finds context.Canceled or context.DeadlineExceeded);
 //   - a batch's own refusals (invalid_script_step, unknown_reference)
@@ -308,7 +308,7 @@ func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefRe
 	}
 	written := result
 	if reg.output != nil {
-		if written, err = reg.output.checkOutput(id, result, reg.encode); err != nil {
+		if written, err = reg.output.checkOutput(result, reg.encode); err != nil {
 			return nil, entry.refused(err, entry.Parameters), err
 		}
 	}

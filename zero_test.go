@@ -110,7 +110,7 @@ func TestZeroValuesOfData(t *testing.T) {
 	var se StepError
 	assert.Equal(t, "/commands/0", se.Pointer())
 	assert.Equal(t, "step 0: refused", se.Error())
-	assert.NotPanics(t, func() { _ = (&OutputError{}).Error(); _ = (&CanonicalError{}).Error() })
+	assert.NotPanics(t, func() { _ = (&CanonicalError{}).Error() })
 	var b Batch
 	reg := NewRegistry[*Trace](nil, nil)
 	_, err := reg.Run(context.Background(), Call{Batch: &b})

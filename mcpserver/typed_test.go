@@ -192,11 +192,10 @@ func TestTypedTools(t *testing.T) {
 			require.NotEmpty(t, ts.errs)
 			last := ts.errs[len(ts.errs)-1]
 			assert.ErrorIs(t, last, actions.CodeOutputInvalid)
-			var oe *actions.OutputError
-			require.True(t, errors.As(last, &oe), "OnError sees the issues")
-			assert.Equal(t, "shop/broken", oe.Action)
-			require.Len(t, oe.Issues, 1)
-			assert.Equal(t, "type", oe.Issues[0].Keyword)
+			var r *actions.Refusal
+			require.True(t, errors.As(last, &r), "OnError sees the issues")
+			require.Len(t, r.Issues, 1)
+			assert.Equal(t, "type", r.Issues[0].Keyword)
 			entry := ts.runs[len(ts.runs)-1]
 			assert.Equal(t, "shop/broken", entry.Action)
 			assert.Equal(t, actions.OutcomeRefused, entry.Outcome)

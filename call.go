@@ -33,8 +33,8 @@ type Call struct {
 	// (principal, action, key) within Options.KeyWindow: a retry with
 	// the same parameters gets the first call's answer and records, and
 	// nothing runs (docs/database.md has the table). For a batch it is
-	// the whole batch's key. 1 to MaxIdempotencyKeyLength printable
-	// ASCII bytes; empty for none, which changes nothing.
+	// the whole batch's key. 1 to 255 printable ASCII bytes; empty for
+	// none, which changes nothing.
 	IdempotencyKey string
 }
 

@@ -17,10 +17,10 @@ import (
 // mcpserver also reads the HTTP header Idempotency-Key.
 const IdempotencyKeyMeta = "io.actionreg/idempotency-key"
 
-// MaxIdempotencyKeyLength is the longest key accepted, in bytes. A key is
+// maxIdempotencyKeyLength is the longest key accepted, in bytes. A key is
 // 1 to 255 printable ASCII characters (0x21 to 0x7e): a UUID, a ULID, a
 // random token.
-const MaxIdempotencyKeyLength = 255
+const maxIdempotencyKeyLength = 255
 
 // defaultKeyWindow is Options.KeyWindow when left zero: how long a call
 // run under a key answers its retries.
@@ -31,15 +31,15 @@ const defaultKeyWindow = 24 * time.Hour
 // refused in_progress.
 const defaultKeyWait = 5 * time.Second
 
-// BatchKeyAction is the [UnitKey].Action of a batch: a batch's key is its
+// batchKeyAction is the [UnitKey].Action of a batch: a batch's key is its
 // own, whatever actions its steps call. It is no action's id.
-const BatchKeyAction = "#batch"
+const batchKeyAction = "#batch"
 
 // checkKey refuses a key that is empty, longer than
-// MaxIdempotencyKeyLength or not printable ASCII: invalid_parameters,
+// maxIdempotencyKeyLength or not printable ASCII: invalid_parameters,
 // whose issue (keyword idempotencyKey) quotes nothing of the key.
 func checkKey(key string) error {
-	ok := len(key) > 0 && len(key) <= MaxIdempotencyKeyLength
+	ok := len(key) > 0 && len(key) <= maxIdempotencyKeyLength
 	for i := 0; ok && i < len(key); i++ {
 		ok = key[i] >= 0x21 && key[i] <= 0x7e
 	}
@@ -71,7 +71,7 @@ func answerOf(k *UnitKey, v any, recs []Record, err error) Answer {
 		// What the caller was given (a bounded result's envelope
 		// included): an entry may keep only its result's digest.
 		a.Value = v.(answered).text
-	case k.Action == BatchKeyAction:
+	case k.Action == batchKeyAction:
 		if v != nil {
 			a.Value, _ = exactText(v)
 		}

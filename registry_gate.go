@@ -156,7 +156,7 @@ func (r *Registry[C]) decisionKey(ctx context.Context, d Decision) *UnitKey {
 	}
 	k := &UnitKey{Principal: pc.Proposer.Principal, Action: pc.Action, Key: pc.IdempotencyKey, Digest: digestOf(pc.Parameters), Replace: true, Wait: r.opts.KeyWait}
 	if pc.Batch != nil {
-		k.Action = BatchKeyAction
+		k.Action = batchKeyAction
 		text, _ := exactText(*pc.Batch)
 		k.Digest = digestOf(text)
 	}

@@ -514,7 +514,7 @@ func (r *Registry[C]) keyOf(c Call) (*UnitKey, error) {
 		k.Principal = c.Caller.Principal
 	}
 	if c.Batch != nil {
-		k.Action = BatchKeyAction
+		k.Action = batchKeyAction
 		text, err := exactText(*c.Batch)
 		if err != nil {
 			return nil, nil // refused by the batch's check, as without a key

@@ -65,7 +65,8 @@ type UnitKey struct {
 	// Principal is the caller's principal ("" for the host and for an
 	// anonymous caller, who share one scope).
 	Principal string
-	// Action is the action's id (never an alias), or BatchKeyAction.
+	// Action is the action's id (never an alias), or "#batch" for a
+	// batch (a batch's key is its own, whatever actions its steps call).
 	Action string
 	// Key is the caller's key, as given (1 to 255 printable ASCII bytes).
 	Key string

@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"errors"
 	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
@@ -81,14 +82,34 @@ func answerOf(k *UnitKey, v any, recs []Record, err error) Answer {
 	return a
 }
 
-// answered is the result and error a recorded unit gives a retry: its
-// value in JSON's Go types, its records, its refusal (a copy).
 // isAnswered reports whether v is a unit's value with its text.
 func isAnswered(v any) bool {
 	_, ok := v.(answered)
 	return ok
 }
 
+// keyRefusal gives the caller the refusal a [Store] means by the bare
+// code it returns for key k: a retry that waited k.Wait for the first
+// call under its key (in_progress, to retry at k.Now + k.Wait), or a key
+// already used with other parameters (idempotency_conflict). Any other
+// error is returned as it is.
+func keyRefusal(k UnitKey, err error) error {
+	if err == nil || asRefusal(err) != nil {
+		return err
+	}
+	switch {
+	case errors.Is(err, CodeInProgress):
+		r := NewRefusal(CodeInProgress, "a call with this idempotency key is still running")
+		r.RetryAt = k.Now.Add(k.Wait)
+		return r
+	case errors.Is(err, CodeIdempotencyConflict):
+		return NewRefusal(CodeIdempotencyConflict, "this idempotency key was used for a call with other parameters")
+	}
+	return err
+}
+
+// answeredFrom is the result and error a recorded unit gives a retry: its
+// value in JSON's Go types, its records, its refusal (a copy).
 func answeredFrom(rec *Recorded) (Result, error) {
 	res := Result{Records: rec.Records}
 	if rec.Refusal != nil {

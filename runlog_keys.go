@@ -34,14 +34,14 @@ func (l *RunLog) AtomicOnce(ctx context.Context, k UnitKey, fn func(ctx context.
 			case <-done:
 				continue
 			case <-timer:
-				return nil, nil, k.InProgress()
+				return nil, nil, CodeInProgress
 			case <-ctx.Done():
 				return nil, nil, ctx.Err()
 			}
 		case ku != nil && !k.Replace:
 			defer l.mu.Unlock()
 			if ku.digest != k.Digest {
-				return nil, nil, k.Conflict()
+				return nil, nil, CodeIdempotencyConflict
 			}
 			line := ku.rec.AuditLine(k.Audit)
 			l.records = append(l.records, line.clone())

@@ -114,93 +114,109 @@ type replica struct {
 func database(engine, mode string) (open func(origin string) (*replica, error), dialect sqlstore.Dialect, drop func(), err error) {
 	switch engine {
 	case "memory":
-		// One connection: each connection to :memory: is a database.
-		var once sync.Once
-		var db *sql.DB
-		open = func(origin string) (*replica, error) {
-			var err error
-			once.Do(func() {
-				db, err = sql.Open("sqlite", "file::memory:?_pragma=foreign_keys(1)")
-				db.SetMaxOpenConns(1)
-				db.SetConnMaxIdleTime(0)
-				db.SetConnMaxLifetime(0)
-			})
-			if err != nil {
-				return nil, err
-			}
-			o := &sqlstore.Options{Origin: origin}
-			if mode == "plain" {
-				o.Writers = -1
-			}
-			return newReplica(db, sqlstore.SQLite, o, func() {})
-		}
-		return open, sqlstore.SQLite, func() {
-			if db != nil {
-				_ = db.Close()
-			}
-		}, nil
+		return memoryDatabase(mode)
 	case "file":
-		dir, err := os.MkdirTemp("", "actions-load")
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		path := filepath.Join(dir, "load.db")
-		open = func(origin string) (*replica, error) {
-			if mode == "plain" {
-				db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)&_pragma=foreign_keys(1)&_txlock=immediate")
-				if err != nil {
-					return nil, err
-				}
-				return newReplica(db, sqlstore.SQLite, &sqlstore.Options{Origin: origin}, func() { _ = db.Close() })
-			}
-			w, r, err := sqlstore.OpenSQLite("sqlite", path)
-			if err != nil {
-				return nil, err
-			}
-			return newReplica(w, sqlstore.SQLite, &sqlstore.Options{Origin: origin, Readers: r}, func() { _ = w.Close(); _ = r.Close() })
-		}
-		return open, sqlstore.SQLite, func() { _ = os.RemoveAll(dir) }, nil
+		return fileDatabase(mode)
 	case "postgresql":
-		base := os.Getenv("ACTIONS_TEST_POSTGRES")
-		if base == "" {
-			return nil, 0, nil, fmt.Errorf("ACTIONS_TEST_POSTGRES is not set (eval \"$(scripts/pg-cluster.sh start)\")")
-		}
-		admin, err := sql.Open("pgx", base)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		name := "actions_load_" + hex.EncodeToString(b[:])
-		if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
-			_ = admin.Close()
-			return nil, 0, nil, err
-		}
-		u, err := url.Parse(base)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		u.Path = "/" + name
-		open = func(origin string) (*replica, error) {
-			db, err := sql.Open("pgx", u.String())
-			if err != nil {
-				return nil, err
-			}
-			o := &sqlstore.Options{Origin: origin, Serial: mode == "serial"}
-			if mode == "locks" {
-				// The body reads its row in its UPDATE, under the row's
-				// lock: what OrderLocks asks, and then read committed is
-				// enough (docs/database.md).
-				o.Order, o.Isolation = sqlstore.OrderLocks, sql.LevelReadCommitted
-			}
-			return newReplica(db, sqlstore.PostgreSQL, o, func() { _ = db.Close() })
-		}
-		return open, sqlstore.PostgreSQL, func() {
-			_, _ = admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
-			_ = admin.Close()
-		}, nil
+		return postgresDatabase(mode)
 	}
 	return nil, 0, nil, fmt.Errorf("unknown engine %q", engine)
+}
+
+// memoryDatabase is an in-memory SQLite database.
+func memoryDatabase(mode string) (open func(origin string) (*replica, error), dialect sqlstore.Dialect, drop func(), err error) {
+	// One connection: each connection to :memory: is a database.
+	var once sync.Once
+	var db *sql.DB
+	open = func(origin string) (*replica, error) {
+		var err error
+		once.Do(func() {
+			db, err = sql.Open("sqlite", "file::memory:?_pragma=foreign_keys(1)")
+			db.SetMaxOpenConns(1)
+			db.SetConnMaxIdleTime(0)
+			db.SetConnMaxLifetime(0)
+		})
+		if err != nil {
+			return nil, err
+		}
+		o := &sqlstore.Options{Origin: origin}
+		if mode == "plain" {
+			o.Writers = -1
+		}
+		return newReplica(db, sqlstore.SQLite, o, func() {})
+	}
+	return open, sqlstore.SQLite, func() {
+		if db != nil {
+			_ = db.Close()
+		}
+	}, nil
+}
+
+// fileDatabase is a SQLite file in a temporary folder.
+func fileDatabase(mode string) (open func(origin string) (*replica, error), dialect sqlstore.Dialect, drop func(), err error) {
+	dir, err := os.MkdirTemp("", "actions-load")
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	path := filepath.Join(dir, "load.db")
+	open = func(origin string) (*replica, error) {
+		if mode == "plain" {
+			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)&_pragma=foreign_keys(1)&_txlock=immediate")
+			if err != nil {
+				return nil, err
+			}
+			return newReplica(db, sqlstore.SQLite, &sqlstore.Options{Origin: origin}, func() { _ = db.Close() })
+		}
+		w, r, err := sqlstore.OpenSQLite("sqlite", path)
+		if err != nil {
+			return nil, err
+		}
+		return newReplica(w, sqlstore.SQLite, &sqlstore.Options{Origin: origin, Readers: r}, func() { _ = w.Close(); _ = r.Close() })
+	}
+	return open, sqlstore.SQLite, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// postgresDatabase is a fresh database on the cluster of
+// ACTIONS_TEST_POSTGRES.
+func postgresDatabase(mode string) (open func(origin string) (*replica, error), dialect sqlstore.Dialect, drop func(), err error) {
+	base := os.Getenv("ACTIONS_TEST_POSTGRES")
+	if base == "" {
+		return nil, 0, nil, fmt.Errorf("ACTIONS_TEST_POSTGRES is not set (eval \"$(scripts/pg-cluster.sh start)\")")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "actions_load_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		_ = admin.Close()
+		return nil, 0, nil, err
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	u.Path = "/" + name
+	open = func(origin string) (*replica, error) {
+		db, err := sql.Open("pgx", u.String())
+		if err != nil {
+			return nil, err
+		}
+		o := &sqlstore.Options{Origin: origin, Serial: mode == "serial"}
+		if mode == "locks" {
+			// The body reads its row in its UPDATE, under the row's
+			// lock: what OrderLocks asks, and then read committed is
+			// enough (docs/database.md).
+			o.Order, o.Isolation = sqlstore.OrderLocks, sql.LevelReadCommitted
+		}
+		return newReplica(db, sqlstore.PostgreSQL, o, func() { _ = db.Close() })
+	}
+	return open, sqlstore.PostgreSQL, func() {
+		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		_ = admin.Close()
+	}, nil
 }
 
 // newReplica makes the store on db and its registry with t/add.
@@ -257,45 +273,10 @@ func cell(engine, mode, work string, nrep, nclients int, dur time.Duration) (str
 			return "", err
 		}
 	}
-	lat := make([][]time.Duration, nclients)
-	errs := make([]int, nclients)
-	var firstErr error
-	var mu sync.Mutex
 	ctx := context.Background()
-	start := time.Now()
-	deadline := start.Add(dur)
-	var wg sync.WaitGroup
-	for c := range nclients {
-		reg := reps[c%nrep].reg
-		params := []byte(`{"k":"` + keys[c] + `"}`)
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				t0 := time.Now()
-				_, err := reg.Run(ctx, actions.Call{Action: "t/add", Params: params})
-				d := time.Since(t0)
-				if err != nil {
-					errs[c]++
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					continue
-				}
-				lat[c] = append(lat[c], d)
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	var all []time.Duration
-	nerr := 0
-	for c := range nclients {
-		all = append(all, lat[c]...)
-		nerr += errs[c]
-	}
-	if firstErr != nil {
-		fmt.Fprintf(os.Stderr, "load: %s %s %s r=%d c=%d: first error: %v\n", engine, mode, work, nrep, nclients, firstErr)
+	all, nerr, elapsed := drive(ctx, reps, keys, dur)
+	if nerr > 0 {
+		fmt.Fprintf(os.Stderr, "load: %s %s %s r=%d c=%d: %d calls refused\n", engine, mode, work, nrep, nclients, nerr)
 	}
 	slices.Sort(all)
 	done := len(all)
@@ -324,6 +305,51 @@ func cell(engine, mode, work string, nrep, nclients int, dur time.Duration) (str
 	return fmt.Sprintf("| %s | %s | %s | %d | %d | %.0f | %s | %s | %s | %d | %d | %d |",
 		engine, mode, work, nrep, nclients, float64(done)/elapsed.Seconds(),
 		ms(pct(0.50)), ms(pct(0.99)), ms(maxd), nerr, lost, faults), nil
+}
+
+// drive runs one client per key for dur, client c on replica c mod
+// len(reps), and returns the latencies of the calls done, the count of
+// refused ones (the first is printed) and the time it took.
+func drive(ctx context.Context, reps []*replica, keys []string, dur time.Duration) (all []time.Duration, nerr int, elapsed time.Duration) {
+	nclients := len(keys)
+	lat := make([][]time.Duration, nclients)
+	errs := make([]int, nclients)
+	var firstErr error
+	var mu sync.Mutex
+	start := time.Now()
+	deadline := start.Add(dur)
+	var wg sync.WaitGroup
+	for c := range nclients {
+		reg := reps[c%len(reps)].reg
+		params := []byte(`{"k":"` + keys[c] + `"}`)
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				_, err := reg.Run(ctx, actions.Call{Action: "t/add", Params: params})
+				d := time.Since(t0)
+				if err != nil {
+					errs[c]++
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					continue
+				}
+				lat[c] = append(lat[c], d)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed = time.Since(start)
+	for c := range nclients {
+		all = append(all, lat[c]...)
+		nerr += errs[c]
+	}
+	if firstErr != nil {
+		fmt.Fprintf(os.Stderr, "load: first error: %v\n", firstErr)
+	}
+	return all, nerr, elapsed
 }
 
 // orderFaults reads the kept records of t/add in Seq order and counts

@@ -399,7 +399,8 @@ func TestSpanNamesFollowConventions(t *testing.T) {
 
 // BenchmarkCall is the cost of one call with tracing and metrics on a real
 // SDK pipeline (every span sampled, batched to an exporter that drops
-// them), on the no-op providers, and with no observer at all.
+// them), the same with a RunLog as the store (a unit's span too), on the
+// no-op providers, and with no observer at all.
 func BenchmarkCall(b *testing.B) {
 	params := map[string]any{"name": "n"}
 	run := func(b *testing.B, reg *actions.Registry[*actions.Trace]) {
@@ -418,6 +419,14 @@ func BenchmarkCall(b *testing.B) {
 		obs, err := otelactions.New(&otelactions.Options{TracerProvider: tp, MeterProvider: mp})
 		require.NoError(b, err)
 		run(b, registry(&pipeline{obs: obs}, nil))
+	})
+	b.Run("sdk-store", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		obs, err := otelactions.New(&otelactions.Options{TracerProvider: tp, MeterProvider: mp})
+		require.NoError(b, err)
+		run(b, registry(&pipeline{obs: obs}, actions.NewRunLog()))
 	})
 	b.Run("noop", func(b *testing.B) {
 		obs, err := otelactions.New(&otelactions.Options{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()})

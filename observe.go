@@ -28,14 +28,14 @@ type OpKind string
 const (
 	// OpCall is one action's call that the gate admits and records: a
 	// top-level call, a step of a batch (Operation.Step >= 0), or the
-	// call a confirmation runs (Operation.Change set).
+	// call a confirmation runs (Operation.Decision set).
 	OpCall OpKind = "call"
 	// OpNested is a call a body made through its [Trace].
 	OpNested OpKind = "nested"
-	// OpBatch is a whole batch (Operation.Steps steps).
+	// OpBatch is a whole batch (Operation.Call.Batch).
 	OpBatch OpKind = "batch"
-	// OpDecide is the decision of a pending change (Operation.Change,
-	// Operation.Confirm).
+	// OpDecide is the decision of a pending change
+	// (Operation.Decision).
 	OpDecide OpKind = "decide"
 	// OpReplay is the replay of a record (see [Registry.Replay]).
 	OpReplay OpKind = "replay"
@@ -45,32 +45,34 @@ const (
 	OpUnit OpKind = "unit"
 )
 
-// Operation is what an [Observer] is told when an operation starts.
+// Operation is what an [Observer] is told when an operation starts: the
+// call path's own values, as the registry was given them, rather than
+// copies of their fields.
 type Operation struct {
+	// Kind is what runs, and so which of the fields below are set.
 	Kind OpKind
-	// Action is the id (or alias) called: set for OpCall, OpNested and
-	// OpReplay; "" for the others.
-	Action string
-	// ToolCallID is the id the client gave the call ([Call].ToolCallID),
-	// for OpCall and OpBatch; "" when none.
-	ToolCallID string
-	// Caller is who calls; nil for the host.
-	Caller *Caller
-	// Params are the parameters as given (OpCall, OpNested), in the forms
-	// [Call].Params takes. They may be personal data: an observer records
-	// them only where its host opted in, and never changes them.
-	Params any
-	// Step is the index of a batch's step in Batch.Steps, or -1 when the
-	// call is no step.
+	// Call is the call run, with only these fields set:
+	//   - OpCall: Action (the id or alias called), Params, Caller,
+	//     ToolCallID;
+	//   - OpNested: Action, Params, Caller (nil for the host, and for a
+	//     call made with [Trace.CallAsHost]);
+	//   - OpBatch: Batch (len(Batch.Steps) is its number of steps),
+	//     Caller, ToolCallID;
+	//   - OpReplay: Action and Caller, the record's;
+	//   - OpDecide, OpUnit: none.
+	//
+	// Params and Batch are the caller's own values, not copies: they may
+	// be personal data, so an observer records them only where its host
+	// opted in, and never changes them.
+	Call Call
+	// Decision is the decision of an OpDecide, and for an OpCall that a
+	// confirmation runs (a batch's step included) the confirmation:
+	// Change the pending change, Confirm true, Caller the Call's. Zero
+	// otherwise.
+	Decision Decision
+	// Step is the index in Batch.Steps of an OpCall that is a batch's
+	// step; -1 for every other operation.
 	Step int
-	// Steps is the number of steps of an OpBatch.
-	Steps int
-	// Change is the pending change an OpDecide decides, or an OpCall
-	// confirms.
-	Change string
-	// Confirm is true for an OpDecide that confirms, false for one that
-	// rejects.
-	Confirm bool
 	// AsHost is true for an OpNested made with [Trace.CallAsHost].
 	AsHost bool
 }
@@ -84,27 +86,26 @@ type Observation struct {
 	// the [Audit] of the operation's records, so that a record finds its
 	// span and a span its record. Empty: nothing is kept.
 	TraceID, SpanID string
-	// End is called once, when the operation ended, with what it gave;
-	// nil for nothing to do.
-	End func(Done)
-}
-
-// Done is what an operation gave, as an [Observation]'s End receives it.
-type Done struct {
-	// Records are the operation's records: OpCall's own one (its Audit
-	// carries the observation's ids); for OpNested one whose Entry is
-	// the nested entry and whose Audit is zero; the unit's for OpBatch,
-	// OpDecide and OpUnit (RolledBack set for OpUnit); none for OpReplay.
-	Records []Record
-	// Value is the operation's result (nil on error). It may be personal
-	// data, as Operation.Params.
-	Value any
-	// Err is the operation's error, as [Registry.Run] returns it: a
-	// refusal's [CodeOf] is what a tracer records as error.type.
-	Err error
-	// Commit is true when the unit kept its changes (OpUnit, and every
-	// operation that holds a unit).
-	Commit bool
+	// End is called once, when the operation ended, with what it gave
+	// (nil: nothing to do), in the call path's own terms:
+	//   - OpBatch, OpDecide: what [Registry.Run] or [Registry.Decide]
+	//     returns;
+	//   - OpCall: Value the body's result (before any bound), Records
+	//     the call's own record, its Audit carrying the observation's
+	//     ids, as made before its unit settled (whether it was kept is
+	//     the unit's to say);
+	//   - OpNested: Value the result, and one record whose Entry is the
+	//     nested entry and whose Audit is zero;
+	//   - OpUnit: Records the unit's records as the store kept them
+	//     (RolledBack set where undone);
+	//   - OpReplay: no Result; the error is Replay's.
+	//
+	// Values may be personal data, as Call.Params. The error is as
+	// [Registry.Run] returns it: a refusal's [CodeOf] is what a tracer
+	// records as error.type. A unit (OpUnit, and the one an OpBatch or
+	// OpDecide holds) kept its changes when its first record is not
+	// RolledBack, or, when it has none, when the error is nil.
+	End func(Result, error)
 }
 
 // obsKey is the context key of the Observation of the operation whose
@@ -116,10 +117,10 @@ type observed struct {
 	Observation
 }
 
-// end ends the observation with d.
-func (ob observed) end(d Done) {
+// end ends the observation with what the operation gave.
+func (ob observed) end(res Result, err error) {
 	if ob.End != nil {
-		ob.End(d)
+		ob.End(res, err)
 	}
 }
 
@@ -141,21 +142,12 @@ func stamp(ctx context.Context, ob observed, recs []Record) {
 }
 
 // endCall stamps rec with the call's ids and ends the call's observation.
-func (ob observed) endCall(rec Record, value any, commit bool, err error) Record {
+func (ob observed) endCall(rec Record, value any, err error) Record {
 	if ob.TraceID != "" && rec.Audit.TraceID == "" {
 		rec.Audit.TraceID, rec.Audit.SpanID = ob.TraceID, ob.SpanID
 	}
 	if ob.End != nil {
-		ob.End(Done{Records: []Record{rec}, Value: value, Err: err, Commit: commit})
+		ob.End(Result{Value: value, Records: []Record{rec}}, err)
 	}
 	return rec
-}
-
-// committed reports whether a unit that gave recs and err kept its
-// changes.
-func committed(recs []Record, err error) bool {
-	if len(recs) > 0 {
-		return !recs[0].RolledBack
-	}
-	return err == nil
 }

@@ -167,8 +167,8 @@ func (r *Registry[C]) decisionKey(ctx context.Context, d Decision) *UnitKey {
 // observeDecide runs fn, the decision d, in one unit, observed as one
 // OpDecide.
 func (r *Registry[C]) observeDecide(ctx context.Context, d Decision, key *UnitKey, fn unitWork) (Result, error) {
-	ctx, ob := r.observe(ctx, Operation{Kind: OpDecide, Caller: d.Caller, Step: -1, Change: d.Change, Confirm: d.Confirm})
+	ctx, ob := r.observe(ctx, Operation{Kind: OpDecide, Decision: d, Step: -1})
 	res, err := r.unit(ctx, key, fn)
-	ob.end(Done{Records: res.Records, Value: res.Value, Err: err, Commit: committed(res.Records, err)})
+	ob.end(res, err)
 	return res, err
 }

@@ -38,8 +38,8 @@ import (
 // when ctx was done by the end of the replay, since a cancelled run says
 // nothing about the entry.
 func (r *Registry[C]) Replay(ctx context.Context, rec Record) (_ RunEntry, err error) {
-	ctx, ob := r.observe(ctx, Operation{Kind: OpReplay, Action: rec.Entry.Action, Caller: rec.Audit.Caller, Step: -1})
-	defer func() { ob.end(Done{Err: err}) }()
+	ctx, ob := r.observe(ctx, Operation{Kind: OpReplay, Call: Call{Action: rec.Entry.Action, Caller: rec.Audit.Caller}, Step: -1})
+	defer func() { ob.end(Result{}, err) }()
 	var (
 		got  RunEntry
 		rerr error

@@ -103,7 +103,7 @@ func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result
 		} else {
 			recs, err = r.opts.Store.Atomic(uctx, attempt)
 		}
-		ob.end(Done{Records: recs, Err: err, Commit: committed(recs, err)})
+		ob.end(Result{Records: recs}, err)
 		if err != nil && err != unitErr && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == CodeInternal {
 			// The store's own failure (a commit, a lost connection):
 			// an internal refusal for the caller, the cause for the host.
@@ -176,7 +176,7 @@ func (r *Registry[C]) audit(inv invocation) Audit {
 // top runs one top-level call through the gate and records it.
 func (r *Registry[C]) top(ctx context.Context, inv invocation) (value any, rec Record, commit bool, err error) {
 	ctx, ob := r.observe(ctx, callOp(inv))
-	defer func() { rec = ob.endCall(rec, value, commit, err) }()
+	defer func() { rec = ob.endCall(rec, value, err) }()
 	audit := r.audit(inv)
 	g := r.gateOf()
 	reg, ok := r.lookup(inv.name)
@@ -363,9 +363,9 @@ func (f *frame[C]) nested(ctx context.Context, id string, params any, asHost boo
 	if asHost {
 		inv.caller = nil
 	}
-	ctx, ob := f.r.observe(ctx, Operation{Kind: OpNested, Action: id, Caller: inv.caller, Params: params, Step: -1, AsHost: asHost})
+	ctx, ob := f.r.observe(ctx, Operation{Kind: OpNested, Call: Call{Action: id, Params: params, Caller: inv.caller}, Step: -1, AsHost: asHost})
 	res, entry, err := f.nestedRun(ctx, inv, id, params)
-	ob.end(Done{Records: []Record{{Entry: entry}}, Value: res, Err: err, Commit: err == nil})
+	ob.end(Result{Value: res, Records: []Record{{Entry: entry}}}, err)
 	return res, entry, err
 }
 
@@ -562,7 +562,10 @@ func (r *Registry[C]) observe(ctx context.Context, op Operation) (context.Contex
 
 // callOp is the operation of inv's top-level call.
 func callOp(inv invocation) Operation {
-	op := Operation{Kind: OpCall, Action: inv.name, ToolCallID: inv.toolCallID, Caller: inv.caller, Params: inv.params, Step: -1, Change: inv.confirming}
+	op := Operation{Kind: OpCall, Call: Call{Action: inv.name, Params: inv.params, Caller: inv.caller, ToolCallID: inv.toolCallID}, Step: -1}
+	if inv.confirming != "" {
+		op.Decision = Decision{Change: inv.confirming, Confirm: true, Caller: inv.caller}
+	}
 	if inv.step {
 		op.Step = inv.stepIndex
 	}
@@ -571,11 +574,11 @@ func callOp(inv invocation) Operation {
 
 // observeBatch runs the batch of c in one unit, observed as one OpBatch.
 func (r *Registry[C]) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress) (Result, error) {
-	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, ToolCallID: c.ToolCallID, Caller: c.Caller, Step: -1, Steps: len(c.Batch.Steps)})
+	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, Call: Call{Batch: c.Batch, Caller: c.Caller, ToolCallID: c.ToolCallID}, Step: -1})
 	res, err := r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
 		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p})
 	})
-	ob.end(Done{Records: res.Records, Value: res.Value, Err: err, Commit: committed(res.Records, err)})
+	ob.end(res, err)
 	return res, err
 }
 

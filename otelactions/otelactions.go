@@ -164,7 +164,8 @@ func (o *Observer) Start(ctx context.Context, op actions.Operation) (context.Con
 	name, attrs := o.describe(op)
 	ctx, span := o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	start := time.Now()
-	ob := actions.Observation{End: func(d actions.Done) { o.end(span, op, start, d) }}
+	kind, action := op.Kind, op.Call.Action
+	ob := actions.Observation{End: func(res actions.Result, err error) { o.end(span, kind, action, start, res, err) }}
 	if sc := span.SpanContext(); sc.IsValid() {
 		ob.TraceID, ob.SpanID = sc.TraceID().String(), sc.SpanID().String()
 	}
@@ -175,67 +176,67 @@ func (o *Observer) Start(ctx context.Context, op actions.Operation) (context.Con
 func (o *Observer) describe(op actions.Operation) (string, []attribute.KeyValue) {
 	switch op.Kind {
 	case actions.OpCall, actions.OpNested:
-		tool := actions.ToolName(op.Action)
+		tool := actions.ToolName(op.Call.Action)
 		attrs := []attribute.KeyValue{AttrOperationName.String("execute_tool"), AttrToolName.String(tool), AttrToolType.String(o.toolType)}
-		if op.ToolCallID != "" {
-			attrs = append(attrs, AttrToolCallID.String(op.ToolCallID))
+		if op.Call.ToolCallID != "" {
+			attrs = append(attrs, AttrToolCallID.String(op.Call.ToolCallID))
 		}
 		if op.Step >= 0 {
 			attrs = append(attrs, AttrBatchStep.Int(op.Step))
 		}
-		if op.Change != "" {
-			attrs = append(attrs, AttrPendingChange.String(op.Change))
+		if op.Decision.Change != "" {
+			attrs = append(attrs, AttrPendingChange.String(op.Decision.Change))
 		}
 		if op.AsHost {
 			attrs = append(attrs, AttrAsHost.Bool(true))
 		}
 		if o.values {
-			if text, err := actions.CanonicalJSON(paramsValue(op.Params)); err == nil {
+			if text, err := actions.CanonicalJSON(paramsValue(op.Call.Params)); err == nil {
 				attrs = append(attrs, AttrToolArguments.String(string(text)))
 			}
 		}
 		return "execute_tool " + tool, attrs
 	case actions.OpBatch:
-		attrs := []attribute.KeyValue{AttrBatchSteps.Int(op.Steps)}
-		if op.ToolCallID != "" {
-			attrs = append(attrs, AttrToolCallID.String(op.ToolCallID))
+		attrs := []attribute.KeyValue{AttrBatchSteps.Int(len(op.Call.Batch.Steps))}
+		if op.Call.ToolCallID != "" {
+			attrs = append(attrs, AttrToolCallID.String(op.Call.ToolCallID))
 		}
 		return "batch", attrs
 	case actions.OpDecide:
 		name := "reject"
-		if op.Confirm {
+		if op.Decision.Confirm {
 			name = "confirm"
 		}
-		return name, []attribute.KeyValue{AttrPendingChange.String(op.Change)}
+		return name, []attribute.KeyValue{AttrPendingChange.String(op.Decision.Change)}
 	case actions.OpUnit:
 		return "transaction", nil
 	case actions.OpReplay:
-		tool := actions.ToolName(op.Action)
+		tool := actions.ToolName(op.Call.Action)
 		return "replay " + tool, []attribute.KeyValue{AttrToolName.String(tool)}
 	}
 	return string(op.Kind), nil
 }
 
-// end ends span with what the operation gave, and records a tool
-// execution's duration.
-func (o *Observer) end(span trace.Span, op actions.Operation, start time.Time, d actions.Done) {
-	code := errorType(d)
+// end ends span, of an operation of that kind calling action, with what
+// it gave, and records a tool execution's duration.
+func (o *Observer) end(span trace.Span, kind actions.OpKind, action string, start time.Time, res actions.Result, err error) {
+	code := errorType(res, err)
 	var rec actions.Record
-	if len(d.Records) > 0 {
-		rec = d.Records[len(d.Records)-1]
+	if len(res.Records) > 0 {
+		rec = res.Records[len(res.Records)-1]
 	}
-	switch op.Kind {
+	switch kind {
 	case actions.OpCall, actions.OpNested:
 		if rec.Entry.Action != "" {
 			span.SetAttributes(AttrActionID.String(rec.Entry.Action))
 		}
-		if o.values && d.Err == nil && rec.Entry.Result != "" {
+		if o.values && err == nil && rec.Entry.Result != "" {
 			span.SetAttributes(AttrToolResult.String(rec.Entry.Result))
 		}
 	case actions.OpUnit:
-		span.SetAttributes(AttrCommitted.Bool(d.Commit))
+		span.SetAttributes(AttrCommitted.Bool(committed(res, err)))
 	}
-	if rec.Audit.Stage == actions.StageHeld && rec.Audit.PendingChange != "" && op.Kind != actions.OpDecide {
+	if rec.Audit.Stage == actions.StageHeld && rec.Audit.PendingChange != "" && kind != actions.OpDecide {
 		span.AddEvent(EventHeld, trace.WithAttributes(AttrPendingChange.String(rec.Audit.PendingChange)))
 	}
 	if code != "" {
@@ -243,8 +244,8 @@ func (o *Observer) end(span trace.Span, op actions.Operation, start time.Time, d
 		span.SetStatus(codes.Error, code)
 	}
 	span.End()
-	if op.Kind == actions.OpCall || op.Kind == actions.OpNested {
-		attrs := []attribute.KeyValue{AttrToolName.String(actions.ToolName(op.Action)), AttrToolType.String(o.toolType)}
+	if kind == actions.OpCall || kind == actions.OpNested {
+		attrs := []attribute.KeyValue{AttrToolName.String(actions.ToolName(action)), AttrToolType.String(o.toolType)}
 		if code != "" {
 			attrs = append(attrs, AttrErrorType.String(code))
 		}
@@ -252,22 +253,32 @@ func (o *Observer) end(span trace.Span, op actions.Operation, start time.Time, d
 	}
 }
 
-// errorType is error.type of an operation that gave d: the host's code
-// of its refusal (the record's, which names a forbidden call for what it
-// was), or "" when it succeeded.
-func errorType(d actions.Done) string {
-	if d.Err == nil {
+// errorType is error.type of an operation that gave res and err: the
+// host's code of its refusal (the record's, which names a forbidden call
+// for what it was), or "" when it succeeded.
+func errorType(res actions.Result, err error) string {
+	if err == nil {
 		return ""
 	}
-	if n := len(d.Records); n > 0 {
-		if c := d.Records[n-1].Audit.Code; c != "" {
+	if n := len(res.Records); n > 0 {
+		if c := res.Records[n-1].Audit.Code; c != "" {
 			return string(c)
 		}
-		if c := d.Records[n-1].Entry.Error; c != "" {
+		if c := res.Records[n-1].Entry.Error; c != "" {
 			return string(c)
 		}
 	}
-	return string(actions.CodeOf(d.Err))
+	return string(actions.CodeOf(err))
+}
+
+// committed reports whether a unit that gave res and err kept its
+// changes, as actions.Observation.End says to read it: its records say
+// RolledBack where it did not; with none, its error says.
+func committed(res actions.Result, err error) bool {
+	if len(res.Records) > 0 {
+		return !res.Records[0].RolledBack
+	}
+	return err == nil
 }
 
 // paramsValue is params as CanonicalJSON takes them: JSON text as raw

@@ -266,6 +266,36 @@ func TestHeldCallEventAndConfirmSpan(t *testing.T) {
 	require.NotNil(t, run, "the confirmed call runs under the confirm span")
 	_, failed := attrs(run)["error.type"]
 	assert.False(t, failed)
+	assert.Equal(t, r.Pending.ID, attrs(run)["actions.pending_change.id"].AsString(), "the call names the change it confirms")
+}
+
+func TestRejectReplayAndBatchToolCallSpans(t *testing.T) {
+	p := newPipeline(t, false)
+	reg := registry(p, nil)
+	who := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+	_, err := reg.Run(context.Background(), actions.Call{Action: "demo/held", Caller: who})
+	var r *actions.Refusal
+	require.ErrorAs(t, err, &r)
+	require.NotNil(t, r.Pending)
+	_, err = reg.Decide(context.Background(), actions.Decision{Change: r.Pending.ID, Caller: who})
+	require.NoError(t, err)
+	assert.Equal(t, r.Pending.ID, attrs(p.named(t, "reject"))["actions.pending_change.id"].AsString())
+
+	res, err := reg.Run(context.Background(), actions.Call{Action: "demo/echo", Params: map[string]any{"name": "n"}})
+	require.NoError(t, err)
+	_, err = reg.Replay(context.Background(), res.Records[0])
+	require.NoError(t, err)
+	replay := p.named(t, "replay demo-echo")
+	assert.Equal(t, "demo-echo", attrs(replay)["gen_ai.tool.name"].AsString())
+	_, failed := attrs(replay)["error.type"]
+	assert.False(t, failed)
+
+	b := actions.Batch{Steps: []actions.Step{{Call: "demo/echo", With: map[string]any{"name": "a"}}}}
+	_, err = reg.Run(context.Background(), actions.Call{Batch: &b, ToolCallID: "call_b"})
+	require.NoError(t, err)
+	batch := attrs(p.named(t, "batch"))
+	assert.Equal(t, "call_b", batch["gen_ai.tool.call.id"].AsString())
+	assert.Equal(t, int64(1), batch["actions.batch.steps"].AsInt64())
 }
 
 func TestTimeoutSpanAndRollback(t *testing.T) {
@@ -399,7 +429,8 @@ func TestSpanNamesFollowConventions(t *testing.T) {
 
 // BenchmarkCall is the cost of one call with tracing and metrics on a real
 // SDK pipeline (every span sampled, batched to an exporter that drops
-// them), on the no-op providers, and with no observer at all.
+// them), the same with a RunLog as the store (a unit's span too), on the
+// no-op providers, and with no observer at all.
 func BenchmarkCall(b *testing.B) {
 	params := map[string]any{"name": "n"}
 	run := func(b *testing.B, reg *actions.Registry[*actions.Trace]) {
@@ -418,6 +449,14 @@ func BenchmarkCall(b *testing.B) {
 		obs, err := otelactions.New(&otelactions.Options{TracerProvider: tp, MeterProvider: mp})
 		require.NoError(b, err)
 		run(b, registry(&pipeline{obs: obs}, nil))
+	})
+	b.Run("sdk-store", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		obs, err := otelactions.New(&otelactions.Options{TracerProvider: tp, MeterProvider: mp})
+		require.NoError(b, err)
+		run(b, registry(&pipeline{obs: obs}, actions.NewRunLog()))
 	})
 	b.Run("noop", func(b *testing.B) {
 		obs, err := otelactions.New(&otelactions.Options{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()})

@@ -148,11 +148,25 @@ func (d *Definition) IsRead() bool { return d.EffectOf() == EffectRead }
 // "exposure": visible or hidden) into Effect, Additive and Surfaces. It
 // refuses unknown fields, a kind or exposure outside those values, a fact
 // given in both spellings, and member names that differ from the fields'
-// only in case.
-// parameters may be a schema object or a string holding the
-// schema's JSON text; both are kept as json.RawMessage. The id and the
-// schema are checked later, by [Registry.Register] or [Registry.Bind].
+// only in case. parameters may be a schema object or a string holding
+// the schema's JSON text; both are kept as json.RawMessage. The id and
+// the schema are checked later, by [Registry.Register] or
+// [Registry.Bind]. Its errors read "actions: definition ...".
 func (d *Definition) UnmarshalJSON(data []byte) error {
+	if err := d.unmarshal(data); err != nil {
+		return &definitionFault{err}
+	}
+	return nil
+}
+
+// definitionFault is an error of [Definition.UnmarshalJSON], which a
+// manifest's decoder gives as it is.
+type definitionFault struct{ err error }
+
+func (f *definitionFault) Error() string { return "actions: " + f.err.Error() }
+func (f *definitionFault) Unwrap() error { return f.err }
+
+func (d *Definition) unmarshal(data []byte) error {
 	type plain Definition
 	var raw struct {
 		plain
@@ -256,6 +270,9 @@ func DecodeManifest(data []byte) ([]Definition, error) {
 	var defs []Definition
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&defs); err != nil {
+		if errors.As(err, new(*definitionFault)) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("actions: manifest: %w", err)
 	}
 	if dec.More() {

@@ -453,7 +453,7 @@ func (w *canonicalWriter) marshal(v any, depth int) error {
 func marshalSafely(v any) (text []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("json.Marshal panicked: %v", p)
+			err = fmt.Errorf("actions: json.Marshal panicked: %v", p)
 		}
 	}()
 	return json.Marshal(v)

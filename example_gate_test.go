@@ -228,7 +228,7 @@ func ExampleDefinition_UnmarshalJSON() {
 	fmt.Println(err)
 	// Output:
 	// <nil> write true []
-	// definition "shop/list": constraint_violation: the action's policy is refused: /kind kind is the old spelling of effect: declare effect alone
+	// actions: definition "shop/list": constraint_violation: the action's policy is refused: /kind kind is the old spelling of effect: declare effect alone
 }
 
 func ExampleToolOptions_caller() {

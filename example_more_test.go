@@ -38,7 +38,7 @@ func ExampleDecodeManifest() {
 	fmt.Println(err)
 	// Output:
 	// 2 garden/plant garden/water <nil>
-	// actions: manifest: definition "garden/plant": kind must be "read" or "action"
+	// actions: definition "garden/plant": kind must be "read" or "action"
 }
 
 func ExampleRegistry_DecodeBatch() {

@@ -135,7 +135,7 @@ func compile(c *jsonschema.Compiler) (sch *jsonschema.Schema, err error) {
 type refuseLoader struct{}
 
 func (refuseLoader) Load(string) (any, error) {
-	return nil, errors.New("loading schemas is disabled")
+	return nil, errors.New("actions: loading schemas is disabled")
 }
 
 // schemaDocument turns the accepted forms of a schema into JSON's Go types.

@@ -216,9 +216,9 @@ func NewUnit() string {
 func check(unit string, r *actions.Record) error {
 	switch {
 	case unit == "":
-		return errors.New("no unit")
+		return errors.New("sqlstore: no unit")
 	case r.Entry.Outcome != actions.OutcomeDone && r.Entry.Outcome != actions.OutcomeRefused:
-		return errors.New("the entry's outcome is neither done nor refused")
+		return errors.New("sqlstore: the entry's outcome is neither done nor refused")
 	}
 	return nil
 }

@@ -11,11 +11,11 @@ package main
 import (
 	"flag"
 	"fmt"
-	"path/filepath"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"strings"
 )
 

@@ -34,10 +34,13 @@ type Adapter struct {
 	learning sync.Mutex
 }
 
-// New returns the adapter of r for profile p.
+// New returns the adapter of r for profile p. Checking p here, once,
+// leaves Export and RunToolCall only the runner's errors and the
+// schema's.
 //
 // Errors: an unknown profile (one [All] does not list) is a
-// *actions.Refusal constraint_violation.
+// *actions.Refusal constraint_violation, its issue keyword "profile",
+// wrapped as "profiles: ...".
 func New(r actions.Runner, p Profile) (*Adapter, error) {
 	rules, err := rulesOf(p)
 	if err != nil {
@@ -64,8 +67,11 @@ func New(r actions.Runner, p Profile) (*Adapter, error) {
 // $ref that is not a JSON Pointer, under GeminiOpenAPI, which inlines
 // them; a property key outside ^[a-zA-Z0-9_.-]{1,64}$ under Anthropic
 // and AnthropicStrict, which Anthropic refuses with the whole request).
-// The runner's own errors from Tools come back as they are. A keyword a
-// profile drops is no error: it is a [Loss].
+// The runner's own errors from Tools come back as they are; a runner
+// other than [actions.Registry] may also give a parameters schema that
+// is not JSON, or a tool name no action id gives ("profiles: ..."
+// errors naming it). A keyword a profile drops is no error: it is a
+// [Loss].
 func (a *Adapter) Export(opts *actions.ToolOptions) (*Export, error) {
 	defs := a.runner.Definitions()
 	var view actions.ToolOptions

@@ -2,8 +2,8 @@ package profiles
 
 // The rule engine of the export profiles: one walk over a tool's schema
 // that keeps, drops or rewrites each keyword as the profile's tables say
-// (profile_openai.go, profile_anthropic.go, profile_gemini.go), and
-// reports each drop or rewrite as a Loss.
+// (openai.go, anthropic.go, gemini.go), and reports each drop or rewrite
+// as a Loss.
 
 import (
 	"fmt"
@@ -503,8 +503,8 @@ func (c *converter) closeObject(s map[string]any, ptr string) bool {
 type strictKind uint8
 
 // profileRules is what the engine needs to know of one profile. The
-// provider files (profile_openai.go, profile_anthropic.go,
-// profile_gemini.go) fill it; the engine below applies it.
+// provider files (openai.go, anthropic.go, gemini.go) fill it; the
+// engine below applies it.
 type profileRules struct {
 	profile Profile
 	// maxName is the longest tool name the provider accepts.

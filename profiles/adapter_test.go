@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -172,3 +173,31 @@ type failingTools struct {
 }
 
 func (f failingTools) Tools(*actions.ToolOptions) ([]actions.Tool, error) { return nil, f.err }
+
+// Calls at once on a new adapter learn the strict exports once and each
+// map their nulls back (run under -race).
+func TestAdapterConcurrent(t *testing.T) {
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg.MustRegister(
+		actions.New(actions.Definition{ID: "shop/order", Parameters: orderSchema}, echo),
+		actions.New(actions.Definition{ID: "shop/other", Parameters: orderSchema}, echo))
+	a, err := New(reg, OpenAIResponses)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Go(func() {
+			name := []string{"shop-order", "shop-other"}[i%2]
+			res, err := a.RunToolCall(context.Background(), actions.Call{Action: name, Params: `{"item":"tea","qty":null}`})
+			if err == nil && res.Value.(map[string]any)["qty"] != json.Number("1") {
+				err = errors.New(name + ": the null was not mapped back")
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
+}

@@ -316,19 +316,6 @@ func TestBoundReplayDigested(t *testing.T) {
 	assert.Equal(t, "/resultSHA256", d.Path)
 }
 
-// TestBoundRunToolCall: the profiles' way back goes through the same
-// bound.
-func TestBoundRunToolCall(t *testing.T) {
-	reg := pagedRegistry(t, 200, 0, 1024)
-	res, err := reg.RunToolCall(context.Background(), ProfileOpenAIChat, Call{Action: "t-list", Params: `{"tag":"x"}`})
-	require.NoError(t, err)
-	b, ok := res.Value.(*Bounded)
-	require.True(t, ok)
-	assert.LessOrEqual(t, len(res.Text), 1024)
-	require.NotNil(t, b.Bound.NextCall)
-	assert.Equal(t, CursorAt(b.Bound.Kept), b.Bound.NextCall.Params["cursor"])
-}
-
 // TestBoundPerActionOverride: an action's own bound replaces the
 // registry's; a negative one switches bounding off for it.
 func TestBoundPerActionOverride(t *testing.T) {

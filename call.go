@@ -3,7 +3,7 @@ package actions
 // Call is one call made through a [Runner]: of one action (Action and
 // Params) or of a batch (Batch), on behalf of Caller. Every entry point
 // makes the same Call: a host's own Go code, an MCP tool, the batch tool,
-// a model API's tool call ([Registry.RunToolCall]).
+// a model API's tool call (package profiles).
 type Call struct {
 	// Action is the id of the action called, or a deprecated alias of
 	// it (the call is recorded under the id). Empty when Batch is set.

@@ -3,9 +3,8 @@
 // call is checked before its body runs and recorded as a replayable run
 // entry in RFC 8785 canonical JSON. Visible actions are published as MCP
 // tools (see [Registry.Tools] and the mcpserver package), or as the tools
-// of a model provider's API ([Registry.Export] with a [Profile]: OpenAI,
-// Anthropic, Gemini), whose calls come back through
-// [Registry.RunToolCall].
+// of a model provider's API (package profiles: OpenAI, Anthropic,
+// Gemini), whose calls come back through the same [Runner].
 //
 // Every entry point is a thin wrapper of one service call,
 // [Registry.Run] with a [Call]: an MCP tool, the batch tool, a model API's

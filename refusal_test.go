@@ -407,10 +407,6 @@ func TestOneErrorModelCalls(t *testing.T) {
 		}, check: func(t *testing.T, o outcome) {
 			assert.ErrorIs(t, o.err, context.Canceled)
 		}},
-		{name: "a tool call of an unknown profile", want: CodeConstraintViolation, do: func(t *testing.T) outcome {
-			res, err := oneModelRegistry(t, nil).RunToolCall(ctx, "nobody", Call{Action: "m-read"})
-			return outcome{err, res.Records}
-		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

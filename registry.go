@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/internal/portable"
 )
 
 // Env builds the environment each body receives (its C), from the call's
@@ -35,9 +36,6 @@ type Registry[C any] struct {
 	gate    atomic.Pointer[gate]
 	env     Env[C]
 	opts    Options
-	// strictBack caches, per *registered[C], the OpenAI strict export
-	// RunToolCall maps nulls back with (see profile_call.go).
-	strictBack sync.Map
 }
 
 type registered[C any] struct {
@@ -84,8 +82,8 @@ type Options struct {
 	ProgressInterval time.Duration
 	// PortableNames makes Register and Bind refuse, with
 	// constraint_violation, an id whose tool name is not portable to
-	// every export profile (see [CheckPortableName]: at most 64
-	// characters, where MCP allows 128).
+	// every export profile of package profiles (at most 64 characters,
+	// where MCP allows 128).
 	PortableNames bool
 	// KeyWindow is how long a call run under an idempotency key answers
 	// its retries (0: 24 h). KeyWait bounds how long a
@@ -201,8 +199,8 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 		return nil, err
 	}
 	if r.opts.PortableNames {
-		if err := CheckPortableName(a.ID); err != nil {
-			return nil, err
+		if why := portable.Fault(ToolName(a.ID)); why != "" {
+			return nil, idRefusal(why)
 		}
 	}
 	if a.err != nil {

@@ -1,10 +1,10 @@
-// Package profiles_test checks the export profiles of
-// github.com/actionreg/actions against the providers' official Go SDKs,
-// used as real clients with no network: requests built with each SDK's
-// own param types carry the exported tools byte for byte (as JSON
-// values), and tool calls decoded by each SDK run through
-// Registry.RunToolCall. It is a module of its own so that importers of
-// the library never see the SDKs.
+// Package profiles_test checks the export profiles of package
+// github.com/actionreg/actions/profiles against the providers' official
+// Go SDKs, used as real clients with no network: requests built with
+// each SDK's own param types carry the exported tools byte for byte (as
+// JSON values), and tool calls decoded by each SDK run through
+// profiles.Adapter.RunToolCall. It is a module of its own so that
+// importers of the library never see the SDKs.
 package profiles_test
 
 import (
@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/profiles"
 )
 
 func echo(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) { return p, nil }
@@ -105,9 +106,9 @@ func asJSON(t *testing.T, v any) []any {
 	return out
 }
 
-func export(t *testing.T, reg *actions.Registry[*actions.Trace], p actions.Profile) *actions.Export {
+func export(t *testing.T, reg *actions.Registry[*actions.Trace], p profiles.Profile) *profiles.Export {
 	t.Helper()
-	e, err := reg.Export(p, nil)
+	e, err := adapter(t, reg, p).Export(nil)
 	require.NoError(t, err)
 	require.NotEmpty(t, e.Tools)
 	return e
@@ -115,7 +116,7 @@ func export(t *testing.T, reg *actions.Registry[*actions.Trace], p actions.Profi
 
 func TestOpenAIChatRequestCarriesTheTools(t *testing.T) {
 	reg := fixtureRegistry(t)
-	e := export(t, reg, actions.ProfileOpenAIChat)
+	e := export(t, reg, profiles.OpenAIChat)
 	var tools []openai.ChatCompletionToolUnionParam
 	strict := 0
 	for _, tool := range e.Tools {
@@ -144,7 +145,7 @@ func TestOpenAIChatRequestCarriesTheTools(t *testing.T) {
 
 func TestOpenAIResponsesRequestCarriesTheTools(t *testing.T) {
 	reg := fixtureRegistry(t)
-	e := export(t, reg, actions.ProfileOpenAIResponses)
+	e := export(t, reg, profiles.OpenAIResponses)
 	var tools []responses.ToolUnionParam
 	for _, tool := range e.Tools {
 		u := responses.ToolParamOfFunction(tool["name"].(string), tool["parameters"].(map[string]any), tool["strict"].(bool))
@@ -200,7 +201,7 @@ func anthropicTool(tool map[string]any) anthropic.ToolUnionParam {
 
 func TestAnthropicRequestCarriesTheTools(t *testing.T) {
 	reg := fixtureRegistry(t)
-	for _, p := range []actions.Profile{actions.ProfileAnthropic, actions.ProfileAnthropicStrict} {
+	for _, p := range []profiles.Profile{profiles.Anthropic, profiles.AnthropicStrict} {
 		t.Run(string(p), func(t *testing.T) {
 			e := export(t, reg, p)
 			var tools []anthropic.ToolUnionParam
@@ -237,7 +238,7 @@ func TestOpenAIChatToolCallRunsBack(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &resp))
 	require.Len(t, resp.Choices[0].Message.ToolCalls, 1)
 	call := resp.Choices[0].Message.ToolCalls[0]
-	res, err := reg.RunToolCall(context.Background(), actions.ProfileOpenAIChat,
+	res, err := adapter(t, reg, profiles.OpenAIChat).RunToolCall(context.Background(),
 		actions.Call{Action: call.Function.Name, Params: []byte(call.Function.Arguments), ToolCallID: call.ID})
 	require.NoError(t, err)
 	assert.Equal(t, wantOrder, res.Value)
@@ -257,7 +258,7 @@ func TestOpenAIResponsesToolCallRunsBack(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &resp))
 	require.Len(t, resp.Output, 1)
 	call := resp.Output[0].AsFunctionCall()
-	res, err := reg.RunToolCall(context.Background(), actions.ProfileOpenAIResponses,
+	res, err := adapter(t, reg, profiles.OpenAIResponses).RunToolCall(context.Background(),
 		actions.Call{Action: call.Name, Params: []byte(call.Arguments), ToolCallID: call.CallID})
 	require.NoError(t, err)
 	assert.Equal(t, wantOrder, res.Value)
@@ -272,16 +273,23 @@ func TestAnthropicToolUseRunsBack(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &msg))
 	require.Len(t, msg.Content, 1)
 	use := msg.Content[0].AsToolUse()
-	res, err := reg.RunToolCall(context.Background(), actions.ProfileAnthropicStrict,
+	res, err := adapter(t, reg, profiles.AnthropicStrict).RunToolCall(context.Background(),
 		actions.Call{Action: use.Name, Params: []byte(use.Input), ToolCallID: use.ID})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1"), "note": nil}, res.Value)
 
 	// Anthropic keeps optional properties optional: a null is passed as
 	// it is, and the check refuses it where the schema does not take null.
-	_, err = reg.RunToolCall(context.Background(), actions.ProfileAnthropic,
+	_, err = adapter(t, reg, profiles.Anthropic).RunToolCall(context.Background(),
 		actions.Call{Action: use.Name, Params: []byte(`{"item":"tea","qty":null}`)})
 	assert.ErrorIs(t, err, actions.CodeInvalidParameters)
+}
+
+func adapter(t *testing.T, reg *actions.Registry[*actions.Trace], p profiles.Profile) *profiles.Adapter {
+	t.Helper()
+	a, err := profiles.New(reg, p)
+	require.NoError(t, err)
+	return a
 }
 
 func quote(s string) string {

@@ -1,0 +1,203 @@
+package profiles
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+)
+
+// orderSchema has an optional property with a default: a strict OpenAI
+// tool makes it nullable, and a null sent for it means left out.
+const orderSchema = `{"type":"object","properties":{"item":{"type":"string"},"qty":{"type":"integer","default":1}},
+	"required":["item"],"additionalProperties":false}`
+
+// onlyRunner hides every method but the Runner interface's.
+type onlyRunner struct{ actions.Runner }
+
+// An unknown profile is refused when the adapter is made, with
+// constraint_violation and no other code.
+func TestNewUnknownProfile(t *testing.T) {
+	a, err := New(actions.NewRegistry[*actions.Trace](nil, nil), "nobody")
+	assert.Nil(t, a)
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "profiles: constraint_violation: unknown export profile"), err.Error())
+	assert.Equal(t, actions.CodeConstraintViolation, actions.CodeOf(err))
+	for _, c := range []actions.Code{actions.CodeUnknownAction, actions.CodeInvalidParameters, actions.CodeInternal} {
+		assert.NotErrorIs(t, err, c)
+	}
+	var r *actions.Refusal
+	require.ErrorAs(t, err, &r)
+	assert.Equal(t, "profile", r.Issues[0].Keyword)
+}
+
+// A tool name that is itself an id (the model sent "shop/order" for the
+// tool "shop-order") runs nothing: it is refused unknown_action and
+// recorded under the name with its slash written %2F; another name with
+// a slash is recorded as it came.
+func TestRunToolCallIDAsName(t *testing.T) {
+	var seen []actions.Record
+	ran := 0
+	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{OnRecord: func(rec actions.Record) { seen = append(seen, rec) }})
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", DeprecatedAliases: []string{"shop/buy"}, Parameters: orderSchema},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { ran++; return "ok", nil }))
+	a, err := New(reg, OpenAIChat)
+	require.NoError(t, err)
+	ctx := context.Background()
+	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
+	for name, recorded := range map[string]string{"shop/order": "shop%2Forder", "shop/buy": "shop%2Fbuy", "shop/none": "shop/none", "a/b-c": "a/b-c"} {
+		seen = nil
+		res, err := a.RunToolCall(ctx, actions.Call{Action: name, Params: `{"item":"tea"}`, Caller: caller, ToolCallID: "call_1"})
+		assert.ErrorIs(t, err, actions.CodeUnknownAction, name)
+		assert.Equal(t, actions.CodeUnknownAction, actions.CodeOf(err), name)
+		require.Len(t, seen, 1, "%s: the refused call is recorded", name)
+		assert.Equal(t, recorded, seen[0].Entry.Action, name)
+		assert.Equal(t, actions.OutcomeRefused, seen[0].Entry.Outcome, name)
+		assert.Equal(t, actions.CodeUnknownAction, seen[0].Entry.Error, name)
+		assert.Equal(t, "call_1", seen[0].Audit.ToolCallID, name)
+		assert.Equal(t, recorded, res.Entry().Action, name)
+	}
+	assert.Zero(t, ran, "no body ran")
+}
+
+// The adapter takes any Runner; an action registered after its first
+// call is learned on its own first call, an alias maps as its id, and
+// an unknown id costs no export.
+func TestAdapterLearnsLater(t *testing.T) {
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", Parameters: orderSchema}, echo))
+	a, err := New(onlyRunner{reg}, OpenAIChat)
+	require.NoError(t, err)
+	ctx := context.Background()
+	args := `{"item":"tea","qty":null}`
+
+	res, err := a.RunToolCall(ctx, actions.Call{Action: "shop-order", Params: args})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1")}, res.Value)
+
+	_, err = a.RunToolCall(ctx, actions.Call{Action: "shop-later", Params: args})
+	assert.ErrorIs(t, err, actions.CodeUnknownAction)
+	_, known := a.back.Load("shop/later")
+	assert.False(t, known, "an unknown id is not cached")
+
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/later", DeprecatedAliases: []string{"shop/old"}, Parameters: orderSchema}, echo))
+	for _, name := range []string{"shop-later", "shop-old"} {
+		res, err = a.RunToolCall(ctx, actions.Call{Action: name, Params: args})
+		require.NoError(t, err, name)
+		assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1")}, res.Value, name)
+		assert.Equal(t, "shop/later", res.Entry().Action, "%s: recorded under the id", name)
+	}
+
+	res, err = a.RunToolCall(ctx, actions.Call{Action: "shop-order", Params: map[string]any{"item": "tea"}})
+	require.NoError(t, err, "params that are not text go to Run as they are")
+	assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1")}, res.Value)
+	res, err = a.RunToolCall(ctx, actions.Call{Action: "shop-order", Params: " "})
+	assert.ErrorIs(t, err, actions.CodeInvalidParameters, "empty arguments are {}, which lacks item")
+	assert.Equal(t, "{}", res.Entry().Parameters)
+}
+
+// A hidden action is in no export, so its nulls pass as they are when
+// the host calls it; the adapter remembers that it looked.
+func TestAdapterHiddenAction(t *testing.T) {
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/hidden", Surfaces: []actions.Surface{}, Parameters: orderSchema}, echo))
+	a, err := New(reg, OpenAIChat)
+	require.NoError(t, err)
+	_, err = a.RunToolCall(context.Background(), actions.Call{Action: "shop-hidden", Params: `{"item":"tea","qty":null}`})
+	assert.ErrorIs(t, err, actions.CodeInvalidParameters)
+	v, ok := a.back.Load("shop/hidden")
+	require.True(t, ok)
+	assert.False(t, v.(*exported).strict)
+	res, err := a.RunToolCall(context.Background(), actions.Call{Action: "shop-hidden", Params: `{"item":"tea"}`})
+	require.NoError(t, err)
+	assert.Equal(t, "tea", res.Value.(map[string]any)["item"])
+}
+
+// The profiles' way back goes through the runner's result bound.
+func TestBoundRunToolCall(t *testing.T) {
+	all := make([]map[string]any, 200)
+	for i := range all {
+		all[i] = map[string]any{"id": strings.Repeat("i", 8), "note": strings.Repeat("n", i%17)}
+	}
+	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Limits: actions.Limits{MaxResultBytes: 1024}})
+	reg.MustRegister(actions.New(actions.Definition{ID: "t/list",
+		Parameters: `{"type":"object","properties":{"cursor":` + actions.CursorSchema + `,"tag":{"type":"string"}}}`},
+		func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+			c, _ := p["cursor"].(string)
+			return actions.Paginate(all, c, 0)
+		}))
+	res, err := runToolCall(context.Background(), reg, OpenAIChat, actions.Call{Action: "t-list", Params: `{"tag":"x"}`})
+	require.NoError(t, err)
+	b, ok := res.Value.(*actions.Bounded)
+	require.True(t, ok)
+	assert.LessOrEqual(t, len(res.Text), 1024)
+	require.NotNil(t, b.Bound.NextCall)
+	assert.Equal(t, actions.CursorAt(b.Bound.Kept), b.Bound.NextCall.Params["cursor"])
+}
+
+// An action that needs an idempotency key says so in every profile.
+func TestKeyToolSaysEveryProfile(t *testing.T) {
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge", NeedsIdempotencyKey: true,
+		Parameters: `{"type":"object","properties":{"amount":{"type":"integer"}}}`}, echo))
+	for _, p := range All() {
+		t.Run(string(p), func(t *testing.T) {
+			ex, err := exportOf(reg, p, nil)
+			require.NoError(t, err)
+			text, err := actions.CanonicalJSON(ex.Tools)
+			require.NoError(t, err)
+			assert.Contains(t, string(text), "idempotency key")
+		})
+	}
+}
+
+// A runner's own error from Tools comes back as it is.
+func TestExportRunnerError(t *testing.T) {
+	boom := errors.New("boom")
+	a, err := New(failingTools{onlyRunner{actions.NewRegistry[*actions.Trace](nil, nil)}, boom}, Gemini)
+	require.NoError(t, err)
+	_, err = a.Export(nil)
+	assert.ErrorIs(t, err, boom)
+}
+
+type failingTools struct {
+	onlyRunner
+	err error
+}
+
+func (f failingTools) Tools(*actions.ToolOptions) ([]actions.Tool, error) { return nil, f.err }
+
+// Calls at once on a new adapter learn the strict exports once and each
+// map their nulls back (run under -race).
+func TestAdapterConcurrent(t *testing.T) {
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg.MustRegister(
+		actions.New(actions.Definition{ID: "shop/order", Parameters: orderSchema}, echo),
+		actions.New(actions.Definition{ID: "shop/other", Parameters: orderSchema}, echo))
+	a, err := New(reg, OpenAIResponses)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Go(func() {
+			name := []string{"shop-order", "shop-other"}[i%2]
+			res, err := a.RunToolCall(context.Background(), actions.Call{Action: name, Params: `{"item":"tea","qty":null}`})
+			if err == nil && res.Value.(map[string]any)["qty"] != json.Number("1") {
+				err = errors.New(name + ": the null was not mapped back")
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
+}

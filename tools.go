@@ -1,6 +1,8 @@
 package actions
 
 import (
+	"github.com/actionreg/actions/internal/tooltext"
+
 	"fmt"
 	"sort"
 	"strconv"
@@ -166,7 +168,7 @@ func sortTools(tools []Tool) {
 func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o toolOptions) Tool {
 	in := schema.Copy(doc).(map[string]any)
 	delete(in, "$schema") // MCP reads a schema without $schema as 2020-12
-	rule := atLeastOneOf(in["anyOf"])
+	rule := tooltext.AtLeastOneOf(in["anyOf"])
 	keepReferenced(in)
 	objectProperties(in)
 	if len(o.languages) > 0 {
@@ -180,14 +182,14 @@ func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o tool
 	}
 	desc := def.Description
 	if len(rule) > 0 {
-		desc = appendSentence(desc, "Give at least one of: "+strings.Join(rule, ", ")+".")
+		desc = tooltext.Append(desc, "Give at least one of: "+strings.Join(rule, ", ")+".")
 	}
 	if s := refusalsSentence(def.Refusals); s != "" {
-		desc = appendSentence(desc, s)
+		desc = tooltext.Append(desc, s)
 	}
 	var meta map[string]any
 	if def.NeedsIdempotencyKey {
-		desc = appendSentence(desc, keySentence)
+		desc = tooltext.Append(desc, keySentence)
 		meta = map[string]any{IdempotencyKeyMeta: "required"}
 	}
 	return Tool{
@@ -333,46 +335,6 @@ func objectProperties(in map[string]any) {
 	}
 }
 
-// atLeastOneOf returns the property names of an anyOf whose every branch
-// is {"required": [one name]}, in the order of the branches, or nil when
-// the anyOf says anything else.
-func atLeastOneOf(anyOf any) []string {
-	branches, ok := anyOf.([]any)
-	if !ok || len(branches) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(branches))
-	for _, b := range branches {
-		m, ok := b.(map[string]any)
-		if !ok || len(m) != 1 {
-			return nil
-		}
-		req, ok := m["required"].([]any)
-		if !ok || len(req) != 1 {
-			return nil
-		}
-		name, ok := req[0].(string)
-		if !ok {
-			return nil
-		}
-		names = append(names, name)
-	}
-	return names
-}
-
-// appendSentence adds the sentence s after text and a space, ending text
-// with a full stop first when it ends with no '.', '!' or '?'.
-func appendSentence(text, s string) string {
-	text = strings.TrimRight(text, " \t\r\n")
-	switch {
-	case text == "":
-		return s
-	case strings.HasSuffix(text, "."), strings.HasSuffix(text, "!"), strings.HasSuffix(text, "?"):
-		return text + " " + s
-	}
-	return text + ". " + s
-}
-
 // Keywords whose value is one subschema, an object of subschemas or an
 // array of subschemas (JSON Schema 2020-12). not, if and propertyNames are
 // missing on purpose: what they hold is never a parameter's value.
@@ -416,7 +378,7 @@ func eachValueSubschema(s map[string]any, fn func(map[string]any)) {
 func describeLocalized(s map[string]any, languages []string) {
 	if isLocalizedText(s) {
 		d, _ := s["description"].(string)
-		s["description"] = appendSentence(d, languagesSentence(languages))
+		s["description"] = tooltext.Append(d, languagesSentence(languages))
 	}
 	eachValueSubschema(s, func(m map[string]any) { describeLocalized(m, languages) })
 }
@@ -428,19 +390,9 @@ func describeLocalized(s map[string]any, languages []string) {
 func describeRefs(s map[string]any) {
 	if ref, ok := s["ref"].(string); ok && ref != "" {
 		d, _ := s["description"].(string)
-		s["description"] = appendSentence(d, refSentence(ref))
+		s["description"] = tooltext.Append(d, tooltext.Ref(ref))
 	}
 	eachValueSubschema(s, describeRefs)
-}
-
-// refSentence is the description of a ref value of the model schema
-// named schema.
-func refSentence(schema string) string {
-	article := "a "
-	if schema != "" && strings.ContainsRune("AEIOUaeiou", rune(schema[0])) {
-		article = "an "
-	}
-	return "The id or the exact display name of " + article + schema + "."
 }
 
 func languagesSentence(languages []string) string {

@@ -6,6 +6,8 @@ package profiles
 // as a Loss.
 
 import (
+	"github.com/actionreg/actions/internal/tooltext"
+
 	"fmt"
 	"strings"
 
@@ -272,8 +274,8 @@ func (c *converter) refKeyword(s map[string]any, ptr string) {
 	delete(s, "ref")
 	// The MCP tool already says what a ref takes where a value can be;
 	// the sentence here is for a place it did not describe.
-	if d, _ := s["description"].(string); !strings.Contains(d, refSentence(name)) {
-		s["description"] = appendSentence(d, "Names one "+name+", by id or by name.")
+	if d, _ := s["description"].(string); !strings.Contains(d, tooltext.Ref(name)) {
+		s["description"] = tooltext.Append(d, "Names one "+name+", by id or by name.")
 	}
 	c.lose(ptr, "ref", "rewritten as a sentence of the description; the registry resolves the value when the call comes back")
 }
@@ -352,30 +354,6 @@ func refIn(v any) bool {
 		}
 	}
 	return false
-}
-
-// refSentence is the sentence the MCP tool (the root's tools.go)
-// describes a ref value of the model schema named schema with.
-func refSentence(schema string) string {
-	article := "a "
-	if schema != "" && strings.ContainsRune("AEIOUaeiou", rune(schema[0])) {
-		article = "an "
-	}
-	return "The id or the exact display name of " + article + schema + "."
-}
-
-// appendSentence adds the sentence s after text and a space, ending text
-// with a full stop first when it ends with no '.', '!' or '?', as the
-// MCP tool's descriptions are written.
-func appendSentence(text, s string) string {
-	text = strings.TrimRight(text, " \t\r\n")
-	switch {
-	case text == "":
-		return s
-	case strings.HasSuffix(text, "."), strings.HasSuffix(text, "!"), strings.HasSuffix(text, "?"):
-		return text + " " + s
-	}
-	return text + ". " + s
 }
 
 func mergeProperties(a, b any) (map[string]any, bool) {

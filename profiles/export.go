@@ -4,6 +4,8 @@
 package profiles
 
 import (
+	"github.com/actionreg/actions/internal/tooltext"
+
 	"fmt"
 	"sort"
 
@@ -191,7 +193,7 @@ func rootLosses(id string, doc map[string]any) []Loss {
 			continue
 		}
 		why := "left out: providers refuse a combinator at a tool schema's root; the registry checks it when the call comes back"
-		if kw == "anyOf" && atLeastOneOf(doc[kw]) {
+		if kw == "anyOf" && tooltext.AtLeastOneOf(doc[kw]) != nil {
 			why = "rewritten as a sentence at the end of the description (at least one of the properties); the registry checks it when the call comes back"
 		}
 		out = append(out, Loss{id, "", kw, why})
@@ -226,27 +228,3 @@ func rulesOf(p Profile) (*profileRules, error) {
 // rootCompositions are the keywords providers refuse at a tool schema's
 // root, which the MCP tool already leaves out.
 var rootCompositions = [...]string{"allOf", "anyOf", "oneOf"}
-
-// atLeastOneOf reports whether anyOf is an anyOf whose every branch is
-// {"required": [one name]}: the "at least one of" rule the MCP tool
-// states in its description.
-func atLeastOneOf(anyOf any) bool {
-	branches, ok := anyOf.([]any)
-	if !ok || len(branches) == 0 {
-		return false
-	}
-	for _, b := range branches {
-		m, ok := b.(map[string]any)
-		if !ok || len(m) != 1 {
-			return false
-		}
-		req, ok := m["required"].([]any)
-		if !ok || len(req) != 1 {
-			return false
-		}
-		if _, ok := req[0].(string); !ok {
-			return false
-		}
-	}
-	return true
-}

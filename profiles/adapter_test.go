@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/portable"
 )
 
 // orderSchema has an optional property with a default: a strict OpenAI
@@ -200,4 +201,10 @@ func TestAdapterConcurrent(t *testing.T) {
 	for err := range errs {
 		assert.NoError(t, err)
 	}
+}
+
+// The package's constant and the rule the root applies at Register are one
+// number.
+func TestPortableLengthIsTheRegistrysRule(t *testing.T) {
+	assert.Equal(t, portable.MaxToolNameLength, MaxPortableToolNameLength)
 }

@@ -76,7 +76,7 @@ type Loss struct {
 // MaxPortableToolNameLength is the longest tool name every provider
 // profile accepts (OpenAI, Anthropic and Gemini all take 64 characters;
 // MCP takes [actions.MaxToolNameLength]).
-const MaxPortableToolNameLength = portable.MaxToolNameLength
+const MaxPortableToolNameLength = 64
 
 // CheckPortableName reports whether the tool name of id is portable: it
 // matches ^[A-Za-z_][A-Za-z0-9_-]{0,63}$, which every profile accepts. A

@@ -28,9 +28,9 @@ var (
 	ErrShuttingDown = errors.New("mcpserver: the server is shutting down")
 )
 
-// DefaultMaxCallsInFlight is the number of tool calls one session may have
+// defaultMaxCallsInFlight is the number of tool calls one session may have
 // running at once, unless the options say otherwise.
-const DefaultMaxCallsInFlight = 32
+const defaultMaxCallsInFlight = 32
 
 // codeBusy is the JSON-RPC error code of a call refused because its
 // session has as many calls running as it may: the first of JSON-RPC's

@@ -278,7 +278,7 @@ func (s *server) held(ctx context.Context, req *mcp.CallToolRequest, caller *act
 	// for long.
 	wait := s.opts.ConfirmWait
 	if wait <= 0 {
-		wait = DefaultConfirmWait
+		wait = defaultConfirmWait
 	}
 	askCtx, cancel := context.WithTimeout(ctx, wait)
 	answer, err := req.Session.Elicit(askCtx, ask)

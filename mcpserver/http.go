@@ -18,16 +18,16 @@ import (
 
 // Defaults of [HTTPOptions]: what a zero field stands for.
 const (
-	// DefaultSessionTimeout: a session that receives no request for this
+	// defaultSessionTimeout: a session that receives no request for this
 	// long is closed, and its calls are cancelled.
-	DefaultSessionTimeout = 10 * time.Minute
-	// DefaultMaxSessions: open sessions past which a new one is refused
+	defaultSessionTimeout = 10 * time.Minute
+	// defaultMaxSessions: open sessions past which a new one is refused
 	// with 503 Service Unavailable and Retry-After.
-	DefaultMaxSessions = 1000
-	// DefaultWriteTimeout: how long one write of a response (an SSE event,
+	defaultMaxSessions = 1000
+	// defaultWriteTimeout: how long one write of a response (an SSE event,
 	// a JSON answer) may take before the connection is given up; a stream
 	// itself may last as long as it needs.
-	DefaultWriteTimeout = 30 * time.Second
+	defaultWriteTimeout = 30 * time.Second
 )
 
 // HTTPOptions configures [HTTPHandler]. The zero value, or nil, is the safe
@@ -55,24 +55,24 @@ type HTTPOptions struct {
 	// behind a proxy that checks Origin itself.
 
 	// SessionTimeout closes a session that received no request for this
-	// long, cancelling its calls (0: [DefaultSessionTimeout]). A request
+	// long, cancelling its calls (0: 10 minutes). A request
 	// in progress (a call still running with its client connected, an
 	// open GET stream) keeps its session open. A negative timeout
 	// turns it off.
 	SessionTimeout time.Duration
-	// MaxSessions bounds the open sessions (0: [DefaultMaxSessions]); past
+	// MaxSessions bounds the open sessions (0: 1000); past
 	// it a request that would open one gets 503 Service Unavailable with
 	// Retry-After, and nothing is kept of it. A negative bound turns it
 	// off.
 	MaxSessions int
 	// MaxCallsInFlight bounds the tool calls one session runs at once (0:
-	// [DefaultMaxCallsInFlight]); a call past it gets JSON-RPC error
+	// 32); a call past it gets JSON-RPC error
 	// -32000 and does not run. A negative bound turns it off.
 	MaxCallsInFlight int
 	// MaxServerCalls bounds the tool calls the handler runs at once, all
-	// sessions together (0: [DefaultMaxServerCalls]; negative: no bound),
+	// sessions together (0: 1024; negative: no bound),
 	// and MaxServerCallBytes the bytes of arguments they hold together
-	// (0: [DefaultMaxServerCallBytes]; negative: no bound; a call alone
+	// (0: 64 MiB; negative: no bound; a call alone
 	// is bounded by MaxRequestBodyBytes). A POST that calls a tool while
 	// a bound is reached gets 503 Service Unavailable with Retry-After: 1
 	// before the SDK reads it; a call that reaches one on the way in gets
@@ -82,7 +82,7 @@ type HTTPOptions struct {
 	MaxServerCallBytes int64
 
 	// WriteTimeout bounds each write of a response (0:
-	// [DefaultWriteTimeout]): a client that stops reading loses its
+	// 30 s): a client that stops reading loses its
 	// connection instead of holding a goroutine and a buffer. Use it
 	// instead of http.Server.WriteTimeout, which bounds a whole response
 	// and so cuts every stream. A negative timeout turns it off.
@@ -136,10 +136,8 @@ type httpSession struct {
 // transport, on the SDK's StreamableHTTPHandler (every session shares s).
 // Mount it on the path clients use, conventionally /mcp. opts may be nil:
 // the defaults refuse a foreign Origin (403), close idle sessions after
-// [DefaultSessionTimeout], bound open sessions to [DefaultMaxSessions]
-// (503 past it) and tool calls to [DefaultMaxCallsInFlight] per session
-// and [DefaultMaxServerCalls] (holding at most [DefaultMaxServerCallBytes]
-// of arguments) in all.
+// 10 minutes, bound open sessions to 1000 (503 past it) and tool calls to
+// 32 per session and 1024 (holding at most 64 MiB of arguments) in all.
 //
 // Calls of tools added by [AddTools] end with their session: a DELETE of
 // the session, its idle timeout and [Handler.Shutdown] cancel them (cause
@@ -160,17 +158,17 @@ func HTTPHandler(s *mcp.Server, opts *HTTPOptions) *Handler {
 	}
 	h := &Handler{
 		stateless:    o.Stateless,
-		timeout:      pick(o.SessionTimeout, DefaultSessionTimeout),
-		maxSessions:  pick(o.MaxSessions, DefaultMaxSessions),
-		writeTimeout: pick(o.WriteTimeout, DefaultWriteTimeout),
-		calls:        newTracker(pick(o.MaxCallsInFlight, DefaultMaxCallsInFlight)),
+		timeout:      pick(o.SessionTimeout, defaultSessionTimeout),
+		maxSessions:  pick(o.MaxSessions, defaultMaxSessions),
+		writeTimeout: pick(o.WriteTimeout, defaultWriteTimeout),
+		calls:        newTracker(pick(o.MaxCallsInFlight, defaultMaxCallsInFlight)),
 		sessions:     map[string]*httpSession{},
 		maxBody:      o.MaxRequestBodyBytes,
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
-	h.calls.limit(pick(o.MaxServerCalls, DefaultMaxServerCalls), pick(o.MaxServerCallBytes, DefaultMaxServerCallBytes))
+	h.calls.limit(pick(o.MaxServerCalls, defaultMaxServerCalls), pick(o.MaxServerCallBytes, defaultMaxServerCallBytes))
 	if !slices.Contains(o.TrustedOrigins, "*") {
 		h.origins = http.NewCrossOriginProtection()
 		for _, origin := range o.TrustedOrigins {

@@ -14,12 +14,12 @@ import (
 // than a host should run at once. Past a bound a call is refused at once,
 // never queued, with an answer that says to retry later.
 const (
-	// DefaultMaxServerCalls is [HTTPOptions].MaxServerCalls when zero:
+	// defaultMaxServerCalls is [HTTPOptions].MaxServerCalls when zero:
 	// the tool calls one handler runs at once, all sessions together.
-	DefaultMaxServerCalls = 1024
-	// DefaultMaxServerCallBytes is [HTTPOptions].MaxServerCallBytes when
+	defaultMaxServerCalls = 1024
+	// defaultMaxServerCallBytes is [HTTPOptions].MaxServerCallBytes when
 	// zero: the bytes of arguments the calls in flight hold, together.
-	DefaultMaxServerCallBytes = 64 << 20
+	defaultMaxServerCallBytes = 64 << 20
 	// serverBusyRetryAfter is the Retry-After of a call refused so, in
 	// seconds: calls end at times nobody knows, so a short wait.
 	serverBusyRetryAfter = 1

@@ -133,7 +133,7 @@ type Options struct {
 	// one address share it; nil: a random key per AddTools.
 	RequestStateKey []byte
 	// ConfirmWait bounds how long a person is asked to confirm a held
-	// call through elicitation/create (0: [DefaultConfirmWait]): a client
+	// call through elicitation/create (0: 10 minutes): a client
 	// that never answers gets, once it is over, the answer to a person
 	// who declined (nothing ran), and the pending change is rejected. It
 	// does not bound a 2026-07-28 input request, which holds nothing on
@@ -286,9 +286,9 @@ func newServer(r actions.Runner, opts *Options) (*server, error) {
 	return srv, nil
 }
 
-// DefaultConfirmWait is how long a person is asked to confirm a held call
+// defaultConfirmWait is how long a person is asked to confirm a held call
 // when [Options].ConfirmWait is zero.
-const DefaultConfirmWait = 10 * time.Minute
+const defaultConfirmWait = 10 * time.Minute
 
 // unknownToolMessage is what a client learns of a tool name the server
 // does not know.

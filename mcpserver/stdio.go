@@ -13,15 +13,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultDrainTime is how long the calls in flight may run on once the
+// defaultDrainTime is how long the calls in flight may run on once the
 // client's input has ended or the server is asked to stop, before they
 // are cancelled.
-const DefaultDrainTime = 10 * time.Second
+const defaultDrainTime = 10 * time.Second
 
 // ServeOptions configures [Serve]. The zero value, or nil, is the default.
 type ServeOptions struct {
 	// MaxCallsInFlight bounds the requests read and not yet answered (0:
-	// [DefaultMaxCallsInFlight]). At the bound the server stops reading
+	// 32). At the bound the server stops reading
 	// until it answers one, so that a client writing without reading
 	// cannot make it read and hold without end. While it does not read,
 	// it cannot read answers to its own requests either (an elicitation):
@@ -29,7 +29,7 @@ type ServeOptions struct {
 	// A negative bound turns it off.
 	MaxCallsInFlight int
 	// DrainTime is how long calls in flight may run on once the input has
-	// ended or ctx is done (0: [DefaultDrainTime]; negative: none, they
+	// ended or ctx is done (0: 10 s; negative: none, they
 	// are cancelled at once); then they are
 	// cancelled, with [ErrClientGone] or [ErrShuttingDown].
 	DrainTime time.Duration
@@ -94,8 +94,8 @@ func Serve(ctx context.Context, s *mcp.Server, t mcp.Transport, opts *ServeOptio
 	calls := newTracker(0) // the connection bounds the calls
 	pt := &pacedTransport{
 		inner: t,
-		max:   pick(o.MaxCallsInFlight, DefaultMaxCallsInFlight),
-		drain: pick(o.DrainTime, DefaultDrainTime),
+		max:   pick(o.MaxCallsInFlight, defaultMaxCallsInFlight),
+		drain: pick(o.DrainTime, defaultDrainTime),
 		calls: calls,
 	}
 	ss, err := s.Connect(context.WithValue(ctx, trackerKey{}, calls), pt, nil)

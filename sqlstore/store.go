@@ -143,7 +143,7 @@ func New(db *sql.DB, dialect Dialect, opts *Options) (*Store, error) {
 		s.opts.Isolation = sql.LevelSerializable
 	}
 	if s.opts.MaxAttempts <= 0 {
-		s.opts.MaxAttempts = DefaultMaxAttempts
+		s.opts.MaxAttempts = defaultMaxAttempts
 	}
 	if s.opts.Backoff == nil {
 		s.opts.Backoff = DefaultBackoff

@@ -11,8 +11,8 @@ import (
 	"github.com/actionreg/actions"
 )
 
-// DefaultMaxAttempts is Options.MaxAttempts when left zero.
-const DefaultMaxAttempts = 20
+// defaultMaxAttempts is Options.MaxAttempts when left zero.
+const defaultMaxAttempts = 20
 
 // DefaultBackoff is Options.Backoff when left nil: a random wait below a
 // ceiling of 2 ms, doubled after each failed attempt up to 250 ms ("full

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -26,6 +27,9 @@ type Issue struct {
 	// Path is the RFC 6901 JSON Pointer of the value at fault: into the
 	// parameters for invalid_parameters ("" is the whole object), into
 	// the schema for constraint_violation, into the batch for script steps.
+	// It may hold member names the caller sent; a segment over 64 bytes is
+	// cut and ends with "…" (U+2026), and a path over 256 bytes stops
+	// after its last whole segment with "/…".
 	Path string `json:"path"`
 	// Keyword is what failed: the JSON Schema keyword ("required",
 	// "type", "ref", "default", ...); "json" for text that is not I-JSON;
@@ -37,6 +41,45 @@ type Issue struct {
 	// Message says what was expected, in lower case, with limits and
 	// keywords but no submitted value.
 	Message string `json:"message"`
+}
+
+// An issue's path may hold member names the caller sent (an unknown
+// property, a deep nest of them): so that an answer never grows with
+// them, a path segment keeps at most maxPathSegment bytes and a path at
+// most maxPath, each cut marked with "…" (U+2026).
+const (
+	maxPathSegment = 64
+	maxPath        = 256
+)
+
+// clipPath bounds the JSON Pointer p as the constants above say: a long
+// segment is cut at a UTF-8 boundary (and never inside a "~0" or "~1"
+// escape) and ends with "…"; a long path is cut after its last whole
+// segment that fits and ends with "/…".
+func clipPath(p string) string {
+	if len(p) <= maxPathSegment || p[0] != '/' {
+		return p // no segment can be over the bound, or no pointer
+	}
+	var b strings.Builder
+	for seg := range strings.SplitSeq(p[1:], "/") {
+		if len(seg) > maxPathSegment {
+			cut := maxPathSegment
+			for cut > 0 && !utf8.RuneStart(seg[cut]) {
+				cut--
+			}
+			if cut > 0 && seg[cut-1] == '~' {
+				cut--
+			}
+			seg = seg[:cut] + "…"
+		}
+		if b.Len()+1+len(seg) > maxPath {
+			b.WriteString("/…")
+			break
+		}
+		b.WriteByte('/')
+		b.WriteString(seg)
+	}
+	return b.String()
 }
 
 // issuesOf flattens a validation error into issues: one per failed

@@ -207,8 +207,13 @@ func CodeOf(err error) (code Code) {
 	return CodeInternal
 }
 
+// refusef makes the refusal of code with message and issues, each
+// issue's path clipped (see [clipPath]).
 func refusef(code Code, message string, issues ...Issue) *Refusal {
 	r := NewRefusal(code, message)
+	for i := range issues {
+		issues[i].Path = clipPath(issues[i].Path)
+	}
 	r.Issues = issues
 	return r
 }

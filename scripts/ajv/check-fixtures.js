@@ -174,7 +174,32 @@ function toIssues(errors, schema) {
         issues.push({ path: at, keyword: e.keyword });
     }
   }
-  return sortUnique(issues);
+  return sortUnique(issues.map((i) => ({ ...i, path: clipPath(i.path) })));
+}
+
+// clipPath is the bound the registry puts on an issue's path (issues.go,
+// clipPath): a segment keeps at most 64 bytes of UTF-8, cut at a
+// character and never inside a ~0 or ~1 escape, marked with "…"; the
+// path at most 256 bytes, cut after its last whole segment, marked "/…".
+function clipPath(p) {
+  const bytes = (s) => Buffer.byteLength(s, "utf8");
+  if (bytes(p) <= 64 || !p.startsWith("/")) return p;
+  let out = "";
+  for (let seg of p.slice(1).split("/")) {
+    if (bytes(seg) > 64) {
+      const buf = Buffer.from(seg, "utf8");
+      let cut = 64;
+      while (cut > 0 && (buf[cut] & 0xc0) === 0x80) cut--;
+      if (cut > 0 && buf[cut - 1] === 0x7e) cut--;
+      seg = buf.subarray(0, cut).toString("utf8") + "…";
+    }
+    if (bytes(out) + 1 + bytes(seg) > 256) {
+      out += "/…";
+      break;
+    }
+    out += "/" + seg;
+  }
+  return out;
 }
 
 // ---- fixture shape -------------------------------------------------------

@@ -33,9 +33,13 @@ type Step struct {
 	Call string `json:"call"`
 	// With holds the call's parameters, a JSON object whose strings may
 	// hold placeholders ("${name.path}"), resolved just before the call.
-	// nil stands for {}. Values of Go types other than JSON's own (structs,
-	// []string, int...) are accepted and first turned into JSON values, so
-	// their strings are searched for placeholders too.
+	// A "${" with no "}" after it is plain text, and keys are never read.
+	// A placeholder whose path reaches nothing (a missing member) removes
+	// the string holding it, so the call sees that member absent (and its
+	// schema may then say it is required); docs/batches.md has the
+	// grammar. nil stands for {}. Values of Go types other than JSON's own
+	// (structs, []string, int...) are accepted and first turned into JSON
+	// values, so their strings are searched for placeholders too.
 	With map[string]any `json:"with,omitempty"`
 	// As names the call's result for later steps: an identifier
 	// ([A-Za-z_][A-Za-z0-9_]*) that no other step of the batch uses. Empty

@@ -9,8 +9,9 @@ type Call struct {
 	// it (the call is recorded under the id). Empty when Batch is set.
 	Action string
 	// Params are the call's parameters: map[string]any, JSON text
-	// (json.RawMessage, []byte or string), or nil for {}. The caller's
-	// value is never changed. Ignored when Batch is set.
+	// (json.RawMessage, []byte or string), or nil for {} (as is the text
+	// null; empty text is not JSON, and refused). The caller's value is
+	// never changed. Ignored when Batch is set.
 	Params any
 	// Batch, when set, makes the call a batch: its steps run one after
 	// the other in one unit (see [Batch] and docs/batches.md).

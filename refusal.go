@@ -66,7 +66,11 @@ func (r *Refusal) Policy() Policy {
 }
 
 // Error returns "code: message: path message; path message", the code
-// alone when there is nothing else, and "internal" for an empty code.
+// alone when there is nothing else, and "internal" for an empty code. It
+// names no package, as the text of *fs.PathError names none: a refusal
+// is an answer the caller reads (a body's own refusal as much as the
+// registry's), and what wraps it adds its own context ("profiles: ...").
+// The errors of this package that are not refusals read "actions: ...".
 func (r *Refusal) Error() string {
 	if r == nil {
 		return "actions: nil refusal"

@@ -255,3 +255,36 @@ func TestRunToolCallStrictNullsNested(t *testing.T) {
 		})
 	}
 }
+
+// registeringRunner registers late on the registry the first time its
+// Definitions are read, once they are read: an action registered while
+// the adapter learns, between its Definitions and its Tools.
+type registeringRunner struct {
+	onlyRunner
+	reg  *actions.Registry[*actions.Trace]
+	once sync.Once
+	late actions.Action[*actions.Trace]
+}
+
+func (r *registeringRunner) Definitions() []actions.Definition {
+	defs := r.reg.Definitions()
+	r.once.Do(func() { r.reg.MustRegister(r.late) })
+	return defs
+}
+
+// An action registered while the adapter learns is learned with its
+// aliases: a call by an alias maps its nulls back as a call by the id.
+func TestAdapterLearnsDuringRegister(t *testing.T) {
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", Parameters: orderSchema}, echo))
+	r := &registeringRunner{onlyRunner: onlyRunner{reg}, reg: reg,
+		late: actions.New(actions.Definition{ID: "shop/later", DeprecatedAliases: []string{"shop/old"}, Parameters: orderSchema}, echo)}
+	a, err := New(r, OpenAIChat)
+	require.NoError(t, err)
+	args := `{"item":"tea","qty":null}`
+	for _, name := range []string{"shop-order", "shop-later", "shop-old"} {
+		res, err := a.RunToolCall(context.Background(), actions.Call{Action: name, Params: args})
+		require.NoError(t, err, name)
+		assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1")}, res.Value, name)
+	}
+}

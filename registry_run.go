@@ -553,7 +553,10 @@ func (r *Registry[C]) observe(ctx context.Context, op Operation) (context.Contex
 	if o == nil {
 		return ctx, observed{}
 	}
-	ctx, ob := o.Start(ctx, op)
+	octx, ob := o.Start(ctx, op)
+	if octx != nil { // nil: the context Start was given
+		ctx = octx
+	}
 	if ob.TraceID != "" && (op.Kind == OpCall || op.Kind == OpBatch || op.Kind == OpDecide) {
 		ctx = context.WithValue(ctx, obsKey{}, ob)
 	}

@@ -664,7 +664,7 @@ func TestManifestTypeErrorsEchoNothing(t *testing.T) {
 		`[{"id":"a/b","maxResultBytes":"4915551234"}]`:           "actions: definition: maxResultBytes must be an integer",
 		`[{"id":"a/b","title":4915551234}]`:                      "actions: definition: title must be a string",
 		`[{"id":"a/b","destructive":"4915551234"}]`:              "actions: definition: destructive must be true or false",
-		`[{"id":"a/b","refusals":[{"code":4915551234}]}]`:         "actions: definition: refusals.code must be a string",
+		`[{"id":"a/b","refusals":[{"code":4915551234}]}]`:        "actions: definition: refusals.code must be a string",
 		`[{"id":"a/b","writes":"4915551234"}]`:                   "actions: definition: writes must be an array",
 		`[4915551234]`:                                           "actions: definition: a definition must be an object",
 		`{"id":"a/b"}`:                                           "actions: manifest: a manifest is an array of definitions",

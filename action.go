@@ -178,7 +178,7 @@ func (d *Definition) unmarshal(data []byte) error {
 	// "Exposure" would silently win over "exposure": names must be exact.
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(data, &members); err != nil {
-		return fmt.Errorf("definition: %w", err)
+		return fmt.Errorf("definition: %w", typeFault(err, "a definition must be an object"))
 	}
 	for name := range members {
 		if !definitionMember(name) {
@@ -188,7 +188,7 @@ func (d *Definition) unmarshal(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
-		return fmt.Errorf("definition: %w", err)
+		return fmt.Errorf("definition: %w", typeFault(err, "a definition must be an object"))
 	}
 	if dec.More() {
 		return fmt.Errorf("definition: data after the object")
@@ -215,6 +215,43 @@ func (d *Definition) unmarshal(data []byte) error {
 		return fmt.Errorf("definition %q: %w", d.ID, err)
 	}
 	return nil
+}
+
+// typeFault describes a member of the wrong JSON type by its name and
+// the type it must have: encoding/json's own message quotes a number's
+// digits (a submitted value) and names the decoder's Go types. top is
+// the sentence for the whole value; other errors are returned as they
+// are.
+func typeFault(err error, top string) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	name := strings.TrimPrefix(strings.TrimPrefix(te.Field, "plain."), "legacy.")
+	if name == "" || te.Type == nil {
+		return errors.New(top)
+	}
+	t := te.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	want := "of another JSON type"
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "an integer"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.Map, reflect.Struct:
+		want = "an object"
+	}
+	return fmt.Errorf("%s must be %s", name, want)
 }
 
 // schemaMember reads a member holding a schema object or a string of its
@@ -273,7 +310,7 @@ func DecodeManifest(data []byte) ([]Definition, error) {
 		if errors.As(err, new(*definitionFault)) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("actions: manifest: %w", err)
+		return nil, fmt.Errorf("actions: manifest: %w", typeFault(err, "a manifest is an array of definitions"))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("actions: manifest: data after the array")

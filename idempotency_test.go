@@ -3,6 +3,7 @@ package actions_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -139,4 +140,60 @@ func TestKeyToolSays(t *testing.T) {
 	require.Len(t, tools, 1)
 	assert.Equal(t, map[string]any{actions.IdempotencyKeyMeta: "required"}, tools[0].Meta)
 	assert.Contains(t, tools[0].Description, actions.IdempotencyKeyMeta)
+}
+
+// A body's own error that is, wraps or joins the bare code a Store
+// signals with (in_progress, idempotency_conflict) is the body's: a keyed
+// call gets it as an unkeyed call does, never the refusal the store's
+// signal means (a caller told "still running, retry at" for a call that
+// ended). A store's signal, wrapped, is still the store's.
+func TestBodyBareKeyCode(t *testing.T) {
+	ctx := context.Background()
+	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
+	for name, bodyErr := range map[string]error{
+		"in_progress":          actions.CodeInProgress,
+		"idempotency_conflict": actions.CodeIdempotencyConflict,
+		"wrapped":              fmt.Errorf("the ledger said: %w", actions.CodeInProgress),
+		"joined":               errors.Join(errors.New("busy"), actions.CodeIdempotencyConflict),
+	} {
+		var recs []actions.Record
+		reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: actions.NewRunLog(),
+			OnRecord: func(rec actions.Record) { recs = append(recs, rec) }})
+		runs := 0
+		reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge"},
+			func(context.Context, map[string]any, *actions.Trace) (any, error) { runs++; return nil, bodyErr }))
+		for _, key := range []string{"", "k1", "k1"} {
+			recs = nil
+			_, err := reg.Run(ctx, actions.Call{Action: "shop/charge", IdempotencyKey: key, Caller: caller})
+			assert.True(t, err == bodyErr, "%s, key %q: the body's error, as it is: %v", name, key, err)
+			var rf *actions.Refusal
+			assert.False(t, errors.As(err, &rf), "%s, key %q: no refusal is made of it", name, key)
+			require.Len(t, recs, 1, name)
+			assert.Equal(t, actions.CodeInternal, recs[0].Entry.Error, name)
+		}
+		assert.Equal(t, 3, runs, "%s: the body ran each time (nothing committed under the key)", name)
+	}
+
+	// A store that wraps its signal is still understood.
+	for _, signal := range []actions.Code{actions.CodeInProgress, actions.CodeIdempotencyConflict} {
+		reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: signalStore{actions.NewRunLog(), signal}})
+		reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge"},
+			func(context.Context, map[string]any, *actions.Trace) (any, error) { return "ran", nil }))
+		_, err := reg.Run(ctx, actions.Call{Action: "shop/charge", IdempotencyKey: "k1", Caller: caller})
+		var rf *actions.Refusal
+		require.ErrorAs(t, err, &rf, signal)
+		assert.Equal(t, signal, rf.Code)
+		assert.Equal(t, signal == actions.CodeInProgress, !rf.RetryAt.IsZero(), signal)
+	}
+}
+
+// signalStore answers every keyed unit with its signal, wrapped, and runs
+// nothing.
+type signalStore struct {
+	*actions.RunLog
+	signal actions.Code
+}
+
+func (s signalStore) AtomicOnce(context.Context, actions.UnitKey, func(context.Context) actions.Unit) ([]actions.Record, *actions.Recorded, error) {
+	return nil, nil, fmt.Errorf("signalstore: %w", s.signal)
 }

@@ -10,10 +10,13 @@ import (
 // operation begins and the returned End once when it ends; the context
 // Start returns is the one the operation runs in, so that what the
 // observer puts there (a span) reaches the store's transaction, the body
-// and its nested calls, and their observations nest.
+// and its nested calls, and their observations nest. A nil context
+// means the one Start was given.
 //
 // Start and End may be called concurrently, from many goroutines. A panic
-// in either is not recovered: an observer must not panic.
+// in either is not recovered: an observer must not panic. (One during an
+// OpNested runs inside the calling body, whose panics are recovered: that
+// body's call then fails internal.)
 type Observer interface {
 	Start(ctx context.Context, op Operation) (context.Context, Observation)
 }

@@ -172,3 +172,70 @@ func TestObserverIsToldTheCallPathsValues(t *testing.T) {
 		assert.Equal(t, ended{kind: actions.OpReplay}, last)
 	})
 }
+
+// nilContext is an observer whose Start gives back a nil context, with
+// ids and without.
+type nilContext struct{ ids bool }
+
+func (o nilContext) Start(context.Context, actions.Operation) (context.Context, actions.Observation) {
+	if o.ids {
+		return nil, actions.Observation{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7"}
+	}
+	return nil, actions.Observation{}
+}
+
+// A nil context from Start means the one Start was given: the operation
+// runs in it, it does not panic.
+func TestObserverNilContext(t *testing.T) {
+	for _, o := range []nilContext{{ids: true}, {ids: false}} {
+		for _, store := range []actions.Store{nil, actions.NewRunLog()} {
+			reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: store, Observer: o})
+			reg.MustRegister(
+				actions.New(actions.Definition{ID: "shop/inner"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+					return ctx.Value(ctxProbe{}), nil
+				}),
+				actions.New(actions.Definition{ID: "shop/order"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
+					return tr.Call(ctx, "shop/inner", nil)
+				}))
+			ctx := context.WithValue(context.Background(), ctxProbe{}, "given")
+			var res actions.Result
+			var err error
+			require.NotPanics(t, func() {
+				res, err = reg.Run(ctx, actions.Call{Action: "shop/order", Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}})
+			}, "ids %v, store %v", o.ids, store != nil)
+			require.NoError(t, err)
+			assert.Equal(t, "given", res.Value, "the body runs in the caller's context")
+		}
+	}
+}
+
+type ctxProbe struct{}
+
+// panicking panics in Start for one kind of operation.
+type panicking struct{ on actions.OpKind }
+
+func (o panicking) Start(ctx context.Context, op actions.Operation) (context.Context, actions.Observation) {
+	if op.Kind == o.on {
+		panic("observer")
+	}
+	return ctx, actions.Observation{}
+}
+
+// An observer's panic is not recovered, as Observer says, except during
+// a nested call, inside the calling body: that call fails internal.
+func TestObserverPanic(t *testing.T) {
+	run := func(kind actions.OpKind) (actions.Result, error) {
+		reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: actions.NewRunLog(), Observer: panicking{kind}})
+		reg.MustRegister(
+			actions.New(actions.Definition{ID: "shop/inner"}, func(context.Context, map[string]any, *actions.Trace) (any, error) { return "in", nil }),
+			actions.New(actions.Definition{ID: "shop/order"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
+				return tr.Call(ctx, "shop/inner", nil)
+			}))
+		return reg.Run(context.Background(), actions.Call{Action: "shop/order", Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}})
+	}
+	for _, kind := range []actions.OpKind{actions.OpCall, actions.OpUnit} {
+		assert.PanicsWithValue(t, "observer", func() { _, _ = run(kind) }, kind)
+	}
+	_, err := run(actions.OpNested)
+	assert.Equal(t, actions.CodeInternal, actions.CodeOf(err))
+}

@@ -99,7 +99,7 @@ func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result
 		uctx, ob := r.observe(ctx, Operation{Kind: OpUnit, Step: -1})
 		if k != nil {
 			recs, rec, err = r.opts.Store.AtomicOnce(uctx, *k, attempt)
-			err = keyRefusal(*k, err)
+			err = keyRefusal(*k, err, unitErr)
 		} else {
 			recs, err = r.opts.Store.Atomic(uctx, attempt)
 		}
@@ -553,7 +553,10 @@ func (r *Registry[C]) observe(ctx context.Context, op Operation) (context.Contex
 	if o == nil {
 		return ctx, observed{}
 	}
-	ctx, ob := o.Start(ctx, op)
+	octx, ob := o.Start(ctx, op)
+	if octx != nil { // nil: the context Start was given
+		ctx = octx
+	}
 	if ob.TraceID != "" && (op.Kind == OpCall || op.Kind == OpBatch || op.Kind == OpDecide) {
 		ctx = context.WithValue(ctx, obsKey{}, ob)
 	}

@@ -653,3 +653,33 @@ func TestPlainErrorThroughAStore(t *testing.T) {
 		assert.Equal(t, CodeInternal, res.Entry().Error, name)
 	}
 }
+
+// A manifest member of the wrong JSON type is refused naming the member
+// and what it must be, never the value written there (encoding/json
+// quotes a number's digits) nor the decoder's own Go types.
+func TestManifestTypeErrorsEchoNothing(t *testing.T) {
+	for text, want := range map[string]string{
+		`[{"id":"a/b","maxResultBytes":4915551234567890123456}]`: "actions: definition: maxResultBytes must be an integer",
+		`[{"id":"a/b","maxResultBytes":1.5e3}]`:                  "actions: definition: maxResultBytes must be an integer",
+		`[{"id":"a/b","maxResultBytes":"4915551234"}]`:           "actions: definition: maxResultBytes must be an integer",
+		`[{"id":"a/b","title":4915551234}]`:                      "actions: definition: title must be a string",
+		`[{"id":"a/b","destructive":"4915551234"}]`:              "actions: definition: destructive must be true or false",
+		`[{"id":"a/b","refusals":[{"code":4915551234}]}]`:        "actions: definition: refusals.code must be a string",
+		`[{"id":"a/b","writes":"4915551234"}]`:                   "actions: definition: writes must be an array",
+		`[4915551234]`:                                           "actions: definition: a definition must be an object",
+		`{"id":"a/b"}`:                                           "actions: manifest: a manifest is an array of definitions",
+	} {
+		_, err := DecodeManifest([]byte(text))
+		require.Error(t, err, text)
+		assert.Equal(t, want, err.Error(), text)
+		for _, leak := range []string{"4915551234", "1.5e3", "plain", "legacy", "Go ", "json."} {
+			assert.NotContains(t, err.Error(), leak, text)
+		}
+		var d Definition
+		if text[0] == '[' {
+			err = json.Unmarshal([]byte(text[1:len(text)-1]), &d)
+			require.Error(t, err, text)
+			assert.Equal(t, want, err.Error(), "%s: the same through Definition.UnmarshalJSON", text)
+		}
+	}
+}

@@ -205,8 +205,19 @@ func (a *Adapter) strictOf(ctx context.Context, id string) *exported {
 // learn keeps the strict export of every action some surface offers,
 // under its id and its deprecated aliases. Tools are exported one by
 // one, without the per-request caps, as each call maps back alone.
+//
+// The definitions are read again after the tools: an action registered
+// while the adapter learns (after the first read) is then in both, its
+// aliases included, since a runner never drops an action.
 func (a *Adapter) learn() {
 	defs := a.runner.Definitions()
+	var offered [][]actions.Tool
+	for _, s := range []actions.Surface{actions.SurfaceAI, actions.SurfaceMCP, actions.SurfaceUI} {
+		if tools, err := a.runner.Tools(&actions.ToolOptions{Caller: everyone(s, defs)}); err == nil {
+			offered = append(offered, tools)
+		}
+	}
+	defs = a.runner.Definitions()
 	docs, err := docsOf(defs)
 	if err != nil {
 		return
@@ -215,11 +226,7 @@ func (a *Adapter) learn() {
 	for _, d := range defs {
 		aliases[d.ID] = d.DeprecatedAliases
 	}
-	for _, s := range []actions.Surface{actions.SurfaceAI, actions.SurfaceMCP, actions.SurfaceUI} {
-		tools, err := a.runner.Tools(&actions.ToolOptions{Caller: everyone(s, defs)})
-		if err != nil {
-			continue
-		}
+	for _, tools := range offered {
 		for i := range tools {
 			id, err := actions.ActionID(tools[i].Name)
 			if err != nil {

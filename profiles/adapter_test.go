@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -207,4 +209,82 @@ func TestAdapterConcurrent(t *testing.T) {
 // number.
 func TestPortableLengthIsTheRegistrysRule(t *testing.T) {
 	assert.Equal(t, portable.MaxToolNameLength, MaxPortableToolNameLength)
+}
+
+// strictNullsFile is testdata/strict_nulls_nested.json.
+type strictNullsFile struct {
+	Cases []struct {
+		Name      string          `json:"name"`
+		Schema    json.RawMessage `json:"schema"`
+		Arguments string          `json:"arguments"`
+		Want      json.RawMessage `json:"want"`
+	} `json:"cases"`
+}
+
+// The nulls of a strict tool are mapped back wherever the export made a
+// property nullable: inside an allOf the export merged as well as inside
+// anyOf branches. The export names the property by the merged schema's
+// pointer, the walk back by the source's, and both mean the same value.
+func TestRunToolCallStrictNullsNested(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "strict_nulls_nested.json"))
+	require.NoError(t, err)
+	var file strictNullsFile
+	require.NoError(t, json.Unmarshal(data, &file))
+	require.NotEmpty(t, file.Cases)
+	for _, tc := range file.Cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			reg := actions.NewRegistry[*actions.Trace](nil, nil)
+			reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", Parameters: string(tc.Schema)}, echo))
+			for _, p := range []Profile{OpenAIChat, OpenAIResponses} {
+				a, err := New(reg, p)
+				require.NoError(t, err)
+				ex, err := a.Export(nil)
+				require.NoError(t, err)
+				require.Len(t, ex.Tools, 1)
+				fn := ex.Tools[0]
+				if p == OpenAIChat {
+					fn = fn["function"].(map[string]any)
+				}
+				require.Equal(t, true, fn["strict"], "%s: the tool is exported strict", p)
+				res, err := a.RunToolCall(context.Background(), actions.Call{Action: "shop-order", Params: tc.Arguments})
+				require.NoError(t, err, "%s: the arguments a strict tool asks for are refused", p)
+				got, err := json.Marshal(res.Value)
+				require.NoError(t, err)
+				assert.JSONEq(t, string(tc.Want), string(got), string(p))
+			}
+		})
+	}
+}
+
+// registeringRunner registers late on the registry the first time its
+// Definitions are read, once they are read: an action registered while
+// the adapter learns, between its Definitions and its Tools.
+type registeringRunner struct {
+	onlyRunner
+	reg  *actions.Registry[*actions.Trace]
+	once sync.Once
+	late actions.Action[*actions.Trace]
+}
+
+func (r *registeringRunner) Definitions() []actions.Definition {
+	defs := r.reg.Definitions()
+	r.once.Do(func() { r.reg.MustRegister(r.late) })
+	return defs
+}
+
+// An action registered while the adapter learns is learned with its
+// aliases: a call by an alias maps its nulls back as a call by the id.
+func TestAdapterLearnsDuringRegister(t *testing.T) {
+	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", Parameters: orderSchema}, echo))
+	r := &registeringRunner{onlyRunner: onlyRunner{reg}, reg: reg,
+		late: actions.New(actions.Definition{ID: "shop/later", DeprecatedAliases: []string{"shop/old"}, Parameters: orderSchema}, echo)}
+	a, err := New(r, OpenAIChat)
+	require.NoError(t, err)
+	args := `{"item":"tea","qty":null}`
+	for _, name := range []string{"shop-order", "shop-later", "shop-old"} {
+		res, err := a.RunToolCall(context.Background(), actions.Call{Action: name, Params: args})
+		require.NoError(t, err, name)
+		assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1")}, res.Value, name)
+	}
 }

@@ -536,7 +536,7 @@ func strictEncode(root map[string]any, nullable map[string]bool, v any, starts [
 	w := nullWalker{root: root, nullable: nullable}
 	var places []place
 	for _, p := range starts {
-		places = w.expand(p.s, p.ptr, places, 0)
+		places = w.expand(p.s, p.ptr, p.merged, places, 0)
 	}
 	switch x := v.(type) {
 	case map[string]any:
@@ -551,7 +551,7 @@ func strictEncode(root map[string]any, nullable map[string]bool, v any, starts [
 			props, _ := p.s["properties"].(map[string]any)
 			for k := range props {
 				declared[k] = true
-				if _, ok := x[k]; !ok && nullable[p.ptr+"\x00"+k] {
+				if _, ok := x[k]; !ok && (nullable[p.ptr+"\x00"+k] || nullable[p.merged+"\x00"+k]) {
 					x[k] = nil
 				}
 			}
@@ -566,7 +566,7 @@ func strictEncode(root map[string]any, nullable map[string]bool, v any, starts [
 			for _, p := range places {
 				props, _ := p.s["properties"].(map[string]any)
 				if sub, ok := props[k].(map[string]any); ok {
-					subs = append(subs, place{sub, ijson.AppendToken(ijson.AppendToken(p.ptr, "properties"), k)})
+					subs = append(subs, place{sub, ijson.AppendToken(ijson.AppendToken(p.ptr, "properties"), k), ijson.AppendToken(ijson.AppendToken(p.merged, "properties"), k)})
 				}
 			}
 			if e != nil && len(subs) > 0 {
@@ -578,7 +578,7 @@ func strictEncode(root map[string]any, nullable map[string]bool, v any, starts [
 			var subs []place
 			for _, p := range places {
 				if it, ok := p.s["items"].(map[string]any); ok {
-					subs = append(subs, place{it, ijson.AppendToken(p.ptr, "items")})
+					subs = append(subs, place{it, ijson.AppendToken(p.ptr, "items"), ijson.AppendToken(p.merged, "items")})
 				}
 			}
 			if len(subs) > 0 {
@@ -652,13 +652,13 @@ func TestProfileRoundTrip(t *testing.T) {
 						// What a strict model can say at all: no member
 						// the closed objects leave out, and null for an
 						// optional property that accepted null already.
-						strictEncode(ex.source, ex.keptNull, v, []place{{ex.source, ""}})
+						strictEncode(ex.source, ex.keptNull, v, []place{{ex.source, "", ""}})
 						want, err := ps.Check(ctx, schema.Copy(v), nil)
 						if err != nil {
 							continue // dropping made it invalid: not a valid input
 						}
 						enc := schema.Copy(v)
-						strictEncode(ex.source, ex.nullable, enc, []place{{ex.source, ""}})
+						strictEncode(ex.source, ex.nullable, enc, []place{{ex.source, "", ""}})
 						assert.NoError(t, strictSchema.Validate(enc), "%s group %d case %d: the strict encoding passes the exported schema", name, gi, ci)
 						text, err := json.Marshal(enc)
 						require.NoError(t, err)

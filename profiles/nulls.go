@@ -17,7 +17,7 @@ func nullToAbsent(root map[string]any, nullable map[string]bool, v any) {
 		return
 	}
 	w := nullWalker{root: root, nullable: nullable}
-	w.walk([]place{{root, ""}}, v)
+	w.walk([]place{{root, "", ""}}, v)
 }
 
 type nullWalker struct {
@@ -25,16 +25,21 @@ type nullWalker struct {
 	nullable map[string]bool
 }
 
-// place is a schema object and its pointer in root.
+// place is a schema object, its pointer in root, and its pointer in the
+// export: the export merges an allOf into the schema holding it, so that
+// what a branch declares is named from the holder ("/properties/a" for
+// root's "/allOf/0/properties/a"). Both pointers name schemas that apply
+// to the same value.
 type place struct {
-	s   map[string]any
-	ptr string
+	s      map[string]any
+	ptr    string
+	merged string
 }
 
 // expand adds s and every schema that applies with it to the same value
 // (the targets of its local $refs, the branches of its anyOf, oneOf and
 // allOf, transitively) to out, once each.
-func (w *nullWalker) expand(s any, ptr string, out []place, hops int) []place {
+func (w *nullWalker) expand(s any, ptr, merged string, out []place, hops int) []place {
 	m, ok := s.(map[string]any)
 	if !ok || hops > 32 {
 		return out
@@ -44,16 +49,20 @@ func (w *nullWalker) expand(s any, ptr string, out []place, hops int) []place {
 			return out
 		}
 	}
-	out = append(out, place{m, ptr})
+	out = append(out, place{m, ptr, merged})
 	if ref, ok := m["$ref"].(string); ok {
 		if t, tptr, ok := resolveLocal(w.root, ref); ok {
-			out = w.expand(t, tptr, out, hops+1)
+			out = w.expand(t, tptr, tptr, out, hops+1)
 		}
 	}
 	for _, kw := range []string{"allOf", "anyOf", "oneOf"} {
 		if bs, ok := m[kw].([]any); ok {
 			for i, b := range bs {
-				out = w.expand(b, ijson.AppendIndex(ijson.AppendToken(ptr, kw), i), out, hops+1)
+				bm := ijson.AppendIndex(ijson.AppendToken(merged, kw), i)
+				if kw == "allOf" {
+					bm = merged // the export merges the branch into its holder
+				}
+				out = w.expand(b, ijson.AppendIndex(ijson.AppendToken(ptr, kw), i), bm, out, hops+1)
 			}
 		}
 	}
@@ -65,7 +74,7 @@ func (w *nullWalker) expand(s any, ptr string, out []place, hops int) []place {
 func (w *nullWalker) walk(starts []place, v any) {
 	var places []place
 	for _, p := range starts {
-		places = w.expand(p.s, p.ptr, places, 0)
+		places = w.expand(p.s, p.ptr, p.merged, places, 0)
 	}
 	switch x := v.(type) {
 	case map[string]any:
@@ -78,7 +87,7 @@ func (w *nullWalker) walk(starts []place, v any) {
 		for _, k := range names {
 			if x[k] == nil {
 				for _, p := range places {
-					if w.nullable[p.ptr+"\x00"+k] {
+					if w.nullable[p.ptr+"\x00"+k] || w.nullable[p.merged+"\x00"+k] {
 						delete(x, k)
 						continue members
 					}
@@ -89,9 +98,9 @@ func (w *nullWalker) walk(starts []place, v any) {
 			for _, p := range places {
 				props, _ := p.s["properties"].(map[string]any)
 				if sub, ok := props[k].(map[string]any); ok {
-					subs = append(subs, place{sub, ijson.AppendToken(ijson.AppendToken(p.ptr, "properties"), k)})
+					subs = append(subs, place{sub, ijson.AppendToken(ijson.AppendToken(p.ptr, "properties"), k), ijson.AppendToken(ijson.AppendToken(p.merged, "properties"), k)})
 				} else if ap, ok := p.s["additionalProperties"].(map[string]any); ok {
-					subs = append(subs, place{ap, ijson.AppendToken(p.ptr, "additionalProperties")})
+					subs = append(subs, place{ap, ijson.AppendToken(p.ptr, "additionalProperties"), ijson.AppendToken(p.merged, "additionalProperties")})
 				}
 			}
 			if len(subs) > 0 {
@@ -105,10 +114,10 @@ func (w *nullWalker) walk(starts []place, v any) {
 				prefix, _ := p.s["prefixItems"].([]any)
 				if i < len(prefix) {
 					if sub, ok := prefix[i].(map[string]any); ok {
-						subs = append(subs, place{sub, ijson.AppendIndex(ijson.AppendToken(p.ptr, "prefixItems"), i)})
+						subs = append(subs, place{sub, ijson.AppendIndex(ijson.AppendToken(p.ptr, "prefixItems"), i), ijson.AppendIndex(ijson.AppendToken(p.merged, "prefixItems"), i)})
 					}
 				} else if it, ok := p.s["items"].(map[string]any); ok {
-					subs = append(subs, place{it, ijson.AppendToken(p.ptr, "items")})
+					subs = append(subs, place{it, ijson.AppendToken(p.ptr, "items"), ijson.AppendToken(p.merged, "items")})
 				}
 			}
 			if len(subs) > 0 {

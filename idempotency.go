@@ -1,7 +1,6 @@
 package actions
 
 import (
-	"errors"
 	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
@@ -86,30 +85,6 @@ func answerOf(k *UnitKey, v any, recs []Record, err error) Answer {
 func isAnswered(v any) bool {
 	_, ok := v.(answered)
 	return ok
-}
-
-// keyRefusal gives the caller the refusal a [Store] means by the bare
-// code it returns for key k: a retry that waited k.Wait for the first
-// call under its key (in_progress, to retry at k.Now + k.Wait), or a key
-// already used with other parameters (idempotency_conflict). Any other
-// error is returned as it is, and so is a code the unit's own error
-// (unitErr, a body's plain error) holds: that is the body's, not the
-// store's signal.
-func keyRefusal(k UnitKey, err, unitErr error) error {
-	if err == nil || asRefusal(err) != nil {
-		return err
-	}
-	switch {
-	case errors.Is(unitErr, CodeInProgress) || errors.Is(unitErr, CodeIdempotencyConflict):
-		return err
-	case errors.Is(err, CodeInProgress):
-		r := NewRefusal(CodeInProgress, "a call with this idempotency key is still running")
-		r.RetryAt = k.Now.Add(k.Wait)
-		return r
-	case errors.Is(err, CodeIdempotencyConflict):
-		return NewRefusal(CodeIdempotencyConflict, "this idempotency key was used for a call with other parameters")
-	}
-	return err
 }
 
 // answeredFrom is the result and error a recorded unit gives a retry: its

@@ -142,11 +142,11 @@ func TestKeyToolSays(t *testing.T) {
 	assert.Contains(t, tools[0].Description, actions.IdempotencyKeyMeta)
 }
 
-// A body's own error that is, wraps or joins the bare code a Store
-// signals with (in_progress, idempotency_conflict) is the body's: a keyed
-// call gets it as an unkeyed call does, never the refusal the store's
-// signal means (a caller told "still running, retry at" for a call that
-// ended). A store's signal, wrapped, is still the store's.
+// A body's own error that is, wraps or joins the bare code of a key's
+// refusal (in_progress, idempotency_conflict) is the body's: a keyed call
+// gets it as an unkeyed call does, never a refusal about its key (a
+// caller told "still running, retry at" for a call that ended). A store's
+// own refusal, wrapped, still reaches the caller whole.
 func TestBodyBareKeyCode(t *testing.T) {
 	ctx := context.Background()
 	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
@@ -174,7 +174,7 @@ func TestBodyBareKeyCode(t *testing.T) {
 		assert.Equal(t, 3, runs, "%s: the body ran each time (nothing committed under the key)", name)
 	}
 
-	// A store that wraps its signal is still understood.
+	// A store that wraps the refusal its key gives is still understood.
 	for _, signal := range []actions.Code{actions.CodeInProgress, actions.CodeIdempotencyConflict} {
 		reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: signalStore{actions.NewRunLog(), signal}})
 		reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge"},
@@ -187,13 +187,17 @@ func TestBodyBareKeyCode(t *testing.T) {
 	}
 }
 
-// signalStore answers every keyed unit with its signal, wrapped, and runs
-// nothing.
+// signalStore answers every keyed unit with the refusal of its signal
+// that the key gives, wrapped, and runs nothing.
 type signalStore struct {
 	*actions.RunLog
 	signal actions.Code
 }
 
-func (s signalStore) AtomicOnce(context.Context, actions.UnitKey, func(context.Context) actions.Unit) ([]actions.Record, *actions.Recorded, error) {
-	return nil, nil, fmt.Errorf("signalstore: %w", s.signal)
+func (s signalStore) AtomicOnce(_ context.Context, k actions.UnitKey, _ func(context.Context) actions.Unit) ([]actions.Record, *actions.Recorded, error) {
+	rf := k.Conflict()
+	if s.signal == actions.CodeInProgress {
+		rf = k.InProgress()
+	}
+	return nil, nil, fmt.Errorf("signalstore: %w", rf)
 }

@@ -99,7 +99,6 @@ func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result
 		uctx, ob := r.observe(ctx, Operation{Kind: OpUnit, Step: -1})
 		if k != nil {
 			recs, rec, err = r.opts.Store.AtomicOnce(uctx, *k, attempt)
-			err = keyRefusal(*k, err, unitErr)
 		} else {
 			recs, err = r.opts.Store.Atomic(uctx, attempt)
 		}

@@ -34,14 +34,14 @@ func (l *RunLog) AtomicOnce(ctx context.Context, k UnitKey, fn func(ctx context.
 			case <-done:
 				continue
 			case <-timer:
-				return nil, nil, CodeInProgress
+				return nil, nil, k.InProgress()
 			case <-ctx.Done():
 				return nil, nil, ctx.Err()
 			}
 		case ku != nil && !k.Replace:
 			defer l.mu.Unlock()
 			if ku.digest != k.Digest {
-				return nil, nil, CodeIdempotencyConflict
+				return nil, nil, k.Conflict()
 			}
 			line := ku.rec.AuditLine(k.Audit)
 			l.records = append(l.records, line.clone())

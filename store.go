@@ -28,12 +28,11 @@ type Store interface {
 	//   - when a unit under k committed and k.Expires has not passed for
 	//     it: with the same k.Digest, fn does not run; the store writes
 	//     one audit line ([Recorded.AuditLine] of k.Audit) and returns it
-	//     with the recorded unit; with another digest it returns the
-	//     code [CodeIdempotencyConflict] itself and writes nothing;
+	//     with the recorded unit; with another digest it returns
+	//     k.Conflict() (idempotency_conflict) and writes nothing;
 	//   - when a unit under k is still running: the store waits for it,
 	//     at most k.Wait, then answers as above, or runs fn if that unit
-	//     did not commit, or returns the code [CodeInProgress] itself.
-	//     (The registry gives the caller the refusal each code means.)
+	//     did not commit, or returns k.InProgress() (in_progress);
 	//   - otherwise it runs fn; a unit that commits is recorded under k
 	//     with its Answer, in the unit's own transaction; one that does
 	//     not leaves no trace of k, so a retry runs again.
@@ -131,4 +130,22 @@ func (r *Recorded) AuditLine(a Audit) Record {
 	a.Answered = r.Unit
 	rec.Audit, rec.RolledBack = a, true
 	return rec
+}
+
+// inProgress is the refusal of a retry whose first call still runs.
+func inProgress(retryAt time.Time) *Refusal {
+	r := NewRefusal(CodeInProgress, "a call with this idempotency key is still running")
+	r.RetryAt = retryAt
+	return r
+}
+
+// InProgress returns the in_progress refusal a [Store] gives a retry
+// that waited k.Wait for the first call under its key: retry at
+// k.Now + k.Wait, or later.
+func (k UnitKey) InProgress() *Refusal { return inProgress(k.Now.Add(k.Wait)) }
+
+// Conflict returns the idempotency_conflict refusal a [Store] gives a
+// call whose key recorded a call with other parameters.
+func (k UnitKey) Conflict() *Refusal {
+	return NewRefusal(CodeIdempotencyConflict, "this idempotency key was used for a call with other parameters")
 }

@@ -38,7 +38,7 @@ const keysIndex = `CREATE INDEX IF NOT EXISTS actions_keys_expires ON actions_ke
 //     with k.Digest, fn does not run, the transaction is rolled back and
 //     the audit line alone is written, in a transaction of its own
 //     (Options.BeforeCommit does not run for it); with another digest,
-//     actions.CodeIdempotencyConflict is returned and nothing is written;
+//     k.Conflict() is returned and nothing is written;
 //   - otherwise it claims the key by inserting the row (an expired row is
 //     deleted first), then runs fn; when the unit commits, the row's
 //     answer is written and commits with the unit's changes and records;
@@ -46,7 +46,7 @@ const keysIndex = `CREATE INDEX IF NOT EXISTS actions_keys_expires ON actions_ke
 //
 // A replica whose insert meets a claim not yet committed waits for that
 // transaction, on PostgreSQL at most k.Wait (lock_timeout; then
-// actions.CodeInProgress), then finds its row or, if that unit
+// k.InProgress(), in_progress), then finds its row or, if that unit
 // rolled back, claims the key itself; on SQLite transactions that begin
 // immediate (dbtest.SQLiteDSN) wait for each other at BEGIN
 // (busy_timeout). A claim that conflicts (serialization failure,
@@ -54,9 +54,7 @@ const keysIndex = `CREATE INDEX IF NOT EXISTS actions_keys_expires ON actions_ke
 // as Atomic retries. With k.Replace the row is not read: the unit runs and,
 // when it commits, its answer replaces the key's.
 //
-// Errors: those of Atomic; actions.CodeIdempotencyConflict and
-// actions.CodeInProgress, the codes themselves, which the registry
-// turns into the caller's refusals.
+// Errors: those of Atomic; k.Conflict(); k.InProgress().
 func (s *Store) AtomicOnce(ctx context.Context, k actions.UnitKey, fn func(ctx context.Context) actions.Unit) ([]actions.Record, *actions.Recorded, error) {
 	if err := s.made(); err != nil {
 		return nil, nil, err
@@ -107,7 +105,7 @@ func (s *Store) lookupKey(ctx context.Context, tx *sql.Tx, k actions.UnitKey) (r
 	case expires <= k.Now.UnixMicro():
 		return nil, actions.Unit{}, false // the window passed: claimKey replaces the row
 	case digest != k.Digest:
-		return nil, actions.Unit{Err: actions.CodeIdempotencyConflict}, true
+		return nil, actions.Unit{Err: k.Conflict()}, true
 	}
 	rec = &actions.Recorded{Unit: unit}
 	if err := json.Unmarshal([]byte(answer), &rec.Answer); err != nil {
@@ -145,7 +143,7 @@ func (s *Store) claimKey(ctx context.Context, tx *sql.Tx, k actions.UnitKey, uni
 		k.Principal, k.Action, k.Key, k.Digest, k.Expires.UnixMicro(), unit)
 	if err != nil {
 		if sqlState(err) == "55P03" { // lock_not_available: the first unit is still running
-			return actions.CodeInProgress
+			return k.InProgress()
 		}
 		return err
 	}

@@ -16,24 +16,10 @@ import (
 	"github.com/actionreg/actions/internal/ijson"
 )
 
-// textOf returns v's JSON text when v is given as text: json.RawMessage,
-// []byte or string, the forms a schema and parameters may take.
-func textOf(v any) ([]byte, bool) {
-	switch t := v.(type) {
-	case json.RawMessage:
-		return t, true
-	case []byte:
-		return t, true
-	case string:
-		return []byte(t), true
-	}
-	return nil, false
-}
-
 // nullText reports whether params is JSON text holding only null, which
 // stands for no parameters as nil does.
 func nullText(params any) bool {
-	text, ok := textOf(params)
+	text, ok := ijson.Text(params)
 	return ok && string(bytes.TrimSpace(text)) == "null"
 }
 

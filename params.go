@@ -143,7 +143,7 @@ func schemaDocument(s any, limits Limits) (map[string]any, error) {
 	if s == nil {
 		return noParameters(), nil
 	}
-	text, ok := textOf(s)
+	text, ok := ijson.Text(s)
 	if !ok {
 		b, err := marshalSafely(s)
 		if err != nil {
@@ -393,7 +393,7 @@ func (ps *ParameterSchema) copyParams(params any) (any, error) {
 	if params == nil {
 		return map[string]any{}, nil
 	}
-	text, ok := textOf(params)
+	text, ok := ijson.Text(params)
 	if !ok {
 		return copyParamsValue(params, ps.limits.MaxParamDepth)
 	}

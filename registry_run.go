@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/actionreg/actions/internal/ijson"
 )
 
 // Run runs c, an action's call or a batch, in one unit of the registry's
@@ -397,7 +399,7 @@ func (r *Registry[C]) givenParameters(params any) string {
 	if m, isMap := params.(map[string]any); params == nil || (isMap && m == nil) || nullText(params) {
 		return "{}"
 	}
-	if text, ok := textOf(params); ok {
+	if text, ok := ijson.Text(params); ok {
 		if len(text) > limit {
 			return "null"
 		}

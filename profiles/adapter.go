@@ -134,7 +134,7 @@ func (a *Adapter) RunToolCall(ctx context.Context, c actions.Call) (actions.Resu
 		return a.runner.Run(ctx, c)
 	}
 	c.Action = id
-	arguments, isText := textOf(c.Params)
+	arguments, isText := ijson.Text(c.Params)
 	if !isText {
 		return a.runner.Run(ctx, c)
 	}
@@ -148,19 +148,6 @@ func (a *Adapter) RunToolCall(ctx context.Context, c actions.Call) (actions.Resu
 		}
 	}
 	return a.runner.Run(ctx, c)
-}
-
-// textOf returns params as JSON text, if they are text.
-func textOf(v any) ([]byte, bool) {
-	switch t := v.(type) {
-	case json.RawMessage:
-		return t, true
-	case []byte:
-		return t, true
-	case string:
-		return []byte(t), true
-	}
-	return nil, false
 }
 
 // strictArguments decodes arguments and maps the nulls of a strict tool

@@ -800,3 +800,18 @@ func (d *decoder) pointer(child bool) []byte {
 	}
 	return p
 }
+
+// Text returns v as JSON text when it is one of the forms JSON text is
+// passed in (json.RawMessage, []byte, string), and false for any other
+// value.
+func Text(v any) ([]byte, bool) {
+	switch t := v.(type) {
+	case json.RawMessage:
+		return t, true
+	case []byte:
+		return t, true
+	case string:
+		return []byte(t), true
+	}
+	return nil, false
+}

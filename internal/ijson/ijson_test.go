@@ -267,3 +267,15 @@ func TestExact(t *testing.T) {
 		t.Fatalf("Decode refused: %v", err)
 	}
 }
+
+func TestText(t *testing.T) {
+	for _, v := range []any{json.RawMessage(`{"a":1}`), []byte(`{"a":1}`), `{"a":1}`} {
+		text, ok := Text(v)
+		assert.True(t, ok, "%T", v)
+		assert.Equal(t, `{"a":1}`, string(text), "%T", v)
+	}
+	for _, v := range []any{nil, map[string]any{"a": 1}, 1, json.Number("1")} {
+		_, ok := Text(v)
+		assert.False(t, ok, "%T is no text", v)
+	}
+}

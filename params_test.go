@@ -5,14 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actionreg/actions/internal/fixture"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -90,22 +89,6 @@ func fixtureResolver(instances map[string][]refFixture) RefResolver {
 	}
 }
 
-func loadParamsFiles(t *testing.T, dir string) map[string]paramsFile {
-	t.Helper()
-	names, err := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
-	require.NoError(t, err)
-	require.NotEmpty(t, names, "no fixtures in testdata/%s", dir)
-	out := map[string]paramsFile{}
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		require.NoError(t, err)
-		var f paramsFile
-		require.NoError(t, json.Unmarshal(b, &f), n)
-		out[filepath.Base(n)] = f
-	}
-	return out
-}
-
 func decodeExact(t *testing.T, raw []byte) any {
 	t.Helper()
 	v, err := ijson.Decode(raw, 0)
@@ -115,7 +98,7 @@ func decodeExact(t *testing.T, raw []byte) any {
 
 func runParamsFixtures(t *testing.T, dir string) int {
 	count := 0
-	for name, f := range loadParamsFiles(t, dir) {
+	for name, f := range fixture.Files[paramsFile](t, "testdata/"+dir) {
 		var resolve RefResolver
 		if f.Instances != nil {
 			resolve = fixtureResolver(f.Instances)
@@ -280,7 +263,7 @@ func TestNoSubmittedValueInMessages(t *testing.T) {
 func TestIssuesDeterministic(t *testing.T) {
 	const runs = 25
 	for _, dir := range []string{"params", "refs"} {
-		for name, f := range loadParamsFiles(t, dir) {
+		for name, f := range fixture.Files[paramsFile](t, "testdata/"+dir) {
 			var resolve RefResolver
 			if f.Instances != nil {
 				resolve = fixtureResolver(f.Instances)

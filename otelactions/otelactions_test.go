@@ -244,16 +244,13 @@ func TestHeldCallEventAndConfirmSpan(t *testing.T) {
 	p := newPipeline(t, false)
 	reg := registry(p, nil)
 	who := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
-	_, err := reg.Run(context.Background(), actions.Call{Action: "demo/held", Caller: who})
-	var r *actions.Refusal
-	require.ErrorAs(t, err, &r)
-	require.NotNil(t, r.Pending)
+	r := holdOne(t, reg, who)
 	held := p.named(t, "execute_tool demo-held")
 	require.Len(t, held.Events(), 1)
 	assert.Equal(t, otelactions.EventHeld, held.Events()[0].Name)
 	assert.Equal(t, "confirmation_required", attrs(held)["error.type"].AsString())
 
-	_, err = reg.Decide(context.Background(), actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: who})
+	_, err := reg.Decide(context.Background(), actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: who})
 	require.NoError(t, err)
 	confirm := p.named(t, "confirm")
 	assert.Equal(t, r.Pending.ID, attrs(confirm)["actions.pending_change.id"].AsString())
@@ -273,11 +270,8 @@ func TestRejectReplayAndBatchToolCallSpans(t *testing.T) {
 	p := newPipeline(t, false)
 	reg := registry(p, nil)
 	who := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
-	_, err := reg.Run(context.Background(), actions.Call{Action: "demo/held", Caller: who})
-	var r *actions.Refusal
-	require.ErrorAs(t, err, &r)
-	require.NotNil(t, r.Pending)
-	_, err = reg.Decide(context.Background(), actions.Decision{Change: r.Pending.ID, Caller: who})
+	r := holdOne(t, reg, who)
+	_, err := reg.Decide(context.Background(), actions.Decision{Change: r.Pending.ID, Caller: who})
 	require.NoError(t, err)
 	assert.Equal(t, r.Pending.ID, attrs(p.named(t, "reject"))["actions.pending_change.id"].AsString())
 
@@ -466,4 +460,14 @@ func BenchmarkCall(b *testing.B) {
 	b.Run("none", func(b *testing.B) {
 		run(b, registry(&pipeline{}, nil))
 	})
+}
+
+// holdOne calls demo/held as who and returns the refusal holding it.
+func holdOne(t *testing.T, reg actions.Runner, who *actions.Caller) *actions.Refusal {
+	t.Helper()
+	_, err := reg.Run(context.Background(), actions.Call{Action: "demo/held", Caller: who})
+	var r *actions.Refusal
+	require.ErrorAs(t, err, &r)
+	require.NotNil(t, r.Pending)
+	return r
 }

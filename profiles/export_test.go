@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/fixture"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/schema"
 )
@@ -51,7 +52,7 @@ func fixtureActions(t *testing.T) map[string][]actions.Definition {
 	t.Helper()
 	out := map[string][]actions.Definition{}
 	for _, dir := range []string{"params", "refs"} {
-		for name, f := range loadParamsFiles(t, dir) {
+		for name, f := range fixture.Files[paramsFile](t, "../testdata/"+dir) {
 			stem := strings.TrimSuffix(name, ".json")
 			key := dir + "/" + name
 			for gi, g := range f.Groups {
@@ -450,24 +451,6 @@ type paramsFile struct {
 	} `json:"groups"`
 }
 
-// loadParamsFiles reads the root's parameters fixtures of dir, by file
-// name.
-func loadParamsFiles(t testing.TB, dir string) map[string]paramsFile {
-	t.Helper()
-	names, err := filepath.Glob(filepath.Join("..", "testdata", dir, "*.json"))
-	require.NoError(t, err)
-	require.NotEmpty(t, names, "no fixtures in ../testdata/%s", dir)
-	out := map[string]paramsFile{}
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		require.NoError(t, err)
-		var f paramsFile
-		require.NoError(t, json.Unmarshal(b, &f), n)
-		out[filepath.Base(n)] = f
-	}
-	return out
-}
-
 func decodeExact(t *testing.T, raw []byte) any {
 	t.Helper()
 	v, err := ijson.Decode(raw, 0)
@@ -615,7 +598,7 @@ func TestProfileRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	trips, strictTools := 0, 0
 	for _, dir := range []string{"params", "refs"} {
-		for name, f := range loadParamsFiles(t, dir) {
+		for name, f := range fixture.Files[paramsFile](t, "../testdata/"+dir) {
 			for gi, g := range f.Groups {
 				if g.Refused != nil || len(g.Schema) == 0 {
 					continue

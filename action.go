@@ -111,9 +111,9 @@ type Definition struct {
 // Run's result is recorded in the run entry as canonical JSON: it must be a
 // value [CanonicalJSON] accepts, or nil for none. An error it returns is
 // passed to the caller as it is; see [Registry.Run].
-type Action[C any] struct {
+type Action struct {
 	Definition
-	Run Body[C]
+	Run Body
 
 	// err is what [Typed] found wrong, reported by Register.
 	err error
@@ -132,8 +132,8 @@ type Action[C any] struct {
 //	reg.Register(actions.New(def, func(ctx context.Context, p map[string]any, env *Env) (any, error) {
 //		...
 //	}))
-func New[C any](def Definition, body Body[C]) Action[C] {
-	return Action[C]{Definition: def, Run: body}
+func New(def Definition, body Body) Action {
+	return Action{Definition: def, Run: body}
 }
 
 // IsVisible reports whether the definition is published as an MCP tool
@@ -384,7 +384,7 @@ func pointerPrefix(ptr string) string {
 // Body is an action's code. It receives the checked parameters (a copy in
 // JSON's Go types: map[string]any, []any, string, bool, nil, json.Number)
 // and the environment the registry builds for it; see [Action].
-type Body[C any] func(ctx context.Context, params map[string]any, env C) (any, error)
+type Body func(ctx context.Context, params map[string]any, t *Trace) (any, error)
 
 // EffectOf returns the definition's effect: write when Effect is empty.
 func (d *Definition) EffectOf() Effect {

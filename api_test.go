@@ -17,46 +17,10 @@ import (
 // The faults of issue 18, one test each: each failed before the API
 // settled.
 
-type apiEnv struct{ user string }
-
-// A registry whose bodies need an environment and is given no Env
-// refuses to register them, rather than hand a body a nil. (It refused
-// each call with internal before the body when calls brought the host's
-// Env; the environment is the registry's now, so Register knows.)
-func TestNilEnvironmentIsRefusedBeforeTheBody(t *testing.T) {
-	var ran atomic.Bool
-	who := New(Definition{ID: "a/who"}, func(_ context.Context, _ map[string]any, env *apiEnv) (any, error) {
-		ran.Store(true)
-		return env.user, nil
-	})
-	reg := NewRegistry[*apiEnv](nil, nil)
-	r := requireRefusal(t, reg.Register(who), CodeConstraintViolation)
-	require.Len(t, r.Issues, 1)
-	assert.Equal(t, "/run", r.Issues[0].Path)
-	assert.Contains(t, r.Issues[0].Message, "Env", "the host learns what is missing")
-	_, ok := reg.Get("a/who")
-	assert.False(t, ok, "nothing is registered")
-	_, err := reg.Run(context.Background(), Call{Action: "a/who"})
-	requireRefusal(t, err, CodeUnknownAction)
-	assert.False(t, ran.Load(), "the body must not run")
-
-	withEnv := NewRegistry(func(context.Context, *Trace) *apiEnv { return &apiEnv{"ana"} }, nil)
-	withEnv.MustRegister(who)
-	res, err := withEnv.Run(context.Background(), Call{Action: "a/who"})
-	require.NoError(t, err)
-	assert.Equal(t, "ana", res.Value)
-
-	// A C whose zero value is usable needs no Env.
-	plain := NewRegistry[struct{}](nil, nil)
-	plain.MustRegister(New(Definition{ID: "a/ok"}, func(context.Context, map[string]any, struct{}) (any, error) { return 1, nil }))
-	_, err = plain.Run(context.Background(), Call{Action: "a/ok"})
-	require.NoError(t, err)
-}
-
 // The zero Registry is ready: default limits, nested calls and batches
 // run.
 func TestZeroRegistryIsUsable(t *testing.T) {
-	var reg Registry[*Trace]
+	var reg Registry
 	assert.Equal(t, Limits{}.withDefaults(), reg.Limits())
 	reg.MustRegister(
 		New(Definition{ID: "a/inner"}, func(context.Context, map[string]any, *Trace) (any, error) { return "in", nil }),
@@ -81,7 +45,7 @@ func TestRegisterCopiesTheSchema(t *testing.T) {
 		"properties": map[string]any{"n": map[string]any{"type": "integer"}},
 		"required":   []any{"n"},
 	}
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	reg.MustRegister(New(Definition{ID: "a/n", Parameters: schema}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
 	schema["required"] = []any{}
 	schema["properties"].(map[string]any)["n"].(map[string]any)["type"] = "string"
@@ -106,7 +70,7 @@ func TestRegisterCopiesTheSchema(t *testing.T) {
 // the entry, or does not run at all.
 func TestNestedCallRacingTheBodysReturnIsRecordedOrNotRun(t *testing.T) {
 	var inner, recorded atomic.Int64
-	reg := NewRegistry[*Trace](nil, &Options{OnRecord: func(rec Record) { recorded.Add(int64(len(rec.Entry.Steps))) }})
+	reg := NewRegistry(&Options{OnRecord: func(rec Record) { recorded.Add(int64(len(rec.Entry.Steps))) }})
 	reg.MustRegister(
 		New(Definition{ID: "a/inner"}, func(context.Context, map[string]any, *Trace) (any, error) {
 			inner.Add(1)
@@ -135,7 +99,7 @@ func TestNestedCallRacingTheBodysReturnIsRecordedOrNotRun(t *testing.T) {
 // A nested call's refusal is not passed off as the caller's: the caller
 // gets internal, the host the nested refusal whole.
 func TestNestedRefusalIsTheActionsFault(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	reg.MustRegister(
 		New(Definition{ID: "a/strict", Parameters: `{"type":"object","required":["n"]}`}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }),
 		New(Definition{ID: "a/missing"}, func(ctx context.Context, _ map[string]any, t *Trace) (any, error) {
@@ -171,7 +135,7 @@ func TestNestedRefusalIsTheActionsFault(t *testing.T) {
 // Every refusal's Error reads without a repeated clause, for every code
 // the registry raises and for a literal with nothing but a code.
 func TestRefusalTextHasNoRepeats(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	reg.MustRegister(New(Definition{ID: "a/n", Parameters: `{"type":"object","required":["n"]}`},
 		func(context.Context, map[string]any, *Trace) (any, error) { panic("boom") }))
 	var errs []error
@@ -243,7 +207,7 @@ func TestResultWithoutJSONFormNamesReason(t *testing.T) {
 	type out struct {
 		Score float64 `json:"score"`
 	}
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	reg.MustRegister(
 		Typed(Definition{ID: "a/typed"}, func(context.Context, struct{}, *Trace) (out, error) {
 			return out{Score: math.NaN()}, nil

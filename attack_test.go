@@ -18,11 +18,11 @@ import (
 
 // attackRegistry has a write with an alias and a read, both counting
 // their runs, and a write needing confirmation.
-func attackRegistry(t *testing.T, opts GateOptions) (*Registry[any], *atomic.Int32) {
+func attackRegistry(t *testing.T, opts GateOptions) (*Registry, *atomic.Int32) {
 	t.Helper()
-	reg := NewRegistry[any](nil, &Options{Gate: &opts})
+	reg := NewRegistry(&Options{Gate: &opts})
 	var ran atomic.Int32
-	body := func(context.Context, map[string]any, any) (any, error) { ran.Add(1); return "ok", nil }
+	body := func(context.Context, map[string]any, *Trace) (any, error) { ran.Add(1); return "ok", nil }
 	require.NoError(t, reg.Register(
 		New(Definition{ID: "shop/restock", Effect: EffectWrite, Capability: "stock.write", DeprecatedAliases: []string{"shop/refill"}}, body),
 		New(Definition{ID: "shop/discard", Effect: EffectDelete, Capability: "stock.write", NeedsConfirmation: true, DeprecatedAliases: []string{"shop/toss"}}, body),

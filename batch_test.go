@@ -72,9 +72,9 @@ type batchRun struct {
 
 // batchRegistry registers the fixture's actions; their bodies append
 // their id to *runs.
-func batchRegistry(t testing.TB, f *batchFixture, runs *[]string, seen *[]RunEntry) *Registry[*Trace] {
+func batchRegistry(t testing.TB, f *batchFixture, runs *[]string, seen *[]RunEntry) *Registry {
 	t.Helper()
-	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{
+	reg := NewRegistry(&Options{Limits: Limits{
 		MaxBatchCalls:        f.Limits.MaxBatchCalls,
 		MaxPlaceholderLength: f.Limits.MaxPlaceholderLength,
 		MaxPlaceholders:      f.Limits.MaxPlaceholders,
@@ -84,7 +84,7 @@ func batchRegistry(t testing.TB, f *batchFixture, runs *[]string, seen *[]RunEnt
 		if len(params) == 0 {
 			params = json.RawMessage(`{"type":"object"}`)
 		}
-		require.NoError(t, reg.Register(Action[*Trace]{
+		require.NoError(t, reg.Register(Action{
 			Definition: Definition{ID: a.ID, Parameters: params},
 			Run:        batchBody(a, runs),
 		}), "action %s", a.ID)
@@ -92,7 +92,7 @@ func batchRegistry(t testing.TB, f *batchFixture, runs *[]string, seen *[]RunEnt
 	return reg
 }
 
-func batchBody(a batchAction, runs *[]string) Body[*Trace] {
+func batchBody(a batchAction, runs *[]string) Body {
 	return func(_ context.Context, params map[string]any, _ *Trace) (any, error) {
 		*runs = append(*runs, a.ID)
 		switch {
@@ -165,7 +165,7 @@ func TestBatchFixtures(t *testing.T) {
 	}
 }
 
-func (run *batchRun) exec(reg *Registry[*Trace], b Batch) {
+func (run *batchRun) exec(reg *Registry, b Batch) {
 	run.result, run.entries, run.err = batch3(reg, context.Background(), b, nil)
 }
 
@@ -226,12 +226,12 @@ func batchCanonical(t testing.TB, v any) string {
 
 // batchEchoRegistry registers actions that return their parameters, under the
 // ids the fixtures use, plus the ids given.
-func batchEchoRegistry(t testing.TB, opts *Options) *Registry[*Trace] {
+func batchEchoRegistry(t testing.TB, opts *Options) *Registry {
 	t.Helper()
-	reg := NewRegistry[*Trace](nil, opts)
+	reg := NewRegistry(opts)
 	for _, id := range []string{"t/echo", "t/source", "t/none", "t/reserve", "t/count", "t/other",
 		"scflow/create_actor", "carbon/update_actor_emissions"} {
-		require.NoError(t, reg.Register(Action[*Trace]{
+		require.NoError(t, reg.Register(Action{
 			Definition: Definition{ID: id, Parameters: json.RawMessage(`{"type":"object"}`)},
 			Run: func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
 				return p, nil
@@ -248,13 +248,13 @@ func TestRunBatchTypedResults(t *testing.T) {
 		Skip string   `json:"-"`
 	}
 	reg := batchEchoRegistry(t, nil)
-	require.NoError(t, reg.Register(Action[*Trace]{
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "t/actor"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			return actor{ID: "a1", Tags: []string{"x", "y"}, Skip: "hidden"}, nil
 		},
 	}))
-	require.NoError(t, reg.Register(Action[*Trace]{
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "t/names"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			return []string{"n0", "n1"}, nil
@@ -361,9 +361,9 @@ func TestRunBatchConcurrent(t *testing.T) {
 func TestRunBatchContextCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	var runs int
-	require.NoError(t, reg.Register(Action[*Trace]{
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "t/stop"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			runs++
@@ -570,8 +570,8 @@ func TestFuzzDecodeBatchSeeds(t *testing.T) {
 // previous step's result through a placeholder. ns/call should not grow
 // with the length of the batch.
 func BenchmarkRunBatch(b *testing.B) {
-	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxBatchCalls: 10000}})
-	err := reg.Register(Action[*Trace]{
+	reg := NewRegistry(&Options{Limits: Limits{MaxBatchCalls: 10000}})
+	err := reg.Register(Action{
 		Definition: Definition{ID: "bench/step", Parameters: json.RawMessage(
 			`{"type":"object","properties":{"n":{"type":"integer"},"prev":{"type":"integer"}},"required":["n"]}`)},
 		Run: func(_ context.Context, p map[string]any, _ *Trace) (any, error) {

@@ -168,9 +168,9 @@ func copyAny(v any) any {
 // resolver and an OnRecord that keeps nothing, so that memory stays flat
 // over b.N calls (a RunLog would grow with b.N and weigh on the
 // collector), and the typical call of it.
-func typicalRegistry(b *testing.B) (*Registry[*Trace], Call) {
-	reg := NewRegistry[*Trace](nil, &Options{Resolve: typicalResolver, OnRecord: func(Record) {}})
-	err := reg.Register(Action[*Trace]{
+func typicalRegistry(b *testing.B) (*Registry, Call) {
+	reg := NewRegistry(&Options{Resolve: typicalResolver, OnRecord: func(Record) {}})
+	err := reg.Register(Action{
 		Definition: Definition{ID: "supply/create_site", Parameters: typicalSchema},
 		Run: func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
 			return map[string]any{"id": "site:1", "owner": p["owner"], "lines": len(p["lines"].([]any))}, nil
@@ -223,9 +223,9 @@ func BenchmarkRegister(b *testing.B) {
 	b.Run("actions", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			reg := NewRegistry[*Trace](nil, nil)
+			reg := NewRegistry(nil)
 			for _, id := range ids {
-				if err := reg.Register(Action[*Trace]{Definition: Definition{ID: id, Parameters: typicalSchema}, Run: body}); err != nil {
+				if err := reg.Register(Action{Definition: Definition{ID: id, Parameters: typicalSchema}, Run: body}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -384,10 +384,10 @@ func BenchmarkMarshal(b *testing.B) {
 // its allocations with its "output" sub-benchmark, which only copies the
 // schemas the tools must hold.
 func BenchmarkTools(b *testing.B) {
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	for i := range 1000 {
-		if err := reg.Register(Action[*Trace]{Definition: Definition{ID: "bench/action_" + itoa3(i), Title: "Action", Parameters: typicalSchema}, Run: body}); err != nil {
+		if err := reg.Register(Action{Definition: Definition{ID: "bench/action_" + itoa3(i), Title: "Action", Parameters: typicalSchema}, Run: body}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -524,10 +524,10 @@ func BenchmarkRunTyped(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := NewRegistry[*Trace](nil, &Options{Resolve: typicalResolver, OnRecord: func(Record) {}})
+	reg := NewRegistry(&Options{Resolve: typicalResolver, OnRecord: func(Record) {}})
 	reg.MustRegister(
-		Action[*Trace]{Definition: Definition{ID: "u/plain", Parameters: typicalSchema}, Run: untyped},
-		Action[*Trace]{Definition: Definition{ID: "u/contract", Parameters: typicalSchema, OutputSchema: outSchema}, Run: untyped},
+		Action{Definition: Definition{ID: "u/plain", Parameters: typicalSchema}, Run: untyped},
+		Action{Definition: Definition{ID: "u/contract", Parameters: typicalSchema, OutputSchema: outSchema}, Run: untyped},
 		Typed(Definition{ID: "t/plain", Parameters: typicalSchema}, func(_ context.Context, p typicalTyped, _ *Trace) (any, error) {
 			return typicalResult{ID: "site:1", Owner: p.Owner, Lines: len(p.Lines)}, nil
 		}),
@@ -630,10 +630,10 @@ func BenchmarkRegisterScale(b *testing.B) {
 			ids[i] = "bench/action_" + strconv.Itoa(i)
 		}
 		b.Run("actions/n="+strconv.Itoa(n), func(b *testing.B) {
-			build := func() *Registry[*Trace] {
-				reg := NewRegistry[*Trace](nil, nil)
+			build := func() *Registry {
+				reg := NewRegistry(nil)
 				for _, id := range ids {
-					if err := reg.Register(Action[*Trace]{Definition: Definition{ID: id, Parameters: typicalSchema}, Run: body}); err != nil {
+					if err := reg.Register(Action{Definition: Definition{ID: id, Parameters: typicalSchema}, Run: body}); err != nil {
 						b.Fatal(err)
 					}
 				}

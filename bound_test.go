@@ -30,12 +30,12 @@ type boundCase struct {
 
 // boundRegistry registers t/r, whose body returns result, with or
 // without a cursor parameter, under a result bound of limit.
-func boundRegistry(t testing.TB, limit int, cursor bool, result any, log Store) *Registry[*Trace] {
+func boundRegistry(t testing.TB, limit int, cursor bool, result any, log Store) *Registry {
 	schema := `{"type":"object"}`
 	if cursor {
 		schema = `{"type":"object","properties":{"cursor":` + CursorSchema + `}}`
 	}
-	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxResultBytes: limit}, Store: log})
+	reg := NewRegistry(&Options{Limits: Limits{MaxResultBytes: limit}, Store: log})
 	require.NoError(t, reg.Register(New(Definition{ID: "t/r", Parameters: schema},
 		func(context.Context, map[string]any, *Trace) (any, error) { return result, nil })))
 	return reg
@@ -119,12 +119,12 @@ func TestBoundStringCutsAtACharacter(t *testing.T) {
 
 // pagedRegistry registers t/list, which pages n items with Paginate,
 // size items at most per page (0: every item left).
-func pagedRegistry(t testing.TB, n, size, limit int) *Registry[*Trace] {
+func pagedRegistry(t testing.TB, n, size, limit int) *Registry {
 	all := make([]map[string]any, n)
 	for i := range all {
 		all[i] = map[string]any{"id": fmt.Sprintf("item-%04d", i), "note": strings.Repeat("n", i%17)}
 	}
-	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxResultBytes: limit}})
+	reg := NewRegistry(&Options{Limits: Limits{MaxResultBytes: limit}})
 	require.NoError(t, reg.Register(New(Definition{ID: "t/list",
 		Parameters: `{"type":"object","properties":{"cursor":` + CursorSchema + `,"tag":{"type":"string"}}}`},
 		func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
@@ -194,7 +194,7 @@ func must(s string, err error) []byte {
 // are omitted, and the entries keep digests, not results.
 func TestBoundBatchOfBigReads(t *testing.T) {
 	log := NewRunLog()
-	reg := NewRegistry[*Trace](nil, &Options{Store: log})
+	reg := NewRegistry(&Options{Store: log})
 	require.NoError(t, reg.Register(New(Definition{ID: "t/big", Effect: EffectRead,
 		Parameters: `{"type":"object","properties":{"cursor":` + CursorSchema + `}}`},
 		func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
@@ -242,7 +242,7 @@ func TestBoundBatchOfBigReads(t *testing.T) {
 // (bounds are for callers), its entry inside the outer one keeps a
 // digest, and the outer result is bounded on its own.
 func TestBoundNestedResults(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxResultBytes: 1024, MaxEntryResultBytes: 256}})
+	reg := NewRegistry(&Options{Limits: Limits{MaxResultBytes: 1024, MaxEntryResultBytes: 256}})
 	big := make([]any, 300)
 	for i := range big {
 		big[i] = fmt.Sprintf("v%d", i)
@@ -296,7 +296,7 @@ func TestBoundReplayDigested(t *testing.T) {
 	require.Empty(t, rec.Entry.Result)
 	text := strings.Repeat("0123456789", 500)
 	body := text
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	require.NoError(t, reg.Register(New(Definition{ID: "t/text"},
 		func(context.Context, map[string]any, *Trace) (any, error) { return body, nil })))
 	got, err := reg.Replay(context.Background(), rec)
@@ -319,7 +319,7 @@ func TestBoundReplayDigested(t *testing.T) {
 // TestBoundPerActionOverride: an action's own bound replaces the
 // registry's; a negative one switches bounding off for it.
 func TestBoundPerActionOverride(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxResultBytes: 64}})
+	reg := NewRegistry(&Options{Limits: Limits{MaxResultBytes: 64}})
 	long := strings.Repeat("x", 200)
 	require.NoError(t, reg.Register(
 		New(Definition{ID: "t/own", MaxResultBytes: 150}, func(context.Context, map[string]any, *Trace) (any, error) { return long, nil }),

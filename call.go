@@ -1,6 +1,6 @@
 package actions
 
-// Call is one call made through a [Runner]: of one action (Action and
+// Call is one call made through a [Registry]: of one action (Action and
 // Params) or of a batch (Batch), on behalf of Caller. Every entry point
 // makes the same Call: a host's own Go code, an MCP tool, the batch tool,
 // a model API's tool call (package profiles).

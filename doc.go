@@ -4,7 +4,7 @@
 // entry in RFC 8785 canonical JSON. Visible actions are published as MCP
 // tools (see [Registry.Tools] and the mcpserver package), or as the tools
 // of a model provider's API (package profiles: OpenAI, Anthropic,
-// Gemini), whose calls come back through the same [Runner].
+// Gemini), whose calls come back through the same [Registry].
 //
 // Every entry point is a thin wrapper of one service call,
 // [Registry.Run] with a [Call]: an MCP tool, the batch tool, a model API's
@@ -20,7 +20,7 @@
 //     breach in one invalid_parameters refusal;
 //  3. resolve each ref value through the registry's [RefResolver];
 //  4. hold the call as a pending change when its action needs a person's
-//     confirmation, or run the body with the environment [Env] builds;
+//     confirmation, or run the body, which receives the call's [Trace];
 //  5. keep the call's [Record] (its [RunEntry] and [Audit]) with what the
 //     body changed, in one unit of the registry's [Store] (a [RunLog] in
 //     memory, sqlstore in a database transaction), then hand it to
@@ -32,7 +32,7 @@
 // manifest with [Registry.Bind]; check parameters alone with
 // [CompileParameters]; run call-only scripts with a [Batch] in
 // [Call].Batch; test a body alone with [NewTrace]; serialise with
-// [CanonicalJSON]. *[Registry] is the [Runner] every transport takes.
+// [CanonicalJSON]. Every transport takes a *[Registry].
 //
 // Errors: every refusal is a *[Refusal] with a code; for every error the
 // library returns, errors.Is(err, X) holds exactly when [CodeOf](err)

@@ -13,8 +13,8 @@ import (
 // per call made.
 func ExampleRegistry_Run_batch() {
 	log := actions.NewRunLog()
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: log})
-	err := reg.Register(actions.Action[*actions.Trace]{
+	reg := actions.NewRegistry(&actions.Options{Store: log})
+	err := reg.Register(actions.Action{
 		Definition: actions.Definition{
 			ID: "scflow/create_actor",
 			Parameters: `{"type": "object", "required": ["display_name"],
@@ -25,7 +25,7 @@ func ExampleRegistry_Run_batch() {
 		},
 	})
 	if err == nil {
-		err = reg.Register(actions.Action[*actions.Trace]{
+		err = reg.Register(actions.Action{
 			Definition: actions.Definition{
 				ID: "carbon/update_actor_emissions",
 				Parameters: `{"type": "object", "required": ["id", "co2"],

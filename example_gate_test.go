@@ -13,13 +13,13 @@ import (
 
 // gatedShop is a registry with three gated actions: a read, an additive
 // write and a delete that needs a person's confirmation.
-func gatedShop(gate *actions.GateOptions) *actions.Registry[*actions.Trace] {
+func gatedShop(gate *actions.GateOptions) *actions.Registry {
 	return gatedShopWith(&actions.Options{Gate: gate})
 }
 
 // gatedShopWith is gatedShop with the registry's options.
-func gatedShopWith(opts *actions.Options) *actions.Registry[*actions.Trace] {
-	reg := actions.NewRegistry[*actions.Trace](nil, opts)
+func gatedShopWith(opts *actions.Options) *actions.Registry {
+	reg := actions.NewRegistry(opts)
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/stock", Effect: actions.EffectRead, Capability: "stock.read"},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) {
@@ -258,7 +258,7 @@ func ExampleMemoryPendingStore() {
 }
 
 func ExampleTrace_Caller() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/whoami", Effect: actions.EffectRead},
 		func(_ context.Context, _ map[string]any, t *actions.Trace) (any, error) {
 			if c := t.Caller(); c != nil {

@@ -42,7 +42,7 @@ func ExampleDecodeManifest() {
 }
 
 func ExampleRegistry_DecodeBatch() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	b, err := reg.DecodeBatch([]byte(`{"commands": [
 		{"call": "garden/plant", "with": {"species": "rose"}, "as": "p"},
 		{"call": "garden/water", "with": {"plant": "${p.key}"}}
@@ -72,8 +72,8 @@ func ExamplePolicyOf() {
 }
 
 func ExampleNewRefusal() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
-	_ = reg.Register(actions.Action[*actions.Trace]{
+	reg := actions.NewRegistry(nil)
+	_ = reg.Register(actions.Action{
 		Definition: actions.Definition{ID: "shop/order"},
 		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			r := actions.NewRefusal("out_of_stock", "the item is out of stock")
@@ -104,7 +104,7 @@ func ExampleActionID() {
 }
 
 func ExampleNew() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "garden/purge", Effect: actions.EffectDelete},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "purged", nil }))
 	tools, _ := reg.Tools(nil)
@@ -115,7 +115,7 @@ func ExampleNew() {
 }
 
 func ExampleToolOptions() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/rename", Parameters: `{"type":"object","properties":{
 		"name":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}}}`},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
@@ -130,7 +130,7 @@ func ExampleToolOptions() {
 }
 
 func ExampleRegistry_MustRegister() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	defer func() { fmt.Println("panic:", recover()) }()
 	reg.MustRegister(actions.New(actions.Definition{ID: "no-slash"},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
@@ -139,7 +139,7 @@ func ExampleRegistry_MustRegister() {
 }
 
 func ExampleRegistry_Register() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	body := func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }
 	// All or none: the second action's schema is refused, so neither is
 	// registered.
@@ -168,7 +168,7 @@ func ExampleNewTrace() {
 }
 
 func ExampleRegistry_Tools() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	_ = reg.Register(plantAction())
 	tools, err := reg.Tools(nil)
 	if err != nil {
@@ -182,27 +182,18 @@ func ExampleRegistry_Tools() {
 	// garden-plant false false [species]
 }
 
-// shopEnv is what the bodies of ExampleNewRegistry receive: the host's
-// services for one call, built by the registry's Env.
-type shopEnv struct {
-	user  string
-	trace *actions.Trace
-}
-
 func ExampleNewRegistry() {
-	// Env builds each body's environment from the call's context (where
-	// a store puts its transaction) and its trace.
-	env := func(_ context.Context, t *actions.Trace) *shopEnv {
-		user := "the host"
-		if c := t.Caller(); c != nil {
-			user = c.Principal
-		}
-		return &shopEnv{user: user, trace: t}
-	}
-	reg := actions.NewRegistry(env, &actions.Options{Limits: actions.Limits{MaxParamBytes: 64}})
+	// A body reaches the host's services through its closure, and who
+	// calls through its trace.
+	greeting := "hello"
+	reg := actions.NewRegistry(&actions.Options{Limits: actions.Limits{MaxParamBytes: 64}})
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/greet", Effect: actions.EffectRead},
-		func(_ context.Context, _ map[string]any, env *shopEnv) (any, error) {
-			return "hello " + env.user + " from " + env.trace.Action(), nil
+		func(_ context.Context, _ map[string]any, t *actions.Trace) (any, error) {
+			user := "the host"
+			if c := t.Caller(); c != nil {
+				user = c.Principal
+			}
+			return greeting + " " + user + " from " + t.Action(), nil
 		}))
 	res, err := reg.Run(context.Background(), actions.Call{Action: "shop/greet", Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}})
 	fmt.Println(res.Value, err)
@@ -217,8 +208,8 @@ func ExampleNewRegistry() {
 }
 
 func ExampleTrace_Command() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
-	_ = reg.Register(actions.Action[*actions.Trace]{
+	reg := actions.NewRegistry(nil)
+	_ = reg.Register(actions.Action{
 		Definition: actions.Definition{ID: "garden/water"},
 		Run: func(_ context.Context, _ map[string]any, t *actions.Trace) (any, error) {
 			err := t.Command(map[string]any{"op": "update", "at": "${now()}"}, map[string]any{"updated": 1})

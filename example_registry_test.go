@@ -24,8 +24,8 @@ const plantSchema = `{
 
 // plantAction records the command it would send to its engine and returns
 // the new plant's key.
-func plantAction() actions.Action[*actions.Trace] {
-	return actions.Action[*actions.Trace]{
+func plantAction() actions.Action {
+	return actions.Action{
 		Definition: actions.Definition{ID: "garden/plant", Title: "Plant", Effect: actions.EffectWrite, Additive: true, Parameters: plantSchema},
 		Run: func(ctx context.Context, p map[string]any, t *actions.Trace) (any, error) {
 			cmd := map[string]any{"op": "create", "schema": "plant", "values": p, "at": "${now()}"}
@@ -38,7 +38,7 @@ func plantAction() actions.Action[*actions.Trace] {
 }
 
 func ExampleRegistry_Run() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	if err := reg.Register(plantAction()); err != nil {
 		fmt.Println(err)
 		return
@@ -66,9 +66,9 @@ func ExampleRegistry_Run() {
 }
 
 func ExampleTrace_Call() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	_ = reg.Register(plantAction())
-	_ = reg.Register(actions.Action[*actions.Trace]{
+	_ = reg.Register(actions.Action{
 		Definition: actions.Definition{ID: "garden/hedge"},
 		Run: func(ctx context.Context, _ map[string]any, t *actions.Trace) (any, error) {
 			// Each call goes through the same registry and gate, as
@@ -101,7 +101,7 @@ func ExampleTrace_Call() {
 // A body that must act beyond its caller's rights says so: the nested
 // call runs as the host, and its entry records it.
 func ExampleTrace_CallAsHost() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(
 		// Only the host may write the audit trail.
 		actions.New(actions.Definition{ID: "audit/append", Additive: true, Surfaces: []actions.Surface{}},
@@ -134,7 +134,7 @@ func ExampleTrace_CallAsHost() {
 // the body, so its record is marked rolled back.
 func ExampleRunLog() {
 	log := actions.NewRunLog()
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: log})
+	reg := actions.NewRegistry(&actions.Options{Store: log})
 	_ = reg.Register(plantAction())
 
 	ctx := context.Background()
@@ -154,7 +154,7 @@ func ExampleRunLog() {
 }
 
 func ExampleRefusal() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	_ = reg.Register(plantAction())
 	_, err := reg.Run(context.Background(), actions.Call{Action: "garden/plant", Params: map[string]any{"count": "two", "colour": "red"}})
 
@@ -234,8 +234,8 @@ func ExampleRegistry_Bind() {
 	weed := func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }
 
 	// Every fault is reported at once, and nothing is registered.
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
-	err = reg.Bind(defs, map[string]actions.Body[*actions.Trace]{"garden/list": list, "garden/weed": weed})
+	reg := actions.NewRegistry(nil)
+	err = reg.Bind(defs, map[string]actions.Body{"garden/list": list, "garden/weed": weed})
 	var r *actions.Refusal
 	if errors.As(err, &r) {
 		fmt.Println(r.Code)
@@ -246,7 +246,7 @@ func ExampleRegistry_Bind() {
 	fmt.Println(len(reg.List()))
 
 	plant := func(context.Context, map[string]any, *actions.Trace) (any, error) { return "planted", nil }
-	err = reg.Bind(defs, map[string]actions.Body[*actions.Trace]{"garden/list": list, "garden/plant": plant})
+	err = reg.Bind(defs, map[string]actions.Body{"garden/list": list, "garden/plant": plant})
 	fmt.Println(err)
 	for _, a := range reg.List() {
 		fmt.Println(a.ID, a.IsRead())
@@ -267,7 +267,7 @@ func ExampleNewEntryWriter() {
 	// settled.
 	w := actions.NewEntryWriter(os.Stdout)
 	clock := func() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{
+	reg := actions.NewRegistry(&actions.Options{
 		OnRecord: w.Write,
 		Gate:     &actions.GateOptions{Now: clock},
 	})

@@ -15,7 +15,7 @@ func ExampleRegistry_Replay() {
 	// Record a call to a log, then read the record back as a host would.
 	var log bytes.Buffer
 	w := actions.NewEntryWriter(&log)
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{OnRecord: w.Write})
+	reg := actions.NewRegistry(&actions.Options{OnRecord: w.Write})
 	_ = reg.Register(plantAction())
 	_, _ = reg.Run(ctx, actions.Call{Action: "garden/plant", Params: map[string]any{"species": "rose"}})
 	var rec actions.Record
@@ -26,7 +26,7 @@ func ExampleRegistry_Replay() {
 	fmt.Println(err)
 
 	// A new release whose body answers with another key departs from it.
-	next := actions.NewRegistry[*actions.Trace](nil, nil)
+	next := actions.NewRegistry(nil)
 	a := plantAction()
 	a.Run = func(ctx context.Context, p map[string]any, t *actions.Trace) (any, error) {
 		cmd := map[string]any{"op": "create", "schema": "plant", "values": p, "at": "${now()}"}

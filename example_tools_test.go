@@ -32,7 +32,7 @@ func ExampleRegistry_Tools_languages() {
 		{ID: "shop/list_items", Title: "List items", Effect: actions.EffectRead, Idempotent: true},
 		{ID: "shop/rebuild_index", Surfaces: []actions.Surface{}}, // offered nowhere: the host calls it
 	}
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	for _, d := range defs {
 		reg.MustRegister(actions.New(d, func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
 	}

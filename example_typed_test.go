@@ -27,7 +27,7 @@ type plantResult struct {
 // body receives a plantParams and returns a plantResult, whose own schema
 // becomes the action's output schema.
 func ExampleTyped() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.Typed(actions.Definition{ID: "garden/plant"},
 		func(_ context.Context, p plantParams, _ *actions.Trace) (plantResult, error) {
 			return plantResult{Key: "plant:1", Count: p.Count}, nil
@@ -65,7 +65,7 @@ type orderParams struct {
 // schema and the Go type agree, and refuses drift with the pointer and
 // the field.
 func ExampleTyped_givenSchema() {
-	body := func(_ context.Context, p orderParams, _ any) (string, error) {
+	body := func(_ context.Context, p orderParams, _ *actions.Trace) (string, error) {
 		return fmt.Sprintf("%d %s for %s", p.Qty, p.Size, p.Customer), nil
 	}
 	resolve := func(_ context.Context, schema, value string) (actions.RefMatches, error) {
@@ -74,7 +74,7 @@ func ExampleTyped_givenSchema() {
 		}
 		return actions.RefMatches{}, nil
 	}
-	reg := actions.NewRegistry[any](nil, &actions.Options{Resolve: resolve})
+	reg := actions.NewRegistry(&actions.Options{Resolve: resolve})
 	reg.MustRegister(actions.Typed(actions.Definition{ID: "shop/order", Parameters: `{
 		"type": "object", "required": ["customer"], "additionalProperties": false,
 		"properties": {
@@ -104,11 +104,11 @@ func ExampleTyped_givenSchema() {
 // reaches the caller. The output_invalid refusal's issues, pointing into
 // the result, are for the host.
 func ExampleDefinition_outputSchema() {
-	reg := actions.NewRegistry[any](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{
 		ID:           "stock/count",
 		OutputSchema: `{"type": "object", "required": ["items"], "properties": {"items": {"type": "integer", "minimum": 0}}}`,
-	}, func(context.Context, map[string]any, any) (any, error) {
+	}, func(context.Context, map[string]any, *actions.Trace) (any, error) {
 		return map[string]any{"items": -1}, nil
 	}))
 	res, err := reg.Run(context.Background(), actions.Call{Action: "stock/count"})

@@ -114,11 +114,11 @@ func FuzzDecodeManifest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		bodies := map[string]Body[*Trace]{}
+		bodies := map[string]Body{}
 		for _, d := range defs {
 			bodies[d.ID] = func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 		}
-		reg := NewRegistry[*Trace](nil, nil)
+		reg := NewRegistry(nil)
 		if err := reg.Bind(defs, bodies); err != nil {
 			var r *Refusal
 			if !errors.As(err, &r) {
@@ -178,10 +178,10 @@ func FuzzReplay(f *testing.F) {
 		}
 		return RefMatches{}, nil
 	}
-	reg := NewRegistry[*Trace](nil, &Options{Resolve: resolve})
+	reg := NewRegistry(&Options{Resolve: resolve})
 	plant := `{"type":"object","properties":{"species":{"type":"string","minLength":1},"count":{"type":"integer","minimum":1,"default":1}},"required":["species"],"additionalProperties":false}`
 	water := `{"type":"object","properties":{"plant":{"type":"string","ref":"plant"},"litres":{"type":"integer","default":2}},"required":["plant"]}`
-	for _, a := range []Action[*Trace]{
+	for _, a := range []Action{
 		{Definition: Definition{ID: "garden/plant", Parameters: plant}, Run: func(_ context.Context, p map[string]any, t *Trace) (any, error) {
 			if err := t.Command(map[string]any{"op": "create", "args": p}, map[string]any{"key": "p1"}); err != nil {
 				return nil, err

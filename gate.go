@@ -64,7 +64,7 @@ type gate struct {
 	serve    *Serving
 	limiters sync.Map     // principal "\x00" id → *bucket
 	made     atomic.Int64 // limiters made, for pruning
-	aliases  sync.Map     // alias → *registered[C]
+	aliases  sync.Map     // alias → *registered
 	pendOnce sync.Once
 	pending  PendingStore
 }

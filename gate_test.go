@@ -87,7 +87,7 @@ func runGateCase(t *testing.T, f gateFixture, c gateCase) gateRun {
 	require.NoError(t, err)
 	now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
 	serving := &Serving{}
-	reg := NewRegistry[any](nil, &Options{Gate: &GateOptions{
+	reg := NewRegistry(&Options{Gate: &GateOptions{
 		ResourceMetadata: f.GateOptions.ResourceMetadata,
 		Rate:             rate.Limit(c.Gate.Rate), Burst: c.Gate.Burst,
 		Now:     func() time.Time { return now },
@@ -95,7 +95,7 @@ func runGateCase(t *testing.T, f gateFixture, c gateCase) gateRun {
 	}})
 	var ran atomic.Int32
 	for _, d := range defs {
-		require.NoError(t, reg.Register(Action[any]{Definition: d, Run: func(context.Context, map[string]any, any) (any, error) {
+		require.NoError(t, reg.Register(Action{Definition: d, Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			ran.Add(1)
 			return map[string]any{"ok": true}, nil
 		}}))
@@ -260,9 +260,9 @@ func BenchmarkRunGated(b *testing.B) {
 // pending change, before any step runs; confirming it runs every step
 // once, and rejecting it runs none.
 func TestBatchStepNeedingConfirmation(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	var ran []string
-	body := func(id string) Body[*Trace] {
+	body := func(id string) Body {
 		return func(context.Context, map[string]any, *Trace) (any, error) {
 			ran = append(ran, id)
 			return map[string]any{}, nil
@@ -321,8 +321,8 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 // is empty is still refused, across a sweep.
 func TestRateLimitersArePruned(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}
-	reg := NewRegistry[any](nil, &Options{Gate: &GateOptions{Rate: rate.Every(time.Minute), Burst: 1, Now: clk.Now}})
-	reg.MustRegister(New(Definition{ID: "shop/count", Effect: EffectRead}, func(context.Context, map[string]any, any) (any, error) { return nil, nil }))
+	reg := NewRegistry(&Options{Gate: &GateOptions{Rate: rate.Every(time.Minute), Burst: 1, Now: clk.Now}})
+	reg.MustRegister(New(Definition{ID: "shop/count", Effect: EffectRead}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
 	call := func(p string) error {
 		_, err := reg.Run(context.Background(), Call{Action: "shop/count", Caller: &Caller{Principal: p, Surface: SurfaceUI}})
 		return err

@@ -17,12 +17,12 @@ import (
 
 // keyedRegistry is a registry on a RunLog with shop/charge, whose body
 // counts its runs and, when block is not nil, waits on it.
-func keyedRegistry(t *testing.T, runs *atomic.Int64, block chan struct{}, opts actions.Options) (*actions.Registry[*actions.Trace], *actions.RunLog) {
+func keyedRegistry(t *testing.T, runs *atomic.Int64, block chan struct{}, opts actions.Options) (*actions.Registry, *actions.RunLog) {
 	t.Helper()
 	log := actions.NewRunLog()
 	opts.Store = log
-	reg := actions.NewRegistry[*actions.Trace](nil, &opts)
-	require.NoError(t, reg.Register(actions.Action[*actions.Trace]{
+	reg := actions.NewRegistry(&opts)
+	require.NoError(t, reg.Register(actions.Action{
 		Definition: actions.Definition{ID: "shop/charge", Parameters: `{"type":"object","properties":{"amount":{"type":"integer"}}}`, NeedsIdempotencyKey: true},
 		Run: func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
 			runs.Add(1)
@@ -96,8 +96,8 @@ func TestRunLogKeyInFlight(t *testing.T) {
 }
 
 func TestKeyWithoutStore(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
-	require.NoError(t, reg.Register(actions.Action[*actions.Trace]{Definition: actions.Definition{ID: "shop/ping"},
+	reg := actions.NewRegistry(nil)
+	require.NoError(t, reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/ping"},
 		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }}))
 	_, err := reg.Run(context.Background(), actions.Call{Action: "shop/ping", IdempotencyKey: "k"})
 	require.ErrorIs(t, err, actions.CodeInternal)
@@ -157,7 +157,7 @@ func TestBodyBareKeyCode(t *testing.T) {
 		"joined":               errors.Join(errors.New("busy"), actions.CodeIdempotencyConflict),
 	} {
 		var recs []actions.Record
-		reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: actions.NewRunLog(),
+		reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog(),
 			OnRecord: func(rec actions.Record) { recs = append(recs, rec) }})
 		runs := 0
 		reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge"},
@@ -176,7 +176,7 @@ func TestBodyBareKeyCode(t *testing.T) {
 
 	// A store that wraps the refusal its key gives is still understood.
 	for _, signal := range []actions.Code{actions.CodeInProgress, actions.CodeIdempotencyConflict} {
-		reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: signalStore{actions.NewRunLog(), signal}})
+		reg := actions.NewRegistry(&actions.Options{Store: signalStore{actions.NewRunLog(), signal}})
 		reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge"},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { return "ran", nil }))
 		_, err := reg.Run(ctx, actions.Call{Action: "shop/charge", IdempotencyKey: "k1", Caller: caller})

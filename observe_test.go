@@ -55,16 +55,16 @@ func samePointer(a, b any) bool {
 func TestObserverIsToldTheCallPathsValues(t *testing.T) {
 	o := &told{}
 	named := map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Observer: o, Store: actions.NewRunLog()})
+	reg := actions.NewRegistry(&actions.Options{Observer: o, Store: actions.NewRunLog()})
 	reg.MustRegister(
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/leaf", Parameters: named}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) { return "leaf", nil }),
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/outer", Parameters: named}, func(ctx context.Context, params map[string]any, tr *actions.Trace) (any, error) {
+		actions.New(actions.Definition{ID: "demo/leaf", Parameters: named}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) { return "leaf", nil }),
+		actions.New(actions.Definition{ID: "demo/outer", Parameters: named}, func(ctx context.Context, params map[string]any, tr *actions.Trace) (any, error) {
 			return tr.CallAsHost(ctx, "demo/leaf", params)
 		}),
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/empty"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+		actions.New(actions.Definition{ID: "demo/empty"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
 			return nil, actions.NewRefusal("tank_empty", "the tank is empty")
 		}),
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/held", NeedsConfirmation: true}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+		actions.New(actions.Definition{ID: "demo/held", NeedsConfirmation: true}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
 			return "done", nil
 		}),
 	)
@@ -189,7 +189,7 @@ func (o nilContext) Start(context.Context, actions.Operation) (context.Context, 
 func TestObserverNilContext(t *testing.T) {
 	for _, o := range []nilContext{{ids: true}, {ids: false}} {
 		for _, store := range []actions.Store{nil, actions.NewRunLog()} {
-			reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: store, Observer: o})
+			reg := actions.NewRegistry(&actions.Options{Store: store, Observer: o})
 			reg.MustRegister(
 				actions.New(actions.Definition{ID: "shop/inner"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
 					return ctx.Value(ctxProbe{}), nil
@@ -225,7 +225,7 @@ func (o panicking) Start(ctx context.Context, op actions.Operation) (context.Con
 // a nested call, inside the calling body: that call fails internal.
 func TestObserverPanic(t *testing.T) {
 	run := func(kind actions.OpKind) (actions.Result, error) {
-		reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: actions.NewRunLog(), Observer: panicking{kind}})
+		reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog(), Observer: panicking{kind}})
 		reg.MustRegister(
 			actions.New(actions.Definition{ID: "shop/inner"}, func(context.Context, map[string]any, *actions.Trace) (any, error) { return "in", nil }),
 			actions.New(actions.Definition{ID: "shop/order"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {

@@ -34,15 +34,15 @@ func (c *clock) Add(d time.Duration) {
 
 // confirmRegistry has shop/discard, a write needing confirmation whose body
 // counts its runs.
-func confirmRegistry(t *testing.T, opts GateOptions) (*Registry[any], *atomic.Int32) {
+func confirmRegistry(t *testing.T, opts GateOptions) (*Registry, *atomic.Int32) {
 	t.Helper()
-	reg := NewRegistry[any](nil, &Options{Gate: &opts})
+	reg := NewRegistry(&Options{Gate: &opts})
 	var ran atomic.Int32
-	require.NoError(t, reg.Register(Action[any]{
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "shop/discard", Effect: EffectDelete, Capability: "stock.write", NeedsConfirmation: true,
 			DeprecatedAliases: []string{"shop/throw_away"},
 			Parameters:        `{"type":"object","properties":{"item":{"type":"string"},"count":{"type":"integer","default":1}},"required":["item"]}`},
-		Run: func(_ context.Context, p map[string]any, c any) (any, error) {
+		Run: func(_ context.Context, p map[string]any, c *Trace) (any, error) {
 			ran.Add(1)
 			return map[string]any{"discarded": p["item"], "count": p["count"]}, nil
 		},
@@ -52,7 +52,7 @@ func confirmRegistry(t *testing.T, opts GateOptions) (*Registry[any], *atomic.In
 
 var editor = &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
 
-func propose(t *testing.T, reg *Registry[any], caller *Caller, name, params string) Receipt {
+func propose(t *testing.T, reg *Registry, caller *Caller, name, params string) Receipt {
 	t.Helper()
 	_, entry, err := callAs(reg, context.Background(), caller, name, params)
 	require.ErrorIs(t, err, CodeConfirmationRequired)
@@ -198,11 +198,11 @@ func TestDoubleConfirmRunsOnce(t *testing.T) {
 // principal's calls never use up another's.
 func TestRateLimitHoldsUnderConcurrency(t *testing.T) {
 	const burst, perSecond = 5, 10
-	reg := NewRegistry[any](nil, &Options{Gate: &GateOptions{Rate: perSecond, Burst: burst}})
+	reg := NewRegistry(&Options{Gate: &GateOptions{Rate: perSecond, Burst: burst}})
 	var ran atomic.Int32
-	require.NoError(t, reg.Register(Action[any]{
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "shop/count", Effect: EffectRead},
-		Run: func(context.Context, map[string]any, any) (any, error) {
+		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			ran.Add(1)
 			return nil, nil
 		},
@@ -247,13 +247,13 @@ func TestRateLimitHoldsUnderConcurrency(t *testing.T) {
 }
 
 func TestDeclaredRefusalRetry(t *testing.T) {
-	reg := NewRegistry[any](nil, nil)
+	reg := NewRegistry(nil)
 	shared := &Refusal{Code: "out_of_stock", Message: "no stock left", Retry: RetryNever, Transport: TransportToolResult}
-	for _, a := range []Action[any]{
+	for _, a := range []Action{
 		{Definition: Definition{ID: "shop/order", Refusals: []DeclaredRefusal{{Code: "out_of_stock", Retry: RetryAfterBackoff}}},
-			Run: func(context.Context, map[string]any, any) (any, error) { return nil, shared }},
+			Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, shared }},
 		{Definition: Definition{ID: "shop/order_undeclared", Refusals: []DeclaredRefusal{{Code: "closed", Retry: RetryAfterBackoff}}},
-			Run: func(context.Context, map[string]any, any) (any, error) {
+			Run: func(context.Context, map[string]any, *Trace) (any, error) {
 				return nil, &Refusal{Code: "out_of_stock", Retry: RetryAfterEdit}
 			}},
 	} {
@@ -271,20 +271,20 @@ func TestDeclaredRefusalRetry(t *testing.T) {
 }
 
 func TestAliasesCollide(t *testing.T) {
-	body := func(context.Context, map[string]any, any) (any, error) { return nil, nil }
-	reg := NewRegistry[any](nil, nil)
-	require.NoError(t, reg.Register(Action[any]{Definition: Definition{ID: "shop/a", DeprecatedAliases: []string{"shop/old_a"}}, Run: body}))
+	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
+	reg := NewRegistry(nil)
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "shop/a", DeprecatedAliases: []string{"shop/old_a"}}, Run: body}))
 	for _, d := range []Definition{
 		{ID: "shop/b", DeprecatedAliases: []string{"shop/a"}},
 		{ID: "shop/c", DeprecatedAliases: []string{"shop/old_a"}},
 		{ID: "shop/old_a"},
 	} {
-		assert.ErrorIs(t, reg.Register(Action[any]{Definition: d, Run: body}), CodeDuplicateName, d.ID)
+		assert.ErrorIs(t, reg.Register(Action{Definition: d, Run: body}), CodeDuplicateName, d.ID)
 	}
 	err := reg.Bind([]Definition{
 		{ID: "shop/d", DeprecatedAliases: []string{"shop/x"}},
 		{ID: "shop/e", DeprecatedAliases: []string{"shop/x"}},
-	}, map[string]Body[any]{"shop/d": body, "shop/e": body})
+	}, map[string]Body{"shop/d": body, "shop/e": body})
 	assert.ErrorIs(t, err, CodeDuplicateName, "two definitions of a manifest share an alias")
 	_, ok := reg.Get("shop/d")
 	assert.False(t, ok, "nothing of the manifest is registered")
@@ -343,23 +343,23 @@ func TestFoldOldSpellings(t *testing.T) {
 		assert.Error(t, err, text)
 	}
 	// In Go, the same rules at Register.
-	reg := NewRegistry[any](nil, nil)
-	err = reg.Register(Action[any]{Definition: Definition{ID: "a/b", Effect: EffectRead, NeedsConfirmation: true},
-		Run: func(context.Context, map[string]any, any) (any, error) { return nil, nil }})
+	reg := NewRegistry(nil)
+	err = reg.Register(Action{Definition: Definition{ID: "a/b", Effect: EffectRead, NeedsConfirmation: true},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }})
 	assert.ErrorIs(t, err, CodeConstraintViolation)
 	// An action needing confirmation must be offered on the host's own
 	// screen, where the person confirms it.
-	err = reg.Register(Action[any]{Definition: Definition{ID: "a/c", Effect: EffectDelete, NeedsConfirmation: true, Surfaces: []Surface{SurfaceMCP}},
-		Run: func(context.Context, map[string]any, any) (any, error) { return nil, nil }})
+	err = reg.Register(Action{Definition: Definition{ID: "a/c", Effect: EffectDelete, NeedsConfirmation: true, Surfaces: []Surface{SurfaceMCP}},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }})
 	assert.ErrorIs(t, err, CodeConstraintViolation)
 }
 
 // What the registry hands out cannot change what it checks.
 func TestPolicyIsNotShared(t *testing.T) {
-	reg := NewRegistry[any](nil, nil)
+	reg := NewRegistry(nil)
 	surfaces := []Surface{SurfaceUI}
-	require.NoError(t, reg.Register(Action[any]{Definition: Definition{ID: "a/b", Surfaces: surfaces, DeprecatedAliases: []string{"a/old"}},
-		Run: func(context.Context, map[string]any, any) (any, error) { return nil, nil }}))
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/b", Surfaces: surfaces, DeprecatedAliases: []string{"a/old"}},
+		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }}))
 	surfaces[0] = SurfaceMCP
 	a, ok := reg.Get("a/old")
 	require.True(t, ok)

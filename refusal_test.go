@@ -137,8 +137,8 @@ func (e codedError) Error() string { return "coded: " + string(e) }
 func (e codedError) Code() string  { return string(e) }
 
 // oneModelRegistry has an action for each way a call can fail.
-func oneModelRegistry(t *testing.T, opts *Options) *Registry[*Trace] {
-	reg := NewRegistry[*Trace](nil, opts)
+func oneModelRegistry(t *testing.T, opts *Options) *Registry {
+	reg := NewRegistry(opts)
 	reg.MustRegister(
 		New(Definition{ID: "m/strict", Parameters: `{"type":"object","required":["n"]}`},
 			func(context.Context, map[string]any, *Trace) (any, error) { return "ok", nil }),
@@ -198,7 +198,7 @@ func TestOneErrorModelCalls(t *testing.T) {
 		err  error
 		recs []Record
 	}
-	run := func(reg *Registry[*Trace], ctx context.Context, c Call) outcome {
+	run := func(reg *Registry, ctx context.Context, c Call) outcome {
 		res, err := reg.Run(ctx, c)
 		return outcome{err, res.Records}
 	}
@@ -462,10 +462,10 @@ func TestOneErrorModelRunFixtures(t *testing.T) {
 			if f.Host != nil && f.Host.Instances != nil {
 				opts.Resolve = f.Host.resolver()
 			}
-			reg := NewRegistry[*Trace](nil, opts)
+			reg := NewRegistry(opts)
 			s := &runScripts{runs: map[string]*atomic.Int64{}, waiting: make(chan struct{}, 1)}
 			for _, a := range f.Actions {
-				require.NoError(t, reg.Register(Action[*Trace]{Definition: a.Definition, Run: s.body(t, a.Definition.ID, a.Script)}))
+				require.NoError(t, reg.Register(Action{Definition: a.Definition, Run: s.body(t, a.Definition.ID, a.Script)}))
 			}
 			for i, c := range append([]runFollowUp{{f.Call, f.Expect}}, f.Then...) {
 				var params any

@@ -1,10 +1,8 @@
 package actions
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"strconv"
 	"sync"
@@ -15,12 +13,6 @@ import (
 	"github.com/actionreg/actions/internal/portable"
 )
 
-// Env builds the environment each body receives (its C), from the call's
-// context (which carries a store's transaction: sqlstore.Tx) and its
-// trace. It runs once per call, nested calls included, and may be called
-// concurrently.
-type Env[C any] func(ctx context.Context, t *Trace) C
-
 // Registry holds actions by id and runs them. The zero value is an empty
 // registry with the default [Limits], ready to use; [NewRegistry] sets
 // other options. Register and Run are safe for concurrent use; Run takes
@@ -29,17 +21,16 @@ type Env[C any] func(ctx context.Context, t *Trace) C
 // The registry opens no transaction itself: each call, batch and
 // decision runs in one unit of its [Store] (Options.Store), which a SQL
 // store makes one database transaction.
-type Registry[C any] struct {
+type Registry struct {
 	mu      sync.Mutex // serialises registrations only
-	actions sync.Map   // id → *registered[C]
+	actions sync.Map   // id → *registered
 	limits  Limits     // as given: zero fields mean their default
 	gate    atomic.Pointer[gate]
-	env     Env[C]
 	opts    Options
 }
 
-type registered[C any] struct {
-	action Action[C]
+type registered struct {
+	action Action
 	params *ParameterSchema
 	output *ParameterSchema // nil: no output contract
 	// encode writes a result in JSON's Go types (a typed action's plan),
@@ -92,13 +83,12 @@ type Options struct {
 	KeyWindow, KeyWait time.Duration
 }
 
-// NewRegistry returns an empty registry whose bodies receive the
-// environment env builds. env may be nil when C is *Trace (the body then
-// receives its trace) or a type whose zero value a body can use; for a
-// pointer, interface, map, slice, channel or function C, Register refuses
-// an action without it. opts may be nil for the defaults.
-func NewRegistry[C any](env Env[C], opts *Options) *Registry[C] {
-	r := &Registry[C]{env: env}
+// NewRegistry returns an empty registry configured by opts; nil means
+// every default, as does the zero Registry. A body reaches the host's
+// transaction through its ctx (sqlstore.Tx) and the host's services
+// through its closure.
+func NewRegistry(opts *Options) *Registry {
+	r := &Registry{}
 	if opts != nil {
 		r.opts = *opts
 		r.limits = opts.Limits
@@ -110,7 +100,7 @@ func NewRegistry[C any](env Env[C], opts *Options) *Registry[C] {
 }
 
 // Limits returns the limits in force, defaults filled in.
-func (r *Registry[C]) Limits() Limits { return r.limits.withDefaults() }
+func (r *Registry) Limits() Limits { return r.limits.withDefaults() }
 
 // Register adds actions, all or none, each with its parameters schema
 // compiled once. Build an action with [New] (or [Typed]) or as a literal.
@@ -125,7 +115,7 @@ func (r *Registry[C]) Limits() Limits { return r.limits.withDefaults() }
 // fault is listed, each issue at its RFC 6901 pointer into the action:
 // "/id", "/run", "/parameters/..." or "/outputSchema/..." into a schema. With several actions, the pointers start with the
 // action's index: "/2/parameters/properties/name".
-func (r *Registry[C]) Register(as ...Action[C]) error {
+func (r *Registry) Register(as ...Action) error {
 	prefix := func(i int) string { return fmt.Sprintf("/%d", i) }
 	if len(as) == 1 {
 		prefix = func(int) string { return "" }
@@ -136,7 +126,7 @@ func (r *Registry[C]) Register(as ...Action[C]) error {
 // MustRegister is [Registry.Register] for declarations made at start-up,
 // as regexp.MustCompile is for patterns: it panics with the refusal when
 // Register refuses.
-func (r *Registry[C]) MustRegister(as ...Action[C]) {
+func (r *Registry) MustRegister(as ...Action) {
 	if err := r.Register(as...); err != nil {
 		panic(err)
 	}
@@ -145,11 +135,11 @@ func (r *Registry[C]) MustRegister(as ...Action[C]) {
 // registerAll prepares every action, then stores them all under mu, or
 // none: issues of action i are located under prefix(i). pre holds issues
 // found before (Bind's unbound bodies).
-func (r *Registry[C]) registerAll(as []Action[C], prefix func(int) string, pre []Issue, message string) error {
+func (r *Registry) registerAll(as []Action, prefix func(int) string, pre []Issue, message string) error {
 	issues := pre
 	code := CodeConstraintViolation
 	var prepErr error // the refusal of the one action given, as it is
-	regs := make([]*registered[C], 0, len(as))
+	regs := make([]*registered, 0, len(as))
 	at := make([]int, 0, len(as))
 	seen := make(map[string]bool, len(as))
 	for i, a := range as {
@@ -194,7 +184,7 @@ func (r *Registry[C]) registerAll(as []Action[C], prefix func(int) string, pre [
 
 // prepare checks and compiles one action. Its refusal's issues are
 // located in the action: "/id", "/run", "/parameters/...".
-func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
+func (r *Registry) prepare(a Action) (*registered, error) {
 	if err := checkID(a.ID); err != nil {
 		return nil, err
 	}
@@ -209,10 +199,6 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 	if a.Run == nil {
 		return nil, refusef(CodeConstraintViolation, "the action has no body",
 			Issue{Path: "/run", Keyword: "run", Message: "the body is nil"})
-	}
-	if r.env == nil && envRequired[C]() {
-		return nil, refusef(CodeConstraintViolation, "the registry builds no environment for the body",
-			Issue{Path: "/run", Keyword: "run", Message: "the body's environment would be nil: give NewRegistry an Env"})
 	}
 	ps, err := CompileParameters(a.Parameters, r.limits)
 	if err != nil {
@@ -254,7 +240,7 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 	if out != nil {
 		a.OutputSchema = out.Schema()
 	}
-	return &registered[C]{action: a, params: ps, output: out, encode: a.encode, release: a.release}, nil
+	return &registered{action: a, params: ps, output: out, encode: a.encode, release: a.release}, nil
 }
 
 // Bind registers the definitions of a manifest with the bodies of the same
@@ -265,9 +251,9 @@ func (r *Registry[C]) prepare(a Action[C]) (*registered[C], error) {
 // manifest: of the definition ("/3/id", "/3/parameters/properties/name")
 // or of the body ("/bodies/garden~1plant": the id as one RFC 6901 token,
 // its slash escaped).
-func (r *Registry[C]) Bind(defs []Definition, bodies map[string]Body[C]) error {
+func (r *Registry) Bind(defs []Definition, bodies map[string]Body) error {
 	var pre []Issue
-	as := make([]Action[C], 0, len(defs))
+	as := make([]Action, 0, len(defs))
 	index := make([]int, 0, len(defs)) // manifest index of as[k]
 	for i, d := range defs {
 		body, ok := bodies[d.ID]
@@ -275,7 +261,7 @@ func (r *Registry[C]) Bind(defs []Definition, bodies map[string]Body[C]) error {
 			pre = append(pre, Issue{Path: fmt.Sprintf("/%d", i), Keyword: "body", Message: "the definition " + d.ID + " has no body"})
 			continue
 		}
-		as = append(as, Action[C]{Definition: d, Run: body})
+		as = append(as, Action{Definition: d, Run: body})
 		index = append(index, i)
 	}
 	for id := range bodies {
@@ -302,10 +288,10 @@ func hasDefinition(defs []Definition, id string) bool {
 // Get returns the action registered under id, or under the deprecated
 // alias id (its ID is then the action's own). Its policy slices are the
 // caller's own copies.
-func (r *Registry[C]) Get(id string) (Action[C], bool) {
+func (r *Registry) Get(id string) (Action, bool) {
 	reg, ok := r.lookup(id)
 	if !ok {
-		return Action[C]{}, false
+		return Action{}, false
 	}
 	a := reg.action
 	a.Definition.clonePolicy()
@@ -313,7 +299,7 @@ func (r *Registry[C]) Get(id string) (Action[C], bool) {
 }
 
 // Parameters returns the compiled parameters schema of the action id.
-func (r *Registry[C]) Parameters(id string) (*ParameterSchema, bool) {
+func (r *Registry) Parameters(id string) (*ParameterSchema, bool) {
 	reg, ok := r.lookup(id)
 	if !ok {
 		return nil, false
@@ -321,42 +307,28 @@ func (r *Registry[C]) Parameters(id string) (*ParameterSchema, bool) {
 	return reg.params, true
 }
 
-func (r *Registry[C]) lookup(id string) (*registered[C], bool) {
+func (r *Registry) lookup(id string) (*registered, bool) {
 	v, ok := r.actions.Load(id)
 	if !ok {
 		if v, ok = r.gateOf().aliases.Load(id); !ok {
 			return nil, false
 		}
 	}
-	return v.(*registered[C]), true
+	return v.(*registered), true
 }
 
 // List returns every registered action, sorted by id; their policy
 // slices are the caller's own copies.
-func (r *Registry[C]) List() []Action[C] {
-	var out []Action[C]
+func (r *Registry) List() []Action {
+	var out []Action
 	r.actions.Range(func(_, v any) bool {
-		a := v.(*registered[C]).action
+		a := v.(*registered).action
 		a.Definition.clonePolicy()
 		out = append(out, a)
 		return true
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
-}
-
-// envRequired reports whether a C left at its zero value would be a nil
-// the body cannot use (a pointer, interface, map, slice, channel or
-// function type) and is not the *Trace the registry gives without Env.
-func envRequired[C any]() bool {
-	if _, ok := any(&Trace{}).(C); ok {
-		return false
-	}
-	switch reflect.TypeFor[C]().Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func:
-		return true
-	}
-	return false
 }
 
 // Tools returns the registered actions offered on mcp (or, with
@@ -392,11 +364,11 @@ func envRequired[C any]() bool {
 //
 // Errors: none today, since Register bounds ids to tool names MCP
 // accepts; the error is there for exports that can fail.
-func (r *Registry[C]) Tools(opts *ToolOptions) ([]Tool, error) {
+func (r *Registry) Tools(opts *ToolOptions) ([]Tool, error) {
 	o := toolOptionsOf(opts)
-	var regs []*registered[C]
+	var regs []*registered
 	r.actions.Range(func(_, v any) bool {
-		if reg := v.(*registered[C]); o.sees(&reg.action.Definition) {
+		if reg := v.(*registered); o.sees(&reg.action.Definition) {
 			regs = append(regs, reg)
 		}
 		return true
@@ -418,10 +390,10 @@ func (r *Registry[C]) Tools(opts *ToolOptions) ([]Tool, error) {
 // ones included, sorted by id. Each Parameters holds a fresh copy of the
 // compiled schema document (map[string]any in JSON's Go types), or nil for
 // an action registered without parameters; Writes is a fresh slice.
-func (r *Registry[C]) Definitions() []Definition {
+func (r *Registry) Definitions() []Definition {
 	var out []Definition
 	r.actions.Range(func(_, v any) bool {
-		reg := v.(*registered[C])
+		reg := v.(*registered)
 		d := reg.action.Definition
 		if d.Parameters != nil {
 			d.Parameters = reg.params.Schema()
@@ -442,7 +414,7 @@ func (r *Registry[C]) Definitions() []Definition {
 
 // gateOf returns the registry's gate, making a default one for a registry
 // built without gate options.
-func (r *Registry[C]) gateOf() *gate {
+func (r *Registry) gateOf() *gate {
 	if g := r.gate.Load(); g != nil {
 		return g
 	}
@@ -453,7 +425,7 @@ func (r *Registry[C]) gateOf() *gate {
 // clashesLocked lists the names (id and aliases) of each prepared action
 // that a registered action or alias holds, or an earlier action of regs;
 // at(k) is the pointer of regs[k]. Called with r.mu held.
-func (r *Registry[C]) clashesLocked(regs []*registered[C], at func(k int) string) []Issue {
+func (r *Registry) clashesLocked(regs []*registered, at func(k int) string) []Issue {
 	var issues []Issue
 	g := r.gateOf()
 	taken := map[string]bool{}
@@ -483,39 +455,9 @@ func (r *Registry[C]) clashesLocked(regs []*registered[C], at func(k int) string
 
 // storeLocked stores a prepared action under its id and aliases. Called
 // with r.mu held, after clashes found none.
-func (r *Registry[C]) storeLocked(reg *registered[C]) {
+func (r *Registry) storeLocked(reg *registered) {
 	r.actions.Store(reg.action.ID, reg)
 	for _, a := range reg.action.DeprecatedAliases {
 		r.gateOf().aliases.Store(a, reg)
 	}
-}
-
-// Runner is what a host and every transport do with actions: run a call
-// or a batch, decide a pending change, replay a record, and see what a
-// caller may call. It has no type parameter: a transport never needs the
-// environment bodies receive. [*Registry] implements it; mcpserver, the
-// batch tool and the pages take it and add transport only.
-//
-// Implementations are safe for concurrent use.
-type Runner interface {
-	// Run runs c: see [Registry.Run].
-	Run(ctx context.Context, c Call) (Result, error)
-	// Decide confirms or rejects a pending change: see [Registry.Decide].
-	Decide(ctx context.Context, d Decision) (Result, error)
-	// Replay runs a record's call again and compares: see
-	// [Registry.Replay].
-	Replay(ctx context.Context, rec Record) (RunEntry, error)
-	// Admit runs the gate's checks that take nothing: see
-	// [Registry.Admit].
-	Admit(ctx context.Context, name string, c *Caller) error
-	// Tools exports the actions as MCP tools: see [Registry.Tools].
-	Tools(opts *ToolOptions) ([]Tool, error)
-	// Definitions returns every action's definition: see
-	// [Registry.Definitions].
-	Definitions() []Definition
-	// PendingChange returns a pending change for the person who may
-	// decide it: see [Registry.PendingChange].
-	PendingChange(ctx context.Context, id string, c *Caller) (PendingChange, error)
-	// Limits returns the limits in force.
-	Limits() Limits
 }

@@ -15,7 +15,7 @@ import (
 // inv's caller, each as a top-level call of [Registry.Run]; see [Batch]
 // for the rules. A caller's batch holding a step that needs confirmation
 // is held whole as one pending change, before any step runs.
-func (r *Registry[C]) batch(ctx context.Context, b Batch, inv invocation) (any, []Record, bool, error) {
+func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (any, []Record, bool, error) {
 	limits := r.Limits()
 	plan, err := checkBatch(b, limits, nil)
 	if err != nil {
@@ -111,7 +111,7 @@ func batchResult(result string, lookup func(string) (any, bool), pl placeholder.
 // first admitted by the gate as inv's caller (a step the caller may not
 // call refuses the batch as it would when run), then the batch is stored
 // as one pending change. held is false when no step needs confirmation.
-func (r *Registry[C]) holdBatch(ctx context.Context, b Batch, plan *batchPlan, inv invocation) (held bool, recs []Record, err error) {
+func (r *Registry) holdBatch(ctx context.Context, b Batch, plan *batchPlan, inv invocation) (held bool, recs []Record, err error) {
 	var steps []HeldStep
 	for i, st := range plan.steps {
 		if reg, ok := r.lookup(st.call); ok && reg.action.NeedsConfirmation {
@@ -197,7 +197,7 @@ func (r *Registry[C]) holdBatch(ctx context.Context, b Batch, plan *batchPlan, i
 // DecodeBatch does not check that the actions exist or that the
 // parameters fit their schemas: those are refusals of the calls, met when
 // the batch runs.
-func (r *Registry[C]) DecodeBatch(data []byte) (Batch, error) {
+func (r *Registry) DecodeBatch(data []byte) (Batch, error) {
 	return decodeBatch(data, r.Limits())
 }
 

@@ -16,7 +16,7 @@ import (
 // handled: mcpserver's HTTP middleware turns insufficient_scope into an
 // HTTP 403 with its challenge. It returns nil when those checks pass;
 // errors are as [Registry.Run]'s for the same checks.
-func (r *Registry[C]) Admit(ctx context.Context, id string, caller *Caller) error {
+func (r *Registry) Admit(ctx context.Context, id string, caller *Caller) error {
 	reg, ok := r.lookup(id)
 	if !ok {
 		return unknownAction()
@@ -29,7 +29,7 @@ func (r *Registry[C]) Admit(ctx context.Context, id string, caller *Caller) erro
 // unknown_change when the store holds no such change, it expired, or
 // caller is not the principal who proposed it; internal when the store
 // fails (the cause in [Refusal.Cause]).
-func (r *Registry[C]) PendingChange(ctx context.Context, id string, caller *Caller) (PendingChange, error) {
+func (r *Registry) PendingChange(ctx context.Context, id string, caller *Caller) (PendingChange, error) {
 	pc, err := r.gateOf().pendingOf(ctx, id, caller)
 	if err != nil {
 		return PendingChange{}, err
@@ -40,7 +40,7 @@ func (r *Registry[C]) PendingChange(ctx context.Context, id string, caller *Call
 // PendingChanges returns the pending changes caller's principal proposed
 // and may still decide, newest first. Errors: internal when the store
 // fails.
-func (r *Registry[C]) PendingChanges(ctx context.Context, caller *Caller) ([]PendingChange, error) {
+func (r *Registry) PendingChanges(ctx context.Context, caller *Caller) ([]PendingChange, error) {
 	if caller == nil || caller.Principal == "" {
 		return nil, nil
 	}
@@ -79,7 +79,7 @@ func (r *Registry[C]) PendingChanges(ctx context.Context, caller *Caller) ([]Pen
 // change is unknown, expired, decided already, or another principal
 // proposed it (no record is made); otherwise those of [Registry.Run] for
 // the call confirmed.
-func (r *Registry[C]) Decide(ctx context.Context, d Decision) (Result, error) {
+func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 	if d.Caller == nil || d.Caller.Principal == "" {
 		return Result{}, unknownChange()
 	}
@@ -126,7 +126,7 @@ func (r *Registry[C]) Decide(ctx context.Context, d Decision) (Result, error) {
 // changeRecords are the records of the calls a pending change holds, each
 // refused with err's code at stage by caller: one for a call, one per
 // step for a batch (its parameters as the batch wrote them).
-func (r *Registry[C]) changeRecords(pc PendingChange, caller *Caller, stage Stage, err error) []Record {
+func (r *Registry) changeRecords(pc PendingChange, caller *Caller, stage Stage, err error) []Record {
 	audit := Audit{At: r.gateOf().opts.Now(), Caller: caller, PendingChange: pc.ID, Stage: stage, Alias: pc.Alias, Code: CodeOf(err)}
 	if pc.Batch == nil {
 		entry := RunEntry{Action: pc.Action, Steps: []RunStep{}}.refused(err, pc.Parameters)
@@ -146,7 +146,7 @@ func (r *Registry[C]) changeRecords(pc PendingChange, caller *Caller, stage Stag
 
 // decisionKey is the key a decision on the pending change id records
 // under: the key the held call came with, or nil.
-func (r *Registry[C]) decisionKey(ctx context.Context, d Decision) *UnitKey {
+func (r *Registry) decisionKey(ctx context.Context, d Decision) *UnitKey {
 	if r.opts.Store == nil {
 		return nil
 	}
@@ -166,7 +166,7 @@ func (r *Registry[C]) decisionKey(ctx context.Context, d Decision) *UnitKey {
 
 // observeDecide runs fn, the decision d, in one unit, observed as one
 // OpDecide.
-func (r *Registry[C]) observeDecide(ctx context.Context, d Decision, key *UnitKey, fn unitWork) (Result, error) {
+func (r *Registry) observeDecide(ctx context.Context, d Decision, key *UnitKey, fn unitWork) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpDecide, Decision: d, Step: -1})
 	res, err := r.unit(ctx, key, fn)
 	ob.end(res, err)

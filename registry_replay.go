@@ -37,7 +37,7 @@ import (
 // matches; a *[Divergence] at the first member that differs; cancelled
 // when ctx was done by the end of the replay, since a cancelled run says
 // nothing about the entry.
-func (r *Registry[C]) Replay(ctx context.Context, rec Record) (_ RunEntry, err error) {
+func (r *Registry) Replay(ctx context.Context, rec Record) (_ RunEntry, err error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpReplay, Call: Call{Action: rec.Entry.Action, Caller: rec.Audit.Caller}, Step: -1})
 	defer func() { ob.end(Result{}, err) }()
 	var (
@@ -80,7 +80,7 @@ func (r *Registry[C]) Replay(ctx context.Context, rec Record) (_ RunEntry, err e
 
 // replayed runs the call of rec again, as Replay says, and returns its
 // entry and error.
-func (r *Registry[C]) replayed(ctx context.Context, rec Record) (RunEntry, error) {
+func (r *Registry) replayed(ctx context.Context, rec Record) (RunEntry, error) {
 	e := rec.Entry
 	inv := invocation{name: e.Action, caller: rec.Audit.Caller, replay: true, step: rec.Audit.Batch}
 	if rec.Audit.Alias != "" {
@@ -140,7 +140,7 @@ func (r *Registry[C]) replayed(ctx context.Context, rec Record) (RunEntry, error
 // diverge compares the recorded entry want with the replayed entry got,
 // members in the order they are written; at is the pointer of the entry,
 // depth its nesting.
-func (r *Registry[C]) diverge(at string, want, got RunEntry, depth int) *Divergence {
+func (r *Registry) diverge(at string, want, got RunEntry, depth int) *Divergence {
 	if want.Action != got.Action {
 		return &Divergence{Path: at + "/action", Want: want.Action, Got: got.Action}
 	}
@@ -162,7 +162,7 @@ func (r *Registry[C]) diverge(at string, want, got RunEntry, depth int) *Diverge
 }
 
 // divergeStep compares step i of both sides.
-func (r *Registry[C]) divergeStep(at string, want, got []RunStep, i, depth int) *Divergence {
+func (r *Registry) divergeStep(at string, want, got []RunStep, i, depth int) *Divergence {
 	var w, g *RunStep
 	if i < len(want) {
 		w = &want[i]
@@ -187,7 +187,7 @@ func (r *Registry[C]) divergeStep(at string, want, got []RunStep, i, depth int) 
 // stepText is a step's canonical JSON, or "" for none, for a step with
 // no JSON form, and for one whose calls nest deeper than the registry lets
 // calls go below depth.
-func (r *Registry[C]) stepText(s *RunStep, depth int) string {
+func (r *Registry) stepText(s *RunStep, depth int) string {
 	if s == nil || callsDeeper(s, r.limits.MaxCallDepth+1-depth) {
 		return ""
 	}

@@ -51,7 +51,7 @@ import (
 //     and a *[StepError] wrapping a step's error: see [Batch].
 //
 // A body sees ctx and must honour its cancellation itself.
-func (r *Registry[C]) Run(ctx context.Context, c Call) (Result, error) {
+func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
 	var key *UnitKey
 	if c.IdempotencyKey != "" {
 		var err error
@@ -77,7 +77,7 @@ type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, 
 
 // unit runs fn in one unit of the store, at most once under k when k is
 // not nil, and delivers its records.
-func (r *Registry[C]) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result, error) {
+func (r *Registry) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result, error) {
 	var (
 		value   any
 		unitErr error // the last attempt's own error, as the calls gave it
@@ -166,7 +166,7 @@ type invocation struct {
 }
 
 // audit starts the audit record of inv.
-func (r *Registry[C]) audit(inv invocation) Audit {
+func (r *Registry) audit(inv invocation) Audit {
 	a := Audit{At: r.gateOf().opts.Now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID, IdempotencyKey: inv.key}
 	if inv.confirming != "" {
 		a.Stage = StageConfirmed
@@ -175,7 +175,7 @@ func (r *Registry[C]) audit(inv invocation) Audit {
 }
 
 // top runs one top-level call through the gate and records it.
-func (r *Registry[C]) top(ctx context.Context, inv invocation) (value any, rec Record, commit bool, err error) {
+func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Record, commit bool, err error) {
 	ctx, ob := r.observe(ctx, callOp(inv))
 	defer func() { rec = ob.endCall(rec, value, err) }()
 	audit := r.audit(inv)
@@ -231,7 +231,7 @@ func (r *Registry[C]) top(ctx context.Context, inv invocation) (value any, rec R
 
 // refusedRecord is the record of a call the gate refused before its
 // parameters were looked at.
-func (r *Registry[C]) refusedRecord(id string, params any, audit Audit, err error) Record {
+func (r *Registry) refusedRecord(id string, params any, audit Audit, err error) Record {
 	entry := RunEntry{Action: id, Steps: []RunStep{}}.refused(err, r.givenParameters(params))
 	entry.Error = hostCode(err)
 	audit.Code = entry.Error
@@ -239,15 +239,15 @@ func (r *Registry[C]) refusedRecord(id string, params any, audit Audit, err erro
 }
 
 // frame returns the frame of a call of inv at depth.
-func (r *Registry[C]) frame(inv invocation, depth int) *frame[C] {
-	return &frame[C]{r: r, inv: inv, depth: depth}
+func (r *Registry) frame(inv invocation, depth int) *frame {
+	return &frame{r: r, inv: inv, depth: depth}
 }
 
 // frame is the state of one running call: its trace, and what its nested
 // calls need.
-type frame[C any] struct {
+type frame struct {
 	Trace
-	r     *Registry[C]
+	r     *Registry
 	inv   invocation
 	depth int
 	// hold, set for a top-level call that needs confirmation, holds the
@@ -257,7 +257,7 @@ type frame[C any] struct {
 
 // run runs one call at the frame's depth, resolving its refs with
 // resolve; it records nothing.
-func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefResolver) (result any, entry RunEntry, err error) {
+func (f *frame) run(ctx context.Context, id string, params any, resolve RefResolver) (result any, entry RunEntry, err error) {
 	r := f.r
 	entry = RunEntry{Action: id, Steps: []RunStep{}, AsHost: f.inv.asHost}
 	limits := r.Limits()
@@ -292,11 +292,7 @@ func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefRe
 	t := &f.Trace
 	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
 	t.progress = f.inv.progress
-	env, perr := r.envOf(ctx, id, t)
-	if perr != nil {
-		return nil, entry.refused(perr, entry.Parameters), perr
-	}
-	if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, env) }); perr != nil {
+	if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, t) }); perr != nil {
 		err = perr
 	}
 	t.close()
@@ -327,25 +323,11 @@ func (f *frame[C]) run(ctx context.Context, id string, params any, resolve RefRe
 	return result, entry, nil
 }
 
-// envOf builds the body's environment: the registry's Env, or the call's
-// Trace itself when C is *Trace and no Env was given.
-func (r *Registry[C]) envOf(ctx context.Context, id string, t *Trace) (env C, err error) {
-	switch {
-	case r.env != nil:
-		err = safeCallOf("registry's Env of", id, func() { env = r.env(ctx, t) })
-	default:
-		if tc, ok := any(t).(C); ok {
-			env = tc
-		}
-	}
-	return env, err
-}
-
 // bodyRefusal is the refusal a body's error becomes: an internal one
 // when a call the body made was refused (not the caller's fault; a
 // cancellation stays one, as it ends the whole call), a cancellation,
 // or the body's own error as the action declares it.
-func bodyRefusal[C any](reg *registered[C], t *Trace, err error) error {
+func bodyRefusal(reg *registered, t *Trace, err error) error {
 	if nr := asRefusal(err); nr != nil && nr.Code != CodeCancelled && t.fromNestedCall(nr) {
 		ir := NewRefusal(CodeInternal, "the action failed: a call it made was refused")
 		ir.cause = err
@@ -358,7 +340,7 @@ func bodyRefusal[C any](reg *registered[C], t *Trace, err error) error {
 
 // nested runs a call a body made: through the gate with its caller's
 // identity (or as the host when asHost), one level deeper, never held.
-func (f *frame[C]) nested(ctx context.Context, id string, params any, asHost bool) (any, RunEntry, error) {
+func (f *frame) nested(ctx context.Context, id string, params any, asHost bool) (any, RunEntry, error) {
 	inv := f.inv
 	inv.asHost, inv.progress = asHost, nil
 	if asHost {
@@ -371,7 +353,7 @@ func (f *frame[C]) nested(ctx context.Context, id string, params any, asHost boo
 }
 
 // nestedRun is nested's call, once observed.
-func (f *frame[C]) nestedRun(ctx context.Context, inv invocation, id string, params any) (any, RunEntry, error) {
+func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params any) (any, RunEntry, error) {
 	asHost := inv.asHost
 	child := f.r.frame(inv, f.depth+1)
 	if reg, ok := f.r.lookup(id); ok {
@@ -394,7 +376,7 @@ func (f *frame[C]) nestedRun(ctx context.Context, inv invocation, id string, par
 // the entry of a call refused before its check passed: "null" when they
 // are not JSON at all, or larger than MaxParamBytes (an entry holds no
 // more than a call may bring).
-func (r *Registry[C]) givenParameters(params any) string {
+func (r *Registry) givenParameters(params any) string {
 	limit := r.Limits().MaxParamBytes
 	if m, isMap := params.(map[string]any); params == nil || (isMap && m == nil) || nullText(params) {
 		return "{}"
@@ -417,13 +399,13 @@ func (r *Registry[C]) givenParameters(params any) string {
 // small; it takes what [Registry.top] returns. A result over its bound
 // that cannot be cut refuses the call: the record is refused with
 // result_too_large and the unit not kept.
-func (r *Registry[C]) answer(inv invocation) func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
+func (r *Registry) answer(inv invocation) func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
 	return func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
 		return r.answered(inv, v, rec, commit, err)
 	}
 }
 
-func (r *Registry[C]) answered(inv invocation, v any, rec Record, commit bool, err error) (any, Record, bool, error) {
+func (r *Registry) answered(inv invocation, v any, rec Record, commit bool, err error) (any, Record, bool, error) {
 	limits := r.Limits()
 	if err != nil {
 		return v, keepSmall(rec, limits.MaxEntryResultBytes), commit, err
@@ -444,7 +426,7 @@ func (r *Registry[C]) answered(inv invocation, v any, rec Record, commit bool, e
 }
 
 // resultLimitOf is the result bound of the action called as name.
-func resultLimitOf[C any](r *Registry[C], name string, l Limits) int {
+func resultLimitOf(r *Registry, name string, l Limits) int {
 	reg, ok := r.lookup(name)
 	if !ok {
 		return l.MaxResultBytes
@@ -454,7 +436,7 @@ func resultLimitOf[C any](r *Registry[C], name string, l Limits) int {
 
 // boundFor bounds text, a result of a call of inv, to limit: nil when it
 // fits (or limit is negative).
-func (r *Registry[C]) boundFor(inv invocation, text string, limit int) (*Bounded, error) {
+func (r *Registry) boundFor(inv invocation, text string, limit int) (*Bounded, error) {
 	if limit < 0 || len(text) <= limit {
 		return nil, nil
 	}
@@ -466,18 +448,18 @@ func (r *Registry[C]) boundFor(inv invocation, text string, limit int) (*Bounded
 }
 
 // bounder bounds a result as inv's (see boundFor).
-func (r *Registry[C]) bounder(inv invocation) boundFunc {
+func (r *Registry) bounder(inv invocation) boundFunc {
 	return func(text string, limit int) (*Bounded, error) { return r.boundFor(inv, text, limit) }
 }
 
 // limitOf is the result bound of the action called as name.
-func (r *Registry[C]) limitOf(name string) int { return resultLimitOf(r, name, r.Limits()) }
+func (r *Registry) limitOf(name string) int { return resultLimitOf(r, name, r.Limits()) }
 
 // limitTime returns the context a body of the action a runs in: ended
 // after the action's timeout (or the registry's default) with the cause
 // errTimedOut; a deadline ctx already has that comes sooner stays. stop
 // releases the timer.
-func (r *Registry[C]) limitTime(ctx context.Context, a *Action[C]) (context.Context, context.CancelFunc) {
+func (r *Registry) limitTime(ctx context.Context, a *Action) (context.Context, context.CancelFunc) {
 	d := timeoutOf(a.Timeout, r.opts.Timeout)
 	if d <= 0 {
 		return ctx, func() {}
@@ -501,7 +483,7 @@ func needsKey(d *Definition, inv invocation) error {
 // key: an unknown action, or one the caller may not call (their refusal
 // is then the same with or without a key). Errors: invalid_parameters
 // for a malformed key; internal when the registry has no Store.
-func (r *Registry[C]) keyOf(c Call) (*UnitKey, error) {
+func (r *Registry) keyOf(c Call) (*UnitKey, error) {
 	if err := checkKey(c.IdempotencyKey); err != nil {
 		return nil, err
 	}
@@ -535,7 +517,7 @@ func (r *Registry[C]) keyOf(c Call) (*UnitKey, error) {
 }
 
 // stampKey sets the clock readings and the wait of k.
-func (r *Registry[C]) stampKey(k *UnitKey) {
+func (r *Registry) stampKey(k *UnitKey) {
 	window := r.opts.KeyWindow
 	if window <= 0 {
 		window = defaultKeyWindow
@@ -549,7 +531,7 @@ func (r *Registry[C]) stampKey(k *UnitKey) {
 
 // observe starts op with the registry's observer, if any. The returned
 // context carries the observation when op's records take its ids.
-func (r *Registry[C]) observe(ctx context.Context, op Operation) (context.Context, observed) {
+func (r *Registry) observe(ctx context.Context, op Operation) (context.Context, observed) {
 	o := r.opts.Observer
 	if o == nil {
 		return ctx, observed{}
@@ -577,7 +559,7 @@ func callOp(inv invocation) Operation {
 }
 
 // observeBatch runs the batch of c in one unit, observed as one OpBatch.
-func (r *Registry[C]) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress) (Result, error) {
+func (r *Registry) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, Call: Call{Batch: c.Batch, Caller: c.Caller, ToolCallID: c.ToolCallID}, Step: -1})
 	res, err := r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
 		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p})
@@ -588,7 +570,7 @@ func (r *Registry[C]) observeBatch(ctx context.Context, c Call, key *UnitKey, p 
 
 // newProgress returns the reporter of a call whose caller gave fn, or nil
 // for none.
-func (r *Registry[C]) newProgress(fn func(Progress)) *progress {
+func (r *Registry) newProgress(fn func(Progress)) *progress {
 	if fn == nil {
 		return nil
 	}

@@ -209,7 +209,7 @@ func runSubstitute(v any, params map[string]any, vars map[string]any) (any, erro
 	return v, nil
 }
 
-func (s *runScripts) body(t *testing.T, id string, script []runScriptOp) Body[*Trace] {
+func (s *runScripts) body(t *testing.T, id string, script []runScriptOp) Body {
 	count := &atomic.Int64{}
 	s.runs[id] = count
 	value := func(raw json.RawMessage, params map[string]any, vars map[string]any) (any, error) {
@@ -337,13 +337,13 @@ func TestRunFixtures(t *testing.T) {
 			} else {
 				require.Nil(t, f.Host, "no_host excludes host")
 			}
-			reg := NewRegistry[*Trace](nil, opts)
+			reg := NewRegistry(opts)
 			s := &runScripts{runs: map[string]*atomic.Int64{}, waiting: make(chan struct{}, 1)}
 			for _, a := range f.Actions {
 				for i, op := range a.Script {
 					require.Equal(t, 1, op.verbs(), "%s: script op %d needs exactly one verb", a.Definition.ID, i)
 				}
-				require.NoError(t, reg.Register(Action[*Trace]{Definition: a.Definition, Run: s.body(t, a.Definition.ID, a.Script)}))
+				require.NoError(t, reg.Register(Action{Definition: a.Definition, Run: s.body(t, a.Definition.ID, a.Script)}))
 			}
 			observed := !f.NoHost
 			calls := append([]runFollowUp{{f.Call, f.Expect}}, f.Then...)
@@ -369,7 +369,7 @@ func TestRunFixtures(t *testing.T) {
 	}
 }
 
-func checkRunCall(t *testing.T, reg *Registry[*Trace], observed bool, s *runScripts,
+func checkRunCall(t *testing.T, reg *Registry, observed bool, s *runScripts,
 	c runCall, want runExpect, seen func() []RunEntry) {
 	var params any
 	var before string
@@ -582,8 +582,8 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 	for _, id := range []string{"", "a", "a/b/c", "1a/b", "a/b-c", "ns/", "/x", "/", "a b/c", "ns/1x",
 		"é/x", "ns/名前", "ns/x\u200b", "ns\\x"} {
 		t.Run(fmt.Sprintf("%q", id), func(t *testing.T) {
-			reg := NewRegistry[*Trace](nil, nil)
-			err := reg.Register(Action[*Trace]{Definition: Definition{ID: id}, Run: body})
+			reg := NewRegistry(nil)
+			err := reg.Register(Action{Definition: Definition{ID: id}, Run: body})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, CodeConstraintViolation)
 			var r *Refusal
@@ -596,8 +596,8 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 	}
 	for _, id := range []string{"a/b", "_/_", "ns_1/x_2", "A/Z9", "garden/plant"} {
 		t.Run("accepts "+id, func(t *testing.T) {
-			reg := NewRegistry[*Trace](nil, nil)
-			require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: id}, Run: body}))
+			reg := NewRegistry(nil)
+			require.NoError(t, reg.Register(Action{Definition: Definition{ID: id}, Run: body}))
 			_, ok := reg.Get(id)
 			assert.True(t, ok)
 		})
@@ -606,9 +606,9 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 
 func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return "first", nil }
-	reg := NewRegistry[*Trace](nil, nil)
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/x", Title: "first"}, Run: body}))
-	err := reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/x", Title: "second"}, Run: body})
+	reg := NewRegistry(nil)
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "ns/x", Title: "first"}, Run: body}))
+	err := reg.Register(Action{Definition: Definition{ID: "ns/x", Title: "second"}, Run: body})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, CodeDuplicateName)
 	var r *Refusal
@@ -617,10 +617,10 @@ func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 	got, _ := reg.Get("ns/x")
 	assert.Equal(t, "first", got.Title, "the first registration stays")
 
-	err = reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/nobody"}})
+	err = reg.Register(Action{Definition: Definition{ID: "ns/nobody"}})
 	assert.ErrorIs(t, err, CodeConstraintViolation, "an action without body")
 
-	err = reg.Register(Action[*Trace]{Definition: Definition{ID: "ns/y", Parameters: `{"type":"array"}`}, Run: body})
+	err = reg.Register(Action{Definition: Definition{ID: "ns/y", Parameters: `{"type":"array"}`}, Run: body})
 	assert.ErrorIs(t, err, CodeConstraintViolation, "a root that is not an object")
 	_, ok := reg.Get("ns/y")
 	assert.False(t, ok)
@@ -628,8 +628,8 @@ func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 
 func TestRegistryRegisterKeepsItsOwnCopyOfWrites(t *testing.T) {
 	writes := []string{"plant", "bed"}
-	reg := NewRegistry[*Trace](nil, nil)
-	require.NoError(t, reg.Register(Action[*Trace]{
+	reg := NewRegistry(nil)
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "ns/x", Writes: writes},
 		Run:        func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil },
 	}))
@@ -639,12 +639,12 @@ func TestRegistryRegisterKeepsItsOwnCopyOfWrites(t *testing.T) {
 }
 
 func TestRegistryListIsSorted(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	assert.Empty(t, reg.List())
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	ids := []string{"zeta/a", "alpha/z", "alpha/b", "Beta/x", "alpha/B", "m/m", "_/a"}
 	for _, id := range ids {
-		require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: id}, Run: body}))
+		require.NoError(t, reg.Register(Action{Definition: Definition{ID: id}, Run: body}))
 	}
 	var got []string
 	for _, a := range reg.List() {
@@ -659,9 +659,9 @@ func TestRegistryListIsSorted(t *testing.T) {
 func TestRegistryRunNestedDepthDefault(t *testing.T) {
 	// Without a fixture limit, an action calling itself forever is stopped
 	// at defaultLimits.MaxCallDepth, with one entry per level.
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	var runs atomic.Int64
-	require.NoError(t, reg.Register(Action[*Trace]{
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "ns/loop"},
 		Run: func(ctx context.Context, _ map[string]any, tr *Trace) (any, error) {
 			runs.Add(1)
@@ -697,41 +697,10 @@ func TestRegistryRunNestedDepthDefault(t *testing.T) {
 	assert.Equal(t, defaultLimits.MaxCallDepth+1, levels, "nested entries below the top one")
 }
 
-func TestRegistryHostContext(t *testing.T) {
-	type bodyContext struct {
-		trace *Trace
-		user  string
-	}
-	var env Env[bodyContext] = func(_ context.Context, t *Trace) bodyContext { return bodyContext{trace: t, user: "ana"} }
-	reg := NewRegistry(func(ctx context.Context, t *Trace) bodyContext { return env(ctx, t) }, nil)
-	require.NoError(t, reg.Register(Action[bodyContext]{
-		Definition: Definition{ID: "ns/who"},
-		Run: func(ctx context.Context, _ map[string]any, c bodyContext) (any, error) {
-			if err := c.trace.Command(map[string]any{"op": "whoami"}, c.user); err != nil {
-				return nil, err
-			}
-			return c.trace.Action() + " by " + c.user, nil
-		},
-	}))
-	result, entry, err := call3(reg, context.Background(), "ns/who", nil)
-	require.NoError(t, err)
-	assert.Equal(t, "ns/who by ana", result)
-	text, err := CanonicalJSON(entry)
-	require.NoError(t, err)
-	assert.Equal(t, `{"action":"ns/who","outcome":"done","parameters":"{}","result":"\"ns/who by ana\"","steps":[{"command":{"op":"whoami"},"result":"\"ana\""}]}`, string(text))
-
-	// A panicking Env is an internal refusal; the body never runs.
-	env = func(context.Context, *Trace) bodyContext { panic("no session") }
-	_, entry, err = call3(reg, context.Background(), "ns/who", nil)
-	assert.ErrorIs(t, err, CodeInternal)
-	assert.Equal(t, OutcomeRefused, entry.Outcome)
-	assert.Empty(t, entry.Steps)
-}
-
 func TestRunTraceRecordsNothingAfterItsBody(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	var kept *Trace
-	require.NoError(t, reg.Register(Action[*Trace]{
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "ns/leak"},
 		Run: func(_ context.Context, _ map[string]any, tr *Trace) (any, error) {
 			kept = tr
@@ -739,7 +708,7 @@ func TestRunTraceRecordsNothingAfterItsBody(t *testing.T) {
 		},
 	}))
 	var lateRuns atomic.Int64
-	require.NoError(t, reg.Register(Action[*Trace]{
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "ns/late"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			lateRuns.Add(1)
@@ -762,7 +731,7 @@ func TestRunTraceRecordsNothingAfterItsBody(t *testing.T) {
 func TestConcurrentRegisterAndRun(t *testing.T) {
 	const workers, rounds = 8, 60
 	log := NewRunLog()
-	reg := NewRegistry[*Trace](nil, &Options{
+	reg := NewRegistry(&Options{
 		Store:   log,
 		Resolve: fixtureResolver(map[string][]refFixture{"plant": {{Key: "k1", ID: "p1", DisplayName: map[string]string{"en": "Rose"}}}}),
 	})
@@ -773,8 +742,8 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 		return p, nil
 	}
 	shared := Definition{ID: "shared/echo", Parameters: `{"type":"object","properties":{"n":{"type":"integer"},"plant":{"type":"string","ref":"plant"}},"required":["n"]}`}
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: shared, Run: echo}))
-	require.NoError(t, reg.Register(Action[*Trace]{
+	require.NoError(t, reg.Register(Action{Definition: shared, Run: echo}))
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "shared/outer", Parameters: `{"type":"object","properties":{"n":{"type":"integer","default":0}}}`},
 		Run: func(ctx context.Context, p map[string]any, tr *Trace) (any, error) {
 			r, err := tr.Call(ctx, "shared/echo", map[string]any{"n": p["n"], "plant": "Rose"})
@@ -794,15 +763,15 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 			defer wg.Done()
 			<-start
 			own := fmt.Sprintf("w%d/echo", w)
-			if err := reg.Register(Action[*Trace]{Definition: Definition{ID: own, Parameters: shared.Parameters}, Run: echo}); err != nil {
+			if err := reg.Register(Action{Definition: Definition{ID: own, Parameters: shared.Parameters}, Run: echo}); err != nil {
 				t.Error(err)
 				return
 			}
 			// Everybody also tries to take a shared name: exactly one wins
 			// across all workers (checked below).
-			_ = reg.Register(Action[*Trace]{Definition: Definition{ID: "shared/race"}, Run: echo})
+			_ = reg.Register(Action{Definition: Definition{ID: "shared/race"}, Run: echo})
 			bound := fmt.Sprintf("w%d/bound", w)
-			if err := reg.Bind([]Definition{{ID: bound}}, map[string]Body[*Trace]{bound: echo}); err != nil {
+			if err := reg.Bind([]Definition{{ID: bound}}, map[string]Body{bound: echo}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -861,18 +830,18 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 func TestConcurrentBindAndRegisterSameID(t *testing.T) {
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	for i := range 200 {
-		reg := NewRegistry[*Trace](nil, nil)
+		reg := NewRegistry(nil)
 		id := fmt.Sprintf("ns/x%d", i)
 		var errReg, errBind error
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			errReg = reg.Register(Action[*Trace]{Definition: Definition{ID: id, Title: "register"}, Run: body})
+			errReg = reg.Register(Action{Definition: Definition{ID: id, Title: "register"}, Run: body})
 		}()
 		go func() {
 			defer wg.Done()
-			errBind = reg.Bind([]Definition{{ID: id, Title: "bind"}}, map[string]Body[*Trace]{id: body})
+			errBind = reg.Bind([]Definition{{ID: id, Title: "bind"}}, map[string]Body{id: body})
 		}()
 		wg.Wait()
 		require.True(t, (errReg == nil) != (errBind == nil), "exactly one wins: register %v, bind %v", errReg, errBind)
@@ -895,8 +864,8 @@ func readManifestFile(t *testing.T, name string) []byte {
 }
 
 // manifestTestBodies gives each id a body that returns its id.
-func manifestTestBodies(ids ...string) map[string]Body[*Trace] {
-	m := map[string]Body[*Trace]{}
+func manifestTestBodies(ids ...string) map[string]Body {
+	m := map[string]Body{}
 	for _, id := range ids {
 		m[id] = func(_ context.Context, p map[string]any, tr *Trace) (any, error) {
 			return map[string]any{"ran": tr.Action(), "params": p}, nil
@@ -910,7 +879,7 @@ func TestBindManifest(t *testing.T) {
 		defs, err := DecodeManifest(readManifestFile(t, "good.json"))
 		require.NoError(t, err)
 		require.Len(t, defs, 3)
-		reg := NewRegistry[*Trace](nil, nil)
+		reg := NewRegistry(nil)
 		require.NoError(t, reg.Bind(defs, manifestTestBodies("garden/plant", "garden/list", "garden/audit")))
 		var ids []string
 		for _, a := range reg.List() {
@@ -934,7 +903,7 @@ func TestBindManifest(t *testing.T) {
 	t.Run("parameters as JSON text", func(t *testing.T) {
 		defs, err := DecodeManifest(readManifestFile(t, "params_text.json"))
 		require.NoError(t, err)
-		reg := NewRegistry[*Trace](nil, nil)
+		reg := NewRegistry(nil)
 		require.NoError(t, reg.Bind(defs, manifestTestBodies("garden/water")))
 		_, entry, err := call3(reg, context.Background(), "garden/water", map[string]any{"plant": "p1"})
 		require.NoError(t, err)
@@ -946,7 +915,7 @@ func TestBindManifest(t *testing.T) {
 	t.Run("every missing body and every stray body in one error", func(t *testing.T) {
 		defs, err := DecodeManifest(readManifestFile(t, "unbound.json"))
 		require.NoError(t, err)
-		reg := NewRegistry[*Trace](nil, nil)
+		reg := NewRegistry(nil)
 		// garden/plant and garden/list have bodies; garden/prune and
 		// garden/harvest do not; garden/weed and garden/mow have no
 		// definition.
@@ -966,7 +935,7 @@ func TestBindManifest(t *testing.T) {
 
 	t.Run("a refused definition registers nothing", func(t *testing.T) {
 		defs := []Definition{{ID: "garden/ok"}, {ID: "bad id"}, {ID: "garden/schema", Parameters: `{"type":"object","frobnicate":1}`}}
-		reg := NewRegistry[*Trace](nil, nil)
+		reg := NewRegistry(nil)
 		err := reg.Bind(defs, manifestTestBodies("garden/ok", "bad id", "garden/schema"))
 		assert.ErrorIs(t, err, CodeConstraintViolation)
 		var r *Refusal
@@ -978,12 +947,12 @@ func TestBindManifest(t *testing.T) {
 	})
 
 	t.Run("an id listed twice or already taken", func(t *testing.T) {
-		reg := NewRegistry[*Trace](nil, nil)
+		reg := NewRegistry(nil)
 		err := reg.Bind([]Definition{{ID: "garden/a"}, {ID: "garden/a"}}, manifestTestBodies("garden/a"))
 		assert.ErrorIs(t, err, CodeDuplicateName)
 		assert.Empty(t, reg.List())
 
-		require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/taken"}, Run: manifestTestBodies("x/y")["x/y"]}))
+		require.NoError(t, reg.Register(Action{Definition: Definition{ID: "garden/taken"}, Run: manifestTestBodies("x/y")["x/y"]}))
 		err = reg.Bind([]Definition{{ID: "garden/new"}, {ID: "garden/taken"}}, manifestTestBodies("garden/new", "garden/taken"))
 		assert.ErrorIs(t, err, CodeDuplicateName)
 		var r *Refusal
@@ -1005,7 +974,7 @@ func TestBindManifest(t *testing.T) {
 	})
 }
 
-func mustGetAction(t *testing.T, reg *Registry[*Trace], id string) Action[*Trace] {
+func mustGetAction(t *testing.T, reg *Registry, id string) Action {
 	t.Helper()
 	a, ok := reg.Get(id)
 	require.True(t, ok, id)
@@ -1015,8 +984,8 @@ func mustGetAction(t *testing.T, reg *Registry[*Trace], id string) Action[*Trace
 func TestEntryWriterWritesCanonicalLines(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewEntryWriter(&buf)
-	reg := NewRegistry[*Trace](nil, &Options{OnRecord: w.Write})
-	require.NoError(t, reg.Register(Action[*Trace]{
+	reg := NewRegistry(&Options{OnRecord: w.Write})
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "ns/echo", Parameters: `{"type":"object","properties":{"b":{"default":"\u2028<&>"},"a":{}}}`},
 		Run: func(ctx context.Context, p map[string]any, tr *Trace) (any, error) {
 			if err := tr.Command(map[string]any{"z": 1, "a": "${now()}"}, map[string]any{"ok": true}); err != nil {
@@ -1155,20 +1124,20 @@ func TestRunLogConcurrentRecord(t *testing.T) {
 // call3 runs one call of id through reg as the host itself (no caller)
 // and returns its result, entry and error, the three values most tests
 // look at.
-func call3[C any](reg *Registry[C], ctx context.Context, id string, params any) (any, RunEntry, error) {
+func call3(reg *Registry, ctx context.Context, id string, params any) (any, RunEntry, error) {
 	res, err := reg.Run(ctx, Call{Action: id, Params: params})
 	return res.Value, res.Entry(), err
 }
 
 // callAs is call3 as caller c.
-func callAs[C any](reg *Registry[C], ctx context.Context, c *Caller, id string, params any) (any, RunEntry, error) {
+func callAs(reg *Registry, ctx context.Context, c *Caller, id string, params any) (any, RunEntry, error) {
 	res, err := reg.Run(ctx, Call{Action: id, Params: params, Caller: c})
 	return res.Value, res.Entry(), err
 }
 
 // batch3 runs b through reg as caller c (nil: the host) and returns its
 // result, the entries of the calls made and its error.
-func batch3[C any](reg *Registry[C], ctx context.Context, b Batch, c *Caller) (any, []RunEntry, error) {
+func batch3(reg *Registry, ctx context.Context, b Batch, c *Caller) (any, []RunEntry, error) {
 	res, err := reg.Run(ctx, Call{Batch: &b, Caller: c})
 	return res.Value, entriesOf(res.Records), err
 }
@@ -1183,13 +1152,13 @@ func entriesOf(recs []Record) []RunEntry {
 }
 
 // confirm3 confirms the pending change id as caller c.
-func confirm3[C any](reg *Registry[C], ctx context.Context, id string, c *Caller) (any, RunEntry, error) {
+func confirm3(reg *Registry, ctx context.Context, id string, c *Caller) (any, RunEntry, error) {
 	res, err := reg.Decide(ctx, Decision{Change: id, Confirm: true, Caller: c})
 	return res.Value, res.Entry(), err
 }
 
 // reject rejects the pending change id as caller c.
-func reject[C any](reg *Registry[C], ctx context.Context, id string, c *Caller) error {
+func reject(reg *Registry, ctx context.Context, id string, c *Caller) error {
 	_, err := reg.Decide(ctx, Decision{Change: id, Caller: c})
 	return err
 }

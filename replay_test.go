@@ -62,10 +62,10 @@ func TestReplayFixtures(t *testing.T) {
 }
 
 // replayRegistry registers a fixture's actions with script bodies.
-func replayRegistry(t *testing.T, s *runScripts, actions []runAction, opts *Options) *Registry[*Trace] {
-	reg := NewRegistry[*Trace](nil, opts)
+func replayRegistry(t *testing.T, s *runScripts, actions []runAction, opts *Options) *Registry {
+	reg := NewRegistry(opts)
 	for _, a := range actions {
-		require.NoError(t, reg.Register(Action[*Trace]{Definition: a.Definition, Run: s.body(t, a.Definition.ID, a.Script)}))
+		require.NoError(t, reg.Register(Action{Definition: a.Definition, Run: s.body(t, a.Definition.ID, a.Script)}))
 	}
 	return reg
 }
@@ -212,8 +212,8 @@ func thenCalls(then []runFollowUp) []runCall {
 }
 
 func TestReplayCancelled(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/ping"},
+	reg := NewRegistry(nil)
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "garden/ping"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return "pong", nil }}))
 	_, entry, err := call3(reg, context.Background(), "garden/ping", nil)
 	require.NoError(t, err)
@@ -228,8 +228,8 @@ func TestReplayCancelled(t *testing.T) {
 // TestReplayBatchEntries replays each entry a batch recorded: each is a
 // top-level call with its placeholders already substituted.
 func TestReplayBatchEntries(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
-	require.NoError(t, reg.Register(Action[*Trace]{
+	reg := NewRegistry(nil)
+	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "garden/plant", Parameters: `{"type":"object","properties":{"species":{"type":"string"}},"required":["species"]}`},
 		Run: func(_ context.Context, p map[string]any, tr *Trace) (any, error) {
 			if err := tr.Command(map[string]any{"op": "create", "species": p["species"]}, map[string]any{"key": "k-" + p["species"].(string)}); err != nil {
@@ -255,8 +255,8 @@ func TestReplayBatchEntries(t *testing.T) {
 // calls nested far deeper than any run records: the comparison stops at
 // the registry's call depth instead of walking (or marshalling) it all.
 func TestReplayDeepRecordedEntry(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/ping"},
+	reg := NewRegistry(nil)
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "garden/ping"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return "pong", nil }}))
 	deep := RunEntry{Action: "garden/ping", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}
 	for range 200_000 {
@@ -275,8 +275,8 @@ func TestReplayDeepRecordedEntry(t *testing.T) {
 // canonical text passes MaxParamBytes, a bound that holds for JSON text
 // only: the entry replays as the value it records, and matches.
 func TestReplayLargeGoValue(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxParamBytes: 100}})
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "garden/note", Parameters: `{"type":"object"}`},
+	reg := NewRegistry(&Options{Limits: Limits{MaxParamBytes: 100}})
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "garden/note", Parameters: `{"type":"object"}`},
 		Run: func(_ context.Context, p map[string]any, tr *Trace) (any, error) {
 			return nil, tr.Command(map[string]any{"op": "note", "len": len(p["text"].(string))}, nil)
 		}}))
@@ -294,7 +294,7 @@ func TestReplayHeldAfterPolicyChange(t *testing.T) {
 	def := Definition{ID: "shop/discard", Effect: EffectDelete, NeedsConfirmation: true}
 	var ran atomic.Int32
 	body := func(context.Context, map[string]any, *Trace) (any, error) { ran.Add(1); return "gone", nil }
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	reg.MustRegister(New(def, body))
 	res, err := reg.Run(context.Background(), Call{Action: "shop/discard", Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
 	require.ErrorIs(t, err, CodeConfirmationRequired)
@@ -303,7 +303,7 @@ func TestReplayHeldAfterPolicyChange(t *testing.T) {
 	require.NoError(t, err, "held replays as held")
 
 	def.NeedsConfirmation = false
-	today := NewRegistry[*Trace](nil, nil)
+	today := NewRegistry(nil)
 	today.MustRegister(New(def, body))
 	_, err = today.Replay(context.Background(), held)
 	var d *Divergence

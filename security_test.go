@@ -61,11 +61,11 @@ func TestSchemasNeverLoad(t *testing.T) {
 // TestSchemaIDCannotShadowAcrossActions registers two actions whose
 // schemas claim the same $id; each keeps its own meaning.
 func TestSchemaIDCannotShadowAcrossActions(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/one",
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/one",
 		Parameters: `{"$id":"https://shared.invalid/s","type":"object","properties":{"x":{"type":"string"}}}`}, Run: body}))
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/two",
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/two",
 		Parameters: `{"$id":"https://shared.invalid/s","type":"object","properties":{"x":{"type":"integer"}}}`}, Run: body}))
 	_, _, err := call3(reg, context.Background(), "a/one", map[string]any{"x": "s"})
 	require.NoError(t, err)
@@ -137,8 +137,8 @@ func TestParamSizeRefusalSaysSize(t *testing.T) {
 // TestRefusedEntryHoldsNoMoreThanALimit: the entry of a call refused for
 // its size records null, not a canonical copy of what was sent.
 func TestRefusedEntryHoldsNoMoreThanALimit(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxParamBytes: 100}})
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/b"},
+	reg := NewRegistry(&Options{Limits: Limits{MaxParamBytes: 100}})
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/b"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }}))
 	big := `{"s":"` + strings.Repeat("x", 200) + `"}`
 	_, entry, err := call3(reg, context.Background(), "a/b", json.RawMessage(big))
@@ -224,26 +224,25 @@ func TestResolverFailures(t *testing.T) {
 	requireRefusal(t, err, CodeInternal)
 }
 
-// TestPanicsLeaveRegistryServing panics in a body, a resolver, a host
-// context builder and OnEntry; each call is refused with internal and the
+// TestPanicsLeaveRegistryServing panics in a body, a resolver and
+// OnRecord; each call is refused with internal and the
 // next call is served.
 func TestPanicsLeaveRegistryServing(t *testing.T) {
 	// The registry's hooks, switched by the test: each panics in turn.
 	var (
 		resolve  RefResolver = func(context.Context, string, string) (RefMatches, error) { return RefMatches{}, nil }
-		env                  = func(_ context.Context, t *Trace) *Trace { return t }
 		onRecord             = func(Record) {}
 	)
-	reg := NewRegistry(func(ctx context.Context, t *Trace) *Trace { return env(ctx, t) }, &Options{
+	reg := NewRegistry(&Options{
 		Resolve: func(ctx context.Context, schema, value string) (RefMatches, error) {
 			return resolve(ctx, schema, value)
 		},
 		OnRecord: func(rec Record) { onRecord(rec) },
 	})
 	ok := func(context.Context, map[string]any, *Trace) (any, error) { return "ok", nil }
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/ok",
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "t/ok",
 		Parameters: `{"type":"object","properties":{"who":{"type":"string","ref":"actor"}}}`}, Run: ok}))
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/boom"},
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "t/boom"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { panic("body bug") }}))
 	ctx := context.Background()
 	serving := func() {
@@ -266,13 +265,6 @@ func TestPanicsLeaveRegistryServing(t *testing.T) {
 	resolve = good
 	serving()
 
-	goodEnv := env
-	env = func(context.Context, *Trace) *Trace { panic("context bug") }
-	_, _, err = call3(reg, ctx, "t/ok", nil)
-	requireRefusal(t, err, CodeInternal)
-	env = goodEnv
-	serving()
-
 	onRecord = func(Record) { panic("log bug") }
 	res, _, err := call3(reg, ctx, "t/ok", nil)
 	requireRefusal(t, err, CodeInternal)
@@ -282,8 +274,8 @@ func TestPanicsLeaveRegistryServing(t *testing.T) {
 }
 
 func TestCallDepthLimit(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxCallDepth: 3}})
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/down",
+	reg := NewRegistry(&Options{Limits: Limits{MaxCallDepth: 3}})
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "t/down",
 		Parameters: `{"type":"object","properties":{"n":{"type":"integer"}}}`},
 		Run: func(ctx context.Context, p map[string]any, tr *Trace) (any, error) {
 			n, _ := p["n"].(json.Number).Int64()
@@ -303,8 +295,8 @@ func TestCallDepthLimit(t *testing.T) {
 	assert.Equal(t, CodeInternal, entry.Error)
 
 	// Unbounded recursion is refused at the limit, never a stack overflow.
-	reg2 := NewRegistry[*Trace](nil, nil)
-	require.NoError(t, reg2.Register(Action[*Trace]{Definition: Definition{ID: "t/loop"},
+	reg2 := NewRegistry(nil)
+	require.NoError(t, reg2.Register(Action{Definition: Definition{ID: "t/loop"},
 		Run: func(ctx context.Context, _ map[string]any, tr *Trace) (any, error) {
 			return tr.Call(ctx, "t/loop", nil)
 		}}))
@@ -334,13 +326,13 @@ func (*codedNil) Error() string { return "coded" }
 func (*codedNil) Code() string  { panic("nil receiver") }
 
 func TestTypedNilErrorsFromBodies(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/nil_refusal"},
+	reg := NewRegistry(nil)
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "t/nil_refusal"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			var r *Refusal
 			return nil, r
 		}}))
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/nil_coded"},
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "t/nil_coded"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			var c *codedNil
 			return nil, c
@@ -355,7 +347,7 @@ func TestTypedNilErrorsFromBodies(t *testing.T) {
 }
 
 func TestUnknownActionDoesNotEchoTheID(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	_, entry, err := call3(reg, context.Background(), "ns/SECRET_MARKER", nil)
 	r := requireRefusal(t, err, CodeUnknownAction)
 	assert.NotContains(t, r.Error(), "SECRET_MARKER")
@@ -432,8 +424,8 @@ type panickyMarshaler struct{}
 func (panickyMarshaler) MarshalJSON() ([]byte, error) { panic("marshal bug") }
 
 func TestPanickingMarshalerInAResult(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "t/p"},
+	reg := NewRegistry(nil)
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "t/p"},
 		Run: func(_ context.Context, _ map[string]any, tr *Trace) (any, error) {
 			assert.Error(t, tr.Command(panickyMarshaler{}, nil))
 			return panickyMarshaler{}, nil
@@ -472,8 +464,8 @@ func (w *panickyWrap) Error() string { return "wrapped" }
 func (w *panickyWrap) Unwrap() error { return w.inner }
 
 func TestBatchSurvivesAPanickingErrorChain(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/b"},
+	reg := NewRegistry(nil)
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/b"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) {
 			var w *panickyWrap
 			return nil, w
@@ -526,14 +518,14 @@ func TestMultiplyingSchemasAreRefused(t *testing.T) {
 // large result: past Limits.MaxParamBytes of substituted values the step
 // is refused before its call.
 func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, &Options{Limits: Limits{MaxParamBytes: 64 << 10}})
+	reg := NewRegistry(&Options{Limits: Limits{MaxParamBytes: 64 << 10}})
 	big := make([]any, 100)
 	for i := range big {
 		big[i] = strings.Repeat("x", 100)
 	}
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/list"},
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/list"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return big, nil }}))
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/echo", Parameters: `{"type":"object"}`},
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/echo", Parameters: `{"type":"object"}`},
 		Run: func(_ context.Context, p map[string]any, _ *Trace) (any, error) { return len(p), nil }}))
 	with := map[string]any{}
 	for i := range 1000 {
@@ -549,15 +541,15 @@ func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
 // arrays, copied or walked by many placeholders, is refused before the
 // call like a large one (each container and each walked entry counts).
 func TestBatchEmptyContainersAndWalksAreCharged(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	empties := make([]any, 100_000)
 	for i := range empties {
 		empties[i] = []any{}
 	}
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/list"},
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/list"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return empties, nil }}))
 	var sinkRuns atomic.Int64
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/sink", Parameters: `{"type":"object"}`},
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/sink", Parameters: `{"type":"object"}`},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { sinkRuns.Add(1); return nil, nil }}))
 	copies := map[string]any{}
 	for i := range 200 {
@@ -577,9 +569,9 @@ func TestBatchEmptyContainersAndWalksAreCharged(t *testing.T) {
 // placeholder, a single copy of a result the batch holds, so a result
 // larger than MaxParamBytes comes back as it would without "result".
 func TestBatchResultIsNotBoundLikeParameters(t *testing.T) {
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	big := strings.Repeat("x", 2<<20)
-	require.NoError(t, reg.Register(Action[*Trace]{Definition: Definition{ID: "a/big"},
+	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/big"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return map[string]any{"text": big}, nil }}))
 	result, _, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "a/big", As: "a"}}, Result: "${a.text}"}, nil)
 	require.NoError(t, err)
@@ -646,7 +638,7 @@ func TestManifestMemberNamesAreExact(t *testing.T) {
 func TestPlainErrorThroughAStore(t *testing.T) {
 	boom := errors.New("the body's own failure")
 	for name, store := range map[string]Store{"no store": nil, "run log": NewRunLog()} {
-		reg := NewRegistry[*Trace](nil, &Options{Store: store})
+		reg := NewRegistry(&Options{Store: store})
 		reg.MustRegister(New(Definition{ID: "a/b"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, boom }))
 		res, err := reg.Run(context.Background(), Call{Action: "a/b"})
 		assert.Same(t, boom, err, name)

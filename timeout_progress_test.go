@@ -22,8 +22,8 @@ func waitBody(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, err
 
 func TestTimeoutRefusesRecordsAndRollsBack(t *testing.T) {
 	log := actions.NewRunLog()
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: log})
-	a := actions.New[*actions.Trace](actions.Definition{ID: "demo/slow"}, waitBody)
+	reg := actions.NewRegistry(&actions.Options{Store: log})
+	a := actions.New(actions.Definition{ID: "demo/slow"}, waitBody)
 	a.Timeout = 10 * time.Millisecond
 	reg.MustRegister(a)
 	res, err := reg.Run(context.Background(), actions.Call{Action: "demo/slow"})
@@ -42,10 +42,10 @@ func TestTimeoutRefusesRecordsAndRollsBack(t *testing.T) {
 }
 
 func TestTimeoutRegistryDefaultAndNestedInherits(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Timeout: 10 * time.Millisecond})
-	inner := actions.New[*actions.Trace](actions.Definition{ID: "demo/inner"}, waitBody)
+	reg := actions.NewRegistry(&actions.Options{Timeout: 10 * time.Millisecond})
+	inner := actions.New(actions.Definition{ID: "demo/inner"}, waitBody)
 	inner.Timeout = time.Hour // the outer call's limit is the smaller
-	outer := actions.New[*actions.Trace](actions.Definition{ID: "demo/outer"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
+	outer := actions.New(actions.Definition{ID: "demo/outer"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
 		return tr.Call(ctx, "demo/inner", nil)
 	})
 	reg.MustRegister(inner, outer)
@@ -58,8 +58,8 @@ func TestTimeoutRegistryDefaultAndNestedInherits(t *testing.T) {
 }
 
 func TestTimeoutNegativeMeansNone(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Timeout: time.Nanosecond})
-	a := actions.New[*actions.Trace](actions.Definition{ID: "demo/quick"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+	reg := actions.NewRegistry(&actions.Options{Timeout: time.Nanosecond})
+	a := actions.New(actions.Definition{ID: "demo/quick"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
 		return map[string]any{"ok": true}, ctx.Err()
 	})
 	a.Timeout = -1
@@ -76,8 +76,8 @@ func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func TestProgressRateAndOrder(t *testing.T) {
 	c := &clock{}
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Gate: &actions.GateOptions{Now: c.now}})
-	reg.MustRegister(actions.New[*actions.Trace](actions.Definition{ID: "demo/work"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
+	reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{Now: c.now}})
+	reg.MustRegister(actions.New(actions.Definition{ID: "demo/work"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
 		tr.Progress(1, 4, "one") // delivered: the first
 		c.advance(50 * time.Millisecond)
 		tr.Progress(2, 4, "two") // dropped: 50 ms after the last
@@ -95,11 +95,11 @@ func TestProgressRateAndOrder(t *testing.T) {
 }
 
 func TestProgressNeverAfterReturn(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{ProgressInterval: -1})
+	reg := actions.NewRegistry(&actions.Options{ProgressInterval: -1})
 	returned := make(chan struct{})
 	var late sync.WaitGroup
 	late.Add(1)
-	reg.MustRegister(actions.New[*actions.Trace](actions.Definition{ID: "demo/leak"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
+	reg.MustRegister(actions.New(actions.Definition{ID: "demo/leak"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
 		tr.Progress(1, 2, "")
 		go func() { // reports after the call returned
 			defer late.Done()
@@ -131,8 +131,8 @@ func TestProgressNeverAfterReturn(t *testing.T) {
 }
 
 func TestBatchReportsStepCount(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{ProgressInterval: -1})
-	reg.MustRegister(actions.New[*actions.Trace](actions.Definition{ID: "demo/step"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
+	reg := actions.NewRegistry(&actions.Options{ProgressInterval: -1})
+	reg.MustRegister(actions.New(actions.Definition{ID: "demo/step"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
 		tr.Progress(99, 100, "a step's own report is dropped")
 		return map[string]any{"ok": true}, nil
 	}))
@@ -164,10 +164,10 @@ func (k *kinds) Start(ctx context.Context, op actions.Operation) (context.Contex
 
 func TestObserverSeesEveryOperation(t *testing.T) {
 	k := &kinds{}
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Observer: k, Store: actions.NewRunLog()})
+	reg := actions.NewRegistry(&actions.Options{Observer: k, Store: actions.NewRunLog()})
 	reg.MustRegister(
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/leaf"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) { return "leaf", nil }),
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/outer"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
+		actions.New(actions.Definition{ID: "demo/leaf"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) { return "leaf", nil }),
+		actions.New(actions.Definition{ID: "demo/outer"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
 			return tr.Call(ctx, "demo/leaf", nil)
 		}))
 	res, err := reg.Run(context.Background(), actions.Call{Action: "demo/outer"})

@@ -42,7 +42,7 @@ func (f *toolFixture) options() *ToolOptions {
 // exportTools is the export of a manifest: its visible definitions
 // registered in a fresh registry, then listed as tools.
 func exportTools(defs []Definition, opts *ToolOptions) ([]Tool, error) {
-	r := NewRegistry[any](nil, nil)
+	r := NewRegistry(nil)
 	for _, d := range defs {
 		if !d.IsVisible() {
 			continue
@@ -148,7 +148,7 @@ func toolsJSON(t *testing.T, v any) string {
 	return string(data)
 }
 
-func noBody(context.Context, map[string]any, any) (any, error) { return nil, nil }
+func noBody(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 
 func TestToolFixtures(t *testing.T) {
 	for name, f := range loadToolFixtures(t) {
@@ -227,9 +227,9 @@ func checkOneByOne(t *testing.T, f *toolFixture, defs []Definition, tools []Tool
 // with the fixture's code.
 func checkRegistryTools(t *testing.T, f *toolFixture, defs []Definition, opts *ToolOptions) {
 	t.Helper()
-	r := NewRegistry[any](nil, nil)
+	r := NewRegistry(nil)
 	for _, d := range defs {
-		if err := r.Register(Action[any]{Definition: d, Run: noBody}); err != nil {
+		if err := r.Register(Action{Definition: d, Run: noBody}); err != nil {
 			if !d.IsVisible() && f.Error == "" {
 				continue // refused at Register, as the export skips it
 			}
@@ -311,8 +311,8 @@ func TestToolNameLength(t *testing.T) {
 	_, err = exportTools([]Definition{{ID: "ns/ok"}, {ID: id129}}, nil)
 	requireCode(t, err, CodeConstraintViolation)
 
-	r := NewRegistry[any](nil, nil)
-	err = r.Register(Action[any]{Definition: Definition{ID: id129}, Run: noBody})
+	r := NewRegistry(nil)
+	err = r.Register(Action{Definition: Definition{ID: id129}, Run: noBody})
 	requireCode(t, err, CodeConstraintViolation)
 }
 
@@ -351,8 +351,8 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 		"required": []any{"name"},
 	}
 	def := Definition{ID: "shop/add", Parameters: params}
-	r := NewRegistry[any](nil, nil)
-	require.NoError(t, r.Register(Action[any]{Definition: def, Run: noBody}))
+	r := NewRegistry(nil)
+	require.NoError(t, r.Register(Action{Definition: def, Run: noBody}))
 	before, err := r.Tools(nil)
 	require.NoError(t, err)
 	want := toolsJSON(t, before)
@@ -397,8 +397,8 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 
 func TestToolsRootCombinatorStillChecked(t *testing.T) {
 	def := Definition{ID: "style/set", Parameters: `{"type":"object","properties":{"icon":{"type":"string"},"color":{"type":"string"}},"anyOf":[{"required":["icon"]},{"required":["color"]}]}`}
-	r := NewRegistry[any](nil, nil)
-	require.NoError(t, r.Register(Action[any]{Definition: def, Run: noBody}))
+	r := NewRegistry(nil)
+	require.NoError(t, r.Register(Action{Definition: def, Run: noBody}))
 	tools, err := r.Tools(nil)
 	require.NoError(t, err)
 	require.Len(t, tools, 1)
@@ -459,15 +459,15 @@ func TestToAIToolsEmpty(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, tools)
 	assert.Equal(t, "[]", toolsJSON(t, tools))
-	tools, err = NewRegistry[any](nil, nil).Tools(nil)
+	tools, err = NewRegistry(nil).Tools(nil)
 	require.NoError(t, err)
 	assert.Equal(t, "[]", toolsJSON(t, tools))
 }
 
 func TestToolsFromDefinitions(t *testing.T) {
-	r := NewRegistry[any](nil, nil)
-	require.NoError(t, r.Register(Action[any]{Definition: Definition{ID: "b/x", Surfaces: []Surface{}, Writes: []string{"Actor"}}, Run: noBody}))
-	require.NoError(t, r.Register(Action[any]{Definition: Definition{ID: "a/y", Parameters: `{"type":"object"}`}, Run: noBody}))
+	r := NewRegistry(nil)
+	require.NoError(t, r.Register(Action{Definition: Definition{ID: "b/x", Surfaces: []Surface{}, Writes: []string{"Actor"}}, Run: noBody}))
+	require.NoError(t, r.Register(Action{Definition: Definition{ID: "a/y", Parameters: `{"type":"object"}`}, Run: noBody}))
 	defs := r.Definitions()
 	require.Len(t, defs, 2)
 	assert.Equal(t, "a/y", defs[0].ID)
@@ -479,14 +479,14 @@ func TestToolsFromDefinitions(t *testing.T) {
 }
 
 func TestToolsConcurrentWithRegister(t *testing.T) {
-	r := NewRegistry[any](nil, nil)
+	r := NewRegistry(nil)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			def := Definition{ID: fmt.Sprintf("ns/a%d", i), Parameters: `{"type":"object","properties":{"t":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}}}`}
-			assert.NoError(t, r.Register(Action[any]{Definition: def, Run: noBody}))
+			assert.NoError(t, r.Register(Action{Definition: def, Run: noBody}))
 		}()
 		go func() {
 			defer wg.Done()

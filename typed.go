@@ -85,8 +85,8 @@ import (
 // with its own JSON methods that jsonschema-go does not know; a
 // disagreement between the given schema and P (a tag's enum or default
 // the property does not say included).
-func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C) (R, error)) Action[C] {
-	a := Action[C]{Definition: def}
+func Typed[P, R any](def Definition, body func(ctx context.Context, p P, t *Trace) (R, error)) Action {
+	a := Action{Definition: def}
 	if body == nil {
 		a.err = refusef(CodeConstraintViolation, "the action has no body",
 			Issue{Path: "/run", Keyword: "run", Message: "the body is nil"})
@@ -114,12 +114,12 @@ func Typed[C, P, R any](def Definition, body func(ctx context.Context, p P, c C)
 		a.encode, a.release = plan.encodeResult, plan.releaseResult
 	}
 	decode := decoderFunc[P](dec)
-	a.Run = func(ctx context.Context, params map[string]any, c C) (any, error) {
+	a.Run = func(ctx context.Context, params map[string]any, t *Trace) (any, error) {
 		p, err := decode(params)
 		if err != nil {
 			return nil, err
 		}
-		r, err := body(ctx, p, c)
+		r, err := body(ctx, p, t)
 		if err != nil {
 			return nil, err
 		}

@@ -19,20 +19,20 @@ import (
 // examples declare, with their inferred input and output schemas, are
 // valid $defs/Tool of both MCP versions (testdata/mcp-schema).
 func TestTypedExamplesAgainstMCP(t *testing.T) {
-	reg := actions.NewRegistry[any](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(
-		actions.Typed(actions.Definition{ID: "garden/plant"}, func(context.Context, plantParams, any) (plantResult, error) {
+		actions.Typed(actions.Definition{ID: "garden/plant"}, func(context.Context, plantParams, *actions.Trace) (plantResult, error) {
 			return plantResult{}, nil
 		}),
-		actions.Typed(actions.Definition{ID: "garden/plant_ptr"}, func(context.Context, *plantParams, any) (*plantResult, error) {
+		actions.Typed(actions.Definition{ID: "garden/plant_ptr"}, func(context.Context, *plantParams, *actions.Trace) (*plantResult, error) {
 			return &plantResult{}, nil
 		}),
-		actions.Typed(actions.Definition{ID: "garden/list"}, func(context.Context, map[string]any, any) ([]plantResult, error) {
+		actions.Typed(actions.Definition{ID: "garden/list"}, func(context.Context, map[string]any, *actions.Trace) ([]plantResult, error) {
 			return nil, nil
 		}),
 		actions.Typed(actions.Definition{ID: "shop/order", Parameters: `{"type": "object", "required": ["customer"],
 			"properties": {"customer": {"type": "string", "ref": "customer"}, "size": {"enum": ["S", "M"]}, "qty": {"type": "integer"}}}`},
-			func(context.Context, orderParams, any) (string, error) { return "", nil }),
+			func(context.Context, orderParams, *actions.Trace) (string, error) { return "", nil }),
 	)
 	tools, err := reg.Tools(nil)
 	require.NoError(t, err)

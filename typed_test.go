@@ -120,7 +120,7 @@ func TestTypedSchemas(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			gt := c.goType(t)
 			def := Definition{ID: "typed/case", Parameters: rawOrNil(c.Parameters), OutputSchema: rawOrNil(c.OutputSchema)}
-			var a Action[any]
+			var a Action
 			switch c.As {
 			case "parameters":
 				var got any
@@ -130,7 +130,7 @@ func TestTypedSchemas(t *testing.T) {
 			default:
 				t.Fatalf("as must be parameters or result, not %q", c.As)
 			}
-			reg := NewRegistry[any](nil, nil)
+			reg := NewRegistry(nil)
 			err := reg.Register(a)
 			if c.Error != nil {
 				requireTypedRefusal(t, c.Error, err)
@@ -188,7 +188,7 @@ func TestTypedDecode(t *testing.T) {
 			def := Definition{ID: "typed/case", Parameters: rawOrNil(c.Parameters)}
 			a := gt.params(def, &got)
 			body := a.Run
-			a.Run = func(ctx context.Context, p map[string]any, c any) (any, error) {
+			a.Run = func(ctx context.Context, p map[string]any, c *Trace) (any, error) {
 				ran = true
 				return body(ctx, p, c)
 			}
@@ -201,7 +201,7 @@ func TestTypedDecode(t *testing.T) {
 					return RefMatches{}, nil
 				}
 			}
-			reg := NewRegistry[any](nil, &opts)
+			reg := NewRegistry(&opts)
 			require.NoError(t, reg.Register(a))
 			res, err := reg.Run(context.Background(), Call{Action: "typed/case", Params: json.RawMessage(c.Params)})
 			entry := res.Entry()
@@ -250,14 +250,14 @@ func TestTypedOutput(t *testing.T) {
 				ret = func() (any, error) { return gt.decode(c.Return) }
 			}
 			def := Definition{ID: "typed/case", OutputSchema: rawOrNil(c.OutputSchema)}
-			var a Action[any]
+			var a Action
 			if c.Untyped {
-				a = Action[any]{Definition: def, Run: func(context.Context, map[string]any, any) (any, error) { return ret() }}
+				a = Action{Definition: def, Run: func(context.Context, map[string]any, *Trace) (any, error) { return ret() }}
 			} else {
 				a = gt.result(def, ret)
 			}
 			var seen []RunEntry
-			reg := NewRegistry[any](nil, &Options{OnRecord: func(rec Record) { seen = append(seen, rec.Entry) }})
+			reg := NewRegistry(&Options{OnRecord: func(rec Record) { seen = append(seen, rec.Entry) }})
 			require.NoError(t, reg.Register(a))
 			res, err := reg.Run(context.Background(), Call{Action: "typed/case"})
 			result, entry := res.Value, res.Entry()
@@ -290,8 +290,8 @@ func TestTypedOutput(t *testing.T) {
 }
 
 func TestTypedNilBody(t *testing.T) {
-	a := Typed[any, tOrder, tResult](Definition{ID: "typed/nil"}, nil)
-	err := NewRegistry[any](nil, nil).Register(a)
+	a := Typed[tOrder, tResult](Definition{ID: "typed/nil"}, nil)
+	err := NewRegistry(nil).Register(a)
 	requireCode(t, err, CodeConstraintViolation)
 }
 
@@ -313,8 +313,8 @@ func TestTypedManifestOutputSchema(t *testing.T) {
 	_, err = DecodeManifest([]byte(`[{"id": "m/a", "OutputSchema": {}}]`))
 	assert.Error(t, err, "member names are exact")
 
-	reg := NewRegistry[any](nil, nil)
-	require.NoError(t, reg.Bind(defs, map[string]Body[any]{"m/a": noBody, "m/b": noBody, "m/c": noBody}))
+	reg := NewRegistry(nil)
+	require.NoError(t, reg.Bind(defs, map[string]Body{"m/a": noBody, "m/b": noBody, "m/c": noBody}))
 	got := reg.Definitions()
 	assert.JSONEq(t, `{"type": "object", "properties": {"n": {"type": "integer"}}}`, toolsJSON(t, got[0].OutputSchema))
 	text, err := json.Marshal(got[1])
@@ -323,7 +323,7 @@ func TestTypedManifestOutputSchema(t *testing.T) {
 
 	// A broken output schema is refused at Register as the parameters
 	// schema would be.
-	err = reg.Register(Action[any]{Definition: Definition{ID: "m/d", OutputSchema: `{"type": "objekt"}`}, Run: noBody})
+	err = reg.Register(Action{Definition: Definition{ID: "m/d", OutputSchema: `{"type": "objekt"}`}, Run: noBody})
 	requireCode(t, err, CodeConstraintViolation)
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
@@ -388,11 +388,11 @@ func TestTypedEncodeMatchesEncodingJSON(t *testing.T) {
 // TestOutputUntypedGoValue: an untyped body's result that is not in
 // JSON's Go types (a struct, a typed map) is checked in its JSON form.
 func TestOutputUntypedGoValue(t *testing.T) {
-	reg := NewRegistry[any](nil, nil)
+	reg := NewRegistry(nil)
 	ret := any(tResult{Key: "k", Lines: 2})
-	reg.MustRegister(Action[any]{
+	reg.MustRegister(Action{
 		Definition: Definition{ID: "u/go", OutputSchema: `{"type": "object", "required": ["key", "lines"], "properties": {"lines": {"maximum": 2}}}`},
-		Run:        func(context.Context, map[string]any, any) (any, error) { return ret, nil },
+		Run:        func(context.Context, map[string]any, *Trace) (any, error) { return ret, nil },
 	})
 	res, err := reg.Run(context.Background(), Call{Action: "u/go"})
 	require.NoError(t, err)
@@ -420,10 +420,10 @@ func TestTypedConcurrentResults(t *testing.T) {
 		Inner inner   `json:"inner"`
 		List  []inner `json:"list"`
 	}
-	reg := NewRegistry[any](nil, nil)
+	reg := NewRegistry(nil)
 	reg.MustRegister(Typed(Definition{ID: "c/echo"}, func(_ context.Context, p struct {
 		N int `json:"n"`
-	}, _ any) (*outer, error) {
+	}, _ *Trace) (*outer, error) {
 		return &outer{ID: p.N, Inner: inner{N: p.N, S: "x"}, List: []inner{{N: p.N}, {N: -p.N}}}, nil
 	}))
 	var wg sync.WaitGroup
@@ -460,7 +460,7 @@ func FuzzTyped(f *testing.F) {
 		b, _ := json.Marshal(map[string]any{"type": "object", "properties": props})
 		return string(b)
 	}
-	reg := NewRegistry[any](nil, nil)
+	reg := NewRegistry(nil)
 	var got any
 	reg.MustRegister(
 		goTypes["tNumbers"].params(Definition{ID: "f/numbers", Parameters: anyProps("i8", "i64", "u8", "u64", "f32", "f64", "n", "b", "bv")}, &got),

@@ -183,8 +183,8 @@ type tMaps struct {
 // parameters (with a body that reports the value it got) or as the result
 // (with a body that returns a given value).
 type goType struct {
-	params func(def Definition, got *any) Action[any]
-	result func(def Definition, ret func() (any, error)) Action[any]
+	params func(def Definition, got *any) Action
+	result func(def Definition, ret func() (any, error)) Action
 	zero   func() any // T's zero value
 	newPtr func() any // for a pointer T, a pointer to a zero value
 	decode func(text []byte) (any, error)
@@ -192,14 +192,14 @@ type goType struct {
 
 func typeFor[T any]() goType {
 	return goType{
-		params: func(def Definition, got *any) Action[any] {
-			return Typed(def, func(_ context.Context, p T, _ any) (struct{}, error) {
+		params: func(def Definition, got *any) Action {
+			return Typed(def, func(_ context.Context, p T, _ *Trace) (struct{}, error) {
 				*got = dumpGo(reflect.ValueOf(&p).Elem())
 				return struct{}{}, nil
 			})
 		},
-		result: func(def Definition, ret func() (any, error)) Action[any] {
-			return Typed(def, func(context.Context, map[string]any, any) (T, error) {
+		result: func(def Definition, ret func() (any, error)) Action {
+			return Typed(def, func(context.Context, map[string]any, *Trace) (T, error) {
 				v, err := ret()
 				if err != nil {
 					var z T

@@ -13,7 +13,7 @@ import (
 // clear error; none panics (issue: safe zero values). One test per type.
 
 func TestZeroRegistry(t *testing.T) {
-	var reg Registry[*Trace]
+	var reg Registry
 	require.NoError(t, reg.Register(New(Definition{ID: "a/b", Effect: EffectRead}, func(context.Context, map[string]any, *Trace) (any, error) { return "ok", nil })))
 	res, err := reg.Run(context.Background(), Call{Action: "a/b"})
 	require.NoError(t, err)
@@ -65,7 +65,7 @@ func TestZeroServing(t *testing.T) {
 	s.SetReadOnly(true)
 	s.Resume("a/b")
 	s.ResumeAll()
-	reg := NewRegistry[*Trace](nil, &Options{Gate: &GateOptions{Serving: &s}})
+	reg := NewRegistry(&Options{Gate: &GateOptions{Serving: &s}})
 	reg.MustRegister(New(Definition{ID: "a/b"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
 	_, err := reg.Run(context.Background(), Call{Action: "a/b"})
 	assert.ErrorIs(t, err, CodeReadOnly, "ResumeAll leaves read-only as it was")
@@ -112,7 +112,7 @@ func TestZeroValuesOfData(t *testing.T) {
 	assert.Equal(t, "step 0: refused", se.Error())
 	assert.NotPanics(t, func() { _ = (&CanonicalError{}).Error() })
 	var b Batch
-	reg := NewRegistry[*Trace](nil, nil)
+	reg := NewRegistry(nil)
 	_, err := reg.Run(context.Background(), Call{Batch: &b})
 	assert.NoError(t, err, "an empty batch runs no call")
 }

@@ -102,7 +102,7 @@ func TestConfirmViewInABrowser(t *testing.T) {
 // readConfirmView reads the view as a client does: resources/read.
 func readConfirmView(t *testing.T) string {
 	t.Helper()
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/discard", Effect: actions.EffectDelete, NeedsConfirmation: true},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v1"}, nil)

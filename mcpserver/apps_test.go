@@ -21,7 +21,7 @@ import (
 // view, and without ConfirmURL nothing is added.
 func TestConfirmViewForMCPApps(t *testing.T) {
 	for _, withURL := range []bool{true, false} {
-		reg := actions.NewRegistry[*actions.Trace](nil, nil)
+		reg := actions.NewRegistry(nil)
 		body := func(context.Context, map[string]any, *actions.Trace) (any, error) { return "ok", nil }
 		reg.MustRegister(
 			actions.New(actions.Definition{ID: "shop/discard", Effect: actions.EffectDelete, NeedsConfirmation: true}, body),

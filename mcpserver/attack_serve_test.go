@@ -131,7 +131,7 @@ func committer(t *testing.T) (*mcp.Server, func() []actions.RunEntry, chan struc
 	t.Helper()
 	var mu sync.Mutex
 	var entries []actions.RunEntry
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{OnRecord: func(rec actions.Record) {
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) {
 		mu.Lock()
 		entries = append(entries, rec.Entry)
 		mu.Unlock()
@@ -274,7 +274,7 @@ func refusedTooLarge(t *testing.T, c *rawClient, body string) {
 func TestAttackSlowReader(t *testing.T) {
 	base := runtime.NumGoroutine()
 	var recorded atomic.Int32
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{OnRecord: func(actions.Record) { recorded.Add(1) }})
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(actions.Record) { recorded.Add(1) }})
 	reg.MustRegister(actions.New(actions.Definition{ID: "big/blob", Effect: actions.EffectRead},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			return strings.Repeat("x", 32<<20), nil

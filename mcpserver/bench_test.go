@@ -116,7 +116,7 @@ func BenchmarkToolCall(b *testing.B) {
 		benchCalls(ctx, b, benchSession(b, s), args)
 	})
 	b.Run("actions", func(b *testing.B) {
-		reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Gate: &actions.GateOptions{}, Resolve: benchResolve,
+		reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{}, Resolve: benchResolve,
 			OnRecord: func(actions.Record) {}})
 		reg.MustRegister(actions.Typed(
 			actions.Definition{ID: "supply/create_site", Parameters: benchSchema, Effect: actions.EffectWrite, Capability: "supply.write"},

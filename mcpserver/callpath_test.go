@@ -31,7 +31,7 @@ import (
 // the principal the test sets (editor by default; "" for a caller without
 // identity), with stock.write unless revoked.
 type heldShop struct {
-	reg       *actions.Registry[*actions.Trace]
+	reg       *actions.Registry
 	pending   *actions.MemoryPendingStore
 	principal atomic.Value // string
 	revoked   atomic.Bool
@@ -47,7 +47,7 @@ func newHeldShop(t *testing.T) *heldShop {
 	t.Helper()
 	h := &heldShop{pending: &actions.MemoryPendingStore{}}
 	h.principal.Store("editor")
-	h.reg = actions.NewRegistry[*actions.Trace](nil, &actions.Options{
+	h.reg = actions.NewRegistry(&actions.Options{
 		Gate: &actions.GateOptions{Pending: h.pending},
 		OnRecord: func(rec actions.Record) {
 			h.mu.Lock()
@@ -493,7 +493,7 @@ type heldQuote struct {
 // refusing an object that is neither (issue 23, item 5).
 func TestTypedOutputSchemaAdmitsRefusalsAndReceipts(t *testing.T) {
 	bothVersions(t, func(t *testing.T, version string) {
-		reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Gate: &actions.GateOptions{}})
+		reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{}})
 		quoteBody := func(_ context.Context, p quoteParams, _ *actions.Trace) (heldQuote, error) {
 			if p.Qty > 100 {
 				return heldQuote{}, actions.NewRefusal("too_many", "at most 100 items")

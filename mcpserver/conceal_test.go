@@ -24,7 +24,7 @@ import (
 func TestForbiddenAnsweredAsUnknownBeforeHooks(t *testing.T) {
 	release := make(chan struct{})
 	recorded := make(chan actions.Record, 1)
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{OnRecord: func(rec actions.Record) {
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) {
 		<-release
 		recorded <- rec
 	}})

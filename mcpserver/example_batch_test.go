@@ -20,7 +20,7 @@ import (
 // (see docs/database.md), which then undoes what the steps before it did.
 // Here the registry has no store and the bodies change nothing.
 func ExampleBatchTool() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "stock/reserve",
 		Parameters: `{"type":"object","required":["item"],"properties":{"item":{"type":"string","minLength":1}}}`},
 		func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {

@@ -21,7 +21,7 @@ import (
 // its challenge, and Options.Caller says who calls, so that each token
 // lists only the tools it may call.
 func ExampleScopeChallenge() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "stock/count", Effect: actions.EffectRead, Capability: "stock.read"},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { return 42, nil }),

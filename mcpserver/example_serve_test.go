@@ -22,8 +22,8 @@ import (
 // piping them in would send them, then the end of the input. Every request
 // read is answered before Serve returns.
 func ExampleServe() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
-	_ = reg.Register(actions.Action[*actions.Trace]{
+	reg := actions.NewRegistry(nil)
+	_ = reg.Register(actions.Action{
 		Definition: actions.Definition{ID: "clock/ping", Effect: actions.EffectRead},
 		Run:        func(context.Context, map[string]any, *actions.Trace) (any, error) { return "pong", nil },
 	})

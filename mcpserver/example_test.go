@@ -17,8 +17,8 @@ import (
 // in-memory transports. A real server would call mcpserver.ServeStdio or
 // mount mcpserver.HTTPHandler instead of connecting in process.
 func ExampleAddTools() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
-	err := reg.Register(actions.Action[*actions.Trace]{
+	reg := actions.NewRegistry(nil)
+	err := reg.Register(actions.Action{
 		Definition: actions.Definition{
 			ID:          "stock/count",
 			Title:       "Count stock",
@@ -87,8 +87,8 @@ func ExampleAddTools() {
 // Serving over streamable HTTP: mount the handler, and any MCP client can
 // reach the tools at its URL. Here the SDK's client calls it on loopback.
 func ExampleHTTPHandler() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
-	_ = reg.Register(actions.Action[*actions.Trace]{
+	reg := actions.NewRegistry(nil)
+	_ = reg.Register(actions.Action{
 		Definition: actions.Definition{ID: "clock/ping", Effect: actions.EffectRead},
 		Run:        func(context.Context, map[string]any, *actions.Trace) (any, error) { return "pong", nil },
 	})
@@ -121,7 +121,7 @@ func ExampleHTTPHandler() {
 // the host as a subprocess expects (see examples/supplychain). Not run:
 // it would read this process's standard input.
 func ExampleServeStdio() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	server := mcp.NewServer(&mcp.Implementation{Name: "host", Version: "v1.0.0"}, nil)
 	if err := mcpserver.AddTools(server, reg, nil); err != nil {
 		log.Fatal(err)

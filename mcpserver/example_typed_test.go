@@ -27,7 +27,7 @@ type countResult struct {
 // receipt too), and a call answers structuredContent with its canonical
 // JSON text.
 func ExampleAddTools_typed() {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.Typed(actions.Definition{ID: "stock/count", Effect: actions.EffectRead},
 		func(_ context.Context, p countParams, _ *actions.Trace) (countResult, error) {
 			return countResult{Warehouse: p.Warehouse, Items: 42}, nil

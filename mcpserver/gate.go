@@ -477,7 +477,7 @@ func (s *requestState) verify(state, principal, tool string, args any) (string, 
 // untouched.
 //
 // It panics when r is nil, as http.Handle does for a nil handler.
-func ScopeChallenge(r actions.Runner, opts *Options) func(http.Handler) http.Handler {
+func ScopeChallenge(r *actions.Registry, opts *Options) func(http.Handler) http.Handler {
 	if isNil(r) {
 		panic("mcpserver: ScopeChallenge needs a runner")
 	}

@@ -27,7 +27,7 @@ const resourceMetadata = "https://shop.example/.well-known/oauth-protected-resou
 // that needs confirmation (with a deprecated alias), and a read touching
 // protected personal data, offered on ui only.
 type gateShop struct {
-	reg       *actions.Registry[*actions.Trace]
+	reg       *actions.Registry
 	discarded atomic.Int32
 	restocked atomic.Int32
 	mu        sync.Mutex
@@ -37,7 +37,7 @@ type gateShop struct {
 func newGateShop(t *testing.T) *gateShop {
 	t.Helper()
 	g := &gateShop{}
-	g.reg = actions.NewRegistry[*actions.Trace](nil, &actions.Options{
+	g.reg = actions.NewRegistry(&actions.Options{
 		Gate: &actions.GateOptions{ResourceMetadata: resourceMetadata},
 		OnRecord: func(rec actions.Record) {
 			g.mu.Lock()

@@ -23,8 +23,8 @@ import (
 func TestIdempotencyKeyMeta(t *testing.T) {
 	ctx := context.Background()
 	var runs atomic.Int64
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: actions.NewRunLog()})
-	require.NoError(t, reg.Register(actions.Action[*actions.Trace]{
+	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog()})
+	require.NoError(t, reg.Register(actions.Action{
 		Definition: actions.Definition{ID: "shop/charge", NeedsIdempotencyKey: true},
 		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			return map[string]any{"n": runs.Add(1)}, nil
@@ -84,7 +84,7 @@ func TestIdempotencyKeyMeta(t *testing.T) {
 func TestIdempotencyKeyHeader(t *testing.T) {
 	ctx := context.Background()
 	var runs atomic.Int64
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Store: actions.NewRunLog()})
+	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog()})
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge"},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			return map[string]any{"n": runs.Add(1)}, nil

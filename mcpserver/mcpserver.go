@@ -1,4 +1,4 @@
-// Package mcpserver serves the visible actions of an [actions.Runner]
+// Package mcpserver serves the visible actions of an [*actions.Registry]
 // (an *actions.Registry) as MCP tools, on the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk, v1.8.0). It is the only package
 // of the module that imports the SDK: the registry itself knows nothing of
@@ -170,7 +170,7 @@ type Options struct {
 // *actions.Refusal is wrapped), a tool whose name does not map back to an
 // action id, or a batch tool name ([BatchTool].Name) that MCP refuses or
 // that an action's tool holds.
-func AddTools(s *mcp.Server, r actions.Runner, opts *Options) error {
+func AddTools(s *mcp.Server, r *actions.Registry, opts *Options) error {
 	if s == nil || isNil(r) {
 		return errors.New("mcpserver: AddTools needs a server and a runner")
 	}
@@ -250,7 +250,7 @@ func AddTools(s *mcp.Server, r actions.Runner, opts *Options) error {
 // isNil reports whether r is nil, or a nil pointer in an interface (a
 // host's *actions.Registry left unset), which would fail only at its
 // first method call.
-func isNil(r actions.Runner) bool {
+func isNil(r *actions.Registry) bool {
 	if r == nil {
 		return true
 	}
@@ -261,14 +261,14 @@ func isNil(r actions.Runner) bool {
 // server is what every tool of one AddTools shares: the runner, the
 // options, the request-state key and the actions' definitions.
 type server struct {
-	r         actions.Runner
+	r         *actions.Registry
 	recording chan struct{} // the background calls recording concealed refusals
 	opts      Options
 	state     *requestState
 	defs      map[string]actions.Definition // by id and by alias
 }
 
-func newServer(r actions.Runner, opts *Options) (*server, error) {
+func newServer(r *actions.Registry, opts *Options) (*server, error) {
 	srv := &server{r: r, defs: map[string]actions.Definition{}, recording: make(chan struct{}, maxConcealedRecords)}
 	if opts != nil {
 		srv.opts = *opts

@@ -386,7 +386,7 @@ func TestPanickingBody(t *testing.T) {
 // internal refusal whose cause is the nested refusal, whole (one code per
 // error: errors.Is matches internal only, the nested code is the cause's).
 func TestNestedRefusalIsNotTheClients(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/strict", Parameters: `{"type":"object","required":["sku"]}`},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }),
@@ -436,9 +436,9 @@ func TestNestedRefusalIsNotTheClients(t *testing.T) {
 // could confirm it (issue 25, item 3).
 func TestNoCallerIsAnonymous(t *testing.T) {
 	pending := &actions.MemoryPendingStore{}
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Gate: &actions.GateOptions{Pending: pending}})
+	reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{Pending: pending}})
 	var ran sync.Map
-	body := func(id string) actions.Body[*actions.Trace] {
+	body := func(id string) actions.Body {
 		return func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			ran.Store(id, true)
 			return "ok", nil

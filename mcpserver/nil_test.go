@@ -34,7 +34,7 @@ func TestMissingServerOrRunner(t *testing.T) {
 		mcpserver.ScopeChallenge(nil, &mcpserver.Options{})
 	})
 	// A typed nil registry is nil too.
-	assert.Error(t, mcpserver.AddTools(s, (*actions.Registry[*actions.Trace])(nil), nil))
+	assert.Error(t, mcpserver.AddTools(s, (*actions.Registry)(nil), nil))
 	// A server and a runner: no panic, and a request is served.
 	h := mcpserver.HTTPHandler(s, nil)
 	rec := httptest.NewRecorder()
@@ -46,7 +46,7 @@ func TestMissingServerOrRunner(t *testing.T) {
 // other fault of AddTools: a name MCP refuses (1 to 128 characters of
 // [A-Za-z0-9_.-]) or an action's tool name leaves the server as it was.
 func TestBatchToolNameCheckedFirst(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "a/b"},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
 	for _, name := range []string{"a-b", "bad name!", strings.Repeat("x", 129)} {

@@ -24,7 +24,7 @@ import (
 // and wait/echo answers at once. It keeps every run entry, every error
 // OnError hears, and the cause each blocked body saw.
 type waiter struct {
-	reg     *actions.Registry[*actions.Trace]
+	reg     *actions.Registry
 	started chan struct{} // one value per wait/block body started
 
 	mu      sync.Mutex
@@ -37,12 +37,12 @@ type waiter struct {
 func newWaiter(t *testing.T) *waiter {
 	t.Helper()
 	w := &waiter{started: make(chan struct{}, 1000), release: make(chan struct{})}
-	w.reg = actions.NewRegistry[*actions.Trace](nil, &actions.Options{OnRecord: func(rec actions.Record) {
+	w.reg = actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) {
 		w.mu.Lock()
 		w.entries = append(w.entries, rec.Entry)
 		w.mu.Unlock()
 	}})
-	require.NoError(t, w.reg.Register(actions.Action[*actions.Trace]{
+	require.NoError(t, w.reg.Register(actions.Action{
 		Definition: actions.Definition{ID: "wait/block", Effect: actions.EffectWrite, Additive: true},
 		Run: func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
 			w.started <- struct{}{}
@@ -57,7 +57,7 @@ func newWaiter(t *testing.T) *waiter {
 			}
 		},
 	}))
-	require.NoError(t, w.reg.Register(actions.Action[*actions.Trace]{
+	require.NoError(t, w.reg.Register(actions.Action{
 		Definition: actions.Definition{ID: "wait/echo", Effect: actions.EffectRead,
 			Parameters: `{"type":"object","properties":{"n":{"type":"integer"}}}`},
 		Run: func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {

@@ -93,30 +93,30 @@ const secret = "a-personal-value"
 
 var nameSchema = map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
 
-func registry(p *pipeline, store actions.Store) *actions.Registry[*actions.Trace] {
+func registry(p *pipeline, store actions.Store) *actions.Registry {
 	opts := &actions.Options{Store: store, ProgressInterval: -1}
 	if p.obs != nil {
 		opts.Observer = p.obs
 	}
-	reg := actions.NewRegistry[*actions.Trace](nil, opts)
+	reg := actions.NewRegistry(opts)
 	reg.MustRegister(
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/echo", Parameters: nameSchema}, func(ctx context.Context, params map[string]any, _ *actions.Trace) (any, error) {
+		actions.New(actions.Definition{ID: "demo/echo", Parameters: nameSchema}, func(ctx context.Context, params map[string]any, _ *actions.Trace) (any, error) {
 			return map[string]any{"echo": params["name"]}, nil
 		}),
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/outer", Parameters: nameSchema}, func(ctx context.Context, params map[string]any, tr *actions.Trace) (any, error) {
+		actions.New(actions.Definition{ID: "demo/outer", Parameters: nameSchema}, func(ctx context.Context, params map[string]any, tr *actions.Trace) (any, error) {
 			return tr.Call(ctx, "demo/echo", params)
 		}),
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/empty"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+		actions.New(actions.Definition{ID: "demo/empty"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
 			return nil, actions.NewRefusal("tank_empty", "the tank is empty")
 		}),
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/held", NeedsConfirmation: true}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+		actions.New(actions.Definition{ID: "demo/held", NeedsConfirmation: true}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
 			return map[string]any{"done": true}, nil
 		}),
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/slow", Timeout: time.Millisecond}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+		actions.New(actions.Definition{ID: "demo/slow", Timeout: time.Millisecond}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}),
-		actions.New[*actions.Trace](actions.Definition{ID: "demo/progress"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
+		actions.New(actions.Definition{ID: "demo/progress"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
 			for i := 1; i <= 5; i++ {
 				tr.Progress(float64(i), 5, "")
 			}
@@ -308,7 +308,7 @@ func TestTimeoutSpanAndRollback(t *testing.T) {
 
 // serve connects an SDK client to a server offering reg's tools through
 // the observer's middleware.
-func serve(t *testing.T, p *pipeline, reg actions.Runner, copts *mcp.ClientOptions) *mcp.ClientSession {
+func serve(t *testing.T, p *pipeline, reg *actions.Registry, copts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
 	s.AddReceivingMiddleware(p.obs.Middleware)
@@ -427,7 +427,7 @@ func TestSpanNamesFollowConventions(t *testing.T) {
 // no-op providers, and with no observer at all.
 func BenchmarkCall(b *testing.B) {
 	params := map[string]any{"name": "n"}
-	run := func(b *testing.B, reg *actions.Registry[*actions.Trace]) {
+	run := func(b *testing.B, reg *actions.Registry) {
 		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {
@@ -463,7 +463,7 @@ func BenchmarkCall(b *testing.B) {
 }
 
 // holdOne calls demo/held as who and returns the refusal holding it.
-func holdOne(t *testing.T, reg actions.Runner, who *actions.Caller) *actions.Refusal {
+func holdOne(t *testing.T, reg *actions.Registry, who *actions.Caller) *actions.Refusal {
 	t.Helper()
 	_, err := reg.Run(context.Background(), actions.Call{Action: "demo/held", Caller: who})
 	var r *actions.Refusal

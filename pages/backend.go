@@ -13,7 +13,7 @@ import (
 // hold no state of their own beyond a CSRF key; every access decision is
 // the backend's (the pages pass who is asking to each method).
 //
-// [SQL] implements it on an [actions.Runner] and a SQL store. A Backend
+// [SQL] implements it on an [*actions.Registry] and a SQL store. A Backend
 // must be safe for concurrent use.
 type Backend interface {
 	// Pending returns the pending changes that who may decide, newest

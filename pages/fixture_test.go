@@ -59,7 +59,7 @@ type fixture struct {
 	t     *testing.T
 	clock *clock
 	store *sqlstore.Store
-	reg   *actions.Registry[*actions.Trace]
+	reg   *actions.Registry
 	pages *pages.Handler
 	srv   *httptest.Server
 }
@@ -101,7 +101,7 @@ func newFixture(t *testing.T, opts *pages.Options) *fixture {
 }
 
 // newRegistry registers the fixture's actions on store.
-func newRegistry(store actions.Store, pending actions.PendingStore, c *clock) *actions.Registry[*actions.Trace] {
+func newRegistry(store actions.Store, pending actions.PendingStore, c *clock) *actions.Registry {
 	reg := actions.NewRegistry(func(_ context.Context, t *actions.Trace) *actions.Trace { return t },
 		&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: pending, Now: c.Now}})
 	reg.MustRegister(

@@ -14,7 +14,7 @@ import (
 	"github.com/actionreg/actions/sqlstore"
 )
 
-// SQL is a [Backend] on the library's call path: an [actions.Runner]
+// SQL is a [Backend] on the library's call path: an [*actions.Registry]
 // (a registry whose Options.Store is the [sqlstore.Store] and whose
 // gate keeps its pending changes in Store.Pending()) decides and
 // describes, and the store's run log is read for the log's pages.
@@ -29,13 +29,13 @@ import (
 //     change's row, and the log's record of its decision).
 type SQL struct {
 	// Runner decides changes and gives the actions' definitions.
-	Runner actions.Runner
+	Runner *actions.Registry
 	// Store holds the pending changes and the run log.
 	Store *sqlstore.Store
 	// Replayer, when set, offers replay: a runner of the same actions on a
 	// store where replaying does no harm (a fresh model, a copy). Nil: no
 	// replay. Never the live runner: a replay that matches is kept.
-	Replayer actions.Runner
+	Replayer *actions.Registry
 	// SeesAll tells who may read every record of the log; the others
 	// read their own calls only. Nil: nobody sees all.
 	SeesAll func(who *actions.Caller) bool

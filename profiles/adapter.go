@@ -15,7 +15,7 @@ import (
 	"github.com/actionreg/actions/internal/ijson"
 )
 
-// Adapter exports the actions of one [actions.Runner] for one profile
+// Adapter exports the actions of one [*actions.Registry] for one profile
 // and runs the tool calls a model makes with those tools. A host makes
 // one per runner and profile at start-up and keeps it: it learns each
 // action's strict export once, which the way back needs (OpenAI's
@@ -25,7 +25,7 @@ import (
 // the action is registered, as [actions.Registry] guarantees; a runner
 // that replaces actions needs a new Adapter.
 type Adapter struct {
-	runner actions.Runner
+	runner *actions.Registry
 	rules  *profileRules
 	// back holds, by action id and deprecated alias, what RunToolCall
 	// maps a strict tool's nulls back with; learning serialises the
@@ -41,7 +41,7 @@ type Adapter struct {
 // Errors: an unknown profile (one [All] does not list) is a
 // *actions.Refusal constraint_violation, its issue keyword "profile",
 // wrapped as "profiles: ...".
-func New(r actions.Runner, p Profile) (*Adapter, error) {
+func New(r *actions.Registry, p Profile) (*Adapter, error) {
 	rules, err := rulesOf(p)
 	if err != nil {
 		return nil, err
@@ -50,8 +50,8 @@ func New(r actions.Runner, p Profile) (*Adapter, error) {
 }
 
 // Export exports the runner's actions for the adapter's profile, sorted
-// by tool name, from its [actions.Runner.Tools] and
-// [actions.Runner.Definitions]: nothing is compiled again. opts may be
+// by tool name, from its [*actions.Registry.Tools] and
+// [*actions.Registry.Definitions]: nothing is compiled again. opts may be
 // nil. With opts.Caller, the actions that caller may see (as Tools);
 // without, those offered on the mcp surface for [MCP] and on the ai
 // surface for the provider profiles. Its Languages describe localized
@@ -97,7 +97,7 @@ func (a *Adapter) Export(opts *actions.ToolOptions) (*Export, error) {
 // c.Action holding the tool name as the model sent it and c.Params its
 // arguments as JSON text ([]byte, json.RawMessage or string: OpenAI's
 // function.arguments, Anthropic's tool_use input, Gemini's
-// functionCall.args re-encoded). It gives what [actions.Runner.Run]
+// functionCall.args re-encoded). It gives what [*actions.Registry.Run]
 // gives for the action the name comes from ([actions.ActionID]), and
 // Run is what it calls: the same gate (a host serving a model API sets
 // c.Caller.Surface to ai), checks, defaults, body, record and OnRecord.

@@ -23,12 +23,12 @@ const orderSchema = `{"type":"object","properties":{"item":{"type":"string"},"qt
 	"required":["item"],"additionalProperties":false}`
 
 // onlyRunner hides every method but the Runner interface's.
-type onlyRunner struct{ actions.Runner }
+type onlyRunner struct{ *actions.Registry }
 
 // An unknown profile is refused when the adapter is made, with
 // constraint_violation and no other code.
 func TestNewUnknownProfile(t *testing.T) {
-	a, err := New(actions.NewRegistry[*actions.Trace](nil, nil), "nobody")
+	a, err := New(actions.NewRegistry(nil), "nobody")
 	assert.Nil(t, a)
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "profiles: constraint_violation: unknown export profile"), err.Error())
@@ -48,7 +48,7 @@ func TestNewUnknownProfile(t *testing.T) {
 func TestRunToolCallIDAsName(t *testing.T) {
 	var seen []actions.Record
 	ran := 0
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{OnRecord: func(rec actions.Record) { seen = append(seen, rec) }})
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) { seen = append(seen, rec) }})
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", DeprecatedAliases: []string{"shop/buy"}, Parameters: orderSchema},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { ran++; return "ok", nil }))
 	a, err := New(reg, OpenAIChat)
@@ -74,7 +74,7 @@ func TestRunToolCallIDAsName(t *testing.T) {
 // call is learned on its own first call, an alias maps as its id, and
 // an unknown id costs no export.
 func TestAdapterLearnsLater(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", Parameters: orderSchema}, echo))
 	a, err := New(onlyRunner{reg}, OpenAIChat)
 	require.NoError(t, err)
@@ -109,7 +109,7 @@ func TestAdapterLearnsLater(t *testing.T) {
 // A hidden action is in no export, so its nulls pass as they are when
 // the host calls it; the adapter remembers that it looked.
 func TestAdapterHiddenAction(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/hidden", Surfaces: []actions.Surface{}, Parameters: orderSchema}, echo))
 	a, err := New(reg, OpenAIChat)
 	require.NoError(t, err)
@@ -129,7 +129,7 @@ func TestBoundRunToolCall(t *testing.T) {
 	for i := range all {
 		all[i] = map[string]any{"id": strings.Repeat("i", 8), "note": strings.Repeat("n", i%17)}
 	}
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{Limits: actions.Limits{MaxResultBytes: 1024}})
+	reg := actions.NewRegistry(&actions.Options{Limits: actions.Limits{MaxResultBytes: 1024}})
 	reg.MustRegister(actions.New(actions.Definition{ID: "t/list",
 		Parameters: `{"type":"object","properties":{"cursor":` + actions.CursorSchema + `,"tag":{"type":"string"}}}`},
 		func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
@@ -147,7 +147,7 @@ func TestBoundRunToolCall(t *testing.T) {
 
 // An action that needs an idempotency key says so in every profile.
 func TestKeyToolSaysEveryProfile(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge", NeedsIdempotencyKey: true,
 		Parameters: `{"type":"object","properties":{"amount":{"type":"integer"}}}`}, echo))
 	for _, p := range All() {
@@ -164,7 +164,7 @@ func TestKeyToolSaysEveryProfile(t *testing.T) {
 // A runner's own error from Tools comes back as it is.
 func TestExportRunnerError(t *testing.T) {
 	boom := errors.New("boom")
-	a, err := New(failingTools{onlyRunner{actions.NewRegistry[*actions.Trace](nil, nil)}, boom}, Gemini)
+	a, err := New(failingTools{onlyRunner{actions.NewRegistry(nil)}, boom}, Gemini)
 	require.NoError(t, err)
 	_, err = a.Export(nil)
 	assert.ErrorIs(t, err, boom)
@@ -180,7 +180,7 @@ func (f failingTools) Tools(*actions.ToolOptions) ([]actions.Tool, error) { retu
 // Calls at once on a new adapter learn the strict exports once and each
 // map their nulls back (run under -race).
 func TestAdapterConcurrent(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/order", Parameters: orderSchema}, echo),
 		actions.New(actions.Definition{ID: "shop/other", Parameters: orderSchema}, echo))
@@ -233,7 +233,7 @@ func TestRunToolCallStrictNullsNested(t *testing.T) {
 	require.NotEmpty(t, file.Cases)
 	for _, tc := range file.Cases {
 		t.Run(tc.Name, func(t *testing.T) {
-			reg := actions.NewRegistry[*actions.Trace](nil, nil)
+			reg := actions.NewRegistry(nil)
 			reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", Parameters: string(tc.Schema)}, echo))
 			for _, p := range []Profile{OpenAIChat, OpenAIResponses} {
 				a, err := New(reg, p)
@@ -261,9 +261,9 @@ func TestRunToolCallStrictNullsNested(t *testing.T) {
 // the adapter learns, between its Definitions and its Tools.
 type registeringRunner struct {
 	onlyRunner
-	reg  *actions.Registry[*actions.Trace]
+	reg  *actions.Registry
 	once sync.Once
-	late actions.Action[*actions.Trace]
+	late actions.Action
 }
 
 func (r *registeringRunner) Definitions() []actions.Definition {
@@ -275,7 +275,7 @@ func (r *registeringRunner) Definitions() []actions.Definition {
 // An action registered while the adapter learns is learned with its
 // aliases: a call by an alias maps its nulls back as a call by the id.
 func TestAdapterLearnsDuringRegister(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", Parameters: orderSchema}, echo))
 	r := &registeringRunner{onlyRunner: onlyRunner{reg}, reg: reg,
 		late: actions.New(actions.Definition{ID: "shop/later", DeprecatedAliases: []string{"shop/old"}, Parameters: orderSchema}, echo)}

@@ -13,8 +13,8 @@ import (
 // orderRegistry holds one action whose schema shows what the profiles
 // change: an optional property with a default, a length bound and the
 // registry's ref keyword.
-func orderRegistry() *actions.Registry[*actions.Trace] {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+func orderRegistry() *actions.Registry {
+	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{
 		ID:          "shop/order",
 		Description: "Orders an item.",

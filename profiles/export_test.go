@@ -392,15 +392,15 @@ func TestProfileErrors(t *testing.T) {
 }
 
 func TestPortableNames(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{PortableNames: true})
+	reg := actions.NewRegistry(&actions.Options{PortableNames: true})
 	body := func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }
 	ok64 := "ns/" + strings.Repeat("a", 61)
-	require.NoError(t, reg.Register(actions.New[*actions.Trace](actions.Definition{ID: ok64}, body)))
-	err := reg.Register(actions.New[*actions.Trace](actions.Definition{ID: ok64 + "b"}, body))
+	require.NoError(t, reg.Register(actions.New(actions.Definition{ID: ok64}, body)))
+	err := reg.Register(actions.New(actions.Definition{ID: ok64 + "b"}, body))
 	assert.ErrorIs(t, err, actions.CodeConstraintViolation)
-	err = reg.Bind([]actions.Definition{{ID: "ns/" + strings.Repeat("b", 62)}}, map[string]actions.Body[*actions.Trace]{"ns/" + strings.Repeat("b", 62): body})
+	err = reg.Bind([]actions.Definition{{ID: "ns/" + strings.Repeat("b", 62)}}, map[string]actions.Body{"ns/" + strings.Repeat("b", 62): body})
 	assert.ErrorIs(t, err, actions.CodeConstraintViolation, "a manifest is checked too")
-	require.NoError(t, actions.NewRegistry[*actions.Trace](nil, nil).Register(actions.New[*actions.Trace](actions.Definition{ID: ok64 + "b"}, body)), "off by default")
+	require.NoError(t, actions.NewRegistry(nil).Register(actions.New(actions.Definition{ID: ok64 + "b"}, body)), "off by default")
 	assert.NoError(t, CheckPortableName(ok64))
 	assert.Error(t, CheckPortableName(ok64+"b"))
 	assert.Error(t, CheckPortableName("no-slash"))
@@ -408,9 +408,9 @@ func TestPortableNames(t *testing.T) {
 
 // exportDefs registers defs in a fresh registry and exports them.
 func exportDefs(defs []actions.Definition, p Profile) (*Export, error) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	for _, d := range defs {
-		if err := reg.Register(actions.New[*actions.Trace](d, echo)); err != nil {
+		if err := reg.Register(actions.New(d, echo)); err != nil {
 			return nil, err
 		}
 	}
@@ -418,7 +418,7 @@ func exportDefs(defs []actions.Definition, p Profile) (*Export, error) {
 }
 
 // exportOf exports r's actions for p through a fresh adapter.
-func exportOf(r actions.Runner, p Profile, opts *actions.ToolOptions) (*Export, error) {
+func exportOf(r *actions.Registry, p Profile, opts *actions.ToolOptions) (*Export, error) {
 	a, err := New(r, p)
 	if err != nil {
 		return nil, err
@@ -428,7 +428,7 @@ func exportOf(r actions.Runner, p Profile, opts *actions.ToolOptions) (*Export, 
 
 // runToolCall runs c through a fresh adapter of r for p, which learns
 // the strict exports again.
-func runToolCall(ctx context.Context, r actions.Runner, p Profile, c actions.Call) (actions.Result, error) {
+func runToolCall(ctx context.Context, r *actions.Registry, p Profile, c actions.Call) (actions.Result, error) {
 	a, err := New(r, p)
 	if err != nil {
 		return actions.Result{}, err
@@ -463,8 +463,8 @@ func echo(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) { 
 
 func TestRunToolCall(t *testing.T) {
 	var seen []actions.RunEntry
-	reg := actions.NewRegistry[*actions.Trace](nil, &actions.Options{OnRecord: func(rec actions.Record) { seen = append(seen, rec.Entry) }})
-	require.NoError(t, reg.Register(actions.Action[*actions.Trace]{Definition: actions.Definition{ID: "shop/order", Parameters: `{"type":"object",
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) { seen = append(seen, rec.Entry) }})
+	require.NoError(t, reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/order", Parameters: `{"type":"object",
 		"properties":{
 			"item":{"type":"string"},
 			"qty":{"type":"integer","default":1},
@@ -603,9 +603,9 @@ func TestProfileRoundTrip(t *testing.T) {
 				if g.Refused != nil || len(g.Schema) == 0 {
 					continue
 				}
-				reg := actions.NewRegistry[*actions.Trace](nil, nil)
+				reg := actions.NewRegistry(nil)
 				id := fmt.Sprintf("fx/g%d", gi)
-				require.NoError(t, reg.Register(actions.Action[*actions.Trace]{Definition: actions.Definition{ID: id, Parameters: json.RawMessage(g.Schema)}, Run: echo}))
+				require.NoError(t, reg.Register(actions.Action{Definition: actions.Definition{ID: id, Parameters: json.RawMessage(g.Schema)}, Run: echo}))
 				ad, err := New(reg, OpenAIChat)
 				require.NoError(t, err)
 				ex := ad.strictOf(ctx, id)
@@ -661,8 +661,8 @@ func TestProfileRoundTrip(t *testing.T) {
 // The way back costs one walk of the schema more than Run: compare
 // RunToolCall under a strict OpenAI tool with Run on the same call.
 func BenchmarkRunToolCall(b *testing.B) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
-	require.NoError(b, reg.Register(actions.New[*actions.Trace](actions.Definition{ID: "shop/order", Parameters: `{"type":"object",
+	reg := actions.NewRegistry(nil)
+	require.NoError(b, reg.Register(actions.New(actions.Definition{ID: "shop/order", Parameters: `{"type":"object",
 		"properties":{"item":{"type":"string"},"qty":{"type":"integer","default":1},"note":{"type":["string","null"]},
 			"ship":{"type":"object","properties":{"fast":{"type":"boolean","default":false}},"additionalProperties":false}},
 		"required":["item"],"additionalProperties":false}`}, echo)))
@@ -711,7 +711,7 @@ func BenchmarkRunToolCall(b *testing.B) {
 
 // Export of every fixture action, per profile.
 func BenchmarkExport(b *testing.B) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	n := 0
 	for _, dir := range []string{"params", "refs"} {
 		names, _ := filepath.Glob(filepath.Join("..", "testdata", dir, "*.json"))
@@ -725,7 +725,7 @@ func BenchmarkExport(b *testing.B) {
 				if len(g.Schema) > 0 {
 					d.Parameters = json.RawMessage(g.Schema)
 				}
-				if reg.Register(actions.New[*actions.Trace](d, echo)) == nil {
+				if reg.Register(actions.New(d, echo)) == nil {
 					n++
 				}
 			}
@@ -749,15 +749,15 @@ func BenchmarkExport(b *testing.B) {
 // The MCP profile is Registry.Tools as JSON values; the provider profiles
 // show what is offered on the ai surface.
 func TestProfileMCPIsTools(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	for _, defs := range fixtureActions(t) {
 		for _, d := range defs {
-			require.NoError(t, reg.Register(actions.New[*actions.Trace](d, echo)))
+			require.NoError(t, reg.Register(actions.New(d, echo)))
 		}
 	}
 	require.NoError(t, reg.Register(
-		actions.New[*actions.Trace](actions.Definition{ID: "only/mcp", Surfaces: []actions.Surface{actions.SurfaceMCP}}, echo),
-		actions.New[*actions.Trace](actions.Definition{ID: "only/ai", Surfaces: []actions.Surface{actions.SurfaceAI}}, echo)))
+		actions.New(actions.Definition{ID: "only/mcp", Surfaces: []actions.Surface{actions.SurfaceMCP}}, echo),
+		actions.New(actions.Definition{ID: "only/ai", Surfaces: []actions.Surface{actions.SurfaceAI}}, echo)))
 	tools, err := reg.Tools(nil)
 	require.NoError(t, err)
 	e, err := exportOf(reg, MCP, nil)
@@ -800,8 +800,8 @@ func FuzzExportProfiles(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
-		reg := actions.NewRegistry[*actions.Trace](nil, nil)
-		if reg.Register(actions.New[*actions.Trace](actions.Definition{ID: "fz/tool", Parameters: json.RawMessage(text)}, echo)) != nil {
+		reg := actions.NewRegistry(nil)
+		if reg.Register(actions.New(actions.Definition{ID: "fz/tool", Parameters: json.RawMessage(text)}, echo)) != nil {
 			return
 		}
 		for _, p := range All() {
@@ -849,8 +849,8 @@ func TestProfileInliningBounded(t *testing.T) {
 // A required property with a default (its own or behind its $ref) may be
 // left out of a call, so strict mode makes it nullable too.
 func TestRunToolCallRequiredWithDefault(t *testing.T) {
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
-	require.NoError(t, reg.Register(actions.New[*actions.Trace](actions.Definition{ID: "ns/say", Parameters: `{"type":"object",
+	reg := actions.NewRegistry(nil)
+	require.NoError(t, reg.Register(actions.New(actions.Definition{ID: "ns/say", Parameters: `{"type":"object",
 		"properties":{"lang":{"$ref":"#/$defs/lang"},"tone":{"type":"string","default":"plain"}},
 		"required":["lang","tone"],"additionalProperties":false,
 		"$defs":{"lang":{"type":"string","default":"en"}}}`}, echo)))

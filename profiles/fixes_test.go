@@ -88,8 +88,8 @@ func TestProfileProviderRules(t *testing.T) {
 						}
 					}
 					for _, call := range c.Calls {
-						reg := actions.NewRegistry[*actions.Trace](nil, nil)
-						require.NoError(t, reg.Register(actions.New[*actions.Trace](def, echo)))
+						reg := actions.NewRegistry(nil)
+						require.NoError(t, reg.Register(actions.New(def, echo)))
 						res, err := runToolCall(context.Background(), reg, call.Profile, actions.Call{Action: actions.ToolName(def.ID), Params: call.Arguments})
 						require.NoError(t, err, call.Profile)
 						assert.Equal(t, canonical(t, call.Params), canonical(t, exportJSON(t, res.Value)), call.Profile)

@@ -1,4 +1,4 @@
-// Package profiles exports the actions of an [actions.Runner] as the tool
+// Package profiles exports the actions of an [*actions.Registry] as the tool
 // definitions of a model provider's API (OpenAI, Anthropic, Gemini) or of
 // MCP, each schema cut to the JSON Schema subset its consumer accepts
 // with every keyword lost reported, and runs the tool calls a model makes

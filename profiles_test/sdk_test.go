@@ -46,9 +46,9 @@ var shopOrder = actions.Definition{ID: "shop/order", Description: "Orders an ite
 
 // fixtureRegistry registers shop/order and every parameters fixture
 // group of the library whose schema compiles, as fx/<file>_<group>.
-func fixtureRegistry(t *testing.T) *actions.Registry[*actions.Trace] {
+func fixtureRegistry(t *testing.T) *actions.Registry {
 	t.Helper()
-	reg := actions.NewRegistry[*actions.Trace](nil, nil)
+	reg := actions.NewRegistry(nil)
 	require.NoError(t, reg.Register(actions.New(shopOrder, echo)))
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "params", "*.json"))
 	require.NoError(t, err)
@@ -106,7 +106,7 @@ func asJSON(t *testing.T, v any) []any {
 	return out
 }
 
-func export(t *testing.T, reg *actions.Registry[*actions.Trace], p profiles.Profile) *profiles.Export {
+func export(t *testing.T, reg *actions.Registry, p profiles.Profile) *profiles.Export {
 	t.Helper()
 	e, err := adapter(t, reg, p).Export(nil)
 	require.NoError(t, err)
@@ -285,7 +285,7 @@ func TestAnthropicToolUseRunsBack(t *testing.T) {
 	assert.ErrorIs(t, err, actions.CodeInvalidParameters)
 }
 
-func adapter(t *testing.T, reg *actions.Registry[*actions.Trace], p profiles.Profile) *profiles.Adapter {
+func adapter(t *testing.T, reg *actions.Registry, p profiles.Profile) *profiles.Adapter {
 	t.Helper()
 	a, err := profiles.New(reg, p)
 	require.NoError(t, err)

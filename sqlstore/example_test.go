@@ -112,7 +112,7 @@ func ExampleOpenSQLite() {
 	}
 	reg := actions.NewRegistry(func(ctx context.Context, _ *actions.Trace) struct{} { return struct{}{} }, &actions.Options{Store: store})
 	reg.MustRegister(actions.New(actions.Definition{ID: "t/echo", Parameters: `{"type":"object"}`},
-		func(ctx context.Context, p map[string]any, _ struct{}) (any, error) { return p, nil }))
+		func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) { return p, nil }))
 	if _, err := reg.Run(ctx, actions.Call{Action: "t/echo", Params: []byte(`{"a":1}`)}); err != nil {
 		panic(err)
 	}

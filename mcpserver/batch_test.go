@@ -18,7 +18,7 @@ import (
 )
 
 // txEnv gives each body the transaction of its unit (sqlstore.Tx).
-func txEnv(ctx context.Context, _ *actions.Trace) *sql.Tx {
+func txOf(ctx context.Context) *sql.Tx {
 	tx, _ := sqlstore.Tx(ctx)
 	return tx
 }
@@ -27,20 +27,22 @@ func txEnv(ctx context.Context, _ *actions.Trace) *sql.Tx {
 // transaction: t/add puts units of an item in stock, t/take takes them
 // out and refuses (out_of_stock) when there are not enough. Each unit
 // runs in one transaction of store (opts.Store), with its records.
-func stockRegistry(t *testing.T, db *dbtest.DB, opts *actions.Options) *actions.Registry[*sql.Tx] {
+func stockRegistry(t *testing.T, db *dbtest.DB, opts *actions.Options) *actions.Registry {
 	t.Helper()
-	reg := actions.NewRegistry(txEnv, opts)
+	reg := actions.NewRegistry(opts)
 	schema := `{"type":"object","additionalProperties":false,"required":["item","n"],
 		"properties":{"item":{"type":"string","minLength":1},"n":{"type":"integer","minimum":1}}}`
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "stock/add", Additive: true, Parameters: schema},
-			func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+			func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+				tx := txOf(ctx)
 				n, _ := p["n"].(json.Number).Int64()
 				_, err := tx.ExecContext(ctx, db.Q("INSERT INTO stock (item, n) VALUES (?, ?) ON CONFLICT (item) DO UPDATE SET n = stock.n + excluded.n"), p["item"], n)
 				return map[string]any{"item": p["item"], "added": n}, err
 			}),
 		actions.New(actions.Definition{ID: "stock/take", Additive: true, Parameters: schema},
-			func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+			func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+				tx := txOf(ctx)
 				n, _ := p["n"].(json.Number).Int64()
 				var have int64
 				err := tx.QueryRowContext(ctx, db.Q("SELECT n FROM stock WHERE item = ?"), p["item"]).Scan(&have)

@@ -18,16 +18,6 @@ import (
 	"github.com/actionreg/actions/sqlstore"
 )
 
-// ticketEnv is what the example's bodies receive: the call's transaction.
-type ticketEnv struct{ tx *sql.Tx }
-
-// envOf builds a body's environment from the unit's context: the store
-// put its transaction there.
-func envOf(ctx context.Context, _ *actions.Trace) ticketEnv {
-	tx, _ := sqlstore.Tx(ctx)
-	return ticketEnv{tx: tx}
-}
-
 // ticketCaller is who calls: the verified token's user, with the capabilities
 // the host gives that user.
 func ticketCaller(_ context.Context, token *auth.TokenInfo, _ http.Header) *actions.Caller {
@@ -60,15 +50,16 @@ func Example_wiring() {
 	}
 	openTicket := actions.New(actions.Definition{ID: "tickets/open", Capability: "tickets.write", Additive: true,
 		Parameters: `{"type":"object","required":["title"],"properties":{"title":{"type":"string","minLength":1}}}`},
-		func(ctx context.Context, p map[string]any, env ticketEnv) (any, error) {
-			_, err := env.tx.ExecContext(ctx, `INSERT INTO tickets (title) VALUES (?)`, p["title"])
+		func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+			tx, _ := sqlstore.Tx(ctx) // the unit's transaction, which the store opened
+			_, err := tx.ExecContext(ctx, `INSERT INTO tickets (title) VALUES (?)`, p["title"])
 			return map[string]any{"opened": p["title"]}, err
 		})
 
 	// --- the wiring ---
 	store, _ := sqlstore.New(db, sqlstore.SQLite, nil)
 	_ = store.Migrate(ctx)
-	reg := actions.NewRegistry(envOf, &actions.Options{
+	reg := actions.NewRegistry(&actions.Options{
 		Store: store, // each call, batch and confirmation: one transaction with its records
 		Gate:  &actions.GateOptions{Pending: store.Pending()},
 	})

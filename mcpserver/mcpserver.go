@@ -4,10 +4,10 @@
 // of the module that imports the SDK: the registry itself knows nothing of
 // MCP beyond the tool definitions ([actions.Registry.Tools]).
 //
-// [AddTools](s, runner, opts) adds one tool per visible action to an
-// *mcp.Server. Each tools/call is then one [actions.Call] of the runner's
+// [AddTools](s, registry, opts) adds one tool per visible action to an
+// *mcp.Server. Each tools/call is then one [actions.Call] of the registry's
 // Run, and the answer to a confirmation one [actions.Decision] of its
-// Decide: the runner is the only way anything runs, and mcpserver adds
+// Decide: the registry is the only way anything runs, and mcpserver adds
 // transport only. So the gate checks the caller [Options].Caller built,
 // the parameters are checked by the action's full schema, refs are
 // resolved by the registry's Options.Resolve, the body gets the
@@ -172,7 +172,7 @@ type Options struct {
 // that an action's tool holds.
 func AddTools(s *mcp.Server, r *actions.Registry, opts *Options) error {
 	if s == nil || isNil(r) {
-		return errors.New("mcpserver: AddTools needs a server and a runner")
+		return errors.New("mcpserver: AddTools needs a server and a registry")
 	}
 	srv, err := newServer(r, opts)
 	if err != nil {
@@ -258,7 +258,7 @@ func isNil(r *actions.Registry) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// server is what every tool of one AddTools shares: the runner, the
+// server is what every tool of one AddTools shares: the registry, the
 // options, the request-state key and the actions' definitions.
 type server struct {
 	r         *actions.Registry
@@ -353,7 +353,7 @@ type toolHandler struct {
 // SDK would send it as JSON-RPC code 0), only a *jsonrpc.Error or a result.
 func (h *toolHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 	defer func() {
-		// The runner recovers the body's panics; this catches the
+		// The registry recovers the body's panics; this catches the
 		// serving layer's own, so that the server keeps serving.
 		if p := recover(); p != nil {
 			res, err = nil, panicked(ctx, h.report, h.name, p)
@@ -406,7 +406,7 @@ func (h *toolHandler) done(res actions.Result, version string) *mcp.CallToolResu
 	return out
 }
 
-// arguments returns the call's arguments for the runner's Run: the raw JSON
+// arguments returns the call's arguments for the registry's Run: the raw JSON
 // text as it came, or nil (= {}) when absent or null.
 func arguments(req *mcp.CallToolRequest) any {
 	if req == nil || req.Params == nil {
@@ -439,7 +439,7 @@ func panicked(ctx context.Context, report func(context.Context, error), name str
 // internalMessage is all a client learns of an internal failure.
 const internalMessage = "internal error: the server could not run the tool"
 
-// refused maps an error of the runner's Run or Decide to what the client
+// refused maps an error of the registry's Run or Decide to what the client
 // gets.
 func (h *toolHandler) refused(ctx context.Context, err error) (*mcp.CallToolResult, error) {
 	var r *actions.Refusal

@@ -25,27 +25,15 @@ import (
 // parameter or put it in a body's error.
 const marker = "MARKER-7f3c-secret"
 
-// caller is the environment each test body receives: the client the call
-// came through, as Options.Caller named it.
-type caller struct{ Client string }
-
-// callerEnv builds a body's environment from the call's caller.
-func callerEnv(_ context.Context, tr *actions.Trace) caller {
-	if c := tr.Caller(); c != nil && c.Client != nil {
-		return caller{Client: c.Client.ID}
-	}
-	return caller{}
-}
-
 // testRegistry is the shop; opts (nil for none) are the registry's own.
-func testRegistry(t *testing.T, opts *actions.Options) *actions.Registry[caller] {
+func testRegistry(t *testing.T, opts *actions.Options) *actions.Registry {
 	t.Helper()
-	reg := actions.NewRegistry(callerEnv, opts)
-	add := func(a actions.Action[caller]) {
+	reg := actions.NewRegistry(opts)
+	add := func(a actions.Action) {
 		t.Helper()
 		require.NoError(t, reg.Register(a))
 	}
-	add(actions.Action[caller]{
+	add(actions.Action{
 		Definition: actions.Definition{
 			ID: "shop/greet", Title: "Greet", Description: "Greets a customer.", Effect: actions.EffectRead,
 			Parameters: `{"type":"object","properties":{
@@ -54,45 +42,49 @@ func testRegistry(t *testing.T, opts *actions.Options) *actions.Registry[caller]
 				"note":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}
 			},"required":["name"],"additionalProperties":false}`,
 		},
-		Run: func(_ context.Context, p map[string]any, c caller) (any, error) {
-			return map[string]any{"hello": p["name"], "times": p["times"], "client": c.Client}, nil
+		Run: func(_ context.Context, p map[string]any, tr *actions.Trace) (any, error) {
+			client := ""
+			if c := tr.Caller(); c != nil && c.Client != nil {
+				client = c.Client.ID
+			}
+			return map[string]any{"hello": p["name"], "times": p["times"], "client": client}, nil
 		},
 	})
-	add(actions.Action[caller]{
+	add(actions.Action{
 		Definition: actions.Definition{ID: "shop/list_sizes", Effect: actions.EffectRead},
-		Run: func(context.Context, map[string]any, caller) (any, error) {
+		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			return []any{"S", "M", "L"}, nil
 		},
 	})
-	add(actions.Action[caller]{
+	add(actions.Action{
 		Definition: actions.Definition{ID: "shop/purge", Effect: actions.EffectWrite, Description: "Deletes every order."},
-		Run: func(context.Context, map[string]any, caller) (any, error) {
+		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			return nil, nil
 		},
 	})
-	add(actions.Action[caller]{
+	add(actions.Action{
 		Definition: actions.Definition{ID: "shop/audit", Surfaces: []actions.Surface{}},
-		Run: func(context.Context, map[string]any, caller) (any, error) {
+		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			return "audited", nil
 		},
 	})
-	add(actions.Action[caller]{
+	add(actions.Action{
 		Definition: actions.Definition{ID: "shop/order", Additive: true, Parameters: `{"type":"object","properties":{"qty":{"type":"integer"}}}`},
-		Run: func(context.Context, map[string]any, caller) (any, error) {
+		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			r := actions.NewRefusal("out_of_stock", "the item is out of stock")
 			r.NextAction = "Offer the customer another size."
 			return nil, r
 		},
 	})
-	add(actions.Action[caller]{
+	add(actions.Action{
 		Definition: actions.Definition{ID: "shop/crash", Additive: true},
-		Run: func(context.Context, map[string]any, caller) (any, error) {
+		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			panic("crash " + marker)
 		},
 	})
-	add(actions.Action[caller]{
+	add(actions.Action{
 		Definition: actions.Definition{ID: "shop/fail", Additive: true},
-		Run: func(context.Context, map[string]any, caller) (any, error) {
+		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			return nil, errors.New("database unreachable: password=" + marker)
 		},
 	})
@@ -131,7 +123,7 @@ func (l *lockedBuffer) written() string {
 
 // fixture is a server on the test registry and a connected client.
 type fixture struct {
-	reg     *actions.Registry[caller]
+	reg     *actions.Registry
 	session *mcp.ClientSession
 	wire    *lockedBuffer
 
@@ -167,7 +159,7 @@ func connect(t *testing.T, protocolVersion string) *fixture {
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
 	err := mcpserver.AddTools(server, f.reg, &mcpserver.Options{
 		// Who calls, built per request: the body's environment is built
-		// from it (callerEnv).
+		// from it (the trace's caller).
 		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
 			f.mu.Lock()
 			f.callers++
@@ -580,14 +572,14 @@ func TestLanguages(t *testing.T) {
 func TestAddToolsErrors(t *testing.T) {
 	server := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "v0"}, nil)
 	assert.Error(t, mcpserver.AddTools(server, nil, &mcpserver.Options{}))
-	assert.Error(t, mcpserver.AddTools(server, (*actions.Registry[caller])(nil), &mcpserver.Options{}), "a nil registry")
+	assert.Error(t, mcpserver.AddTools(server, (*actions.Registry)(nil), &mcpserver.Options{}), "a nil registry")
 
 	// A name MCP refuses never reaches AddTools: Register refuses its id.
-	reg := actions.NewRegistry(callerEnv, nil)
+	reg := actions.NewRegistry(nil)
 	long := "n" + strings.Repeat("x", actions.MaxToolNameLength)
-	err := reg.Register(actions.Action[caller]{
+	err := reg.Register(actions.Action{
 		Definition: actions.Definition{ID: long + "/a"},
-		Run:        func(context.Context, map[string]any, caller) (any, error) { return nil, nil },
+		Run:        func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil },
 	})
 	assert.ErrorIs(t, err, actions.CodeConstraintViolation)
 	require.NoError(t, mcpserver.AddTools(server, reg, nil))

@@ -20,7 +20,7 @@ import (
 // constructors of handlers panic with a message naming what is missing
 // (as http.Handle does for a nil handler), instead of a nil dereference
 // on the first request.
-func TestMissingServerOrRunner(t *testing.T) {
+func TestMissingServerOrRegistry(t *testing.T) {
 	ctx := context.Background()
 	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "v0"}, nil)
 	err := mcpserver.Serve(ctx, nil, &mcp.InMemoryTransport{}, nil)

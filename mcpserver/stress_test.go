@@ -38,10 +38,10 @@ func TestStressEverythingAtOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range rounds {
-				err := reg.Register(actions.Action[caller]{
+				err := reg.Register(actions.Action{
 					Definition: actions.Definition{ID: fmt.Sprintf("load/a%d_%d", g, i),
 						Parameters: `{"type":"object","properties":{"n":{"type":"integer","default":1}}}`},
-					Run: func(_ context.Context, p map[string]any, _ caller) (any, error) { return p, nil },
+					Run: func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) { return p, nil },
 				})
 				if err != nil {
 					report(err)

@@ -46,24 +46,24 @@ type typedServer struct {
 
 func (ts *typedServer) connect(t *testing.T, version string) *mcp.ClientSession {
 	t.Helper()
-	reg := actions.NewRegistry(callerEnv, &actions.Options{OnRecord: func(rec actions.Record) {
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) {
 		ts.mu.Lock()
 		ts.runs = append(ts.runs, rec.Entry)
 		ts.mu.Unlock()
 	}})
 	require.NoError(t, reg.Register(actions.Typed(
 		actions.Definition{ID: "shop/quote", Description: "Prices an item.", Effect: actions.EffectRead},
-		func(_ context.Context, p quoteParams, _ caller) (*quote, error) {
+		func(_ context.Context, p quoteParams, _ *actions.Trace) (*quote, error) {
 			return &quote{Item: p.Item, Qty: p.Qty, Total: 2.5 * float64(p.Qty)}, nil
 		})))
 	require.NoError(t, reg.Register(actions.Typed(
 		actions.Definition{ID: "shop/sizes", Effect: actions.EffectRead},
-		func(context.Context, sizeParams, caller) ([]string, error) {
+		func(context.Context, sizeParams, *actions.Trace) ([]string, error) {
 			return []string{"S", "M", "L"}, nil
 		})))
 	require.NoError(t, reg.Register(actions.Typed(
 		actions.Definition{ID: "shop/broken"},
-		func(context.Context, quoteParams, caller) (*quote, error) {
+		func(context.Context, quoteParams, *actions.Trace) (*quote, error) {
 			return nil, nil // null breaks the object schema inferred from quote
 		})))
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)

@@ -79,7 +79,7 @@ func newFixture(t *testing.T, opts *pages.Options) *fixture {
 	// matches is kept, which the live store must not get.
 	replayer := newRegistry(actions.NewRunLog(), &actions.MemoryPendingStore{}, f.clock)
 	backend := &pages.SQL{
-		Runner: f.reg, Store: f.store, Now: f.clock.Now, Replayer: replayer,
+		Registry: f.reg, Store: f.store, Now: f.clock.Now, Replayer: replayer,
 		SeesAll: func(who *actions.Caller) bool { return who.Principal == "editor" },
 	}
 	o := pages.Options{Base: "/ui", Title: "Shop", Now: f.clock.Now, Replay: true}
@@ -102,8 +102,7 @@ func newFixture(t *testing.T, opts *pages.Options) *fixture {
 
 // newRegistry registers the fixture's actions on store.
 func newRegistry(store actions.Store, pending actions.PendingStore, c *clock) *actions.Registry {
-	reg := actions.NewRegistry(func(_ context.Context, t *actions.Trace) *actions.Trace { return t },
-		&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: pending, Now: c.Now}})
+	reg := actions.NewRegistry(&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: pending, Now: c.Now}})
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/discard", Title: "Discard stock",
 			Description: "Removes items from the stock for good, with a note saying why.",

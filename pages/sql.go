@@ -28,8 +28,8 @@ import (
 //     decided (the runner answers unknown_change to both: SQL reads the
 //     change's row, and the log's record of its decision).
 type SQL struct {
-	// Runner decides changes and gives the actions' definitions.
-	Runner *actions.Registry
+	// Registry decides changes and gives the actions' definitions.
+	Registry *actions.Registry
 	// Store holds the pending changes and the run log.
 	Store *sqlstore.Store
 	// Replayer, when set, offers replay: a runner of the same actions on a
@@ -80,7 +80,7 @@ func (l *SQL) Pending(ctx context.Context, who *actions.Caller) ([]Change, error
 
 func (l *SQL) definitions() map[string]actions.Definition {
 	defs := map[string]actions.Definition{}
-	for _, d := range l.Runner.Definitions() {
+	for _, d := range l.Registry.Definitions() {
 		defs[d.ID] = d
 	}
 	return defs
@@ -137,7 +137,7 @@ func (l *SQL) Change(ctx context.Context, id string, who *actions.Caller) (Chang
 	if who == nil || who.Principal == "" {
 		return Change{}, ErrNotFound
 	}
-	pc, err := l.Runner.PendingChange(ctx, id, who)
+	pc, err := l.Registry.PendingChange(ctx, id, who)
 	if err == nil {
 		return changeOf(pc, l.definitions()), nil
 	}
@@ -171,7 +171,7 @@ func (l *SQL) Decide(ctx context.Context, id string, confirm bool, who *actions.
 	if _, err := l.Change(ctx, id, who); err != nil {
 		return Decision{}, err
 	}
-	res, err := l.Runner.Decide(ctx, actions.Decision{Change: id, Confirm: confirm, Caller: who})
+	res, err := l.Registry.Decide(ctx, actions.Decision{Change: id, Confirm: confirm, Caller: who})
 	if err != nil && len(res.Records) == 0 {
 		return Decision{}, l.undecided(ctx, id, who, err)
 	}

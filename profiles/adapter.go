@@ -1,4 +1,4 @@
-// The adapter: a runner seen through one profile, both ways.
+// The adapter: a registry seen through one profile, both ways.
 
 package profiles
 
@@ -17,15 +17,15 @@ import (
 
 // Adapter exports the actions of one [*actions.Registry] for one profile
 // and runs the tool calls a model makes with those tools. A host makes
-// one per runner and profile at start-up and keeps it: it learns each
+// one per registry and profile at start-up and keeps it: it learns each
 // action's strict export once, which the way back needs (OpenAI's
 // nulls). It is safe for concurrent use.
 //
 // The adapter assumes an action's parameters schema does not change once
-// the action is registered, as [actions.Registry] guarantees; a runner
+// the action is registered, as [actions.Registry] guarantees; a registry
 // that replaces actions needs a new Adapter.
 type Adapter struct {
-	runner *actions.Registry
+	registry *actions.Registry
 	rules  *profileRules
 	// back holds, by action id and deprecated alias, what RunToolCall
 	// maps a strict tool's nulls back with; learning serialises the
@@ -35,7 +35,7 @@ type Adapter struct {
 }
 
 // New returns the adapter of r for profile p. Checking p here, once,
-// leaves Export and RunToolCall only the runner's errors and the
+// leaves Export and RunToolCall only the registry's errors and the
 // schema's.
 //
 // Errors: an unknown profile (one [All] does not list) is a
@@ -46,10 +46,10 @@ func New(r *actions.Registry, p Profile) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{runner: r, rules: rules}, nil
+	return &Adapter{registry: r, rules: rules}, nil
 }
 
-// Export exports the runner's actions for the adapter's profile, sorted
+// Export exports the registry's actions for the adapter's profile, sorted
 // by tool name, from its [*actions.Registry.Tools] and
 // [*actions.Registry.Definitions]: nothing is compiled again. opts may be
 // nil. With opts.Caller, the actions that caller may see (as Tools);
@@ -67,13 +67,13 @@ func New(r *actions.Registry, p Profile) (*Adapter, error) {
 // $ref that is not a JSON Pointer, under GeminiOpenAPI, which inlines
 // them; a property key outside ^[a-zA-Z0-9_.-]{1,64}$ under Anthropic
 // and AnthropicStrict, which Anthropic refuses with the whole request).
-// The runner's own errors from Tools come back as they are; a runner
+// The registry's own errors from Tools come back as they are; a registry
 // other than [actions.Registry] may also give a parameters schema that
 // is not JSON, or a tool name no action id gives ("profiles: ..."
 // errors naming it). A keyword a profile drops is no error: it is a
 // [Loss].
 func (a *Adapter) Export(opts *actions.ToolOptions) (*Export, error) {
-	defs := a.runner.Definitions()
+	defs := a.registry.Definitions()
 	var view actions.ToolOptions
 	if opts != nil {
 		view = *opts
@@ -81,7 +81,7 @@ func (a *Adapter) Export(opts *actions.ToolOptions) (*Export, error) {
 	if view.Caller == nil && a.rules.profile != MCP {
 		view.Caller = everyone(actions.SurfaceAI, defs)
 	}
-	tools, err := a.runner.Tools(&view)
+	tools, err := a.registry.Tools(&view)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (a *Adapter) Export(opts *actions.ToolOptions) (*Export, error) {
 // accepts is kept. Where branches of anyOf, oneOf or allOf declare the
 // same property, a null is removed when any branch had it made nullable.
 // Other profiles pass the arguments as they are. The first call of an
-// action the adapter does not know yet exports every action the runner
+// action the adapter does not know yet exports every action the registry
 // offers, once; an action that no export shows passes as it is.
 //
 // Empty arguments (or only white space) mean {}. Text that is not JSON,
@@ -128,17 +128,17 @@ func (a *Adapter) RunToolCall(ctx context.Context, c actions.Call) (actions.Resu
 	name := c.Action
 	id, err := actions.ActionID(name)
 	if err != nil {
-		if strings.Contains(name, "/") && !errors.Is(a.runner.Admit(ctx, name, nil), actions.CodeUnknownAction) {
+		if strings.Contains(name, "/") && !errors.Is(a.registry.Admit(ctx, name, nil), actions.CodeUnknownAction) {
 			c.Action = strings.ReplaceAll(name, "/", "%2F")
 		}
-		return a.runner.Run(ctx, c)
+		return a.registry.Run(ctx, c)
 	}
 	c.Action = id
 	arguments, isText := ijson.Text(c.Params)
 	if !isText {
-		return a.runner.Run(ctx, c)
+		return a.registry.Run(ctx, c)
 	}
-	limits := a.runner.Limits()
+	limits := a.registry.Limits()
 	switch {
 	case len(bytes.TrimSpace(arguments)) == 0:
 		c.Params = nil
@@ -147,7 +147,7 @@ func (a *Adapter) RunToolCall(ctx context.Context, c actions.Call) (actions.Resu
 			c.Params = v
 		}
 	}
-	return a.runner.Run(ctx, c)
+	return a.registry.Run(ctx, c)
 }
 
 // strictArguments decodes arguments and maps the nulls of a strict tool
@@ -171,13 +171,13 @@ func (a *Adapter) strictArguments(ctx context.Context, id string, arguments []by
 }
 
 // strictOf returns the strict export of action id (or alias), learning
-// every action's when id is not known yet; nil for an id the runner does
+// every action's when id is not known yet; nil for an id the registry does
 // not have, which Run refuses.
 func (a *Adapter) strictOf(ctx context.Context, id string) *exported {
 	if v, ok := a.back.Load(id); ok {
 		return v.(*exported)
 	}
-	if errors.Is(a.runner.Admit(ctx, id, nil), actions.CodeUnknownAction) {
+	if errors.Is(a.registry.Admit(ctx, id, nil), actions.CodeUnknownAction) {
 		return nil // not cached: an unknown id costs no export
 	}
 	a.learning.Lock()
@@ -195,16 +195,16 @@ func (a *Adapter) strictOf(ctx context.Context, id string) *exported {
 //
 // The definitions are read again after the tools: an action registered
 // while the adapter learns (after the first read) is then in both, its
-// aliases included, since a runner never drops an action.
+// aliases included, since a registry never drops an action.
 func (a *Adapter) learn() {
-	defs := a.runner.Definitions()
+	defs := a.registry.Definitions()
 	var offered [][]actions.Tool
 	for _, s := range []actions.Surface{actions.SurfaceAI, actions.SurfaceMCP, actions.SurfaceUI} {
-		if tools, err := a.runner.Tools(&actions.ToolOptions{Caller: everyone(s, defs)}); err == nil {
+		if tools, err := a.registry.Tools(&actions.ToolOptions{Caller: everyone(s, defs)}); err == nil {
 			offered = append(offered, tools)
 		}
 	}
-	defs = a.runner.Definitions()
+	defs = a.registry.Definitions()
 	docs, err := docsOf(defs)
 	if err != nil {
 		return
@@ -251,7 +251,7 @@ func everyone(s actions.Surface, defs []actions.Definition) *actions.Caller {
 
 // docsOf returns each definition's parameters schema in JSON's Go types,
 // by id: as [actions.Registry.Definitions] gives it, or decoded from the
-// JSON text (or value) another runner gives. An action without
+// JSON text (or value) another registry gives. An action without
 // parameters has none (nil).
 func docsOf(defs []actions.Definition) (map[string]map[string]any, error) {
 	out := make(map[string]map[string]any, len(defs))

@@ -22,9 +22,6 @@ import (
 const orderSchema = `{"type":"object","properties":{"item":{"type":"string"},"qty":{"type":"integer","default":1}},
 	"required":["item"],"additionalProperties":false}`
 
-// onlyRunner hides every method but the Runner interface's.
-type onlyRunner struct{ *actions.Registry }
-
 // An unknown profile is refused when the adapter is made, with
 // constraint_violation and no other code.
 func TestNewUnknownProfile(t *testing.T) {
@@ -70,13 +67,13 @@ func TestRunToolCallIDAsName(t *testing.T) {
 	assert.Zero(t, ran, "no body ran")
 }
 
-// The adapter takes any Runner; an action registered after its first
+// An action registered after its first
 // call is learned on its own first call, an alias maps as its id, and
 // an unknown id costs no export.
 func TestAdapterLearnsLater(t *testing.T) {
 	reg := actions.NewRegistry(nil)
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", Parameters: orderSchema}, echo))
-	a, err := New(onlyRunner{reg}, OpenAIChat)
+	a, err := New(reg, OpenAIChat)
 	require.NoError(t, err)
 	ctx := context.Background()
 	args := `{"item":"tea","qty":null}`
@@ -123,7 +120,7 @@ func TestAdapterHiddenAction(t *testing.T) {
 	assert.Equal(t, "tea", res.Value.(map[string]any)["item"])
 }
 
-// The profiles' way back goes through the runner's result bound.
+// The profiles' way back goes through the registry's result bound.
 func TestBoundRunToolCall(t *testing.T) {
 	all := make([]map[string]any, 200)
 	for i := range all {
@@ -160,22 +157,6 @@ func TestKeyToolSaysEveryProfile(t *testing.T) {
 		})
 	}
 }
-
-// A runner's own error from Tools comes back as it is.
-func TestExportRunnerError(t *testing.T) {
-	boom := errors.New("boom")
-	a, err := New(failingTools{onlyRunner{actions.NewRegistry(nil)}, boom}, Gemini)
-	require.NoError(t, err)
-	_, err = a.Export(nil)
-	assert.ErrorIs(t, err, boom)
-}
-
-type failingTools struct {
-	onlyRunner
-	err error
-}
-
-func (f failingTools) Tools(*actions.ToolOptions) ([]actions.Tool, error) { return nil, f.err }
 
 // Calls at once on a new adapter learn the strict exports once and each
 // map their nulls back (run under -race).
@@ -253,38 +234,5 @@ func TestRunToolCallStrictNullsNested(t *testing.T) {
 				assert.JSONEq(t, string(tc.Want), string(got), string(p))
 			}
 		})
-	}
-}
-
-// registeringRunner registers late on the registry the first time its
-// Definitions are read, once they are read: an action registered while
-// the adapter learns, between its Definitions and its Tools.
-type registeringRunner struct {
-	onlyRunner
-	reg  *actions.Registry
-	once sync.Once
-	late actions.Action
-}
-
-func (r *registeringRunner) Definitions() []actions.Definition {
-	defs := r.reg.Definitions()
-	r.once.Do(func() { r.reg.MustRegister(r.late) })
-	return defs
-}
-
-// An action registered while the adapter learns is learned with its
-// aliases: a call by an alias maps its nulls back as a call by the id.
-func TestAdapterLearnsDuringRegister(t *testing.T) {
-	reg := actions.NewRegistry(nil)
-	reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", Parameters: orderSchema}, echo))
-	r := &registeringRunner{onlyRunner: onlyRunner{reg}, reg: reg,
-		late: actions.New(actions.Definition{ID: "shop/later", DeprecatedAliases: []string{"shop/old"}, Parameters: orderSchema}, echo)}
-	a, err := New(r, OpenAIChat)
-	require.NoError(t, err)
-	args := `{"item":"tea","qty":null}`
-	for _, name := range []string{"shop-order", "shop-later", "shop-old"} {
-		res, err := a.RunToolCall(context.Background(), actions.Call{Action: name, Params: args})
-		require.NoError(t, err, name)
-		assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1")}, res.Value, name)
 	}
 }

@@ -77,7 +77,7 @@ func ExampleAll() {
 	// [mcp openai-chat openai-responses anthropic anthropic-strict gemini gemini-openapi]
 }
 
-// The MCP profile is what Runner.Tools gives, as JSON values, with the
+// The MCP profile is what Registry.Tools gives, as JSON values, with the
 // keywords the export leaves out reported.
 func ExampleAdapter_Export_mcp() {
 	e, err := exportFor(profiles.MCP)

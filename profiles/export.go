@@ -29,7 +29,7 @@ type Export struct {
 	Losses []Loss `json:"losses"`
 }
 
-// exportAll exports tools, which Runner.Tools gave sorted by name, each
+// exportAll exports tools, which Registry.Tools gave sorted by name, each
 // with the parameters schema of its action (docs, by id).
 func exportAll(rules *profileRules, tools []actions.Tool, docs map[string]map[string]any) (*Export, error) {
 	out := &Export{Profile: rules.profile, Tools: make([]map[string]any, 0, len(tools)), Losses: []Loss{}}
@@ -69,7 +69,7 @@ type exported struct {
 }
 
 // exportOne builds the tool of action id for rules from its MCP tool
-// (Runner.Tools gave it, the caller's own copy) and its parameters
+// (Registry.Tools gave it, the caller's own copy) and its parameters
 // schema doc, which it never changes. No provider shape has a place for
 // the output schema: only MCP keeps it.
 func exportOne(rules *profileRules, id string, mcp *actions.Tool, doc map[string]any, budget *strictBudget) (*exported, error) {

@@ -2,10 +2,10 @@
 // definitions of a model provider's API (OpenAI, Anthropic, Gemini) or of
 // MCP, each schema cut to the JSON Schema subset its consumer accepts
 // with every keyword lost reported, and runs the tool calls a model makes
-// with them through the same runner. See docs/profiles.md for each
+// with them through the same registry. See docs/profiles.md for each
 // profile's rules and their sources.
 //
-// The runner keeps checking the full schema when a call comes back: a
+// The registry keeps checking the full schema when a call comes back: a
 // profile only decides what the model is told.
 package profiles
 
@@ -54,7 +54,7 @@ func All() []Profile {
 
 // Loss is one keyword an export dropped or rewrote: the tool the
 // provider receives says less than, or something else than, the action's
-// schema. The runner still checks the full schema when the call comes
+// schema. The registry still checks the full schema when the call comes
 // back, so a call the provider let through may be refused with
 // invalid_parameters.
 type Loss struct {

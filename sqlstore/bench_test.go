@@ -61,14 +61,15 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // benchRegistry has t/set, a write of one row, as a host's typical call,
-// its calls kept by store; env gives the body its transaction (nil: no
+// its calls kept by store; txOf gives the body its transaction (nil: no
 // row is written).
-func benchRegistry(b *testing.B, db *dbtest.DB, store actions.Store, env actions.Env[*sql.Tx]) *actions.Registry[*sql.Tx] {
+func benchRegistry(b *testing.B, db *dbtest.DB, store actions.Store, txOf func(context.Context) *sql.Tx) *actions.Registry {
 	b.Helper()
-	reg := actions.NewRegistry(env, &actions.Options{Store: store})
+	reg := actions.NewRegistry(&actions.Options{Store: store})
 	reg.MustRegister(actions.New(actions.Definition{ID: "t/set",
 		Parameters: `{"type":"object","required":["k","v"],"properties":{"k":{"type":"string"},"v":{"type":"number"}}}`},
-		func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+		func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+			tx := txOf(ctx)
 			if tx == nil {
 				return p, nil
 			}
@@ -81,7 +82,7 @@ func benchRegistry(b *testing.B, db *dbtest.DB, store actions.Store, env actions
 // hostTxKey carries the transaction a host opened itself (tx-no-store).
 type hostTxKey struct{}
 
-func hostTx(ctx context.Context, _ *actions.Trace) *sql.Tx {
+func hostTx(ctx context.Context) *sql.Tx {
 	tx, _ := ctx.Value(hostTxKey{}).(*sql.Tx)
 	return tx
 }
@@ -96,7 +97,7 @@ func hostTx(ctx context.Context, _ *actions.Trace) *sql.Tx {
 func BenchmarkCallStore(b *testing.B) {
 	params := []byte(`{"k":"a","v":1.5}`)
 	b.Run("memory-log", func(b *testing.B) {
-		reg := benchRegistry(b, nil, actions.NewRunLog(), txEnv)
+		reg := benchRegistry(b, nil, actions.NewRunLog(), txOf)
 		ctx := context.Background()
 		for b.Loop() {
 			if _, err := reg.Run(ctx, actions.Call{Action: "t/set", Params: params}); err != nil {
@@ -129,7 +130,7 @@ func BenchmarkCallStore(b *testing.B) {
 			}
 		})
 		b.Run("store", func(b *testing.B) {
-			reg := benchRegistry(b, db, s, txEnv)
+			reg := benchRegistry(b, db, s, txOf)
 			for b.Loop() {
 				if _, err := reg.Run(ctx, actions.Call{Action: "t/set", Params: params}); err != nil {
 					b.Fatal(err)
@@ -189,7 +190,7 @@ func BenchmarkCallMemory(b *testing.B) {
 	})
 	b.Run("store", func(b *testing.B) {
 		db := memoryDB(b)
-		reg := benchRegistry(b, db, newStore(b, db, nil), txEnv)
+		reg := benchRegistry(b, db, newStore(b, db, nil), txOf)
 		for b.Loop() {
 			if _, err := reg.Run(ctx, actions.Call{Action: "t/set", Params: params}); err != nil {
 				b.Fatal(err)
@@ -206,7 +207,7 @@ func BenchmarkBatchMemory(b *testing.B) {
 	for _, n := range []int{10, 1000} {
 		b.Run("steps="+strconv.Itoa(n), func(b *testing.B) {
 			db := memoryDB(b)
-			reg := benchRegistry(b, db, newStore(b, db, nil), txEnv)
+			reg := benchRegistry(b, db, newStore(b, db, nil), txOf)
 			batch := &actions.Batch{Steps: make([]actions.Step, n)}
 			for i := range batch.Steps {
 				batch.Steps[i] = actions.Step{Call: "t/set", With: map[string]any{"k": "a", "v": float64(i)}}

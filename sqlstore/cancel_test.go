@@ -66,10 +66,11 @@ func TestCancelledCallsReportWhatWasKept(t *testing.T) {
 			return nil
 		}})
 		var seen recorder
-		reg := actions.NewRegistry(txEnv, &actions.Options{Store: s, OnRecord: seen.add})
+		reg := actions.NewRegistry(&actions.Options{Store: s, OnRecord: seen.add})
 		reg.MustRegister(actions.New(actions.Definition{ID: "t/put",
 			Parameters: `{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`},
-			func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+			func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+				tx := txOf(ctx)
 				n, _ := p["n"].(json.Number).Int64()
 				if _, err := tx.ExecContext(ctx, db.Q("INSERT INTO model_rows (n, action, params) VALUES (?, 't/put', '{}')"), 100+n); err != nil {
 					return nil, err

@@ -29,10 +29,11 @@
 //
 //	store, _ := sqlstore.New(db, sqlstore.SQLite, nil)
 //	_ = store.Migrate(ctx)
-//	reg := actions.NewRegistry(func(ctx context.Context, t *actions.Trace) *Env {
-//		tx, _ := sqlstore.Tx(ctx)
-//		return &Env{Tx: tx, Trace: t}
-//	}, &actions.Options{Store: store, Gate: &actions.GateOptions{Pending: store.Pending()}})
+//	reg := actions.NewRegistry(&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: store.Pending()}})
+//
+// and a body finds the unit's transaction in its context:
+//
+//	tx, _ := sqlstore.Tx(ctx)
 //
 // Entries are stored as their canonical JSON (RFC 8785), byte for byte,
 // beside their audit records, and read back in commit order by

@@ -37,16 +37,12 @@ func Example() {
 	}
 
 	// The store runs each unit (a call, a batch, a decision) in one
-	// transaction with its records; the Env gives the bodies that
-	// transaction.
-	env := func(ctx context.Context, _ *actions.Trace) *sql.Tx {
-		tx, _ := sqlstore.Tx(ctx)
-		return tx
-	}
-	reg := actions.NewRegistry(env, &actions.Options{Store: store, Gate: &actions.GateOptions{Pending: store.Pending()}})
+	// transaction with its records; a body finds it in its ctx.
+	reg := actions.NewRegistry(&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: store.Pending()}})
 	reg.MustRegister(actions.New(actions.Definition{ID: "stock/add",
 		Parameters: `{"type":"object","required":["item","n"],"properties":{"item":{"type":"string","minLength":1},"n":{"type":"integer"}}}`},
-		func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+		func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+			tx := txOf(ctx)
 			n, _ := p["n"].(json.Number).Int64()
 			_, err := tx.ExecContext(ctx, "INSERT INTO stock (item, n) VALUES (?, ?)", p["item"], n)
 			return nil, err
@@ -110,7 +106,7 @@ func ExampleOpenSQLite() {
 	if err := store.Migrate(ctx); err != nil {
 		panic(err)
 	}
-	reg := actions.NewRegistry(func(ctx context.Context, _ *actions.Trace) struct{} { return struct{}{} }, &actions.Options{Store: store})
+	reg := actions.NewRegistry(&actions.Options{Store: store})
 	reg.MustRegister(actions.New(actions.Definition{ID: "t/echo", Parameters: `{"type":"object"}`},
 		func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) { return p, nil }))
 	if _, err := reg.Run(ctx, actions.Call{Action: "t/echo", Params: []byte(`{"a":1}`)}); err != nil {

@@ -38,7 +38,7 @@ func (c *keyClock) add(d time.Duration) {
 // shared database. runs counts the charge bodies it ran.
 type keyReplica struct {
 	s    *sqlstore.Store
-	reg  *actions.Registry[*sql.Tx]
+	reg  *actions.Registry
 	runs *atomic.Int64
 	// release, when not nil, is waited on by shop/slow's body; started
 	// is closed when it starts.
@@ -63,9 +63,10 @@ func newKeyReplica(t testing.TB, db *dbtest.DB, fresh bool, clock *keyClock, run
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(context.Background()))
 	rp := &keyReplica{s: s, runs: runs}
-	rp.reg = actions.NewRegistry(txEnv, &actions.Options{Store: s, KeyWait: time.Minute,
+	rp.reg = actions.NewRegistry(&actions.Options{Store: s, KeyWait: time.Minute,
 		Gate: &actions.GateOptions{Pending: s.Pending(), Now: clock.now}})
-	charge := func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+	charge := func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+		tx := txOf(ctx)
 		runs.Add(1)
 		if _, err := tx.ExecContext(ctx, db.Dialect.Rebind("INSERT INTO charges (amount) VALUES (?)"), p["amount"].(interface{ String() string }).String()); err != nil {
 			return nil, err
@@ -74,14 +75,14 @@ func newKeyReplica(t testing.TB, db *dbtest.DB, fresh bool, clock *keyClock, run
 	}
 	params := `{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`
 	require.NoError(t, rp.reg.Register(
-		actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/charge", Parameters: params}, Run: charge},
-		actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/refund", Parameters: params, NeedsConfirmation: true}, Run: charge},
-		actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/mail", Parameters: params, NeedsIdempotencyKey: true}, Run: charge},
-		actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/slow", Parameters: params},
-			Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+		actions.Action{Definition: actions.Definition{ID: "shop/charge", Parameters: params}, Run: charge},
+		actions.Action{Definition: actions.Definition{ID: "shop/refund", Parameters: params, NeedsConfirmation: true}, Run: charge},
+		actions.Action{Definition: actions.Definition{ID: "shop/mail", Parameters: params, NeedsIdempotencyKey: true}, Run: charge},
+		actions.Action{Definition: actions.Definition{ID: "shop/slow", Parameters: params},
+			Run: func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
 				close(rp.started)
 				<-rp.release
-				return charge(ctx, p, tx)
+				return charge(ctx, p, nil)
 			}},
 	))
 	return rp
@@ -243,9 +244,9 @@ func TestKeyInProgress(t *testing.T) {
 		a := newKeyReplica(t, db, true, clock, &runs, nil)
 		a.started, a.release = make(chan struct{}), make(chan struct{})
 		b := newKeyReplica(t, db, true, clock, &runs, nil)
-		b.reg = actions.NewRegistry(txEnv, &actions.Options{Store: b.s, KeyWait: 20 * time.Millisecond, Gate: &actions.GateOptions{Now: clock.now}})
-		require.NoError(t, b.reg.Register(actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/slow",
-			Parameters: `{"type":"object"}`}, Run: func(context.Context, map[string]any, *sql.Tx) (any, error) {
+		b.reg = actions.NewRegistry(&actions.Options{Store: b.s, KeyWait: 20 * time.Millisecond, Gate: &actions.GateOptions{Now: clock.now}})
+		require.NoError(t, b.reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/slow",
+			Parameters: `{"type":"object"}`}, Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			runs.Add(1)
 			return nil, nil
 		}}))
@@ -418,12 +419,13 @@ func TestKeyChild(t *testing.T) {
 	var runs atomic.Int64
 	rp := newKeyReplica(t, db, true, &keyClock{t: time.Unix(1e9, 0)}, &runs, nil)
 	// OnRecord runs once the unit committed, before Run answers.
-	reg := actions.NewRegistry(txEnv, &actions.Options{Store: rp.s, OnRecord: func(actions.Record) {
+	reg := actions.NewRegistry(&actions.Options{Store: rp.s, OnRecord: func(actions.Record) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal ends the process
 	}})
-	require.NoError(t, reg.Register(actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/charge",
-		Parameters: `{"type":"object"}`}, Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+	require.NoError(t, reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/charge",
+		Parameters: `{"type":"object"}`}, Run: func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+		tx := txOf(ctx)
 		if _, err := tx.ExecContext(ctx, db.Dialect.Rebind("INSERT INTO charges (amount) VALUES (?)"), "8"); err != nil {
 			return nil, err
 		}

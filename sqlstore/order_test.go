@@ -37,16 +37,18 @@ func TestOrderLocksReplaysInLogOrder(t *testing.T) {
 		if db.Dialect == sqlstore.PostgreSQL {
 			share = " FOR SHARE"
 		}
-		reg := actions.NewRegistry(txEnv, &actions.Options{Store: s})
+		reg := actions.NewRegistry(&actions.Options{Store: s})
 		schema := `{"type":"object"}`
 		reg.MustRegister(actions.New(actions.Definition{ID: "t/inc", Parameters: schema},
-			func(ctx context.Context, _ map[string]any, tx *sql.Tx) (any, error) {
+			func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+				tx := txOf(ctx)
 				var n int64
 				err := tx.QueryRowContext(ctx, "UPDATE ord_kv SET n = n + 1 WHERE k = 'x' RETURNING n").Scan(&n)
 				return n, err
 			}))
 		reg.MustRegister(actions.New(actions.Definition{ID: "t/copy", Parameters: schema},
-			func(ctx context.Context, _ map[string]any, tx *sql.Tx) (any, error) {
+			func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+				tx := txOf(ctx)
 				var x int64
 				if err := tx.QueryRowContext(ctx, "SELECT n FROM ord_kv WHERE k = 'x'"+share).Scan(&x); err != nil {
 					return nil, err
@@ -115,9 +117,10 @@ func TestOpenSQLiteQueuesWriters(t *testing.T) {
 	var running, most atomic.Int32
 	inUnit, release := make(chan struct{}), make(chan struct{})
 	var first sync.Once
-	reg := actions.NewRegistry(txEnv, &actions.Options{Store: s})
+	reg := actions.NewRegistry(&actions.Options{Store: s})
 	reg.MustRegister(actions.New(actions.Definition{ID: "t/add", Parameters: `{"type":"object"}`},
-		func(ctx context.Context, _ map[string]any, tx *sql.Tx) (any, error) {
+		func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+			tx := txOf(ctx)
 			n := running.Add(1)
 			defer running.Add(-1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {

@@ -2,7 +2,6 @@ package sqlstore_test
 
 import (
 	"context"
-	"database/sql"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,12 +24,13 @@ func TestPendingChangesInSQL(t *testing.T) {
 		ctx := context.Background()
 		createModel(t, db)
 		s := newStore(t, db, nil)
-		reg := actions.NewRegistry(txEnv, &actions.Options{Store: s, Gate: &actions.GateOptions{Pending: s.Pending()}})
+		reg := actions.NewRegistry(&actions.Options{Store: s, Gate: &actions.GateOptions{Pending: s.Pending()}})
 		var fail atomic.Bool
 		var ran atomic.Int32
 		reg.MustRegister(actions.New(actions.Definition{ID: "t/purge", Effect: actions.EffectDelete, NeedsConfirmation: true,
 			Parameters: `{"type":"object","properties":{"n":{"type":"integer"}}}`},
-			func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+			func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+				tx := txOf(ctx)
 				if err := writeRow(ctx, db, tx, "t/purge", p); err != nil {
 					return nil, err
 				}

@@ -2,7 +2,6 @@ package sqlstore_test
 
 import (
 	"context"
-	"database/sql"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,15 +17,15 @@ import (
 
 // rateReplica is a registry with one action limited to 1 call per second,
 // burst 3, its buckets in the store's shared RateLimits.
-func rateReplica(t testing.TB, db *dbtest.DB, s *sqlstore.Store, clock *keyClock, shared bool) *actions.Registry[*sql.Tx] {
+func rateReplica(t testing.TB, db *dbtest.DB, s *sqlstore.Store, clock *keyClock, shared bool) *actions.Registry {
 	t.Helper()
 	g := &actions.GateOptions{Rate: 1, Burst: 3, Now: clock.now}
 	if shared {
 		g.Limiter = s.RateLimits()
 	}
-	reg := actions.NewRegistry(txEnv, &actions.Options{Store: s, Gate: g})
-	require.NoError(t, reg.Register(actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/ping", Effect: actions.EffectRead},
-		Run: func(context.Context, map[string]any, *sql.Tx) (any, error) { return nil, nil }}))
+	reg := actions.NewRegistry(&actions.Options{Store: s, Gate: g})
+	require.NoError(t, reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/ping", Effect: actions.EffectRead},
+		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }}))
 	return reg
 }
 
@@ -38,7 +37,7 @@ func TestSharedRateLimits(t *testing.T) {
 		var runs atomic.Int64
 		a := newKeyReplica(t, db, true, clock, &runs, nil)
 		b := newKeyReplica(t, db, true, clock, &runs, nil)
-		regs := []*actions.Registry[*sql.Tx]{rateReplica(t, db, a.s, clock, true), rateReplica(t, db, b.s, clock, true)}
+		regs := []*actions.Registry{rateReplica(t, db, a.s, clock, true), rateReplica(t, db, b.s, clock, true)}
 		call := actions.Call{Action: "shop/ping", Caller: ann}
 		ctx := context.Background()
 		for i := range 3 {
@@ -61,7 +60,7 @@ func TestSharedRateLimits(t *testing.T) {
 		require.NoError(t, err, "another principal's bucket")
 
 		// The in-process buckets (the default) are each replica's own.
-		local := []*actions.Registry[*sql.Tx]{rateReplica(t, db, a.s, clock, false), rateReplica(t, db, b.s, clock, false)}
+		local := []*actions.Registry{rateReplica(t, db, a.s, clock, false), rateReplica(t, db, b.s, clock, false)}
 		for _, reg := range local {
 			for i := range 3 {
 				_, err := reg.Run(ctx, call)
@@ -93,9 +92,9 @@ func BenchmarkRateLimit(b *testing.B) {
 				if shared {
 					g.Limiter = s.RateLimits()
 				}
-				reg = actions.NewRegistry(txEnv, &actions.Options{Store: s, Gate: g})
-				require.NoError(b, reg.Register(actions.Action[*sql.Tx]{Definition: actions.Definition{ID: "shop/ping", Effect: actions.EffectRead},
-					Run: func(context.Context, map[string]any, *sql.Tx) (any, error) { return nil, nil }}))
+				reg = actions.NewRegistry(&actions.Options{Store: s, Gate: g})
+				require.NoError(b, reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/ping", Effect: actions.EffectRead},
+					Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }}))
 				_ = clock
 				call := actions.Call{Action: "shop/ping", Caller: ann}
 				b.ResetTimer()

@@ -254,7 +254,7 @@ func TestAppendRefusesRecordsWithoutPlace(t *testing.T) {
 func TestStoreKeepsRecordOfEmptyID(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		s := newStore(t, db, nil)
-		reg := actions.NewRegistry(txEnv, &actions.Options{Store: s})
+		reg := actions.NewRegistry(&actions.Options{Store: s})
 		res, err := reg.Run(context.Background(), actions.Call{})
 		require.ErrorIs(t, err, actions.CodeUnknownAction)
 		require.Len(t, res.Records, 1)

@@ -26,7 +26,7 @@ import (
 
 // txEnv gives the bodies the unit's transaction itself (nil outside a
 // unit).
-func txEnv(ctx context.Context, _ *actions.Trace) *sql.Tx {
+func txOf(ctx context.Context) *sql.Tx {
 	tx, _ := sqlstore.Tx(ctx)
 	return tx
 }
@@ -109,9 +109,9 @@ type batchFixture struct {
 
 // fixtureRegistry registers a fixture's actions, on store s, with bodies
 // that write to the model through the transaction before they answer.
-func fixtureRegistry(t *testing.T, db *dbtest.DB, s *sqlstore.Store, f *batchFixture) *actions.Registry[*sql.Tx] {
+func fixtureRegistry(t *testing.T, db *dbtest.DB, s *sqlstore.Store, f *batchFixture) *actions.Registry {
 	t.Helper()
-	reg := actions.NewRegistry(txEnv, &actions.Options{Store: s, Limits: actions.Limits{
+	reg := actions.NewRegistry(&actions.Options{Store: s, Limits: actions.Limits{
 		MaxBatchCalls: f.Limits.MaxBatchCalls, MaxPlaceholderLength: f.Limits.MaxPlaceholderLength,
 		MaxPlaceholders: f.Limits.MaxPlaceholders,
 	}})
@@ -121,9 +121,10 @@ func fixtureRegistry(t *testing.T, db *dbtest.DB, s *sqlstore.Store, f *batchFix
 			schema = json.RawMessage(a.Parameters)
 		}
 		returns, fails, id := a.Returns, a.Fails, a.ID
-		require.NoError(t, reg.Register(actions.Action[*sql.Tx]{
+		require.NoError(t, reg.Register(actions.Action{
 			Definition: actions.Definition{ID: id, Parameters: schema},
-			Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+			Run: func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+				tx := txOf(ctx)
 				if err := writeRow(ctx, db, tx, id, p); err != nil {
 					return nil, err
 				}
@@ -243,12 +244,13 @@ func texts(t testing.TB, entries []actions.RunEntry) []string {
 // then, for the step whose parameters say last, runs hook (when not
 // nil); its calls run on store s, and onRecord (when not nil) sees their
 // records.
-func writerRegistry(t testing.TB, db *dbtest.DB, s *sqlstore.Store, hook func(ctx context.Context, tx *sql.Tx) error, onRecord func(actions.Record)) *actions.Registry[*sql.Tx] {
+func writerRegistry(t testing.TB, db *dbtest.DB, s *sqlstore.Store, hook func(ctx context.Context, tx *sql.Tx) error, onRecord func(actions.Record)) *actions.Registry {
 	t.Helper()
-	reg := actions.NewRegistry(txEnv, &actions.Options{Store: s, OnRecord: onRecord})
-	require.NoError(t, reg.Register(actions.Action[*sql.Tx]{
+	reg := actions.NewRegistry(&actions.Options{Store: s, OnRecord: onRecord})
+	require.NoError(t, reg.Register(actions.Action{
 		Definition: actions.Definition{ID: "t/write", Parameters: `{"type":"object"}`},
-		Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+		Run: func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+			tx := txOf(ctx)
 			if err := writeRow(ctx, db, tx, "t/write", p); err != nil {
 				return nil, err
 			}
@@ -423,10 +425,11 @@ func TestConflictIsRetriedEntriesOnce(t *testing.T) {
 		createModel(t, db)
 		s := newStore(t, db, nil)
 		var attempts atomic.Int32
-		reg := actions.NewRegistry(txEnv, &actions.Options{Store: s})
-		require.NoError(t, reg.Register(actions.Action[*sql.Tx]{
+		reg := actions.NewRegistry(&actions.Options{Store: s})
+		require.NoError(t, reg.Register(actions.Action{
 			Definition: actions.Definition{ID: "t/bump", Parameters: `{"type":"object"}`},
-			Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+			Run: func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+				tx := txOf(ctx)
 				var params string
 				if err := tx.QueryRowContext(ctx, "SELECT params FROM model_rows WHERE n = 2").Scan(&params); err != nil {
 					return nil, err
@@ -487,11 +490,12 @@ func TestConcurrentConflictingBatches(t *testing.T) {
 			}
 			return sqlstore.DefaultBackoff(n)
 		}})
-		reg := actions.NewRegistry(txEnv, &actions.Options{Store: s})
-		require.NoError(t, reg.Register(actions.Action[*sql.Tx]{
+		reg := actions.NewRegistry(&actions.Options{Store: s})
+		require.NoError(t, reg.Register(actions.Action{
 			Definition: actions.Definition{ID: "t/add", Parameters: `{"type":"object","required":["counter","amount"],
 				"properties":{"counter":{"enum":["a","b"]},"amount":{"type":"integer"}}}`},
-			Run: func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+			Run: func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+				tx := txOf(ctx)
 				amount, _ := p["amount"].(json.Number).Int64()
 				var total int64
 				if err := tx.QueryRowContext(ctx, db.Q("SELECT total FROM counters WHERE name = ?"), p["counter"]).Scan(&total); err != nil {

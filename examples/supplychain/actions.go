@@ -83,8 +83,8 @@ const (
 // untyped ([actions.New]): its localized display_name is a string or an
 // object, which a map[string]any reads as naturally as any Go type would;
 // it declares its output schema by hand.
-func definitions() []actions.Action[*Env] {
-	return []actions.Action[*Env]{
+func definitions(m *Model) []actions.Action {
+	return []actions.Action{
 		actions.Typed(actions.Definition{
 			ID: "supply/list_actors", Title: "List actors", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Lists the actors of the supply chain, sorted by id, with their names in one language, a page at a time: call again with the cursor an answer gives (next, or nextCall when the answer was bounded) for the next page.",
@@ -92,62 +92,69 @@ func definitions() []actions.Action[*Env] {
 			// to what listActorsParams' tags say (enums, default), which
 			// Register checks it against.
 			Parameters: listActorsSchema,
-		}, listActors),
+		}, withEnv(m, listActors)),
 		actions.Typed(actions.Definition{
 			ID: "supply/get_actor", Title: "Get an actor", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Gives one actor with its names in every language and its emissions per period.",
 			Parameters:  getActorSchema,
-		}, getActor),
+		}, withEnv(m, getActor)),
 		actions.New(actions.Definition{
 			ID: "supply/create_actor", Title: "Create an actor", Effect: actions.EffectWrite, Additive: true, Capability: capWrite,
 			Refusals:    []actions.DeclaredRefusal{{Code: "id_taken", Retry: actions.RetryAfterEdit}},
 			Description: "Adds an actor to the supply chain and gives it back with its key.",
 			Parameters:  createActorSchema, Writes: []string{"actor"},
 			OutputSchema: actorViewSchema,
-		}, createActor),
+		}, withEnv(m, createActor)),
 		actions.Typed(actions.Definition{
 			ID: "supply/delete_actor", Title: "Delete an actor", Effect: actions.EffectDelete, Capability: capWrite,
 			NeedsConfirmation: true,
 			Description:       "Deletes an actor and every emission recorded for it.",
 			Parameters:        deleteActorSchema, Writes: []string{"actor", "emission"},
-		}, deleteActor),
+		}, withEnv(m, deleteActor)),
 		actions.Typed(actions.Definition{
 			ID: "carbon/record_emissions", Title: "Record emissions", Effect: actions.EffectWrite, Idempotent: true, Capability: capWrite,
 			Description: "Sets an actor's CO2 emissions for a period, replacing any earlier figure.",
 			Parameters:  recordEmissionsSchema, Writes: []string{"emission"},
-		}, recordEmissions),
+		}, withEnv(m, recordEmissions)),
 		actions.Typed(actions.Definition{
 			ID: "carbon/clear_emissions", Title: "Clear emissions", Effect: actions.EffectDelete, Surfaces: []actions.Surface{},
 			Description: "Removes every emission of an actor, by key. Called by delete_actor only.",
 			Parameters:  clearEmissionsSchema, Writes: []string{"emission"},
-		}, clearEmissions),
+		}, withEnv(m, clearEmissions)),
 		actions.Typed(actions.Definition{
 			ID: "carbon/total_emissions", Title: "Total emissions", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Sums the CO2 emissions of a period over the actors, or over the actors of one type.",
 			Parameters:  totalEmissionsSchema,
-		}, totalEmissions),
+		}, withEnv(m, totalEmissions)),
 	}
 }
 
 // NewRegistry registers the example's actions on model: bodies get an
-// *Env bound to the unit's transaction, refs resolve over the model in
+// *Env bound to the unit's transaction (withEnv), refs resolve over the model in
 // it, every call, batch and confirmation runs in one transaction of the
 // model's database with its records (sqlstore.Store), and the pending
 // changes live there too. onRecord, when not nil, sees each record once
 // its unit is settled.
-func NewRegistry(model *Model, onRecord func(actions.Record)) (*actions.Registry[*Env], error) {
+func NewRegistry(model *Model, onRecord func(actions.Record)) (*actions.Registry, error) {
 	store := model.Store()
-	reg := actions.NewRegistry(model.env, &actions.Options{
+	reg := actions.NewRegistry(&actions.Options{
 		Resolve:  model.ResolveRef,
 		Store:    store,
 		Gate:     &actions.GateOptions{Pending: store.Pending()},
 		OnRecord: onRecord,
 		Observer: observer(), // telemetry.go
 	})
-	if err := reg.Register(definitions()...); err != nil {
+	if err := reg.Register(definitions(model)...); err != nil {
 		return nil, fmt.Errorf("register: %w", err)
 	}
 	return reg, nil
+}
+
+// withEnv is body with the *Env of its call, which the body reaches
+// through this closure: the registry hands a body its context and trace
+// only.
+func withEnv[P, R any](m *Model, body func(context.Context, P, *Env) (R, error)) func(context.Context, P, *actions.Trace) (R, error) {
+	return func(ctx context.Context, p P, t *actions.Trace) (R, error) { return body(ctx, p, m.env(ctx, t)) }
 }
 
 // env builds the environment of one call: the model bound to the unit's

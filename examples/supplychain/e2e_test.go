@@ -67,7 +67,7 @@ var (
 type host struct {
 	eng   engine
 	model *Model
-	reg   *actions.Registry[*Env]
+	reg   *actions.Registry
 
 	mu   sync.Mutex
 	seen []actions.Record

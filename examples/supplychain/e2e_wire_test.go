@@ -282,7 +282,7 @@ func TestReplayWhileWriting(t *testing.T) {
 // writeUntil makes calls as the editor until stop is closed, while fewer
 // than budget units are committed, counting them: emissions overwritten on a row both writers touch, new
 // actors, a batch, and deletes held then confirmed or rejected.
-func writeUntil(t *testing.T, reg *actions.Registry[*Env], w int, stop <-chan struct{}, units, budget *atomic.Int64) {
+func writeUntil(t *testing.T, reg *actions.Registry, w int, stop <-chan struct{}, units, budget *atomic.Int64) {
 	ctx := context.Background()
 	for i := 0; ; i++ {
 		for units.Load() >= budget.Load() {

@@ -61,7 +61,7 @@ func callerOf(_ context.Context, token *auth.TokenInfo, _ http.Header) *actions.
 // scope challenge (a read token calling a write gets HTTP 403 with
 // WWW-Authenticate), and adds the host's own confirmation endpoint:
 // POST /pending/{id}/confirm or /pending/{id}/reject with the same token.
-func protect(mux *http.ServeMux, mcpHandler http.Handler, reg *actions.Registry[*Env]) {
+func protect(mux *http.ServeMux, mcpHandler http.Handler, reg *actions.Registry) {
 	bearer := auth.RequireBearerToken(verifyToken, nil)
 	mux.Handle("/mcp", bearer(mcpserver.ScopeChallenge(reg, &mcpserver.Options{Caller: callerOf})(mcpHandler)))
 	mux.Handle("POST /pending/{id}/{decision}", bearer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

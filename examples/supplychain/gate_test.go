@@ -26,7 +26,7 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(req)
 }
 
-func gatedServer(t *testing.T) (string, *actions.Registry[*Env]) {
+func gatedServer(t *testing.T) (string, *actions.Registry) {
 	t.Helper()
 	model, reg, err := setup()
 	require.NoError(t, err)

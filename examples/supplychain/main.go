@@ -197,14 +197,14 @@ func replayJob(ctx context.Context, recs []actions.Record, w io.Writer) error {
 }
 
 // setup opens a fresh model in memory and registers the actions.
-func setup() (*Model, *actions.Registry[*Env], error) {
+func setup() (*Model, *actions.Registry, error) {
 	return setupDB(context.Background(), memoryDSN, "", nil)
 }
 
 // setupDB opens the model in the database dsn names (seeding it from the
 // embedded model when empty) and registers the actions; origin names the
 // writer in the run log, and onRecord (may be nil) sees each record.
-func setupDB(ctx context.Context, dsn, origin string, onRecord func(actions.Record)) (*Model, *actions.Registry[*Env], error) {
+func setupDB(ctx context.Context, dsn, origin string, onRecord func(actions.Record)) (*Model, *actions.Registry, error) {
 	model, err := OpenModel(ctx, dsn, modelJSON, origin)
 	if err != nil {
 		return nil, nil, err
@@ -220,13 +220,13 @@ func setupDB(ctx context.Context, dsn, origin string, onRecord func(actions.Reco
 // newServer returns an MCP server whose tools are the visible actions of
 // reg, and the batch tool; what the client is not told (a body's error,
 // a panic) goes to logger.
-func newServer(model *Model, reg *actions.Registry[*Env], logger *slog.Logger) (*mcp.Server, error) {
+func newServer(model *Model, reg *actions.Registry, logger *slog.Logger) (*mcp.Server, error) {
 	return newServerAt(model, reg, logger, nil)
 }
 
 // newServerAt is newServer whose held calls' receipts link to their
 // confirmation screen, at the URL confirmURL gives (nil: none).
-func newServerAt(model *Model, reg *actions.Registry[*Env], logger *slog.Logger, confirmURL func(id string) string) (*mcp.Server, error) {
+func newServerAt(model *Model, reg *actions.Registry, logger *slog.Logger, confirmURL func(id string) string) (*mcp.Server, error) {
 	server := mcp.NewServer(&mcp.Implementation{Name: "supplychain", Title: "Supply chain (actions example)", Version: "v0.1.0"},
 		&mcp.ServerOptions{Logger: logger})
 	err := mcpserver.AddTools(server, reg, &mcpserver.Options{

@@ -40,7 +40,7 @@ type Emission struct {
 // default; PostgreSQL with -db postgres://...): the tables sc_actors,
 // sc_emissions and sc_counters beside the run log of sqlstore. A Model is
 // bound to the database (each statement commits on its own) or, through
-// On, to one transaction: the Runner gives each call or batch its own.
+// On, to one transaction: the Registry gives each call or batch its own.
 type Model struct {
 	db        *sql.DB
 	read      *sql.DB // the store's readers: db, or an SQLite file's read pool

@@ -16,9 +16,9 @@ import (
 // viewer / viewer-demo-token): the example's stand-in for a host's own
 // sign-in. The editor reads the whole run log; the viewer only their own
 // calls.
-func newPages(reg *actions.Registry[*Env], model *Model) (http.Handler, error) {
+func newPages(reg *actions.Registry, model *Model) (http.Handler, error) {
 	backend := &pages.SQL{
-		Runner:  reg,
+		Registry:  reg,
 		Store:   model.Store(),
 		SeesAll: func(who *actions.Caller) bool { return slices.Contains(who.Capabilities, capWrite) },
 	}

@@ -105,7 +105,7 @@ func ints(s string) []int {
 // replica is one store and its registry, on pools of its own.
 type replica struct {
 	store *sqlstore.Store
-	reg   *actions.Registry[*sql.Tx]
+	reg   *actions.Registry
 	close func()
 }
 
@@ -228,14 +228,12 @@ func newReplica(db *sql.DB, dialect sqlstore.Dialect, o *sqlstore.Options, close
 	if err := s.Migrate(context.Background()); err != nil {
 		return nil, err
 	}
-	reg := actions.NewRegistry(func(ctx context.Context, _ *actions.Trace) *sql.Tx {
-		tx, _ := sqlstore.Tx(ctx)
-		return tx
-	}, &actions.Options{Store: s})
+	reg := actions.NewRegistry(&actions.Options{Store: s})
 	q := dialect.Rebind("UPDATE load_kv SET n = n + 1 WHERE k = ? RETURNING n")
 	reg.MustRegister(actions.New(actions.Definition{ID: "t/add",
 		Parameters: `{"type":"object","required":["k"],"properties":{"k":{"type":"string"}}}`},
-		func(ctx context.Context, p map[string]any, tx *sql.Tx) (any, error) {
+		func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+			tx, _ := sqlstore.Tx(ctx)
 			var n int64
 			err := tx.QueryRowContext(ctx, q, p["k"]).Scan(&n)
 			return map[string]any{"n": n}, err

@@ -26,7 +26,7 @@ import (
 // that replaces actions needs a new Adapter.
 type Adapter struct {
 	registry *actions.Registry
-	rules  *profileRules
+	rules    *profileRules
 	// back holds, by action id and deprecated alias, what RunToolCall
 	// maps a strict tool's nulls back with; learning serialises the
 	// exports that fill it.

@@ -18,9 +18,9 @@ import (
 // calls.
 func newPages(reg *actions.Registry, model *Model) (http.Handler, error) {
 	backend := &pages.SQL{
-		Registry:  reg,
-		Store:   model.Store(),
-		SeesAll: func(who *actions.Caller) bool { return slices.Contains(who.Capabilities, capWrite) },
+		Registry: reg,
+		Store:    model.Store(),
+		SeesAll:  func(who *actions.Caller) bool { return slices.Contains(who.Capabilities, capWrite) },
 	}
 	h, err := pages.New(backend, pageCaller, &pages.Options{Base: "/ui", Title: "Supply chain"})
 	if err != nil {

@@ -200,6 +200,14 @@ func (s *server) filterTools(lr *mcp.ListToolsResult, c *actions.Caller, batch *
 		if batch != nil && t.Name == batch.name {
 			return false // each step is gated as a call of its own
 		}
+		if s.search != nil {
+			if t.Name == searchToolName || t.Name == describeToolName {
+				return false // each answers for the caller
+			}
+			if !s.search.lists(t.Name) {
+				return true // found on demand
+			}
+		}
 		id, err := actions.ActionID(t.Name)
 		if err != nil {
 			return true
@@ -478,7 +486,7 @@ func (s *requestState) verify(state, principal, tool string, args any) (string, 
 //
 // It panics when r is nil, as http.Handle does for a nil handler.
 func ScopeChallenge(r *actions.Registry, opts *Options) func(http.Handler) http.Handler {
-	if isNil(r) {
+	if r == nil {
 		panic("mcpserver: ScopeChallenge needs a runner")
 	}
 	var o Options

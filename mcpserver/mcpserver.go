@@ -90,7 +90,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -147,6 +146,10 @@ type Options struct {
 	// the listed tools' actions as one unit (see [BatchTool]). Nil: no
 	// batch tool.
 	Batch *BatchTool
+	// ToolSearch, when set, lists only the pinned tools and finds the
+	// others on demand (see [ToolSearch]). Nil: tools/list shows every
+	// tool the caller may see.
+	ToolSearch *ToolSearch
 }
 
 // AddTools adds each visible action of r to s as a tool, named and
@@ -171,7 +174,7 @@ type Options struct {
 // action id, or a batch tool name ([BatchTool].Name) that MCP refuses or
 // that an action's tool holds.
 func AddTools(s *mcp.Server, r *actions.Registry, opts *Options) error {
-	if s == nil || isNil(r) {
+	if s == nil || r == nil {
 		return errors.New("mcpserver: AddTools needs a server and a registry")
 	}
 	srv, err := newServer(r, opts)
@@ -231,6 +234,14 @@ func AddTools(s *mcp.Server, r *actions.Registry, opts *Options) error {
 			return err
 		}
 	}
+	if ts := srv.opts.ToolSearch; ts != nil {
+		found, ids := make([]*mcp.Tool, len(all)), make([]string, len(all))
+		for i, p := range all {
+			found[i], ids[i] = p.tool, p.handler.id
+		}
+		srv.search = newSearcher(srv, ts, found, ids)
+		srv.search.add(s)
+	}
 	ids := map[string]string{} // every tool name served, alias or not, to its action
 	for _, h := range handlers {
 		ids[h.name] = h.id
@@ -247,17 +258,6 @@ func AddTools(s *mcp.Server, r *actions.Registry, opts *Options) error {
 	return nil
 }
 
-// isNil reports whether r is nil, or a nil pointer in an interface (a
-// host's *actions.Registry left unset), which would fail only at its
-// first method call.
-func isNil(r *actions.Registry) bool {
-	if r == nil {
-		return true
-	}
-	v := reflect.ValueOf(r)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
 // server is what every tool of one AddTools shares: the registry, the
 // options, the request-state key and the actions' definitions.
 type server struct {
@@ -266,6 +266,7 @@ type server struct {
 	opts      Options
 	state     *requestState
 	defs      map[string]actions.Definition // by id and by alias
+	search    *searcher                     // with Options.ToolSearch
 }
 
 func newServer(r *actions.Registry, opts *Options) (*server, error) {

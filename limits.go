@@ -57,6 +57,18 @@ type Limits struct {
 	// ([RunEntry].ResultSHA256, ResultBytes), which replay compares.
 	// Negative: every result kept whole.
 	MaxEntryResultBytes int
+	// MaxBatchBytes bounds what one batch's steps cost in all, in bytes
+	// (default 4 MiB): the canonical JSON of each step's parameters once
+	// its placeholders are filled (what they copy in, and what its run
+	// entry records), plus the rest of each step's run entry as kept
+	// (its result text up to MaxEntryResultBytes, its commands and
+	// nested calls). A step's placeholders copy in no more than is left,
+	// and a step whose parameters would pass what is left is refused
+	// before it runs: invalid_script_step at the step's pointer (a
+	// [StepError]), keyword "maxBatchBytes", the unit not kept. It bounds
+	// what a batch holds in memory and adds to the run log beside
+	// MaxParamBytes, which bounds each step alone. Negative: no bound.
+	MaxBatchBytes int
 }
 
 // defaultLimits are the limits a zero field means; the field docs above
@@ -74,6 +86,7 @@ var defaultLimits = Limits{
 	MaxResultBytes:       32 << 10,
 	MaxBatchResultBytes:  64 << 10,
 	MaxEntryResultBytes:  4 << 10,
+	MaxBatchBytes:        4 << 20,
 }
 
 // withDefaults returns l with every zero (or negative) field set to its
@@ -102,5 +115,6 @@ func (l Limits) withDefaults() Limits {
 	zero(&l.MaxResultBytes, defaultLimits.MaxResultBytes)
 	zero(&l.MaxBatchResultBytes, defaultLimits.MaxBatchResultBytes)
 	zero(&l.MaxEntryResultBytes, defaultLimits.MaxEntryResultBytes)
+	zero(&l.MaxBatchBytes, defaultLimits.MaxBatchBytes)
 	return l
 }

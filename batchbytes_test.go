@@ -150,4 +150,3 @@ func TestBatchBytesPlaceholderCopyStopsAtTheBound(t *testing.T) {
 	require.Len(t, r.Issues, 1)
 	assert.Equal(t, "maxBatchBytes", r.Issues[0].Keyword)
 }
-

@@ -69,6 +69,14 @@ type Limits struct {
 	// what a batch holds in memory and adds to the run log beside
 	// MaxParamBytes, which bounds each step alone. Negative: no bound.
 	MaxBatchBytes int
+	// MaxRefusedParamBytes bounds the parameters text the run entry of a
+	// call refused before its parameters' check passed keeps (refused by
+	// the gate, as an unknown action, as invalid parameters), in bytes of
+	// canonical JSON (default 1 KiB): longer parameters are kept as their
+	// SHA-256 and size ([RunEntry].ParametersSHA256, ParametersBytes), so
+	// that what a refused call adds to the log is bounded. Negative:
+	// kept whole (up to MaxParamBytes).
+	MaxRefusedParamBytes int
 }
 
 // defaultLimits are the limits a zero field means; the field docs above
@@ -87,6 +95,7 @@ var defaultLimits = Limits{
 	MaxBatchResultBytes:  64 << 10,
 	MaxEntryResultBytes:  4 << 10,
 	MaxBatchBytes:        4 << 20,
+	MaxRefusedParamBytes: 1 << 10,
 }
 
 // withDefaults returns l with every zero (or negative) field set to its
@@ -116,5 +125,6 @@ func (l Limits) withDefaults() Limits {
 	zero(&l.MaxBatchResultBytes, defaultLimits.MaxBatchResultBytes)
 	zero(&l.MaxEntryResultBytes, defaultLimits.MaxEntryResultBytes)
 	zero(&l.MaxBatchBytes, defaultLimits.MaxBatchBytes)
+	zero(&l.MaxRefusedParamBytes, defaultLimits.MaxRefusedParamBytes)
 	return l
 }

@@ -3,15 +3,20 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/sqlstore"
 )
 
 // batchClient serves reg with the batch tool and returns a client of it.
@@ -102,4 +107,60 @@ func TestBatchToolUnknownStepsCapped(t *testing.T) {
 	raw, err := json.Marshal(res)
 	require.NoError(t, err)
 	assert.Less(t, len(raw), 32<<10, "the refusal is bounded by the issue cap")
+}
+
+// TestKeyedBatchRetryGetsTheFirstAnswer: a keyed batch of 40 steps each
+// returning 50 KB is answered within the 64 KiB bound, later steps cut
+// or omitted; its retry under the same key gets that answer byte for
+// byte (the text and the structured content), on SQLite, PostgreSQL and
+// the in-memory run log.
+func TestKeyedBatchRetryGetsTheFirstAnswer(t *testing.T) {
+	check := func(t *testing.T, store actions.Store) {
+		ctx := context.Background()
+		runs := 0
+		reg := actions.NewRegistry(&actions.Options{Store: store})
+		reg.MustRegister(actions.New(actions.Definition{ID: "t/fifty", Parameters: `{"type":"object","properties":{"i":{"type":"integer"}}}`},
+			func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+				runs++
+				return map[string]any{"i": p["i"], "s": strings.Repeat("y", 50_000)}, nil
+			}))
+		server := mcp.NewServer(&mcp.Implementation{Name: "bounds", Version: "v0.0.1"}, nil)
+		require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{Batch: &mcpserver.BatchTool{},
+			Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
+				return &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+			}}))
+		serverT, clientT := mcp.NewInMemoryTransports()
+		ss, err := server.Connect(ctx, serverT, nil)
+		require.NoError(t, err)
+		defer ss.Close()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v0.0.1"}, nil).Connect(ctx, clientT, nil)
+		require.NoError(t, err)
+		defer cs.Close()
+
+		var steps []string
+		for i := range 40 {
+			steps = append(steps, fmt.Sprintf(`{"call":"t-fifty","with":{"i":%d}}`, i))
+		}
+		args := json.RawMessage(`{"commands":[` + strings.Join(steps, ",") + `]}`)
+		call := func() []byte {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_batch", Arguments: args, Meta: mcp.Meta{actions.IdempotencyKeyMeta: "k-1"}})
+			require.NoError(t, err)
+			require.False(t, res.IsError, "%v", res.Content)
+			raw, err := json.Marshal(res)
+			require.NoError(t, err)
+			return raw
+		}
+		first := call()
+		assert.Contains(t, string(first), `"omitted":true`, "later steps are omitted")
+		retry := call()
+		assert.Equal(t, 40, runs, "the retry runs nothing")
+		assert.Equal(t, string(first), string(retry), "the retry's answer is the first, byte for byte")
+	}
+	t.Run("runlog", func(t *testing.T) { check(t, actions.NewRunLog()) })
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		store, err := sqlstore.New(db.DB, db.Dialect, nil)
+		require.NoError(t, err)
+		require.NoError(t, store.Migrate(context.Background()))
+		check(t, store)
+	})
 }

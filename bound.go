@@ -28,7 +28,10 @@ import (
 //     and the "next" member beside a Page's items (or any string "next"
 //     member) is set to that cursor;
 //   - a root string: cut at a character (code point) boundary; Total,
-//     Kept and Left count characters;
+//     Kept and Left count characters. When the action declares a cursor,
+//     NextCall is the same action with the cursor of the first character
+//     left out (an action returning long text pages it with
+//     [PaginateText]);
 //     A first item that alone is over the bound is skipped (Skipped),
 //     the items after it kept as they fit: following NextCall gets past
 //     it;
@@ -144,7 +147,7 @@ func boundText(text string, limit int, next pager) (*Bounded, error) {
 	case []any:
 		return cutList(b, x, func(items []any) any { return items }, next)
 	case string:
-		return cutString(b, x)
+		return cutString(b, x, next)
 	case map[string]any:
 		name := listMember(x)
 		if name == "" {
@@ -243,11 +246,16 @@ func cutList(b Bound, list []any, wrap func([]any) any, next pager, setNext ...b
 	return nil, tooLarge(b.Limit)
 }
 
-// cutString keeps the first characters of s that fit b.Limit.
-func cutString(b Bound, s string) (*Bounded, error) {
+// cutString keeps the first characters of s that fit b.Limit; next,
+// when not nil, makes the call that fetches the characters left, its
+// cursor counting characters ([PaginateText]).
+func cutString(b Bound, s string, next pager) (*Bounded, error) {
 	b.Total = utf8.RuneCountInString(s)
 	widest := &Bounded{Value: "", Bound: b}
 	widest.Bound.Kept, widest.Bound.Left = b.Total, b.Total
+	if next != nil {
+		widest.Bound.NextCall = next(b.Total)
+	}
 	fixed, err := exactText(widest)
 	if err != nil {
 		return nil, tooLarge(b.Limit)
@@ -264,6 +272,9 @@ func cutString(b Bound, s string) (*Bounded, error) {
 	for kept > 0 {
 		f := &Bounded{Value: s[:end], Bound: b}
 		f.Bound.Kept, f.Bound.Left = kept, b.Total-kept
+		if next != nil {
+			f.Bound.NextCall = next(kept)
+		}
 		if t, err := exactText(f); err == nil && len(t) <= b.Limit {
 			return f, nil
 		}

@@ -80,3 +80,35 @@ func TestBoundOversizedItemInTheMiddle(t *testing.T) {
 	assert.Equal(t, want, seen, "every other item once, in order")
 	assert.Equal(t, []int{12}, skipped)
 }
+
+// TestBoundCutTextGivesNextCall: an action declaring a cursor returns a
+// 2 MB string (mixed one- to four-byte characters) with PaginateText;
+// each answer is cut within 32 KiB with a nextCall, and following them
+// rebuilds the string exactly.
+func TestBoundCutTextGivesNextCall(t *testing.T) {
+	text := strings.Repeat("abcé€😀\n\"", 2_000_000/19)
+	reg := NewRegistry(nil)
+	require.NoError(t, reg.Register(New(Definition{ID: "t/text",
+		Parameters: `{"type":"object","properties":{"cursor":` + CursorSchema + `}}`},
+		func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
+			c, _ := p["cursor"].(string)
+			return PaginateText(text, c)
+		})))
+	var got strings.Builder
+	params := map[string]any{}
+	for calls := 0; ; calls++ {
+		require.Less(t, calls, 200, "the pages end")
+		res, err := reg.Run(context.Background(), Call{Action: "t/text", Params: params})
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(res.Text), 32<<10)
+		b, ok := res.Value.(*Bounded)
+		if !ok {
+			got.WriteString(res.Value.(string))
+			break
+		}
+		got.WriteString(b.Value.(string))
+		require.NotNil(t, b.Bound.NextCall, "a cut text says where to go on")
+		params = b.Bound.NextCall.Params
+	}
+	assert.True(t, got.String() == text, "the pages rebuild the text")
+}

@@ -28,10 +28,16 @@ import (
 //     and the "next" member beside a Page's items (or any string "next"
 //     member) is set to that cursor;
 //   - a root string: cut at a character (code point) boundary; Total,
-//     Kept and Left count characters;
-//   - anything else over its bound is refused with result_too_large,
-//     and so is a list whose first item alone is over it. In a batch a
-//     step is never refused for its size: its result is Omitted instead.
+//     Kept and Left count characters. When the action declares a cursor,
+//     NextCall is the same action with the cursor of the first character
+//     left out (an action returning long text pages it with
+//     [PaginateText]);
+//     A first item that alone is over the bound is skipped (Skipped),
+//     the items after it kept as they fit: following NextCall gets past
+//     it;
+//   - anything else over its bound is refused with result_too_large.
+//     In a batch a step is never refused for its size: its result is
+//     Omitted instead.
 //
 // The envelope itself, JSON text and all, fits the bound.
 type Bounded struct {
@@ -57,6 +63,10 @@ type Bound struct {
 	Total int `json:"total"`
 	Kept  int `json:"kept"`
 	Left  int `json:"left"`
+	// Skipped, for a list, counts the items left out at its head because
+	// alone each is over the bound (at most one per answer): Value's list
+	// starts after it, and NextCall's cursor is past it. Left out when 0.
+	Skipped int `json:"skipped,omitempty"`
 	// Omitted is true for a batch step's result that did not fit what
 	// was left of the batch's bound, or could not be cut: only its size
 	// is given.
@@ -137,7 +147,7 @@ func boundText(text string, limit int, next pager) (*Bounded, error) {
 	case []any:
 		return cutList(b, x, func(items []any) any { return items }, next)
 	case string:
-		return cutString(b, x)
+		return cutString(b, x, next)
 	case map[string]any:
 		name := listMember(x)
 		if name == "" {
@@ -178,62 +188,74 @@ func listMember(m map[string]any) string {
 
 // cutList keeps the first items of list that fit b.Limit inside the
 // envelope wrap(items) makes; setNext also points a "next" member at the
-// next call's cursor.
+// next call's cursor. A first item that alone does not fit is skipped
+// (Bound.Skipped), and the items after it kept as they fit, so that a
+// caller following NextCall gets past it.
 func cutList(b Bound, list []any, wrap func([]any) any, next pager, setNext ...bool) (*Bounded, error) {
 	b.Total = len(list)
-	form := func(k int) *Bounded {
-		f := &Bounded{Value: wrap(list[:k:k]), Bound: b}
-		f.Bound.Kept, f.Bound.Left = k, len(list)-k
+	form := func(skip, k int) *Bounded {
+		f := &Bounded{Value: wrap(list[skip : skip+k : skip+k]), Bound: b}
+		f.Bound.Kept, f.Bound.Skipped, f.Bound.Left = k, skip, len(list)-skip-k
 		if next != nil {
-			f.Bound.NextCall = next(k)
+			f.Bound.NextCall = next(skip + k)
 			if len(setNext) > 0 && setNext[0] {
 				f.Value.(map[string]any)["next"] = f.Bound.NextCall.Params[CursorParam]
 			}
 		}
 		return f
 	}
-	// The envelope with no item, its counts and cursor at their widest.
-	widest := form(0)
-	widest.Bound.Kept, widest.Bound.Left = len(list), len(list)
-	if next != nil {
-		widest.Bound.NextCall = next(len(list))
-		if len(setNext) > 0 && setNext[0] {
-			widest.Value.(map[string]any)["next"] = widest.Bound.NextCall.Params[CursorParam]
+	for skip := 0; skip <= min(len(list), 1); skip++ {
+		// The envelope with no item, its counts and cursor at their widest.
+		widest := form(0, 0)
+		widest.Bound.Kept, widest.Bound.Left, widest.Bound.Skipped = len(list), len(list), skip
+		if next != nil {
+			widest.Bound.NextCall = next(len(list))
+			if len(setNext) > 0 && setNext[0] {
+				widest.Value.(map[string]any)["next"] = widest.Bound.NextCall.Params[CursorParam]
+			}
 		}
-	}
-	fixed, err := exactText(widest)
-	if err != nil {
-		return nil, tooLarge(b.Limit)
-	}
-	room, k := b.Limit-len(fixed), 0
-	for ; k < len(list); k++ {
-		t, err := exactText(list[k])
+		fixed, err := exactText(widest)
 		if err != nil {
 			return nil, tooLarge(b.Limit)
 		}
-		cost := len(t)
-		if k > 0 {
-			cost++ // the comma
+		room, k := b.Limit-len(fixed), 0
+		for ; skip+k < len(list); k++ {
+			t, err := exactText(list[skip+k])
+			if err != nil {
+				return nil, tooLarge(b.Limit)
+			}
+			cost := len(t)
+			if k > 0 {
+				cost++ // the comma
+			}
+			if cost > room {
+				break
+			}
+			room -= cost
 		}
-		if cost > room {
-			break
-		}
-		room -= cost
-	}
-	for ; k > 0; k-- { // the sizes above are an upper bound: check
-		f := form(k)
-		if t, err := exactText(f); err == nil && len(t) <= b.Limit {
-			return f, nil
+		for ; k > 0 || (skip > 0 && k == 0); k-- { // the sizes above are an upper bound: check
+			f := form(skip, k)
+			if t, err := exactText(f); err == nil && len(t) <= b.Limit {
+				return f, nil
+			}
+			if k == 0 {
+				break
+			}
 		}
 	}
 	return nil, tooLarge(b.Limit)
 }
 
-// cutString keeps the first characters of s that fit b.Limit.
-func cutString(b Bound, s string) (*Bounded, error) {
+// cutString keeps the first characters of s that fit b.Limit; next,
+// when not nil, makes the call that fetches the characters left, its
+// cursor counting characters ([PaginateText]).
+func cutString(b Bound, s string, next pager) (*Bounded, error) {
 	b.Total = utf8.RuneCountInString(s)
 	widest := &Bounded{Value: "", Bound: b}
 	widest.Bound.Kept, widest.Bound.Left = b.Total, b.Total
+	if next != nil {
+		widest.Bound.NextCall = next(b.Total)
+	}
 	fixed, err := exactText(widest)
 	if err != nil {
 		return nil, tooLarge(b.Limit)
@@ -250,6 +272,9 @@ func cutString(b Bound, s string) (*Bounded, error) {
 	for kept > 0 {
 		f := &Bounded{Value: s[:end], Bound: b}
 		f.Bound.Kept, f.Bound.Left = kept, b.Total-kept
+		if next != nil {
+			f.Bound.NextCall = next(kept)
+		}
 		if t, err := exactText(f); err == nil && len(t) <= b.Limit {
 			return f, nil
 		}

@@ -1,6 +1,8 @@
 package actions
 
 import (
+	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
@@ -69,8 +71,22 @@ func answerOf(k *UnitKey, v any, recs []Record, err error) Answer {
 	switch {
 	case isAnswered(v):
 		// What the caller was given (a bounded result's envelope
-		// included): an entry may keep only its result's digest.
-		a.Value = v.(answered).text
+		// included): an entry may keep only its result's digest. A
+		// batch's step results too, as they were given.
+		av := v.(answered)
+		a.Value = av.text
+		_, a.Bounded = av.value.(*Bounded)
+		if av.steps != nil {
+			a.Steps = make([]AnswerStep, len(av.steps))
+			for i, sv := range av.steps {
+				text := "null"
+				if sv != nil {
+					text, _ = exactText(sv)
+				}
+				_, b := sv.(*Bounded)
+				a.Steps[i] = AnswerStep{Value: json.RawMessage(text), Bounded: b}
+			}
+		}
 	case k.Action == batchKeyAction:
 		if v != nil {
 			a.Value, _ = exactText(v)
@@ -96,13 +112,48 @@ func answeredFrom(rec *Recorded) (Result, error) {
 		return res, &cp
 	}
 	if rec.Value != "" {
-		v, err := ijson.Decode([]byte(rec.Value), 0)
+		v, err := answerValue(rec.Value, rec.Bounded)
 		if err != nil {
-			return res, internalRefusal("a recorded result cannot be read back", err)
+			return res, err
 		}
 		res.Value, res.Text = v, rec.Value
 	}
+	if rec.Steps != nil {
+		res.StepResults = make([]any, len(rec.Steps))
+		for i, st := range rec.Steps {
+			v, err := answerValue(string(st.Value), st.Bounded)
+			if err != nil {
+				return Result{Records: rec.Records}, err
+			}
+			res.StepResults[i] = v
+		}
+	}
 	return res, nil
+}
+
+// answerValue reads back a value of a recorded answer: in JSON's Go
+// types, or the *Bounded it was when bounded.
+func answerValue(text string, bounded bool) (any, error) {
+	v, err := ijson.Decode([]byte(text), 0)
+	if err != nil {
+		return nil, internalRefusal("a recorded result cannot be read back", err)
+	}
+	if !bounded {
+		return v, nil
+	}
+	m, _ := v.(map[string]any)
+	bm := m["bounded"]
+	btext, err := exactText(bm)
+	if err != nil {
+		return nil, internalRefusal("a recorded result cannot be read back", err)
+	}
+	b := &Bounded{Value: m["value"]}
+	d := json.NewDecoder(strings.NewReader(btext))
+	d.UseNumber()
+	if err := d.Decode(&b.Bound); err != nil {
+		return nil, internalRefusal("a recorded result cannot be read back", err)
+	}
+	return b, nil
 }
 
 // keySentence ends the description of a tool whose action needs an

@@ -57,6 +57,26 @@ type Limits struct {
 	// ([RunEntry].ResultSHA256, ResultBytes), which replay compares.
 	// Negative: every result kept whole.
 	MaxEntryResultBytes int
+	// MaxBatchBytes bounds what one batch's steps cost in all, in bytes
+	// (default 4 MiB): the canonical JSON of each step's parameters once
+	// its placeholders are filled (what they copy in, and what its run
+	// entry records), plus the rest of each step's run entry as kept
+	// (its result text up to MaxEntryResultBytes, its commands and
+	// nested calls). A step's placeholders copy in no more than is left,
+	// and a step whose parameters would pass what is left is refused
+	// before it runs: invalid_script_step at the step's pointer (a
+	// [StepError]), keyword "maxBatchBytes", the unit not kept. It bounds
+	// what a batch holds in memory and adds to the run log beside
+	// MaxParamBytes, which bounds each step alone. Negative: no bound.
+	MaxBatchBytes int
+	// MaxRefusedParamBytes bounds the parameters text the run entry of a
+	// call refused before its parameters' check passed keeps (refused by
+	// the gate, as an unknown action, as invalid parameters), in bytes of
+	// canonical JSON (default 1 KiB): longer parameters are kept as their
+	// SHA-256 and size ([RunEntry].ParametersSHA256, ParametersBytes), so
+	// that what a refused call adds to the log is bounded. Negative:
+	// kept whole (up to MaxParamBytes).
+	MaxRefusedParamBytes int
 }
 
 // defaultLimits are the limits a zero field means; the field docs above
@@ -74,6 +94,8 @@ var defaultLimits = Limits{
 	MaxResultBytes:       32 << 10,
 	MaxBatchResultBytes:  64 << 10,
 	MaxEntryResultBytes:  4 << 10,
+	MaxBatchBytes:        4 << 20,
+	MaxRefusedParamBytes: 1 << 10,
 }
 
 // withDefaults returns l with every zero (or negative) field set to its
@@ -102,5 +124,7 @@ func (l Limits) withDefaults() Limits {
 	zero(&l.MaxResultBytes, defaultLimits.MaxResultBytes)
 	zero(&l.MaxBatchResultBytes, defaultLimits.MaxBatchResultBytes)
 	zero(&l.MaxEntryResultBytes, defaultLimits.MaxEntryResultBytes)
+	zero(&l.MaxBatchBytes, defaultLimits.MaxBatchBytes)
+	zero(&l.MaxRefusedParamBytes, defaultLimits.MaxRefusedParamBytes)
 	return l
 }

@@ -63,3 +63,22 @@ func Paginate[T any](all []T, cursor string, size int) (Page[T], error) {
 	}
 	return p, nil
 }
+
+// PaginateText returns text from the character (code point) cursor
+// stands for on: what an action that declares a cursor and returns long
+// text gives, so that the NextCall of its cut result fetches the
+// characters left out. A cursor past the end gives ""; an invalid one,
+// invalid_parameters (see [CursorOffset]).
+func PaginateText(text, cursor string) (string, error) {
+	at, err := CursorOffset(cursor)
+	if err != nil {
+		return "", err
+	}
+	for i := range text {
+		if at == 0 {
+			return text[i:], nil
+		}
+		at--
+	}
+	return "", nil
+}

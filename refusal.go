@@ -212,8 +212,11 @@ func CodeOf(err error) (code Code) {
 }
 
 // refusef makes the refusal of code with message and issues, each
-// issue's path clipped (see [clipPath]).
+// issue's path clipped (see [clipPath]), at most MaxIssues of them.
 func refusef(code Code, message string, issues ...Issue) *Refusal {
+	if len(issues) > MaxIssues {
+		message, issues = capIssues(message, issues)
+	}
 	r := NewRefusal(code, message)
 	for i := range issues {
 		issues[i].Path = clipPath(issues[i].Path)
@@ -236,17 +239,19 @@ func asRefusal(err error) (r *Refusal) {
 	return nil
 }
 
-// maxIssues bounds the issues of one refusal: past it, the message says
-// how many there were and the first ones are listed.
-const maxIssues = 100
+// MaxIssues bounds the issues of one refusal: past it, the message says
+// that there were more and only the first MaxIssues are listed, so that a
+// request with many faults (a batch of 250,000 bad steps) is answered
+// with a refusal of bounded size.
+const MaxIssues = 100
 
 // capIssues keeps the first maxIssues issues of a sorted list and says so
 // in the message.
 func capIssues(msg string, issues []Issue) (string, []Issue) {
-	if len(issues) <= maxIssues {
+	if len(issues) <= MaxIssues {
 		return msg, issues
 	}
-	return fmt.Sprintf("%s: %d breaches, the first %d listed", msg, len(issues), maxIssues), issues[:maxIssues:maxIssues]
+	return fmt.Sprintf("%s: %d breaches, the first %d listed", msg, len(issues), MaxIssues), issues[:MaxIssues:MaxIssues]
 }
 
 // safeCall runs fn and turns a panic into an internal refusal.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
 
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/placeholder"
@@ -41,6 +42,7 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (any, []R
 	}
 	recs := make([]Record, 0, len(plan.steps))
 	bound := newBatchBound(limits)
+	size := batchSize{limit: limits.MaxBatchBytes}
 	var result any
 	for i, st := range plan.steps {
 		if err := ctx.Err(); err != nil {
@@ -49,11 +51,21 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (any, []R
 		current = i
 		var params any = st.with
 		if st.refs {
-			with, _, err := placeholder.Substitute(st.with, lookup, canonicalText, pl)
+			spl, byBatch := pl, false
+			if left := size.left(); left < spl.MaxBytes {
+				spl.MaxBytes, byBatch = max(left, 1), true
+			}
+			with, _, err := placeholder.Substitute(st.with, lookup, canonicalText, spl)
 			if err != nil {
+				if pe := (*placeholder.Error)(nil); byBatch && errors.As(err, &pe) && pe.Kind == placeholder.TooLarge {
+					return nil, recs, false, &StepError{Index: i, Action: st.call, Err: batchTooLarge(limits.MaxBatchBytes)}
+				}
 				return nil, recs, false, substituteRefusal(stepPointer(i)+"/with", "with", err)
 			}
 			params = with
+		}
+		if err := size.admit(params); err != nil {
+			return nil, recs, false, &StepError{Index: i, Action: st.call, Err: err}
 		}
 		for _, j := range st.drop {
 			results[j] = nil
@@ -63,6 +75,7 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (any, []R
 		step.stepIndex, step.progress = i, nil
 		_, rec, _, err := r.top(ctx, step)
 		recs = append(recs, bound.step(r.limitOf(step.name), r.bounder(step), rec))
+		size.spend(recs[len(recs)-1].Entry)
 		if err != nil {
 			return nil, recs, false, &StepError{Index: i, Action: st.call, Err: err}
 		}
@@ -87,6 +100,64 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (any, []R
 		return nil, recs, false, err
 	}
 	return a, recs, true, nil
+}
+
+// batchSize counts what a batch's steps copy in and record against
+// Limits.MaxBatchBytes (negative: no bound).
+type batchSize struct {
+	limit int
+	spent int
+}
+
+// left is what the steps may still spend: MaxInt when there is no bound.
+func (s *batchSize) left() int {
+	if s.limit < 0 {
+		return math.MaxInt
+	}
+	return s.limit - s.spent
+}
+
+// admit refuses a step whose parameters (their canonical JSON) would pass
+// what is left.
+func (s *batchSize) admit(params any) error {
+	if s.limit < 0 {
+		return nil
+	}
+	text, err := canonicalString(params)
+	if err != nil {
+		return nil // the call refuses it, with the reason
+	}
+	if len(text) > s.left() {
+		return batchTooLarge(s.limit)
+	}
+	return nil
+}
+
+// spend counts a step's run entry as kept.
+func (s *batchSize) spend(e RunEntry) {
+	s.spent += entryBytes(e)
+}
+
+// entryBytes is the size of the texts of e: its parameters, result,
+// commands and nested calls.
+func entryBytes(e RunEntry) int {
+	n := len(e.Action) + len(e.Parameters) + len(e.Result) + len(e.ResultSHA256)
+	for _, st := range e.Steps {
+		n += len(st.Command) + len(st.Result)
+		if st.Call != nil {
+			n += entryBytes(*st.Call)
+		}
+	}
+	return n
+}
+
+// batchTooLarge is the refusal of a step that would pass
+// Limits.MaxBatchBytes. It names the bound, never the values.
+func batchTooLarge(limit int) *Refusal {
+	r := refusef(CodeInvalidScriptStep, "the batch would pass its bound of "+strconv.Itoa(limit)+" bytes copied in and recorded",
+		Issue{Path: "", Keyword: "maxBatchBytes", Message: "the bound is " + strconv.Itoa(limit) + " bytes for all steps' parameters and run entries"})
+	r.NextAction = "Split the batch, or copy less into its steps through placeholders."
+	return r
 }
 
 // batchResult is the batch's own result: its result placeholder filled

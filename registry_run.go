@@ -232,7 +232,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 // refusedRecord is the record of a call the gate refused before its
 // parameters were looked at.
 func (r *Registry) refusedRecord(id string, params any, audit Audit, err error) Record {
-	entry := RunEntry{Action: id, Steps: []RunStep{}}.refused(err, r.givenParameters(params))
+	entry := r.refusedGiven(RunEntry{Action: id, Steps: []RunStep{}}, err, params)
 	entry.Error = hostCode(err)
 	audit.Code = entry.Error
 	return Record{Entry: entry, Audit: audit}
@@ -264,17 +264,17 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 	reg, ok := r.lookup(id)
 	if !ok {
 		err = unknownAction()
-		return nil, entry.refused(err, r.givenParameters(params)), err
+		return nil, r.refusedGiven(entry, err, params), err
 	}
 	entry.Action = reg.action.ID // an alias is recorded under the id
 	if f.depth > limits.MaxCallDepth {
 		err = refusef(CodeConstraintViolation, "nested calls are too deep",
 			Issue{Path: "", Keyword: "call", Message: fmt.Sprintf("more than %d nested calls", limits.MaxCallDepth)})
-		return nil, entry.refused(err, r.givenParameters(params)), err
+		return nil, r.refusedGiven(entry, err, params), err
 	}
 	checked, err := reg.params.Check(ctx, params, resolve)
 	if err != nil {
-		return nil, entry.refused(err, r.givenParameters(params)), err
+		return nil, r.refusedGiven(entry, err, params), err
 	}
 	if entry.Parameters, err = canonicalString(checked); err != nil {
 		return nil, entry.refused(err, "null"), err
@@ -363,13 +363,28 @@ func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params
 			err = NewRefusal(CodeConfirmationRequired, "a nested call of an action that needs confirmation is not held: the caller must call it")
 		}
 		if err != nil {
-			entry := RunEntry{Action: reg.action.ID, Steps: []RunStep{}, AsHost: asHost}.refused(err, f.r.givenParameters(params))
+			entry := f.r.refusedGiven(RunEntry{Action: reg.action.ID, Steps: []RunStep{}, AsHost: asHost}, err, params)
 			entry.Error = hostCode(err)
 			return nil, entry, err
 		}
 	}
 	res, entry, err := child.run(ctx, id, params, f.r.opts.Resolve)
 	return res, entry, err
+}
+
+// refusedGiven marks e refused by err, before the parameters' check
+// passed, with the parameters as given (givenParameters): their text when
+// it is at most Limits.MaxRefusedParamBytes, otherwise "null" with the
+// text's SHA-256 and size, so that a flood of refused calls with large
+// parameters adds little to the log.
+func (r *Registry) refusedGiven(e RunEntry, err error, params any) RunEntry {
+	text := r.givenParameters(params)
+	e = e.refused(err, text)
+	if limit := r.Limits().MaxRefusedParamBytes; limit >= 0 && len(text) > limit {
+		e.Parameters = "null"
+		e.ParametersSHA256, e.ParametersBytes = digestOf(text), len(text)
+	}
+	return e
 }
 
 // givenParameters is the canonical JSON of the parameters as given, for

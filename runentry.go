@@ -23,8 +23,18 @@ type RunEntry struct {
 	// Parameters is the canonical JSON (RFC 8785) of the checked
 	// parameters, defaults filled and refs resolved; for a call refused
 	// before its check passed, of the parameters as given ("null" when
-	// they were not JSON text, or larger than Limits.MaxParamBytes).
+	// they were not JSON text, or larger than Limits.MaxParamBytes, or
+	// kept as ParametersSHA256 and ParametersBytes).
 	Parameters string `json:"parameters"`
+	// ParametersSHA256 and ParametersBytes stand for the parameters of a
+	// call refused before its check passed (by the gate, as unknown, as
+	// invalid) whose text is longer than Limits.MaxRefusedParamBytes:
+	// Parameters is then "null", and these are the hex SHA-256 of the
+	// text and its size in bytes. Left out otherwise. Replay does not
+	// compare them: such a call replays with no parameters, refused again
+	// (see docs/runlog.md).
+	ParametersSHA256 string `json:"parametersSHA256,omitempty"`
+	ParametersBytes  int    `json:"parametersBytes,omitempty"`
 	// Steps are what the body did, in order: commands it emitted and
 	// actions it called. Never nil.
 	Steps []RunStep `json:"steps"`
@@ -66,6 +76,7 @@ type RunStep struct {
 // refused marks e as refused by err, with the parameters text params.
 func (e RunEntry) refused(err error, params string) RunEntry {
 	e.Parameters = params
+	e.ParametersSHA256, e.ParametersBytes = "", 0
 	e.Outcome = OutcomeRefused
 	e.Error = CodeOf(err)
 	e.Result = ""

@@ -4,6 +4,7 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -97,6 +98,20 @@ type Answer struct {
 	// Refusal is the refusal a retry gets, or nil: the receipt of a held
 	// call (confirmation_required), or the rejection of its change.
 	Refusal *Refusal `json:"refusal,omitempty"`
+	// Bounded is true when Value is a [Bounded] envelope, which a retry
+	// is given as such.
+	Bounded bool `json:"bounded,omitempty"`
+	// Steps are a batch's step results as its caller was given them
+	// ([Result].StepResults), so that a retry gets the first answer
+	// whole: each step's canonical JSON ("null" for none) and whether it
+	// is a [Bounded] envelope.
+	Steps []AnswerStep `json:"steps,omitempty"`
+}
+
+// AnswerStep is one step's result in a recorded [Answer].
+type AnswerStep struct {
+	Value   json.RawMessage `json:"value"`
+	Bounded bool            `json:"bounded,omitempty"`
 }
 
 // answered carries what a unit gives its caller beside the value: the

@@ -249,17 +249,25 @@ func (h *batchHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res 
 	if args == nil {
 		args = json.RawMessage("{}")
 	}
-	var b actions.Batch
-	if err := json.Unmarshal(args, &b); err != nil {
+	// Decoded and checked whole with the registry's limits (the count of
+	// steps first) before any step's tool is looked up.
+	b, err := h.srv.r.DecodeBatch(args)
+	if err != nil {
 		return h.batchRefused(ctx, err, nil)
 	}
 	// Steps name tools as tools/list shows them (or action ids); a step
 	// calling an action its caller may not see is answered as one calling
-	// an action that does not exist, before any step runs.
+	// an action that does not exist, before any step runs. The refusal
+	// lists at most actions.MaxIssues of them.
 	var unknown []actions.Issue
+	more := 0
 	for i, st := range b.Steps {
 		id, ok := h.stepAction(st.Call, caller)
 		if !ok {
+			if len(unknown) == actions.MaxIssues {
+				more++
+				continue
+			}
 			unknown = append(unknown, actions.Issue{Path: fmt.Sprintf("/commands/%d/call", i), Keyword: "call",
 				Message: "not the name of a tool this server lists"})
 			continue
@@ -267,7 +275,11 @@ func (h *batchHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res 
 		b.Steps[i].Call = id
 	}
 	if len(unknown) > 0 {
-		r := actions.NewRefusal(actions.CodeUnknownAction, "a step calls a tool that is not offered")
+		msg := "a step calls a tool that is not offered"
+		if more > 0 {
+			msg += fmt.Sprintf(": %d steps, the first %d listed", len(unknown)+more, len(unknown))
+		}
+		r := actions.NewRefusal(actions.CodeUnknownAction, msg)
 		r.Issues = unknown
 		r.Transport = actions.TransportToolResult
 		r.NextAction = "List the tools and call them by the names listed."

@@ -64,12 +64,12 @@ func (o *Observer) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			msg := ""
 			var je *jsonrpc.Error
 			if errors.As(err, &je) {
-				msg = je.Message
+				msg = cut(je.Message, MaxAttributeLength)
 			}
 			span.SetStatus(codes.Error, msg)
 		}
 		span.End()
-		mattrs := metricAttrs(attrs)
+		mattrs := o.metricAttrs(method, attrs, err == nil)
 		if code != "" {
 			mattrs = append(mattrs, AttrErrorType.String(code))
 		}
@@ -78,40 +78,47 @@ func (o *Observer) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// mcpDescribe returns the span name and attributes of a request.
+// mcpDescribe returns the span name and attributes of a request, each
+// name taken from the request cut to MaxAttributeLength.
 func mcpDescribe(method string, req mcp.Request) (string, []attribute.KeyValue) {
+	method = cut(method, MaxAttributeLength)
 	attrs := []attribute.KeyValue{AttrMCPMethod.String(method)}
 	name := method
 	var params mcp.Params
 	if req != nil {
 		params = req.GetParams()
 	}
+	tool := ""
 	switch p := params.(type) {
 	case *mcp.CallToolParamsRaw:
-		if p != nil && p.Name != "" {
-			name += " " + p.Name
-			attrs = append(attrs, AttrToolName.String(p.Name), AttrOperationName.String("execute_tool"))
+		if p != nil {
+			tool = p.Name
 		}
 	case *mcp.CallToolParams:
-		if p != nil && p.Name != "" {
-			name += " " + p.Name
-			attrs = append(attrs, AttrToolName.String(p.Name), AttrOperationName.String("execute_tool"))
+		if p != nil {
+			tool = p.Name
 		}
 	case *mcp.GetPromptParams:
 		if p != nil && p.Name != "" {
-			name += " " + p.Name
-			attrs = append(attrs, AttrPromptName.String(p.Name))
+			prompt := cut(p.Name, MaxAttributeLength)
+			name += " " + prompt
+			attrs = append(attrs, AttrPromptName.String(prompt))
 		}
+	}
+	if tool != "" {
+		tool = cut(tool, MaxAttributeLength)
+		name += " " + tool
+		attrs = append(attrs, AttrToolName.String(tool), AttrOperationName.String("execute_tool"))
 	}
 	if req != nil {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 			if id := ss.ID(); id != "" {
-				attrs = append(attrs, AttrMCPSession.String(id))
+				attrs = append(attrs, AttrMCPSession.String(cut(id, MaxAttributeLength)))
 			}
 		}
 	}
 	if v := protocolVersion(method, req); v != "" {
-		attrs = append(attrs, AttrMCPProtocol.String(v))
+		attrs = append(attrs, AttrMCPProtocol.String(cut(v, MaxAttributeLength)))
 	}
 	return name, attrs
 }
@@ -133,16 +140,59 @@ func protocolVersion(method string, req mcp.Request) string {
 	return ""
 }
 
-// metricAttrs keeps of a span's attributes those the metric takes: the
-// session id is too many values for a metric dimension.
-func metricAttrs(attrs []attribute.KeyValue) []attribute.KeyValue {
+// knownVersions are the MCP protocol versions a metric names; any other
+// is OtherValue.
+var knownVersions = map[string]bool{
+	"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true, "2026-07-28": true,
+}
+
+// metricAttrs keeps of a request's span attributes those the metric
+// takes, each with a value from a bounded set: no session id (too many
+// values for a metric dimension); a tool, prompt or method name only once
+// the server has answered it without a protocol error (an unknown tool or
+// method is answered with one), otherwise OtherValue; a known protocol
+// version, otherwise OtherValue. answered says this request was answered
+// so.
+func (o *Observer) metricAttrs(method string, attrs []attribute.KeyValue, answered bool) []attribute.KeyValue {
 	out := make([]attribute.KeyValue, 0, len(attrs)+1)
 	for _, a := range attrs {
-		if a.Key != AttrMCPSession {
-			out = append(out, a)
+		switch a.Key {
+		case AttrMCPSession:
+			continue
+		case AttrMCPMethod:
+			a = a.Key.String(o.learn("method:", a.Value.AsString(), answered))
+		case AttrToolName:
+			a = a.Key.String(o.learn("tool:", a.Value.AsString(), answered))
+		case AttrPromptName:
+			a = a.Key.String(o.learn("prompt:", a.Value.AsString(), answered))
+		case AttrMCPProtocol:
+			if !knownVersions[a.Value.AsString()] {
+				a = a.Key.String(OtherValue)
+			}
 		}
+		out = append(out, a)
 	}
 	return out
+}
+
+// learn returns name as a metric value when the server answered it, now
+// (answered) or before, and OtherValue otherwise; it keeps at most
+// maxLearned names.
+func (o *Observer) learn(kind, name string, answered bool) string {
+	key := kind + name
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.learned[key] {
+		return name
+	}
+	if !answered || len(o.learned) >= maxLearned {
+		return OtherValue
+	}
+	if o.learned == nil {
+		o.learned = map[string]bool{}
+	}
+	o.learned[key] = true
+	return name
 }
 
 // metaParent returns ctx with the remote span context of the request's

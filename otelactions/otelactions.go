@@ -16,7 +16,9 @@ package otelactions
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -73,6 +75,44 @@ const (
 	unitSeconds               = "s"
 )
 
+// The bounds on what this package takes from a client (a tool's name, a
+// protocol version: text a client chooses) before it reaches a span or a
+// metric.
+const (
+	// MaxAttributeLength bounds, in bytes, each span name and each
+	// string attribute taken from a call or request (tool, prompt and
+	// action names, ids, the protocol version): a longer one is cut at a
+	// UTF-8 boundary and ends with "…".
+	MaxAttributeLength = 256
+	// MaxValueLength bounds, in bytes, gen_ai.tool.call.arguments and
+	// gen_ai.tool.call.result (Options.Values): a longer text is cut the
+	// same way, and is then no longer JSON.
+	MaxValueLength = 4096
+	// OtherValue stands, in a metric attribute, for a value no server
+	// serves: the name of an unknown tool, an unknown method, a protocol
+	// version this package does not know. A metric's series are thus
+	// bounded by the registry and the server, not by what clients send.
+	OtherValue = "_OTHER"
+	// maxLearned bounds the MCP tool names and methods the middleware
+	// keeps as metric values once the server has answered them; past it,
+	// new ones are OtherValue.
+	maxLearned = 1024
+)
+
+// cut returns s cut to at most n bytes, at a UTF-8 boundary, marked with
+// "…" when cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	end := n - len(mark)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + mark
+}
+
 // EventHeld is the span event of a call (or batch) held as a pending
 // change; its attribute actions.pending_change.id names the change, which
 // a later "confirm" or "reject" span decides.
@@ -111,6 +151,10 @@ type Observer struct {
 	mcpDur   metric.Float64Histogram
 	values   bool
 	toolType string
+	// learned holds the tool names and methods (keys "tool:" and
+	// "method:" + name) the server answered, at most maxLearned.
+	mu      sync.Mutex
+	learned map[string]bool
 }
 
 // New returns an observer on the providers of opts (nil for the
@@ -164,8 +208,8 @@ func (o *Observer) Start(ctx context.Context, op actions.Operation) (context.Con
 	name, attrs := o.describe(op)
 	ctx, span := o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	start := time.Now()
-	kind, action := op.Kind, op.Call.Action
-	ob := actions.Observation{End: func(res actions.Result, err error) { o.end(span, kind, action, start, res, err) }}
+	kind := op.Kind
+	ob := actions.Observation{End: func(res actions.Result, err error) { o.end(span, kind, start, res, err) }}
 	if sc := span.SpanContext(); sc.IsValid() {
 		ob.TraceID, ob.SpanID = sc.TraceID().String(), sc.SpanID().String()
 	}
@@ -176,10 +220,10 @@ func (o *Observer) Start(ctx context.Context, op actions.Operation) (context.Con
 func (o *Observer) describe(op actions.Operation) (string, []attribute.KeyValue) {
 	switch op.Kind {
 	case actions.OpCall, actions.OpNested:
-		tool := actions.ToolName(op.Call.Action)
+		tool := cut(actions.ToolName(op.Call.Action), MaxAttributeLength)
 		attrs := []attribute.KeyValue{AttrOperationName.String("execute_tool"), AttrToolName.String(tool), AttrToolType.String(o.toolType)}
 		if op.Call.ToolCallID != "" {
-			attrs = append(attrs, AttrToolCallID.String(op.Call.ToolCallID))
+			attrs = append(attrs, AttrToolCallID.String(cut(op.Call.ToolCallID, MaxAttributeLength)))
 		}
 		if op.Step >= 0 {
 			attrs = append(attrs, AttrBatchStep.Int(op.Step))
@@ -192,14 +236,14 @@ func (o *Observer) describe(op actions.Operation) (string, []attribute.KeyValue)
 		}
 		if o.values {
 			if text, err := actions.CanonicalJSON(paramsValue(op.Call.Params)); err == nil {
-				attrs = append(attrs, AttrToolArguments.String(string(text)))
+				attrs = append(attrs, AttrToolArguments.String(cut(string(text), MaxValueLength)))
 			}
 		}
 		return "execute_tool " + tool, attrs
 	case actions.OpBatch:
 		attrs := []attribute.KeyValue{AttrBatchSteps.Int(len(op.Call.Batch.Steps))}
 		if op.Call.ToolCallID != "" {
-			attrs = append(attrs, AttrToolCallID.String(op.Call.ToolCallID))
+			attrs = append(attrs, AttrToolCallID.String(cut(op.Call.ToolCallID, MaxAttributeLength)))
 		}
 		return "batch", attrs
 	case actions.OpDecide:
@@ -207,20 +251,20 @@ func (o *Observer) describe(op actions.Operation) (string, []attribute.KeyValue)
 		if op.Decision.Confirm {
 			name = "confirm"
 		}
-		return name, []attribute.KeyValue{AttrPendingChange.String(op.Decision.Change)}
+		return name, []attribute.KeyValue{AttrPendingChange.String(cut(op.Decision.Change, MaxAttributeLength))}
 	case actions.OpUnit:
 		return "transaction", nil
 	case actions.OpReplay:
-		tool := actions.ToolName(op.Call.Action)
+		tool := cut(actions.ToolName(op.Call.Action), MaxAttributeLength)
 		return "replay " + tool, []attribute.KeyValue{AttrToolName.String(tool)}
 	}
 	return string(op.Kind), nil
 }
 
-// end ends span, of an operation of that kind calling action, with what
-// it gave, and records a tool execution's duration.
-func (o *Observer) end(span trace.Span, kind actions.OpKind, action string, start time.Time, res actions.Result, err error) {
-	code := errorType(res, err)
+// end ends span, of an operation of that kind, with what it gave, and
+// records a tool execution's duration.
+func (o *Observer) end(span trace.Span, kind actions.OpKind, start time.Time, res actions.Result, err error) {
+	code := cut(errorType(res, err), MaxAttributeLength)
 	var rec actions.Record
 	if len(res.Records) > 0 {
 		rec = res.Records[len(res.Records)-1]
@@ -228,16 +272,16 @@ func (o *Observer) end(span trace.Span, kind actions.OpKind, action string, star
 	switch kind {
 	case actions.OpCall, actions.OpNested:
 		if rec.Entry.Action != "" {
-			span.SetAttributes(AttrActionID.String(rec.Entry.Action))
+			span.SetAttributes(AttrActionID.String(cut(rec.Entry.Action, MaxAttributeLength)))
 		}
 		if o.values && err == nil && rec.Entry.Result != "" {
-			span.SetAttributes(AttrToolResult.String(rec.Entry.Result))
+			span.SetAttributes(AttrToolResult.String(cut(rec.Entry.Result, MaxValueLength)))
 		}
 	case actions.OpUnit:
 		span.SetAttributes(AttrCommitted.Bool(committed(res, err)))
 	}
 	if rec.Audit.Stage == actions.StageHeld && rec.Audit.PendingChange != "" && kind != actions.OpDecide {
-		span.AddEvent(EventHeld, trace.WithAttributes(AttrPendingChange.String(rec.Audit.PendingChange)))
+		span.AddEvent(EventHeld, trace.WithAttributes(AttrPendingChange.String(cut(rec.Audit.PendingChange, MaxAttributeLength))))
 	}
 	if code != "" {
 		span.SetAttributes(AttrErrorType.String(code))
@@ -245,7 +289,14 @@ func (o *Observer) end(span trace.Span, kind actions.OpKind, action string, star
 	}
 	span.End()
 	if kind == actions.OpCall || kind == actions.OpNested {
-		attrs := []attribute.KeyValue{AttrToolName.String(actions.ToolName(action)), AttrToolType.String(o.toolType)}
+		// The metric names a registered action only: the one the record
+		// names (an alias is recorded under its id), OtherValue for an
+		// action no one registered, whatever name the call gave.
+		tool := OtherValue
+		if rec.Entry.Action != "" && rec.Entry.Error != actions.CodeUnknownAction {
+			tool = actions.ToolName(rec.Entry.Action)
+		}
+		attrs := []attribute.KeyValue{AttrToolName.String(tool), AttrToolType.String(o.toolType)}
 		if code != "" {
 			attrs = append(attrs, AttrErrorType.String(code))
 		}

@@ -126,7 +126,7 @@ func ExampleServeStdio() {
 	if err := mcpserver.AddTools(server, reg, nil); err != nil {
 		log.Fatal(err)
 	}
-	if err := mcpserver.ServeStdio(context.Background(), server); err != nil {
+	if err := mcpserver.ServeStdio(context.Background(), server, nil); err != nil {
 		log.Print(err)
 	}
 }

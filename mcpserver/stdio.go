@@ -37,10 +37,11 @@ type ServeOptions struct {
 
 // ServeStdio serves s on standard input and output (the SDK's
 // StdioTransport: one JSON-RPC message per line) until the client closes
-// its input or ctx is done, with the defaults of [Serve]. Nothing else may
-// write to standard output meanwhile; log to standard error.
-func ServeStdio(ctx context.Context, s *mcp.Server) error {
-	return Serve(ctx, s, &mcp.StdioTransport{}, nil)
+// its input or ctx is done, as [Serve] does with opts (nil: the
+// defaults). Nothing else may write to standard output meanwhile; log to
+// standard error.
+func ServeStdio(ctx context.Context, s *mcp.Server, opts *ServeOptions) error {
+	return Serve(ctx, s, &mcp.StdioTransport{}, opts)
 }
 
 // Serve serves one session of s on t (the SDK's StdioTransport,

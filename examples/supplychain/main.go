@@ -280,7 +280,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	if *addr == "" {
-		err := mcpserver.ServeStdio(ctx, server)
+		err := mcpserver.ServeStdio(ctx, server, nil)
 		if errors.Is(err, context.Canceled) {
 			return nil // interrupted
 		}

@@ -130,6 +130,10 @@ func (r *Registry) replayed(ctx context.Context, rec Record) (RunEntry, error) {
 		params = json.RawMessage("\x00")
 	}
 	inv.params = params
+	inv.recorded = e.Steps
+	if inv.recorded == nil {
+		inv.recorded = []RunStep{}
+	}
 	_, got, _, err := r.top(ctx, inv)
 	if !inv.step {
 		_, got, _, err = r.answer(inv)(nil, got, true, err)

@@ -163,6 +163,9 @@ type invocation struct {
 	stepIndex int
 	// progress delivers the body's progress reports (nil: dropped).
 	progress *progress
+	// recorded are the recorded steps of the call a replay runs again,
+	// whose values the body's trace gives back (Trace.Value).
+	recorded []RunStep
 }
 
 // audit starts the audit record of inv.
@@ -291,7 +294,7 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 	}
 	t := &f.Trace
 	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
-	t.progress = f.inv.progress
+	t.progress, t.recorded, t.now = f.inv.progress, f.inv.recorded, r.gateOf().opts.Now
 	if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, t) }); perr != nil {
 		err = perr
 	}
@@ -340,9 +343,9 @@ func bodyRefusal(reg *registered, t *Trace, err error) error {
 
 // nested runs a call a body made: through the gate with its caller's
 // identity (or as the host when asHost), one level deeper, never held.
-func (f *frame) nested(ctx context.Context, id string, params any, asHost bool) (any, RunEntry, error) {
+func (f *frame) nested(ctx context.Context, id string, params any, asHost bool, recorded []RunStep) (any, RunEntry, error) {
 	inv := f.inv
-	inv.asHost, inv.progress = asHost, nil
+	inv.asHost, inv.progress, inv.recorded = asHost, nil, recorded
 	if asHost {
 		inv.caller = nil
 	}

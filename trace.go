@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Trace is a body's view of its own run: the action it runs, the commands
@@ -21,6 +22,10 @@ type Trace struct {
 	runner   nestedRunner // runs the body's nested calls; nil for NewTrace's
 	caller   *Caller      // who calls: the host's Caller (see Trace.Caller)
 	progress *progress    // delivers Progress reports; nil drops them
+	// recorded are the steps a replay recorded for this call, whose
+	// values (Trace.Value) it gives back; nil on a live run.
+	recorded []RunStep
+	now      func() time.Time // the registry's clock, for Trace.Now
 
 	mu       sync.Mutex
 	entry    RunEntry
@@ -120,6 +125,10 @@ func (t *Trace) call(ctx context.Context, id string, params any, asHost bool) (a
 		return nil, errTraceClosed
 	}
 	t.inflight.Add(1)
+	var recorded []RunStep // on replay, the steps of the nested call recorded here
+	if i := len(t.entry.Steps); i < len(t.recorded) && t.recorded[i].Call != nil {
+		recorded = t.recorded[i].Call.Steps
+	}
 	t.mu.Unlock()
 	defer t.inflight.Done()
 
@@ -132,7 +141,7 @@ func (t *Trace) call(ctx context.Context, id string, params any, asHost bool) (a
 		err = unknownAction()
 		entry = RunEntry{Action: id, Parameters: "null", Steps: []RunStep{}}.refused(err, "null")
 	} else {
-		result, entry, err = t.runner.nested(ctx, id, params, asHost)
+		result, entry, err = t.runner.nested(ctx, id, params, asHost, recorded)
 	}
 	t.mu.Lock()
 	t.entry.Steps = append(t.entry.Steps, RunStep{Call: &entry})
@@ -146,7 +155,7 @@ func (t *Trace) call(ctx context.Context, id string, params any, asHost bool) (a
 // nestedRunner runs a call nested in the one a Trace records, through the
 // same registry and host, one level deeper.
 type nestedRunner interface {
-	nested(ctx context.Context, id string, params any, asHost bool) (any, RunEntry, error)
+	nested(ctx context.Context, id string, params any, asHost bool, recorded []RunStep) (any, RunEntry, error)
 }
 
 // close ends the trace once its body returned: no new call or command is

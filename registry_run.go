@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -61,11 +62,12 @@ func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
 	}
 	p := r.newProgress(c.Progress)
 	defer p.close()
+	started := new(atomic.Bool)
 	if c.Batch != nil {
-		return r.observeBatch(ctx, c, key, p)
+		return r.observeBatch(ctx, c, key, p, started)
 	}
-	return r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
-		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p}
+	return r.unit(ctx, key, started, func(ctx context.Context) (any, []Record, bool, error) {
+		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, started: started}
 		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
 		return v, []Record{rec}, commit, err
 	})
@@ -76,19 +78,30 @@ func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
 type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, err error)
 
 // unit runs fn in one unit of the store, at most once under k when k is
-// not nil, and delivers its records.
-func (r *Registry) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result, error) {
+// not nil, and delivers its records. started, when not nil, is set once
+// a body of the unit has started: from then on a keyed unit keeps its
+// key whatever its outcome ([Unit].Keep).
+func (r *Registry) unit(ctx context.Context, k *UnitKey, started *atomic.Bool, fn unitWork) (Result, error) {
 	var (
 		value   any
 		unitErr error // the last attempt's own error, as the calls gave it
 	)
 	attempt := func(ctx context.Context) Unit {
+		if started != nil {
+			started.Store(false) // a store may run the unit again
+		}
 		v, recs, commit, err := fn(ctx)
 		value, unitErr = v, err
 		stamp(ctx, observed{}, recs)
 		u := Unit{Records: recs, Commit: commit, Err: err}
-		if k != nil && commit {
+		if k != nil && !commit && started != nil && started.Load() {
+			u.Keep = true
+		}
+		if k != nil && (commit || u.Keep) {
 			u.Answer = answerOf(k, v, recs, err)
+			if !commit {
+				u.Answer.Value, u.Answer.Steps, u.Answer.Bounded = "", nil, false
+			}
 		}
 		return u
 	}
@@ -166,6 +179,9 @@ type invocation struct {
 	// recorded are the recorded steps of the call a replay runs again,
 	// whose values the body's trace gives back (Trace.Value).
 	recorded []RunStep
+	// started, when not nil, is set when a body of the unit starts (the
+	// call's own, a step's, a nested call's).
+	started *atomic.Bool
 }
 
 // audit starts the audit record of inv.
@@ -291,6 +307,9 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 	if err := ctx.Err(); err != nil {
 		err = endedRefusal(ctx, err)
 		return nil, entry.refused(err, entry.Parameters), err
+	}
+	if f.inv.started != nil {
+		f.inv.started.Store(true)
 	}
 	t := &f.Trace
 	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
@@ -577,10 +596,10 @@ func callOp(inv invocation) Operation {
 }
 
 // observeBatch runs the batch of c in one unit, observed as one OpBatch.
-func (r *Registry) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress) (Result, error) {
+func (r *Registry) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress, started *atomic.Bool) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, Call: Call{Batch: c.Batch, Caller: c.Caller, ToolCallID: c.ToolCallID}, Step: -1})
-	res, err := r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
-		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p})
+	res, err := r.unit(ctx, key, started, func(ctx context.Context) (any, []Record, bool, error) {
+		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, started: started})
 	})
 	ob.end(res, err)
 	return res, err

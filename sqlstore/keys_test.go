@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -450,4 +451,71 @@ func normalise(v any) any {
 		return err
 	}
 	return out
+}
+
+// TestKeyKeptWhateverTheOutcome: a keyed call whose body ran (charging a
+// card: an effect no rollback undoes) and whose call was then refused
+// (timeout, output_invalid, result_too_large, the body's own error) keeps
+// its key and outcome: three retries get that outcome, the body ran once,
+// and the unit's writes were undone.
+func TestKeyKeptWhateverTheOutcome(t *testing.T) {
+	cases := []struct {
+		name string
+		def  actions.Definition
+		// body's result after the charge; wait: the body waits for its
+		// context to end.
+		result any
+		err    error
+		wait   bool
+		code   actions.Code
+	}{
+		{name: "timeout", def: actions.Definition{Timeout: time.Millisecond}, wait: true, code: actions.CodeTimeout},
+		{name: "output_invalid", def: actions.Definition{OutputSchema: `{"type":"object","required":["receipt"]}`}, result: map[string]any{"charged": 1}, code: actions.CodeOutputInvalid},
+		{name: "result_too_large", def: actions.Definition{MaxResultBytes: 20}, result: map[string]any{"charged": strings.Repeat("x", 100)}, code: actions.CodeResultTooLarge},
+		{name: "body_error", err: errors.New("the bank hung up"), code: actions.CodeInternal},
+		{name: "body_refusal", err: actions.NewRefusal("card_declined", "the card was declined"), code: "card_declined"},
+	}
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		s, err := sqlstore.New(db.DB, db.Dialect, nil)
+		require.NoError(t, err)
+		require.NoError(t, s.Migrate(context.Background()))
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				var card atomic.Int64 // charges outside the database
+				reg := actions.NewRegistry(&actions.Options{Store: s})
+				def := c.def
+				def.ID, def.Parameters, def.NeedsIdempotencyKey = "shop/pay", `{"type":"object"}`, true
+				reg.MustRegister(actions.Action{Definition: def, Run: func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+					card.Add(1)
+					if _, err := txOf(ctx).ExecContext(ctx, "INSERT INTO charges (amount) VALUES ('7')"); err != nil {
+						return nil, err
+					}
+					if c.wait {
+						<-ctx.Done()
+						return nil, ctx.Err()
+					}
+					return c.result, c.err
+				}})
+				before := chargeCount(t, db)
+				call := actions.Call{Action: "shop/pay", Caller: ann, IdempotencyKey: "pay-" + c.name}
+				for i := range 4 {
+					_, err := reg.Run(context.Background(), call)
+					require.Error(t, err, "call %d", i)
+					assert.Equal(t, c.code, actions.CodeOf(err), "call %d", i)
+				}
+				assert.Equal(t, int64(1), card.Load(), "the body ran once")
+				assert.Equal(t, before, chargeCount(t, db), "the unit's writes were undone")
+				undone, err := s.Read(context.Background(), sqlstore.Filter{Kept: sqlstore.UndoneOnly, Action: "shop/pay"})
+				require.NoError(t, err)
+				var lines int
+				for _, r := range undone {
+					if r.Audit.IdempotencyKey == call.IdempotencyKey && r.Audit.Answered != "" {
+						lines++
+					}
+				}
+				assert.Equal(t, 3, lines, "one audit line per retry")
+			})
+		}
+	})
 }

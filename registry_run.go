@@ -53,10 +53,13 @@ import (
 //
 // A body sees ctx and must honour its cancellation itself.
 func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
-	var key *UnitKey
+	var (
+		key   *UnitKey
+		gated *gateDecision
+	)
 	if c.IdempotencyKey != "" {
 		var err error
-		if key, err = r.keyOf(c); err != nil {
+		if key, gated, err = r.keyOf(ctx, c); err != nil {
 			return Result{}, err
 		}
 	}
@@ -67,7 +70,7 @@ func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
 		return r.observeBatch(ctx, c, key, p, started)
 	}
 	return r.unit(ctx, key, started, func(ctx context.Context) (any, []Record, bool, error) {
-		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, started: started}
+		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, started: started, gated: gated}
 		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
 		return v, []Record{rec}, commit, err
 	})
@@ -182,7 +185,14 @@ type invocation struct {
 	// started, when not nil, is set when a body of the unit starts (the
 	// call's own, a step's, a nested call's).
 	started *atomic.Bool
+	// gated, when not nil, is the gate's decision on the top-level call,
+	// made before its unit (a keyed call: the gate passes before the
+	// store may answer from the record); top does not decide again.
+	gated *gateDecision
 }
+
+// gateDecision is what the gate decided for a call: nil err to pass.
+type gateDecision struct{ err error }
 
 // audit starts the audit record of inv.
 func (r *Registry) audit(inv invocation) Audit {
@@ -204,7 +214,12 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		if reg.action.ID != inv.name {
 			audit.Alias = inv.name
 		}
-		err := g.decide(ctx, &reg.action.Definition, inv.caller, inv.replay)
+		var err error
+		if inv.gated != nil {
+			err = inv.gated.err
+		} else {
+			err = g.decide(ctx, &reg.action.Definition, inv.caller, inv.replay)
+		}
 		if err == nil {
 			err = needsKey(&reg.action.Definition, inv)
 		}
@@ -517,19 +532,26 @@ func needsKey(d *Definition, inv invocation) error {
 }
 
 // keyOf returns the unit key of c, or nil when c runs as if it had no
-// key: an unknown action, or one the caller may not call (their refusal
-// is then the same with or without a key). Errors: invalid_parameters
-// for a malformed key; internal when the registry has no Store.
-func (r *Registry) keyOf(c Call) (*UnitKey, error) {
+// key: an unknown action, or one the gate refuses (their refusal is then
+// the same with or without a key). The gate decides a keyed call here,
+// before its unit, so that a retry the store answers from the record
+// passes it as any call does: its rate counted, refused when the caller
+// may no longer call; the decision is returned for the call's unit to
+// use, never made twice. For a batch, each step's action is admitted
+// (surface, capability, scope, serving); its rate is counted when the
+// step runs. Errors: invalid_parameters for a malformed key; internal
+// when the registry has no Store.
+func (r *Registry) keyOf(ctx context.Context, c Call) (*UnitKey, *gateDecision, error) {
 	if err := checkKey(c.IdempotencyKey); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.opts.Store == nil {
 		rf := internalRefusal("the host keeps no record of calls: an idempotency key cannot be honoured", errNoKeyStore)
 		rf.Retry = RetryNever
-		return nil, rf
+		return nil, nil, rf
 	}
 	g := r.gateOf()
+	var gated *gateDecision
 	k := &UnitKey{Key: c.IdempotencyKey, Wait: r.opts.KeyWait}
 	if c.Caller != nil {
 		k.Principal = c.Caller.Principal
@@ -538,19 +560,28 @@ func (r *Registry) keyOf(c Call) (*UnitKey, error) {
 		k.Action = batchKeyAction
 		text, err := exactText(*c.Batch)
 		if err != nil {
-			return nil, nil // refused by the batch's check, as without a key
+			return nil, nil, nil // refused by the batch's check, as without a key
+		}
+		for _, st := range c.Batch.Steps {
+			if reg, ok := r.lookup(st.Call); ok && g.admit(&reg.action.Definition, c.Caller) != nil {
+				return nil, nil, nil // the batch's own check refuses it
+			}
 		}
 		k.Digest = digestOf(text)
 	} else {
 		reg, ok := r.lookup(c.Action)
-		if !ok || g.who(&reg.action.Definition, c.Caller) != nil {
-			return nil, nil
+		if !ok {
+			return nil, nil, nil
+		}
+		gated = &gateDecision{err: g.check(ctx, &reg.action.Definition, c.Caller)}
+		if gated.err != nil {
+			return nil, gated, nil
 		}
 		k.Action, k.Digest = reg.action.ID, digestOf(r.givenParameters(c.Params))
 	}
 	r.stampKey(k)
 	k.Audit = r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, step: c.Batch != nil})
-	return k, nil
+	return k, gated, nil
 }
 
 // stampKey sets the clock readings and the wait of k.

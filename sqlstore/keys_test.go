@@ -519,3 +519,61 @@ func TestKeyKeptWhateverTheOutcome(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyRetryPassesTheGate: a retry the store answers from the record
+// passes the gate first, as any call: 40 keyed retries against Rate 1/s,
+// Burst 2 (a clock that does not move) are limited, and so is a fresh
+// call after them; a caller who lost the capability is refused; the
+// body ran once.
+func TestKeyRetryPassesTheGate(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		name := "in-process buckets"
+		if shared {
+			name = "shared buckets"
+		}
+		t.Run(name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+				s, err := sqlstore.New(db.DB, db.Dialect, nil)
+				require.NoError(t, err)
+				require.NoError(t, s.Migrate(context.Background()))
+				clock := &keyClock{t: time.Unix(1e9, 0)}
+				gate := &actions.GateOptions{Rate: 1, Burst: 2, Now: clock.now}
+				if shared {
+					gate.Limiter = s.RateLimits()
+				}
+				reg := actions.NewRegistry(&actions.Options{Store: s, Gate: gate})
+				var runs atomic.Int64
+				reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/pay", Parameters: `{"type":"object"}`, Capability: "pay"},
+					Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }})
+				payer := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI, Capabilities: []string{"pay"}}
+				call := actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "pay-1"}
+				_, err = reg.Run(context.Background(), call)
+				require.NoError(t, err)
+				answered, limited := 0, 0
+				for range 40 {
+					_, err := reg.Run(context.Background(), call)
+					switch actions.CodeOf(err) {
+					case "":
+						answered++
+					case actions.CodeRateLimited:
+						limited++
+					default:
+						t.Fatalf("unexpected %v", err)
+					}
+				}
+				assert.Equal(t, 1, answered, "the burst's second call")
+				assert.Equal(t, 39, limited)
+				_, err = reg.Run(context.Background(), actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "pay-2"})
+				require.ErrorIs(t, err, actions.CodeRateLimited, "the retries counted")
+
+				clock.add(time.Hour)
+				lost := *payer
+				lost.Capabilities = nil
+				call.Caller = &lost
+				_, err = reg.Run(context.Background(), call)
+				require.ErrorIs(t, err, actions.CodeUnknownAction, "the caller may no longer call")
+				assert.Equal(t, int64(1), runs.Load())
+			})
+		})
+	}
+}

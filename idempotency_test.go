@@ -263,3 +263,27 @@ func TestRunLogKeyKeptWhateverTheOutcome(t *testing.T) {
 		})
 	}
 }
+
+// TestRunLogKeyHeldCallExpired: in the in-memory log, a keyed held call's
+// retry after its pending change expired is held anew, never answered
+// with the dead receipt.
+func TestRunLogKeyHeldCallExpired(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	clock := func() time.Time { return now }
+	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog(), Gate: &actions.GateOptions{Now: clock, PendingFor: time.Hour}})
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/refund", NeedsConfirmation: true},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "refunded", nil }))
+	call := actions.Call{Action: "shop/refund", Caller: payer, IdempotencyKey: "r"}
+	_, err := reg.Run(context.Background(), call)
+	var held, again *actions.Refusal
+	require.ErrorAs(t, err, &held)
+	require.NotNil(t, held.Pending)
+	_, err = reg.Run(context.Background(), call)
+	require.ErrorAs(t, err, &again)
+	assert.Equal(t, held.Pending.ID, again.Pending.ID)
+	now = now.Add(time.Hour)
+	_, err = reg.Run(context.Background(), call)
+	require.ErrorAs(t, err, &again)
+	require.NotNil(t, again.Pending)
+	assert.NotEqual(t, held.Pending.ID, again.Pending.ID, "not the dead receipt")
+}

@@ -90,7 +90,7 @@ func (l *RunLog) runKeyed(ctx context.Context, k UnitKey, id runLogKey, claim, o
 	}
 	l.keys.units++
 	claim.rec = &Recorded{Unit: "runlog:" + strconv.Itoa(l.keys.units), Answer: u.Answer, Records: cloneRecords(u.Records)}
-	claim.expires = k.Expires
+	claim.expires = k.Until(u.Answer)
 	if l.keys.m[id] == claim {
 		closeOnce(claim.done)
 	}

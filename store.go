@@ -88,7 +88,8 @@ type UnitKey struct {
 	// is refused idempotency_conflict.
 	Digest string
 	// Now is the registry's clock at the call; Expires is Now plus the
-	// window: a recorded unit answers until Expires.
+	// window: a recorded unit answers until Expires, or until the
+	// sooner time [UnitKey.Until] gives for its answer.
 	Now, Expires time.Time
 	// Wait bounds how long a retry waits for a first call still running
 	// under the key, before the store refuses it in_progress.
@@ -170,6 +171,18 @@ func inProgress(retryAt time.Time) *Refusal {
 // that waited k.Wait for the first call under its key: retry at
 // k.Now + k.Wait, or later.
 func (k UnitKey) InProgress() *Refusal { return inProgress(k.Now.Add(k.Wait)) }
+
+// Until is when the unit recorded under k with answer a stops answering
+// retries: k.Expires, or sooner the expiry of the pending change a held
+// call's receipt names, so that no retry is answered with a receipt
+// nobody can decide any more (a retry after it runs as a first call and
+// holds a new change). A [Store] writes this, not k.Expires.
+func (k UnitKey) Until(a Answer) time.Time {
+	if rf := a.Refusal; rf != nil && rf.Pending != nil && !rf.Pending.Expires.IsZero() && rf.Pending.Expires.Before(k.Expires) {
+		return rf.Pending.Expires
+	}
+	return k.Expires
+}
 
 // Conflict returns the idempotency_conflict refusal a [Store] gives a
 // call whose key recorded a call with other parameters.

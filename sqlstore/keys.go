@@ -177,7 +177,7 @@ func (s *Store) recordKey(ctx context.Context, tx *sql.Tx, k actions.UnitKey, un
 	_, err = tx.ExecContext(ctx, "INSERT INTO actions_keys (principal, action, idem_key, digest, expires, unit, answer) VALUES ("+
 		s.param(1)+", "+s.param(2)+", "+s.param(3)+", "+s.param(4)+", "+s.param(5)+", "+s.param(6)+", "+s.param(7)+
 		") ON CONFLICT (principal, action, idem_key) DO UPDATE SET digest = excluded.digest, expires = excluded.expires, unit = excluded.unit, answer = excluded.answer",
-		k.Principal, k.Action, k.Key, k.Digest, k.Expires.UnixMicro(), unit, string(text))
+		k.Principal, k.Action, k.Key, k.Digest, k.Until(a).UnixMicro(), unit, string(text))
 	return err
 }
 
@@ -196,7 +196,7 @@ func (s *Store) keepKey(ctx context.Context, tx *sql.Tx, k actions.UnitKey, unit
 		s.param(1)+", "+s.param(2)+", "+s.param(3)+", "+s.param(4)+", "+s.param(5)+", "+s.param(6)+", "+s.param(7)+
 		") ON CONFLICT (principal, action, idem_key) DO UPDATE SET digest = excluded.digest, expires = excluded.expires, unit = excluded.unit, answer = excluded.answer"+
 		" WHERE actions_keys.expires <= "+s.param(8),
-		k.Principal, k.Action, k.Key, k.Digest, k.Expires.UnixMicro(), unit, string(text), k.Now.UnixMicro())
+		k.Principal, k.Action, k.Key, k.Digest, k.Until(a).UnixMicro(), unit, string(text), k.Now.UnixMicro())
 	return err
 }
 

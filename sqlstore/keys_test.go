@@ -577,3 +577,53 @@ func TestKeyRetryPassesTheGate(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyHeldCallExpired: a keyed held call's retry gets the same receipt
+// while its pending change lives; once the change expired, the retry is
+// not answered with the dead receipt: it is held anew, with a receipt a
+// person can decide.
+func TestKeyHeldCallExpired(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		var runs atomic.Int64
+		clock := &keyClock{t: time.Unix(1e9, 0)}
+		rp := newKeyReplica(t, db, false, clock, &runs, nil)
+		// A change that waits an hour: it dies well within the key's window.
+		rp.reg = actions.NewRegistry(&actions.Options{Store: rp.s,
+			Gate: &actions.GateOptions{Pending: rp.s.Pending(), Now: clock.now, PendingFor: time.Hour}})
+		rp.reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/refund", Parameters: `{"type":"object"}`, NeedsConfirmation: true},
+			Run: func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+				_, err := txOf(ctx).ExecContext(ctx, "INSERT INTO charges (amount) VALUES ('4')")
+				return "refunded", err
+			}})
+		ctx := context.Background()
+		call := actions.Call{Action: "shop/refund", Params: map[string]any{"amount": 4}, Caller: ann, IdempotencyKey: "refund-late"}
+		_, err := rp.reg.Run(ctx, call)
+		var held *actions.Refusal
+		require.ErrorAs(t, err, &held)
+		require.NotNil(t, held.Pending)
+		require.True(t, held.Pending.Expires.Before(clock.now().Add(24*time.Hour)), "the change expires within the key's window")
+
+		clock.add(held.Pending.Expires.Sub(clock.now()) - time.Microsecond)
+		_, err = rp.reg.Run(ctx, call)
+		var again *actions.Refusal
+		require.ErrorAs(t, err, &again)
+		require.NotNil(t, again.Pending)
+		assert.Equal(t, held.Pending.ID, again.Pending.ID, "the same receipt while the change lives")
+
+		clock.add(time.Microsecond)
+		_, err = rp.reg.PendingChange(ctx, held.Pending.ID, ann)
+		require.ErrorIs(t, err, actions.CodeUnknownChange, "the change expired")
+		_, err = rp.reg.Run(ctx, call)
+		var fresh *actions.Refusal
+		require.ErrorAs(t, err, &fresh)
+		require.NotNil(t, fresh.Pending)
+		assert.NotEqual(t, held.Pending.ID, fresh.Pending.ID, "not the dead receipt")
+		_, err = rp.reg.Decide(ctx, actions.Decision{Change: fresh.Pending.ID, Confirm: true, Caller: ann})
+		require.NoError(t, err, "the new receipt can be decided")
+		assert.Equal(t, 1, chargeCount(t, db))
+		_, err = rp.reg.Run(ctx, call)
+		require.NoError(t, err, "the retry gets the confirmed answer")
+		assert.Equal(t, 1, chargeCount(t, db))
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/overrun"
 )
 
 // Why a call's context is done, when the server ended it: the cause
@@ -162,6 +163,10 @@ func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (conte
 	sc.n++
 	t.running.add(1)
 	t.mu.Unlock()
+	// A body the registry stopped waiting for at its deadline runs on:
+	// the call keeps its place in the bounds until that body returns.
+	bodies := &overrun.Group{}
+	ctx = overrun.With(ctx, bodies)
 
 	stopRequest := func() bool { return false }
 	if stateless {
@@ -182,16 +187,18 @@ func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (conte
 				req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{})
 			}
 		}
-		t.mu.Lock()
-		t.releaseLocked(size)
-		delete(sc.cancels, key)
-		sc.n--
-		if sc.n == 0 {
-			delete(t.sessions, ss)
-		}
-		t.mu.Unlock()
-		t.running.add(-1)
 		cancel(nil)
+		bodies.End(func() {
+			t.mu.Lock()
+			t.releaseLocked(size)
+			delete(sc.cancels, key)
+			sc.n--
+			if sc.n == 0 {
+				delete(t.sessions, ss)
+			}
+			t.mu.Unlock()
+			t.running.add(-1)
+		})
 	}
 	return ctx, end, nil
 }

@@ -99,10 +99,9 @@ type Definition struct {
 	Timeout time.Duration `json:"-"`
 }
 
-// Action is a definition with its body. C is the environment the
-// registry's [Env] builds for each body; the body receives the checked
-// parameters:
-// a copy the body may keep or change, holding only JSON's Go types
+// Action is a definition with its body. The body receives the call's
+// context (which carries the store's unit, such as sqlstore.Tx), the
+// call's [Trace], and the checked parameters: a copy the body may keep or change, holding only JSON's Go types
 // (map[string]any, []any, string, bool, nil and json.Number). A number
 // keeps the text it was given in: JSON Schema counts 1.0 and 1e2 as
 // integers, so json.Number.Int64 may fail on a value "type": "integer"
@@ -129,7 +128,7 @@ type Action struct {
 
 // New returns the action of def whose body is body, for [Registry.Register]:
 //
-//	reg.Register(actions.New(def, func(ctx context.Context, p map[string]any, env *Env) (any, error) {
+//	reg.Register(actions.New(def, func(ctx context.Context, p map[string]any, t *actions.Trace) (any, error) {
 //		...
 //	}))
 func New(def Definition, body Body) Action {

@@ -12,7 +12,7 @@ import (
 //
 // where "result" may be left out. Steps of other kinds (commands, when,
 // each, fail) and batches with parameters belong to the engine's script
-// runner; this package refuses them (see [DecodeBatch]).
+// runner; this package refuses them (see [Registry.DecodeBatch]).
 //
 // A Batch built in Go is checked by [Registry.Run] (as [Call].Batch)
 // exactly as a decoded one is.

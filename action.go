@@ -15,7 +15,7 @@ import (
 )
 
 // Definition declares an action without its body: what a manifest lists.
-// Its JSON form is the reference's ActionDefinition.
+// Its JSON form is a manifest entry (docs/registry.md).
 type Definition struct {
 	// ID is "namespace/name", both identifiers ([A-Za-z_][A-Za-z0-9_]*),
 	// at most 128 bytes in all (MaxToolNameLength: the id becomes the MCP
@@ -142,7 +142,7 @@ func (d *Definition) IsVisible() bool { return d.Offers(SurfaceMCP) }
 // IsRead reports whether the definition only reads.
 func (d *Definition) IsRead() bool { return d.EffectOf() == EffectRead }
 
-// UnmarshalJSON decodes a manifest entry, and folds the reference's old
+// UnmarshalJSON decodes a manifest entry, and folds the old
 // spelling of the policy ("kind": read or action, "destructive",
 // "exposure": visible or hidden) into Effect, Additive and Surfaces. It
 // refuses unknown fields, a kind or exposure outside those values, a fact

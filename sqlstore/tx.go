@@ -117,7 +117,7 @@ const rolledBackTimeout = 10 * time.Second
 // When ctx ends before the commit is sent (in a body, in BeforeCommit),
 // the unit is undone and its records are marked rolled back; once the
 // commit is sent, ctx no longer interrupts it, so the records given back
-// say what the database kept (issue 25, item 11): never rolled back for
+// say what the database kept: never rolled back for
 // a change that was kept, nor done for one that was not.
 //
 // It returns the records as kept and the unit's error, or the database's

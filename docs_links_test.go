@@ -422,9 +422,14 @@ func walkLinks(d *comment.Doc, f func(*comment.DocLink)) {
 // actions.NewRegistry, sqlstore.Options.Readers, mcpserver.AddTools.
 var goName = regexp.MustCompile(`\b(actions|sqlstore|mcpserver|pages|profiles|otelactions)\.([A-Z]\w*)(?:\.([A-Z]\w*))?`)
 
+// regMethod matches a method called on a registry the way the pages name
+// one: reg.Run, reg.Decide.
+var regMethod = regexp.MustCompile(`\breg\.([A-Z]\w*)`)
+
 // TestDocNamesExist checks that every name the README and the docs pages
 // write as package.Name (in prose, code spans and code blocks) is
-// exported by that package today. docs/api.md is left out: its tables
+// exported by that package today, and every reg.Method a method of
+// Registry. docs/api.md is left out: its tables
 // name, on purpose, what earlier releases called things.
 func TestDocNamesExist(t *testing.T) {
 	pkgs := modulePackages(t)
@@ -448,9 +453,13 @@ func TestDocNamesExist(t *testing.T) {
 				if !assert.True(t, pkg.symbols[name], "%s:%d: %s.%s is not declared", file, i+1, m[1], name) {
 					continue
 				}
-				if m[3] != "" && pkg.symbols[name+"."+m[3]] == false && isTypeName(pkg, name) {
+				if m[3] != "" && !pkg.symbols[name+"."+m[3]] && isTypeName(pkg, name) {
 					assert.Fail(t, "undeclared member", "%s:%d: %s.%s.%s is not declared", file, i+1, m[1], name, m[3])
 				}
+			}
+			for _, m := range regMethod.FindAllStringSubmatch(line, -1) {
+				checked++
+				assert.True(t, pkgs[modulePath].symbols["Registry."+m[1]], "%s:%d: reg.%s is no method of Registry", file, i+1, m[1])
 			}
 		}
 	}

@@ -17,6 +17,7 @@
 package pages
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -45,8 +46,8 @@ type Options struct {
 	// Caller says who the person of a request is: the host's own
 	// sign-in (a session cookie, a header its proxy sets). Nil, or a
 	// caller with no principal, is nobody: the pages then answer 401 and
-	// show nothing. It is called once or twice per request and may be
-	// called concurrently.
+	// show nothing. It is called once per request (not for the
+	// stylesheet) and may be called concurrently.
 	Caller func(*http.Request) *actions.Caller
 	// SeesAll says who may read every record of the run log; the others
 	// read their own calls only. Nil: nobody sees all. It may be called
@@ -164,8 +165,13 @@ func New(reg *actions.Registry, store *sqlstore.Store, opts *Options) (*Handler,
 // script, no frame, forms posting back here only.
 const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// ServeHTTP answers one request.
+// ServeHTTP answers one request. A Handler not made by [New] answers
+// 500 to every request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h == nil || h.mux == nil {
+		http.Error(w, "pages: the Handler was not made by New", http.StatusInternalServerError)
+		return
+	}
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Frame-Options", "DENY")
@@ -176,23 +182,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.mux.ServeHTTP(w, r)
 		return
 	}
-	if h.who(r) == nil {
+	var c *actions.Caller
+	if h.o.Caller != nil {
+		c = h.o.Caller(r)
+	}
+	if c == nil || c.Principal == "" {
 		h.fail(w, r, http.StatusUnauthorized)
 		return
 	}
-	h.mux.ServeHTTP(w, r)
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), personKey{}, c)))
 }
 
-// who is the person of r: nil for nobody, never a caller without a
-// principal.
+// personKey keys the person of a request in its context: Options.Caller
+// is asked once per request.
+type personKey struct{}
+
+// who is the person of r, as ServeHTTP found it: nil for nobody, never
+// a caller without a principal.
 func (h *Handler) who(r *http.Request) *actions.Caller {
-	if h.o.Caller == nil {
-		return nil
-	}
-	c := h.o.Caller(r)
-	if c == nil || c.Principal == "" {
-		return nil
-	}
+	c, _ := r.Context().Value(personKey{}).(*actions.Caller)
 	return c
 }
 

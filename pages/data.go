@@ -210,8 +210,9 @@ func (h *Handler) change(ctx context.Context, id string, c *actions.Caller) (cha
 
 // whyUnknown tells apart, for the change's own person, what the registry
 // answers unknown_change to alike: a change still held that the registry
-// will not show its proposer has expired; one the log records a decision
-// of was decided. Anything else, and anyone else, is not found.
+// will not show its proposer has expired; one whose decision the log
+// kept (a rejection, or a confirmation that committed) was decided.
+// Anything else, and anyone else, is not found.
 func (h *Handler) whyUnknown(ctx context.Context, id string, c *actions.Caller) error {
 	if pc, err := h.store.Pending().Get(ctx, id); err == nil {
 		if pc.Proposer.Principal == c.Principal {
@@ -220,7 +221,7 @@ func (h *Handler) whyUnknown(ctx context.Context, id string, c *actions.Caller) 
 		return errNotFound
 	}
 	recs, err := h.store.Read(ctx, sqlstore.Filter{PendingChange: id, Principal: c.Principal,
-		Stages: []actions.Stage{actions.StageConfirmed, actions.StageRejected}, Kept: sqlstore.KeptAndUndone, Limit: 1})
+		Stages: []actions.Stage{actions.StageConfirmed, actions.StageRejected}, Limit: 1})
 	if err == nil && len(recs) > 0 {
 		return errDecided
 	}

@@ -114,6 +114,9 @@ func newRegistry(store actions.Store, pending actions.PendingStore, c *clock) *a
 			Parameters: `{"type":"object","required":["item"],"properties":{"item":{"type":"string"},"count":{"type":"integer"},"note":{"type":"string"},"labels":{"type":"object"},"batches":{"type":"array"}}}`},
 			func(_ context.Context, p map[string]any, tr *actions.Trace) (any, error) {
 				_ = tr.Command(map[string]any{"op": "discard", "item": p["item"]}, true)
+				if p["item"] == "locked" {
+					return nil, actions.NewRefusal("stock_locked", "the stock is being counted")
+				}
 				return map[string]any{"discarded": p["item"], "count": p["count"]}, nil
 			}),
 		actions.New(actions.Definition{ID: "shop/restock", Title: "Restock", Capability: "shop.write", Additive: true,

@@ -149,3 +149,50 @@ func TestEntryJSONIsWhole(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, res.StatusCode, "the viewer reads only their own calls")
 	})
 }
+
+// TestRefusedConfirmation: a confirmation the call refuses says so, with
+// its code and a link to its record (rolled back, in the log all the
+// same), and leaves the change to decide again; once rejected, the
+// screen says it was decided, and the log's filters find one record each
+// (refused: the refused confirmation, not the held call nor the
+// rejection).
+func TestRefusedConfirmation(t *testing.T) {
+	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+		id := f.hold("editor", map[string]any{"item": "locked"})
+		c := f.client("editor")
+		post := func(decision string) (int, string) {
+			_, page := get(t, c, f.srv.URL+"/ui/changes/"+id)
+			form := forms(page)[decision]
+			require.NotEmpty(t, form[0], "the %s form", decision)
+			res, err := c.PostForm(f.srv.URL+form[0], url.Values{"csrf": {form[1]}})
+			require.NoError(t, err)
+			b, err := io.ReadAll(res.Body)
+			require.NoError(t, err)
+			_ = res.Body.Close()
+			return res.StatusCode, string(b)
+		}
+		status, body := post("confirm")
+		require.Equal(t, http.StatusOK, status)
+		assert.Contains(t, body, "Confirmed, not done")
+		assert.Contains(t, body, "stock_locked")
+		m := regexp.MustCompile(`href="(/ui/log/\d+)"`).FindStringSubmatch(body)
+		require.NotNil(t, m, "a link to the confirmation's record")
+		res, rec := get(t, c, f.srv.URL+m[1])
+		assert.Equal(t, http.StatusOK, res.StatusCode)
+		assert.Contains(t, rec, "stock_locked")
+
+		res, _ = get(t, c, f.srv.URL+"/ui/changes/"+id)
+		assert.Equal(t, http.StatusOK, res.StatusCode, "still pending")
+		status, body = post("reject")
+		require.Equal(t, http.StatusOK, status)
+		assert.Contains(t, body, "Rejected: nothing ran")
+		res, _ = get(t, c, f.srv.URL+"/ui/changes/"+id)
+		assert.Equal(t, http.StatusConflict, res.StatusCode, "decided")
+
+		for outcome, want := range map[string]string{"held": "held", "refused": "confirmed · refused: stock_locked", "confirmed": "confirmed · refused: stock_locked", "rejected": "rejected"} {
+			_, log := get(t, c, f.srv.URL+"/ui/log?outcome="+outcome)
+			assert.Equal(t, 1, strings.Count(log, "<tr>")-1, "%s: one record beside the head row", outcome)
+			assert.Contains(t, log, want, outcome)
+		}
+	})
+}

@@ -804,7 +804,7 @@ func FuzzExportProfiles(f *testing.F) {
 			e, err := exportOf(reg, p, nil)
 			if err != nil {
 				var r *actions.Refusal
-				if !errors.As(err, &r) || r.Code != actions.CodeConstraintViolation || p != GeminiOpenAPI && p != Anthropic && p != AnthropicStrict {
+				if !errors.As(err, &r) || r.Code != actions.CodeConstraintViolation || p != GeminiOpenAPI {
 					t.Fatalf("%s: %v", p, err)
 				}
 				continue
@@ -814,6 +814,7 @@ func FuzzExportProfiles(f *testing.F) {
 			}
 		}
 		_, _ = runToolCall(context.Background(), reg, OpenAIChat, actions.Call{Action: "fz-tool", Params: []byte(`{"a":null,"b":{"c":null},"d":[null,{"e":null}]}`)})
+		_, _ = runToolCall(context.Background(), reg, Anthropic, actions.Call{Action: "fz-tool", Params: []byte(`{"a_b":1,"_":{"c_d":[{"":2}]},"d":[null,{"e f":null}]}`)})
 	})
 }
 

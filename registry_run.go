@@ -16,7 +16,7 @@ import (
 // also receives, once the unit is settled). For one action, in order: the
 // gate checks c.Caller (docs/gate.md), then the parameters are checked
 // (see [ParameterSchema.Check]), refs resolved, the body run with the
-// environment the registry's Env builds, and the result checked against
+// call's context and [Trace], and the result checked against
 // the output schema. A batch runs as [Batch] says, every step as such a
 // call.
 //
@@ -40,7 +40,7 @@ import (
 //     its code; a plain error is recorded with code internal);
 //   - internal, the action's fault rather than the caller's, the cause
 //     in [Refusal.Cause] (never in the message): the body returned a
-//     refusal a nested call gave it; the body, the resolver, Env or
+//     refusal a nested call gave it; the body, the resolver or
 //     OnRecord panicked; the result has no canonical JSON form; the
 //     store failed;
 //   - output_invalid: the result breaks the output schema; the body ran,

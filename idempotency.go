@@ -67,6 +67,12 @@ func answerOf(k *UnitKey, v any, recs []Record, err error) Answer {
 			if n := len(recs); n > 0 && recs[n-1].Entry.Error != "" {
 				code = recs[n-1].Entry.Error
 			}
+			if code == CodeInProgress || code == CodeIdempotencyConflict {
+				// A body's bare code that a retry would read as the
+				// key's own answer ("still running", "other
+				// parameters"): the retry is told the call failed.
+				code = CodeInternal
+			}
 			rf = NewRefusal(code, "the call made with this idempotency key failed")
 		}
 		cp := *rf

@@ -94,6 +94,10 @@ type unitState struct {
 	// deadline: the body runs on, and may still write, so the unit must
 	// not commit.
 	overran atomic.Bool
+	// unsound is set when a refused nested call's writes could not be
+	// undone apart (no savepoint could be made, or undoing it may have
+	// undone a sibling's): the unit must not commit.
+	unsound atomic.Bool
 }
 
 // unit runs fn in one unit of the store, at most once under k when k is
@@ -107,11 +111,15 @@ func (r *Registry) unit(ctx context.Context, k *UnitKey, st *unitState, fn unitW
 	attempt := func(ctx context.Context) Unit {
 		st.started.Store(false) // a store may run the unit again
 		st.overran.Store(false)
+		st.unsound.Store(false)
 		v, recs, commit, err := fn(ctx)
-		if commit && st.overran.Load() {
+		switch {
+		case commit && st.overran.Load():
 			// A body left running at its deadline may write yet: the
 			// unit is undone rather than kept half done.
 			commit, err = false, overranRefusal(err)
+		case commit && st.unsound.Load():
+			commit, err = false, unsoundRefusal(err)
 		}
 		value, unitErr = v, err
 		stamp(ctx, observed{}, recs)
@@ -425,9 +433,32 @@ func (f *frame) nested(ctx context.Context, id string, params any, asHost bool, 
 		inv.caller = nil
 	}
 	ctx, ob := f.r.observe(ctx, Operation{Kind: OpNested, Call: Call{Action: id, Params: params, Caller: inv.caller}, Step: -1, AsHost: asHost})
-	res, entry, err := f.nestedRun(ctx, inv, id, params)
+	sctx, end, serr := f.r.savepoint(ctx)
+	res, entry, err := f.nestedRun(sctx, inv, id, params)
+	if end != nil {
+		serr = end(err != nil)
+	}
+	if serr != nil && err != nil && inv.state != nil {
+		// The refused call's writes could not be undone apart from its
+		// caller's: the unit may not keep them.
+		inv.state.unsound.Store(true)
+	}
 	ob.end(Result{Value: res, Records: []Record{{Entry: entry}}}, err)
 	return res, entry, err
+}
+
+// savepoint marks the unit ctx belongs to before a nested call, when the
+// registry's Store can undo part of a unit ([Savepointer]): it returns
+// the nested call's context and the function that ends the mark (undoing
+// the call's writes, or keeping them). end is nil when there is nothing
+// to mark (no such store, or ctx in no unit); err is not nil when a mark
+// was wanted and could not be made.
+func (r *Registry) savepoint(ctx context.Context) (context.Context, func(undo bool) error, error) {
+	sp, ok := r.opts.Store.(Savepointer)
+	if !ok {
+		return ctx, nil, nil
+	}
+	return sp.Savepoint(ctx)
 }
 
 // nestedRun is nested's call, once observed.

@@ -99,7 +99,10 @@ func NewRegistry(opts *Options) *Registry {
 	return r
 }
 
-// Limits returns the limits in force, defaults filled in.
+// Limits returns the limits in force: zero fields filled with their
+// defaults. A field given negative (no limit) reads as math.MaxInt32,
+// except MaxResultBytes, MaxBatchResultBytes, MaxEntryResultBytes,
+// MaxBatchBytes and MaxRefusedParamBytes, which stay negative.
 func (r *Registry) Limits() Limits { return r.limits.withDefaults() }
 
 // Register adds actions, all or none, each with its parameters schema

@@ -130,7 +130,7 @@ func pagerOf(id string, schema map[string]any, given string) pager {
 		for k, v := range params {
 			p[k] = v
 		}
-		p[CursorParam] = CursorAt(at + kept)
+		p[CursorParam] = cursorAt(at + kept)
 		return &NextCall{Action: id, Params: p}
 	}
 }

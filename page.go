@@ -25,18 +25,19 @@ type Page[T any] struct {
 	Next  string `json:"next,omitempty"`
 }
 
-// CursorAt is the cursor of the item at offset (0 is the first).
-func CursorAt(offset int) string { return strconv.Itoa(offset) }
+// cursorAt is the cursor of the item at offset (0 is the first): its
+// decimal digits.
+func cursorAt(offset int) string { return strconv.Itoa(offset) }
 
 // CursorOffset reads a cursor: the offset of the first item it stands
-// for, 0 for "". A cursor that is not one [CursorAt] makes gives an
+// for, 0 for "". A cursor that is not one offset's decimal digits gives an
 // invalid_parameters refusal at /cursor (its text not quoted).
 func CursorOffset(cursor string) (int, error) {
 	if cursor == "" {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(cursor)
-	if err != nil || n < 0 || CursorAt(n) != cursor {
+	if err != nil || n < 0 || cursorAt(n) != cursor {
 		return 0, refusef(CodeInvalidParameters, "the cursor is not one an answer gave",
 			Issue{Path: "/" + CursorParam, Keyword: CursorParam, Message: "not a cursor an answer gave"})
 	}
@@ -59,7 +60,7 @@ func Paginate[T any](all []T, cursor string, size int) (Page[T], error) {
 	}
 	p := Page[T]{Items: append(make([]T, 0, end-at), all[at:end]...)}
 	if end < len(all) {
-		p.Next = CursorAt(end)
+		p.Next = cursorAt(end)
 	}
 	return p, nil
 }

@@ -221,9 +221,9 @@ func CodeOf(err error) (code Code) {
 }
 
 // refusef makes the refusal of code with message and issues, each
-// issue's path clipped (see [clipPath]), at most MaxIssues of them.
+// issue's path clipped (see [clipPath]), at most maxIssues of them.
 func refusef(code Code, message string, issues ...Issue) *Refusal {
-	if len(issues) > MaxIssues {
+	if len(issues) > maxIssues {
 		message, issues = capIssues(message, issues)
 	}
 	r := NewRefusal(code, message)
@@ -248,19 +248,19 @@ func asRefusal(err error) (r *Refusal) {
 	return nil
 }
 
-// MaxIssues bounds the issues of one refusal: past it, the message says
-// that there were more and only the first MaxIssues are listed, so that a
+// maxIssues bounds the issues of one refusal: past it, the message says
+// that there were more and only the first maxIssues are listed, so that a
 // request with many faults (a batch of 250,000 bad steps) is answered
 // with a refusal of bounded size.
-const MaxIssues = 100
+const maxIssues = 100
 
 // capIssues keeps the first maxIssues issues of a sorted list and says so
 // in the message.
 func capIssues(msg string, issues []Issue) (string, []Issue) {
-	if len(issues) <= MaxIssues {
+	if len(issues) <= maxIssues {
 		return msg, issues
 	}
-	return fmt.Sprintf("%s: %d breaches, the first %d listed", msg, len(issues), MaxIssues), issues[:MaxIssues:MaxIssues]
+	return fmt.Sprintf("%s: %d breaches, the first %d listed", msg, len(issues), maxIssues), issues[:maxIssues:maxIssues]
 }
 
 // safeCall runs fn and turns a panic into an internal refusal.

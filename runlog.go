@@ -54,18 +54,6 @@ func (l *RunLog) Records() []Record {
 	return out
 }
 
-// Entries returns a deep copy of the entries of the records kept so far:
-// changing it, steps included, leaves the log as it was.
-func (l *RunLog) Entries() []RunEntry {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]RunEntry, len(l.records))
-	for i, r := range l.records {
-		out[i] = r.Entry.clone()
-	}
-	return out
-}
-
 // EntryWriter writes each record it is given as one line of canonical
 // JSON (JSON Lines), so that a host can persist its run log: pass its
 // Write method as Options.OnRecord. It is safe for concurrent use; lines

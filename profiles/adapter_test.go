@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -139,7 +140,7 @@ func TestBoundRunToolCall(t *testing.T) {
 	require.True(t, ok)
 	assert.LessOrEqual(t, len(res.Text), 1024)
 	require.NotNil(t, b.Bound.NextCall)
-	assert.Equal(t, actions.CursorAt(b.Bound.Kept), b.Bound.NextCall.Params["cursor"])
+	assert.Equal(t, strconv.Itoa(b.Bound.Kept), b.Bound.NextCall.Params["cursor"])
 }
 
 // An action that needs an idempotency key says so in every profile.

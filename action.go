@@ -89,6 +89,13 @@ type Definition struct {
 	// Limits.MaxResultBytes; zero keeps the registry's, negative means
 	// no bound. See [Bounded] for what a result over it becomes.
 	MaxResultBytes int `json:"maxResultBytes,omitempty"`
+	// PageKey, for an action that pages by key ([PageAfter]), names the
+	// member of each listed item whose value orders the list (a string,
+	// or a number given as its JSON text): when a result over its bound
+	// is cut, the next cursor stands for the last item kept, as the
+	// body's own "next" does. Empty: the action pages by offset
+	// ([Paginate]). See docs/pagination.md.
+	PageKey string `json:"pageKey,omitempty"`
 	// Timeout is how long the body may run: past it the body's context
 	// ends and the call is refused with timeout ([CodeTimeout]), its
 	// unit rolled back. Zero means the registry's Options.Timeout;

@@ -1066,11 +1066,11 @@ func TestEntryWriterConcurrentLinesDoNotInterleave(t *testing.T) {
 func TestRunLogEntriesIsACopy(t *testing.T) {
 	log := NewRunLog()
 	assert.Empty(t, entriesOf(log.Records()))
-	log.Append(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{
+	log.add(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{
 		{Command: json.RawMessage(`{"op":"x"}`), Result: "1"},
 		{Call: &RunEntry{Action: "ns/b", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}},
 	}}})
-	log.Append(Record{Entry: RunEntry{Action: "ns/c", Parameters: "{}", Outcome: OutcomeRefused, Error: "internal", Steps: []RunStep{}}})
+	log.add(Record{Entry: RunEntry{Action: "ns/c", Parameters: "{}", Outcome: OutcomeRefused, Error: "internal", Steps: []RunStep{}}})
 
 	got := entriesOf(log.Records())
 	require.Len(t, got, 2)
@@ -1094,12 +1094,12 @@ func TestRunLogEntriesIsACopy(t *testing.T) {
 
 	// Nor does changing the entry given to Record.
 	given := RunEntry{Action: "ns/e", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{{Command: json.RawMessage(`{"op":"y"}`)}}}
-	log.Append(Record{Entry: given})
+	log.add(Record{Entry: given})
 	given.Steps[0].Command[2] = 'Z'
 	assert.Equal(t, `{"op":"y"}`, string(entriesOf(log.Records())[2].Steps[0].Command))
 
 	// Recording after a read does not change the copy already taken.
-	log.Append(Record{Entry: RunEntry{Action: "ns/d", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{}}})
+	log.add(Record{Entry: RunEntry{Action: "ns/d", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{}}})
 	assert.Len(t, again, 2)
 	assert.Len(t, entriesOf(log.Records()), 4)
 }
@@ -1112,7 +1112,7 @@ func TestRunLogConcurrentRecord(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 100 {
-				log.Append(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}})
+				log.add(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}})
 				_ = entriesOf(log.Records())
 			}
 		}()

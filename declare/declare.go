@@ -60,7 +60,9 @@ type Ref<Kind extends string> = string & { readonly __ref: Kind };
 // stay valid and shadow nothing; the tool name is unchanged. An action
 // name needs no change: it is a member name, where any word is allowed.
 //
-// Errors ("declare: ..."): a tool whose name no action id gives.
+// Errors: a tool whose name no action id gives (a search or batch tool
+// of mcpserver, say) is the *actions.Refusal unknown_action of
+// [actions.ActionID], wrapped as "declare: ..."; nothing is written.
 func TypeScript(tools []actions.Tool) (string, error) {
 	byNS := map[string][]*fn{}
 	for i := range tools {

@@ -33,8 +33,9 @@ type Ref<Kind extends string> = string & { readonly __ref: Kind };
 // TypeScript returns the declarations of tools, which
 // [actions.Registry.Tools] gave (any order): [Preamble], then for each
 // action namespace, in name order, a `declare namespace` holding the
-// types of its actions (<Name>Params and <Name>Result, and one type per
-// $defs entry, <Name>_<def>) and a `declare const` of the same name
+// types of its actions (<Name>Params and <Name>Result, <Name> the action
+// name in Pascal case, or T_<name> for the later of two actions that
+// give the same; and one type per $defs entry, <Name>_<def>) and a `declare const` of the same name
 // holding one function per action, in name order:
 //
 //	name(params: NsName.NameParams): Promise<NsName.NameResult>

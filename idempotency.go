@@ -57,7 +57,23 @@ func checkKey(key string) error {
 // gets (the held call's, or the rejection of a decided change).
 func answerOf(k *UnitKey, v any, recs []Record, err error) Answer {
 	var a Answer
-	if rf, ok := err.(*Refusal); ok && rf != nil {
+	if err != nil {
+		// The held call's receipt, the rejection, or the refusal of a
+		// unit kept though it did not commit (Unit.Keep); a body's plain
+		// error is answered as the refusal its entry records.
+		rf := asRefusal(err)
+		if rf == nil {
+			code := CodeOf(err)
+			if n := len(recs); n > 0 && recs[n-1].Entry.Error != "" {
+				code = recs[n-1].Entry.Error
+			}
+			if code == CodeInProgress || code == CodeIdempotencyConflict {
+				// A body's own error with a key's code: its retry must not
+				// read as a refusal about the key.
+				code = CodeInternal
+			}
+			rf = NewRefusal(code, "the call made with this idempotency key failed")
+		}
 		cp := *rf
 		cp.cause = nil
 		a.Refusal = &cp

@@ -27,6 +27,7 @@ type Registry struct {
 	limits  Limits     // as given: zero fields mean their default
 	gate    atomic.Pointer[gate]
 	opts    Options
+	tasks   taskRuns // the tasks running in this process
 }
 
 type registered struct {

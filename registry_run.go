@@ -90,6 +90,7 @@ func (r *Registry) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result, e
 		if k != nil && commit {
 			u.Answer = answerOf(k, v, recs, err)
 		}
+		endInUnit(ctx, r.gateOf().opts.Now(), v, &u)
 		return u
 	}
 	var (

@@ -75,6 +75,12 @@ var migrations = []migration{
 		sqlite:  []string{keysTable("INTEGER"), keysIndex, rateTable("INTEGER")},
 		pg:      []string{keysTable("BIGINT"), keysIndex, rateTable("BIGINT")},
 	},
+	{
+		// Tasks: calls whose answer is deferred (tasks.go).
+		version: 5,
+		sqlite:  []string{tasksTable("INTEGER"), tasksKeyIndex},
+		pg:      []string{tasksTable("BIGINT"), tasksKeyIndex},
+	},
 }
 
 const pendingPrincipalIndex = `CREATE INDEX IF NOT EXISTS actions_pending_principal ON actions_pending (principal)`
@@ -100,7 +106,7 @@ var indexes = []string{
 // SchemaVersion is the version of the store's tables that this package
 // writes and reads: the last step of migrations (a new step raises it
 // too, or the next Migrate refuses the schema the previous one wrote).
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Migrate creates the store's tables and indexes, or brings them to
 // [SchemaVersion], in one transaction. It is idempotent: run it at every

@@ -49,8 +49,8 @@ type Result struct {
 	// the rest.
 	Value any
 	// Text is the canonical JSON (RFC 8785) of Value as given: what a
-	// transport sends. "null" for a call done with no result; empty when
-	// the error is not nil.
+	// transport sends. Empty when Value is nil: a call done with no
+	// result, or any call whose error is not nil.
 	Text string
 	// StepResults, for a batch, holds each step's result as the batch
 	// gives it back, in order: in JSON's Go types, or a *[Bounded] (an
@@ -86,8 +86,8 @@ type Decision struct {
 	Caller *Caller
 }
 
-// Record is one call as the run log keeps it: its entry (the reference's
-// run_entry shape, which replay compares) and its audit record (who
+// Record is one call as the run log keeps it: its entry (the run_entry
+// shape, which replay compares) and its audit record (who
 // called, what the gate decided, which pending change it touched).
 type Record struct {
 	Entry RunEntry `json:"entry"`

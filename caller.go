@@ -51,7 +51,7 @@ func (c *Caller) Can(capability string) bool {
 }
 
 // Audit is who made a call, recorded beside its run entry (never inside
-// it: the entry keeps the reference's shape), in its [Record]; a SQL
+// it: the entry keeps the run_entry shape), in its [Record]; a SQL
 // store keeps its fields as columns.
 type Audit struct {
 	// At is when the call was admitted or refused (the gate's clock).

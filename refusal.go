@@ -174,8 +174,10 @@ func storeFailure(err error) *Refusal {
 	return r
 }
 
-// CodeOf returns the code an error carries: a *Refusal's, that of any
-// error with a Code() string method, cancelled for an error whose chain
+// CodeOf returns the code an error carries: a *Refusal's, a [Code]
+// returned as the error itself (errors.Is(err, Code("tank_empty")) and
+// CodeOf(err) == "tank_empty" agree), that of any error with a
+// Code() string method, cancelled for an error whose chain
 // holds context.Canceled or context.DeadlineExceeded, or internal for
 // another plain error, a typed nil, an empty code or a Code method that
 // panics. It returns "" for a nil error. It is the code a run entry
@@ -198,6 +200,13 @@ func CodeOf(err error) (code Code) {
 	}
 	if errors.Is(err, CodeDiverged) { // a *Divergence
 		return CodeDiverged
+	}
+	var bare Code // a code returned as the error itself
+	if errors.As(err, &bare) {
+		if bare == "" {
+			return CodeInternal
+		}
+		return bare
 	}
 	var c interface{ Code() string }
 	if errors.As(err, &c) {

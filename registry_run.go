@@ -16,7 +16,7 @@ import (
 // also receives, once the unit is settled). For one action, in order: the
 // gate checks c.Caller (docs/gate.md), then the parameters are checked
 // (see [ParameterSchema.Check]), refs resolved, the body run with the
-// environment the registry's Env builds, and the result checked against
+// call's context and [Trace], and the result checked against
 // the output schema. A batch runs as [Batch] says, every step as such a
 // call.
 //
@@ -40,7 +40,7 @@ import (
 //     its code; a plain error is recorded with code internal);
 //   - internal, the action's fault rather than the caller's, the cause
 //     in [Refusal.Cause] (never in the message): the body returned a
-//     refusal a nested call gave it; the body, the resolver, Env or
+//     refusal a nested call gave it; the body, the resolver or
 //     OnRecord panicked; the result has no canonical JSON form; the
 //     store failed;
 //   - output_invalid: the result breaks the output schema; the body ran,
@@ -192,6 +192,10 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		err := g.decide(ctx, &reg.action.Definition, inv.caller, inv.replay)
 		if err == nil {
 			err = needsKey(&reg.action.Definition, inv)
+		}
+		if err == nil && !inv.noResolve && inv.confirming == "" {
+			// The body sees the position the caller's cursor stands for.
+			inv.params, err = r.openParams(reg, inv.caller, inv.params)
 		}
 		if err != nil {
 			return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
@@ -429,8 +433,7 @@ func (r *Registry) answered(inv invocation, v any, rec Record, commit bool, err 
 	if err != nil {
 		return v, keepSmall(rec, limits.MaxEntryResultBytes), commit, err
 	}
-	text := rec.Entry.Result
-	form, berr := r.boundFor(inv, text, resultLimitOf(r, inv.name, limits))
+	form, text, berr := r.boundFor(inv, rec.Entry.Result, resultLimitOf(r, inv.name, limits))
 	if berr != nil {
 		rec.Entry = rec.Entry.refused(berr, rec.Entry.Parameters)
 		rec.Audit.Code = CodeResultTooLarge
@@ -441,7 +444,25 @@ func (r *Registry) answered(inv invocation, v any, rec Record, commit bool, err 
 		t, _ := exactText(form)
 		return answered{value: form, text: t}, rec, commit, nil
 	}
+	if text != rec.Entry.Result { // its next sealed
+		v = withText(v, text)
+	}
 	return answered{value: v, text: text}, rec, commit, nil
+}
+
+// withText returns v, a result whose text changed to text when its next
+// was sealed, as its caller gets it: a [Page] with its Next replaced, or
+// text decoded into JSON's Go types.
+func withText(v any, text string) any {
+	d, err := ijson.Decode([]byte(text), canonicalMaxDepth)
+	if err != nil {
+		return v
+	}
+	if p, ok := v.(interface{ withNext(string) any }); ok {
+		next, _ := d.(map[string]any)["next"].(string)
+		return p.withNext(next)
+	}
+	return d
 }
 
 // resultLimitOf is the result bound of the action called as name.
@@ -453,22 +474,53 @@ func resultLimitOf(r *Registry, name string, l Limits) int {
 	return resultLimit(&reg.action.Definition, l)
 }
 
-// boundFor bounds text, a result of a call of inv, to limit: nil when it
-// fits (or limit is negative).
-func (r *Registry) boundFor(inv invocation, text string, limit int) (*Bounded, error) {
+// boundFor bounds text, a result of a call of inv, to limit, and seals
+// the cursors it gives: form is nil when the result fits (or limit is
+// negative), and sealed is the result's text as its caller gets it, its
+// "next" sealed (see [CursorParam]).
+func (r *Registry) boundFor(inv invocation, text string, limit int) (form *Bounded, sealed string, err error) {
+	var next *pager
+	if reg, ok := r.lookup(inv.name); ok && reg.cursor {
+		if params := paramsObject(inv.params); params != nil {
+			next = r.pagerOf(reg, inv.caller, params)
+			if b, ok := bindingOf(reg.action.ID, inv.caller, params); ok {
+				text, _ = r.sealNext(b, text)
+			}
+		}
+	}
 	if limit < 0 || len(text) <= limit {
-		return nil, nil
+		return nil, text, nil
 	}
-	var next pager
-	if reg, ok := r.lookup(inv.name); ok {
-		next = pagerOf(reg.action.ID, reg.params.doc, r.givenParameters(inv.params)) // read only: no copy
+	form, err = boundText(text, limit, next)
+	return form, text, err
+}
+
+// paramsObject returns params, a call's parameters as given, as a JSON
+// object in JSON's Go types; nil when they are not one. A map is used
+// as it is (read only).
+func paramsObject(params any) map[string]any {
+	if m, ok := params.(map[string]any); ok {
+		return m
 	}
-	return boundText(text, limit, next)
+	text, ok := ijson.Text(params)
+	if !ok {
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return nil
+		}
+		text = raw
+	}
+	v, err := ijson.Decode(text, canonicalMaxDepth)
+	m, _ := v.(map[string]any)
+	if err != nil {
+		return nil
+	}
+	return m
 }
 
 // bounder bounds a result as inv's (see boundFor).
 func (r *Registry) bounder(inv invocation) boundFunc {
-	return func(text string, limit int) (*Bounded, error) { return r.boundFor(inv, text, limit) }
+	return func(text string, limit int) (*Bounded, string, error) { return r.boundFor(inv, text, limit) }
 }
 
 // limitOf is the result bound of the action called as name.

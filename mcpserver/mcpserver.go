@@ -10,8 +10,8 @@
 // Decide: the registry is the only way anything runs, and mcpserver adds
 // transport only. So the gate checks the caller [Options].Caller built,
 // the parameters are checked by the action's full schema, refs are
-// resolved by the registry's Options.Resolve, the body gets the
-// environment the registry's Env builds, and the records reach the
+// resolved by the registry's Options.Resolve, the body gets the call's
+// context and trace, and the records reach the
 // registry's Store and OnRecord; a registry whose Options.Store is a
 // sqlstore.Store runs each call, batch and confirmation in one
 // transaction with its records. There are no hooks of mcpserver's own

@@ -80,11 +80,10 @@ func (s *Store) wait(ctx context.Context, n int) error {
 type txKey struct{}
 
 // Tx returns the transaction of the unit that ctx belongs to: the context
-// the registry's Env, its resolver, a body and an [actions.PendingStore]
-// receive while [Store.Atomic] runs a unit carries it, and so does the
-// context [Store.View] gives. It is the one way a body reaches the
-// transaction: an Env builder typically puts it in the environment. ok
-// is false outside a unit.
+// the registry's resolver, a body and an [actions.PendingStore] receive
+// while [Store.Atomic] runs a unit carries it, and so does the context
+// [Store.View] gives. It is the one way a body reaches the transaction.
+// ok is false outside a unit.
 func Tx(ctx context.Context) (tx *sql.Tx, ok bool) {
 	tx, ok = ctx.Value(txKey{}).(*sql.Tx)
 	return tx, ok
@@ -118,7 +117,7 @@ const rolledBackTimeout = 10 * time.Second
 // When ctx ends before the commit is sent (in a body, in BeforeCommit),
 // the unit is undone and its records are marked rolled back; once the
 // commit is sent, ctx no longer interrupts it, so the records given back
-// say what the database kept (issue 25, item 11): never rolled back for
+// say what the database kept: never rolled back for
 // a change that was kept, nor done for one that was not.
 //
 // It returns the records as kept and the unit's error, or the database's

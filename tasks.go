@@ -388,3 +388,14 @@ func (r *Registry) CancelTask(ctx context.Context, id string, caller *Caller) er
 	}
 	return nil
 }
+
+// Result returns what the task's call answered, as [Registry.Run] would
+// have returned it: its value (Value, Text) or its refusal. A task that
+// has not ended has no answer: the error is then a refusal with code
+// in_progress.
+func (t Task) Result() (Result, error) {
+	if t.Answer == nil {
+		return Result{}, inProgress(time.Time{})
+	}
+	return answeredFrom(&Recorded{Answer: *t.Answer})
+}

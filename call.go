@@ -34,8 +34,10 @@ type Call struct {
 	// (principal, action, key) within Options.KeyWindow: a retry with
 	// the same parameters gets the first call's answer and records, and
 	// nothing runs (docs/database.md has the table). For a batch it is
-	// the whole batch's key. 1 to 255 printable ASCII bytes; empty for
-	// none, which changes nothing.
+	// the whole batch's key. 1 to 255 printable ASCII bytes (another is
+	// refused invalid_parameters); empty for none, which changes nothing.
+	// A transport that receives a key given empty refuses it instead of
+	// passing "" (mcpserver does): the client meant to send a key.
 	IdempotencyKey string
 }
 

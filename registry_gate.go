@@ -168,7 +168,7 @@ func (r *Registry) decisionKey(ctx context.Context, d Decision) *UnitKey {
 // OpDecide.
 func (r *Registry) observeDecide(ctx context.Context, d Decision, key *UnitKey, fn unitWork) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpDecide, Decision: d, Step: -1})
-	res, err := r.unit(ctx, key, fn)
+	res, err := r.unit(ctx, key, nil, fn) // a decision keeps no failed outcome: the change waits for another try
 	ob.end(res, err)
 	return res, err
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -52,20 +53,24 @@ import (
 //
 // A body sees ctx and must honour its cancellation itself.
 func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
-	var key *UnitKey
+	var (
+		key   *UnitKey
+		gated *gateDecision
+	)
 	if c.IdempotencyKey != "" {
 		var err error
-		if key, err = r.keyOf(c); err != nil {
+		if key, gated, err = r.keyOf(ctx, c); err != nil {
 			return Result{}, err
 		}
 	}
 	p := r.newProgress(c.Progress)
 	defer p.close()
+	started := new(atomic.Bool)
 	if c.Batch != nil {
-		return r.observeBatch(ctx, c, key, p)
+		return r.observeBatch(ctx, c, key, p, started)
 	}
-	return r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
-		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p}
+	return r.unit(ctx, key, started, func(ctx context.Context) (any, []Record, bool, error) {
+		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, started: started, gated: gated}
 		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
 		return v, []Record{rec}, commit, err
 	})
@@ -76,19 +81,30 @@ func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
 type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, err error)
 
 // unit runs fn in one unit of the store, at most once under k when k is
-// not nil, and delivers its records.
-func (r *Registry) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result, error) {
+// not nil, and delivers its records. started, when not nil, is set once
+// a body of the unit has started: from then on a keyed unit keeps its
+// key whatever its outcome ([Unit].Keep).
+func (r *Registry) unit(ctx context.Context, k *UnitKey, started *atomic.Bool, fn unitWork) (Result, error) {
 	var (
 		value   any
 		unitErr error // the last attempt's own error, as the calls gave it
 	)
 	attempt := func(ctx context.Context) Unit {
+		if started != nil {
+			started.Store(false) // a store may run the unit again
+		}
 		v, recs, commit, err := fn(ctx)
 		value, unitErr = v, err
 		stamp(ctx, observed{}, recs)
 		u := Unit{Records: recs, Commit: commit, Err: err}
-		if k != nil && commit {
+		if k != nil && !commit && started != nil && started.Load() {
+			u.Keep = true
+		}
+		if k != nil && (commit || u.Keep) {
 			u.Answer = answerOf(k, v, recs, err)
+			if !commit {
+				u.Answer.Value, u.Answer.Steps, u.Answer.Bounded = "", nil, false
+			}
 		}
 		endInUnit(ctx, r.gateOf().opts.Now(), v, &u)
 		return u
@@ -167,7 +183,17 @@ type invocation struct {
 	// recorded are the recorded steps of the call a replay runs again,
 	// whose values the body's trace gives back (Trace.Value).
 	recorded []RunStep
+	// started, when not nil, is set when a body of the unit starts (the
+	// call's own, a step's, a nested call's).
+	started *atomic.Bool
+	// gated, when not nil, is the gate's decision on the top-level call,
+	// made before its unit (a keyed call: the gate passes before the
+	// store may answer from the record); top does not decide again.
+	gated *gateDecision
 }
+
+// gateDecision is what the gate decided for a call: nil err to pass.
+type gateDecision struct{ err error }
 
 // audit starts the audit record of inv.
 func (r *Registry) audit(inv invocation) Audit {
@@ -189,7 +215,12 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		if reg.action.ID != inv.name {
 			audit.Alias = inv.name
 		}
-		err := g.decide(ctx, &reg.action.Definition, inv.caller, inv.replay)
+		var err error
+		if inv.gated != nil {
+			err = inv.gated.err
+		} else {
+			err = g.decide(ctx, &reg.action.Definition, inv.caller, inv.replay)
+		}
 		if err == nil {
 			err = needsKey(&reg.action.Definition, inv)
 		}
@@ -296,6 +327,9 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 	if err := ctx.Err(); err != nil {
 		err = endedRefusal(ctx, err)
 		return nil, entry.refused(err, entry.Parameters), err
+	}
+	if f.inv.started != nil {
+		f.inv.started.Store(true)
 	}
 	t := &f.Trace
 	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
@@ -551,19 +585,26 @@ func needsKey(d *Definition, inv invocation) error {
 }
 
 // keyOf returns the unit key of c, or nil when c runs as if it had no
-// key: an unknown action, or one the caller may not call (their refusal
-// is then the same with or without a key). Errors: invalid_parameters
-// for a malformed key; internal when the registry has no Store.
-func (r *Registry) keyOf(c Call) (*UnitKey, error) {
+// key: an unknown action, or one the gate refuses (their refusal is then
+// the same with or without a key). The gate decides a keyed call here,
+// before its unit, so that a retry the store answers from the record
+// passes it as any call does: its rate counted, refused when the caller
+// may no longer call; the decision is returned for the call's unit to
+// use, never made twice. For a batch, each step's action is admitted
+// (surface, capability, scope, serving); its rate is counted when the
+// step runs. Errors: invalid_parameters for a malformed key; internal
+// when the registry has no Store.
+func (r *Registry) keyOf(ctx context.Context, c Call) (*UnitKey, *gateDecision, error) {
 	if err := checkKey(c.IdempotencyKey); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.opts.Store == nil {
 		rf := internalRefusal("the host keeps no record of calls: an idempotency key cannot be honoured", errNoKeyStore)
 		rf.Retry = RetryNever
-		return nil, rf
+		return nil, nil, rf
 	}
 	g := r.gateOf()
+	var gated *gateDecision
 	k := &UnitKey{Key: c.IdempotencyKey, Wait: r.opts.KeyWait}
 	if c.Caller != nil {
 		k.Principal = c.Caller.Principal
@@ -572,19 +613,28 @@ func (r *Registry) keyOf(c Call) (*UnitKey, error) {
 		k.Action = batchKeyAction
 		text, err := exactText(*c.Batch)
 		if err != nil {
-			return nil, nil // refused by the batch's check, as without a key
+			return nil, nil, nil // refused by the batch's check, as without a key
+		}
+		for _, st := range c.Batch.Steps {
+			if reg, ok := r.lookup(st.Call); ok && g.admit(&reg.action.Definition, c.Caller) != nil {
+				return nil, nil, nil // the batch's own check refuses it
+			}
 		}
 		k.Digest = digestOf(text)
 	} else {
 		reg, ok := r.lookup(c.Action)
-		if !ok || g.who(&reg.action.Definition, c.Caller) != nil {
-			return nil, nil
+		if !ok {
+			return nil, nil, nil
+		}
+		gated = &gateDecision{err: g.check(ctx, &reg.action.Definition, c.Caller)}
+		if gated.err != nil {
+			return nil, gated, nil
 		}
 		k.Action, k.Digest = reg.action.ID, digestOf(r.givenParameters(c.Params))
 	}
 	r.stampKey(k)
 	k.Audit = r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, step: c.Batch != nil})
-	return k, nil
+	return k, gated, nil
 }
 
 // stampKey sets the clock readings and the wait of k.
@@ -630,10 +680,10 @@ func callOp(inv invocation) Operation {
 }
 
 // observeBatch runs the batch of c in one unit, observed as one OpBatch.
-func (r *Registry) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress) (Result, error) {
+func (r *Registry) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress, started *atomic.Bool) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, Call: Call{Batch: c.Batch, Caller: c.Caller, ToolCallID: c.ToolCallID}, Step: -1})
-	res, err := r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
-		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p})
+	res, err := r.unit(ctx, key, started, func(ctx context.Context) (any, []Record, bool, error) {
+		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, started: started})
 	})
 	ob.end(res, err)
 	return res, err

@@ -243,7 +243,7 @@ func AddTools(s *mcp.Server, r *actions.Registry, opts *Options) error {
 		for i, p := range all {
 			found[i], ids[i] = p.tool, p.handler.id
 		}
-		srv.search = newSearcher(srv, ts, found, ids)
+		srv.search = newSearcher(srv, ts, found, ids, tools)
 		srv.search.add(s)
 	}
 	ids := map[string]string{} // every tool name served, alias or not, to its action

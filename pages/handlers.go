@@ -94,7 +94,7 @@ type changeRow struct {
 func (h *Handler) pendingList(w http.ResponseWriter, r *http.Request) {
 	changes, err := h.pending(r.Context(), h.who(r))
 	if err != nil {
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 		return
 	}
 	rows := make([]changeRow, len(changes))
@@ -188,7 +188,7 @@ func (h *Handler) undecidable(w http.ResponseWriter, r *http.Request, id string,
 		v.Kind = "decided"
 		h.render(w, r, http.StatusConflict, "result", "This change was already decided", "pending", v)
 	default:
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 	}
 }
 
@@ -301,7 +301,7 @@ func (h *Handler) logPage(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, http.StatusBadRequest)
 			return
 		}
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 		return
 	}
 	for _, rec := range page.Records {
@@ -395,7 +395,7 @@ func (h *Handler) showRecord(w http.ResponseWriter, r *http.Request, rp *replaye
 	who := h.who(r)
 	rec, err := h.record(r.Context(), r.PathValue("id"), who)
 	if err != nil {
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 		return
 	}
 	t := &tree{cut: h.o.Cut}
@@ -411,7 +411,7 @@ func (h *Handler) showRecord(w http.ResponseWriter, r *http.Request, rp *replaye
 func (h *Handler) recordJSON(w http.ResponseWriter, r *http.Request) {
 	rec, err := h.record(r.Context(), r.PathValue("id"), h.who(r))
 	if err != nil {
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -431,7 +431,7 @@ func (h *Handler) replayPost(w http.ResponseWriter, r *http.Request) {
 	}
 	rp, err := h.replay(r.Context(), r.PathValue("id"), who)
 	if err != nil {
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 		return
 	}
 	h.showRecord(w, r, &rp)

@@ -273,13 +273,14 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int) {
 	h.render(w, r, status, "error", http.StatusText(status), "", status)
 }
 
-// backendError answers what the registry or the store refused or failed.
-func (h *Handler) backendError(w http.ResponseWriter, r *http.Request, err error) {
+// failed answers what the registry or the store refused or failed: 404
+// for what the person may not see, 500 (logged) for the rest.
+func (h *Handler) failed(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, errNotFound) {
 		h.fail(w, r, http.StatusNotFound)
 		return
 	}
-	h.o.Logger.Error("pages: backend", "path", r.URL.Path, "error", err)
+	h.o.Logger.Error("pages: registry or store", "path", r.URL.Path, "error", err)
 	h.fail(w, r, http.StatusInternalServerError)
 }
 

@@ -322,6 +322,12 @@ func (s *Store) Write(ctx context.Context, unit string, recs ...actions.Record) 
 
 // write is Write for a caller that holds its slot in the queue.
 func (s *Store) write(ctx context.Context, unit string, recs ...actions.Record) error {
+	return s.writeWith(ctx, unit, nil, recs...)
+}
+
+// writeWith is write, running extra (when not nil) in the same
+// transaction after the records are appended.
+func (s *Store) writeWith(ctx context.Context, unit string, extra func(ctx context.Context, tx *sql.Tx) error, recs ...actions.Record) error {
 	return s.retry(ctx, func(int) error {
 		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation})
 		if err != nil {
@@ -330,6 +336,12 @@ func (s *Store) write(ctx context.Context, unit string, recs ...actions.Record) 
 		if err := s.append(ctx, tx, true, unit, recs...); err != nil {
 			_ = tx.Rollback()
 			return err
+		}
+		if extra != nil {
+			if err := extra(ctx, tx); err != nil {
+				_ = tx.Rollback()
+				return err
+			}
 		}
 		return tx.Commit()
 	})

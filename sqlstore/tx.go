@@ -128,11 +128,13 @@ func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) actions
 	if err := s.made(); err != nil {
 		return nil, err
 	}
-	return s.atomic(ctx, NewUnit(), fn)
+	return s.atomic(ctx, NewUnit(), fn, nil)
 }
 
-// atomic is Atomic for the unit id unit.
-func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
+// atomic is Atomic for the unit id unit. keep, when not nil, writes
+// what a unit that did not commit but says Keep leaves (its key), in the
+// transaction that writes its rolled-back records.
+func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit, keep func(ctx context.Context, tx *sql.Tx, u actions.Unit) error) ([]actions.Record, error) {
 	for attempt := 1; ; attempt++ {
 		if err := s.writers.enter(ctx); err != nil {
 			return nil, err
@@ -161,9 +163,13 @@ func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Con
 		for i := range u.Records {
 			u.Records[i].RolledBack = true
 		}
-		if len(u.Records) > 0 {
+		if len(u.Records) > 0 || (u.Keep && keep != nil) {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rolledBackTimeout)
-			werr := s.write(wctx, unit, u.Records...)
+			var extra func(ctx context.Context, tx *sql.Tx) error
+			if u.Keep && keep != nil {
+				extra = func(ctx context.Context, tx *sql.Tx) error { return keep(ctx, tx, u) }
+			}
+			werr := s.writeWith(wctx, unit, extra, u.Records...)
 			cancel()
 			if werr != nil {
 				err = errors.Join(err, werr)

@@ -174,7 +174,7 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 		cp.cause = nil
 		a := Answer{Refusal: &cp}
 		end.Answer = &a
-		if cp.Transport == TransportProtocol {
+		if cp.Policy().Transport == TransportProtocol {
 			end.Status, end.Message = TaskFailed, "the call failed"
 		}
 		return end

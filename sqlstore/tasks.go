@@ -27,7 +27,8 @@ func tasksTable(integer string) string {
 		created ` + integer + ` NOT NULL,
 		updated ` + integer + ` NOT NULL,
 		ttl ` + integer + ` NOT NULL,
-		answer TEXT NOT NULL)`
+		answer TEXT NOT NULL,
+		origin TEXT NOT NULL)`
 }
 
 const tasksKeyIndex = `CREATE UNIQUE INDEX IF NOT EXISTS actions_tasks_key ON actions_tasks (principal, action, idem_key) WHERE idem_key <> ''`
@@ -81,9 +82,9 @@ func (s *Store) CreateTask(ctx context.Context, t actions.Task) (actions.Task, b
 				return err
 			}
 		}
-		res, err := tx.ExecContext(ctx, "INSERT INTO actions_tasks ("+taskColumns+") VALUES ("+s.params(11)+") ON CONFLICT DO NOTHING",
+		res, err := tx.ExecContext(ctx, "INSERT INTO actions_tasks ("+taskColumns+", origin) VALUES ("+s.params(12)+") ON CONFLICT DO NOTHING",
 			t.ID, t.Principal, t.Action, t.Key, t.Digest, string(t.Status), t.Message,
-			t.Created.UnixMicro(), t.Updated.UnixMicro(), t.TTL.Milliseconds(), "")
+			t.Created.UnixMicro(), t.Updated.UnixMicro(), t.TTL.Milliseconds(), "", s.opts.Origin)
 		if err != nil {
 			return err
 		}
@@ -233,6 +234,45 @@ func (s *Store) PurgeTasks(ctx context.Context, now time.Time) (int64, error) {
 	err := s.retry(ctx, func(int) error {
 		res, err := s.db.ExecContext(ctx, "DELETE FROM actions_tasks WHERE status IN "+terminalStatuses+
 			" AND ttl > 0 AND created + ttl * 1000 <= "+s.param(1), now.UnixMicro())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// FailTasks ends failed every task still working that a store of the
+// origin created (Options.Origin: which replica), and returns how many.
+// A task runs in the process that created it; when that process dies,
+// nothing ends its task. Call FailTasks when a replica starts, before it
+// serves, with its own origin (none of its tasks can be running then),
+// or for a replica that is gone for good. Such a task answers tasks/get
+// as failed with an internal error (MCP: JSON-RPC -32603): whether its
+// call's unit had committed is known from the run log, and a unit that
+// commits later (a process that was only slow) finds the task ended and
+// commits nothing. Tasks are not resumed: a body may have reached
+// outside the database, and only the host knows whether a second run is
+// safe.
+func (s *Store) FailTasks(ctx context.Context, origin string, now time.Time) (int64, error) {
+	if err := s.made(); err != nil {
+		return 0, err
+	}
+	rf := actions.NewRefusal(actions.CodeInternal, "the process running the task ended before it did")
+	answer, err := actions.CanonicalJSON(actions.Answer{Refusal: rf})
+	if err != nil {
+		return 0, err
+	}
+	if err := s.writers.enter(ctx); err != nil {
+		return 0, err
+	}
+	defer s.writers.leave()
+	var n int64
+	err = s.retry(ctx, func(int) error {
+		res, err := s.db.ExecContext(ctx, "UPDATE actions_tasks SET status = 'failed', message = "+s.param(1)+", updated = "+s.param(2)+
+			", answer = "+s.param(3)+" WHERE origin = "+s.param(4)+" AND status NOT IN "+terminalStatuses,
+			"the process running the task ended", now.UnixMicro(), string(answer), origin)
 		if err != nil {
 			return err
 		}

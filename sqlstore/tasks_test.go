@@ -238,3 +238,33 @@ func TestTaskRefusedCallCompletes(t *testing.T) {
 		assert.Equal(t, actions.CodeInvalidParameters, done.Answer.Refusal.Code)
 	})
 }
+
+// A task whose process died stays working until a replica of its origin
+// starts again and fails it.
+func TestTaskFailedAfterItsProcessDied(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		ctx := context.Background()
+		h := newTaskHost(t, db, true)
+		dead, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Origin: "replica-a"})
+		require.NoError(t, err)
+		now := h.clock.now()
+		orphan := actions.Task{ID: "orphan-task", Principal: "ann", Action: "shop/report", Status: actions.TaskWorking, Created: now, Updated: now, TTL: time.Hour}
+		_, created, err := dead.CreateTask(ctx, orphan)
+		require.NoError(t, err)
+		require.True(t, created)
+		n, err := h.s.FailTasks(ctx, "replica-b", now)
+		require.NoError(t, err)
+		assert.Zero(t, n, "another origin's tasks are left alone")
+		n, err = h.s.FailTasks(ctx, "replica-a", now)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n)
+		got, err := h.reg.Task(ctx, orphan.ID, ann)
+		require.NoError(t, err)
+		assert.Equal(t, actions.TaskFailed, got.Status)
+		_, rerr := got.Result()
+		assert.ErrorIs(t, rerr, actions.CodeInternal)
+		n, err = h.s.FailTasks(ctx, "replica-a", now)
+		require.NoError(t, err)
+		assert.Zero(t, n, "a terminal status stays")
+	})
+}

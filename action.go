@@ -108,6 +108,12 @@ type Definition struct {
 	// returns after the deadline by the registry's clock is refused all
 	// the same. Set in Go: a manifest's JSON declares none.
 	Timeout time.Duration `json:"-"`
+	// Long: a call may run for minutes (an import, a report). Over MCP,
+	// a client that declares the Tasks extension on its call gets a task
+	// handle at once and polls for the answer (see [Registry.Start] and
+	// docs/tasks.md); any other caller waits for the answer as usual.
+	// Set in Go: a manifest's JSON declares none.
+	Long bool `json:"-"`
 }
 
 // Action is a definition with its body. The body receives the call's

@@ -68,9 +68,8 @@ func answerOf(k *UnitKey, v any, recs []Record, err error) Answer {
 				code = recs[n-1].Entry.Error
 			}
 			if code == CodeInProgress || code == CodeIdempotencyConflict {
-				// A body's bare code that a retry would read as the
-				// key's own answer ("still running", "other
-				// parameters"): the retry is told the call failed.
+				// A body's own error with a key's code: its retry must not
+				// read as a refusal about the key.
 				code = CodeInternal
 			}
 			rf = NewRefusal(code, "the call made with this idempotency key failed")

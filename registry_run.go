@@ -133,6 +133,7 @@ func (r *Registry) unit(ctx context.Context, k *UnitKey, st *unitState, fn unitW
 				u.Answer.Value, u.Answer.Steps, u.Answer.Bounded = "", nil, false
 			}
 		}
+		endInUnit(ctx, r.gateOf().opts.Now(), v, &u)
 		return u
 	}
 	var (

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -634,14 +635,25 @@ func (r *Registry) limitOf(name string) int { return resultLimitOf(r, name, r.Li
 // has that comes sooner stays. The limit's stop releases the timer.
 func (r *Registry) limitTime(ctx context.Context, a *Action) (context.Context, *timeLimit) {
 	d := timeoutOf(a.Timeout, r.opts.Timeout)
-	if d <= 0 {
-		return ctx, &timeLimit{stop: func() {}}
-	}
 	now := r.gateOf().opts.Now
+	outer, _ := ctx.Value(deadlineKey{}).(time.Time) // a caller's limit, if any
+	if d <= 0 {
+		// No limit of its own: a nested call still runs within its
+		// caller's, on its own goroutine, so that the caller's answer
+		// at the deadline waits for no body.
+		return ctx, &timeLimit{now: now, deadline: outer, stop: func() {}}
+	}
 	lim := &timeLimit{now: now, deadline: now().Add(d)}
+	if !outer.IsZero() && outer.Before(lim.deadline) {
+		lim.deadline = outer
+	}
 	ctx, lim.stop = context.WithTimeoutCause(ctx, d, errTimedOut)
-	return ctx, lim
+	return context.WithValue(ctx, deadlineKey{}, lim.deadline), lim
 }
+
+// deadlineKey is the context key of the deadline, by the registry's
+// clock, of the time limit a call runs within.
+type deadlineKey struct{}
 
 // needsKey refuses, as idempotency_key_required, a caller's call of an
 // action that wants a key and has none. The host's own calls (no

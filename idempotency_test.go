@@ -171,10 +171,7 @@ func TestBodyBareKeyCode(t *testing.T) {
 			var rf *actions.Refusal
 			assert.False(t, errors.As(err, &rf), "%s, key %q: no refusal is made of it", name, key)
 			require.Len(t, recs, 1, name)
-			// The entry records the code the body's error carries, as
-			// CodeOf and errors.Is read it.
-			assert.Equal(t, actions.CodeOf(bodyErr), recs[0].Entry.Error, name)
-			assert.ErrorIs(t, bodyErr, recs[0].Entry.Error, name)
+			assert.Equal(t, actions.CodeInternal, recs[0].Entry.Error, name)
 		}
 		// The retry gets the kept outcome, the code its entry records
 		// (internal), never a refusal about its key; the body ran once
@@ -225,7 +222,9 @@ func TestRunLogKeyKeptWhateverTheOutcome(t *testing.T) {
 		wait   bool
 		code   actions.Code
 	}{
-		{name: "timeout", def: actions.Definition{Timeout: time.Millisecond}, wait: true, code: actions.CodeTimeout},
+		// A second: the body surely starts (its goroutine) before the
+		// deadline, even on a loaded machine.
+		{name: "timeout", def: actions.Definition{Timeout: time.Second}, wait: true, code: actions.CodeTimeout},
 		{name: "output_invalid", def: actions.Definition{OutputSchema: `{"type":"object","required":["receipt"]}`}, result: map[string]any{"charged": 1}, code: actions.CodeOutputInvalid},
 		{name: "result_too_large", def: actions.Definition{MaxResultBytes: 20}, result: map[string]any{"charged": strings.Repeat("x", 100)}, code: actions.CodeResultTooLarge},
 		{name: "body_error", err: errors.New("the bank hung up"), code: actions.CodeInternal},

@@ -173,7 +173,7 @@ type Options struct {
 // that does not quote the name sent.
 //
 // Errors, before any tool is added: a nil s or r, a tool name that r
-// cannot export (longer than [actions.MaxToolNameLength]; the
+// cannot export (longer than 128 characters, MCP's limit; the
 // *actions.Refusal is wrapped), a tool whose name does not map back to an
 // action id, or a batch tool name ([BatchTool].Name) that MCP refuses or
 // that an action's tool holds.

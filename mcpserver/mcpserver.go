@@ -1,5 +1,5 @@
 // Package mcpserver serves the visible actions of an [*actions.Registry]
-// (an *actions.Registry) as MCP tools, on the official Go SDK
+// as MCP tools, on the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk, v1.8.0). It is the only package
 // of the module that imports the SDK: the registry itself knows nothing of
 // MCP beyond the tool definitions ([actions.Registry.Tools]).

@@ -26,7 +26,8 @@
 //     true, a text listing the code, each issue's path, keyword and
 //     message, and the next action (MCP SEP-1303), and, on every tool,
 //     the refusal as structuredContent: {"code", "message", "issues",
-//     "retry", "nextAction"}, with "pending" for a held call's receipt;
+//     "retry", "nextAction"}, with "pending" for a held call's receipt
+//     (and "confirmUrl" when Options.ConfirmURL is set);
 //   - a result that breaks the tool's output schema (output_invalid):
 //     JSON-RPC error -32603, the refusal with its issues going to OnError;
 //   - a body's plain error: isError true with a generic text; the error

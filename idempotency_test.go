@@ -173,9 +173,9 @@ func TestBodyBareKeyCode(t *testing.T) {
 			require.Len(t, recs, 1, name)
 			assert.Equal(t, actions.CodeInternal, recs[0].Entry.Error, name)
 		}
-		// The retry gets the kept outcome, the code its entry records
-		// (internal), never a refusal about its key; the body ran once
-		// under the key.
+		// The retry gets the kept outcome, as internal: never a refusal
+		// it would read as its key's own; the body ran once under the
+		// key.
 		_, err := reg.Run(ctx, actions.Call{Action: "shop/charge", IdempotencyKey: "k1", Caller: caller})
 		assert.Equal(t, actions.CodeInternal, actions.CodeOf(err), name)
 		assert.False(t, errors.Is(err, actions.CodeInProgress) || errors.Is(err, actions.CodeIdempotencyConflict), name)

@@ -46,6 +46,10 @@ type Definition struct {
 	// [Registry.Decide]). A read may not need confirmation, and an action
 	// that needs it must be offered on ui, where the person confirms.
 	NeedsConfirmation bool `json:"needsConfirmation,omitempty"`
+	// Approval, for an action that needs confirmation, says who may
+	// decide its held calls and from which surface (see [Approval]); nil
+	// means the proposer alone, from the gate's DecideFrom surfaces.
+	Approval *Approval `json:"approval,omitempty"`
 	// NeedsIdempotencyKey: a caller's call without an idempotency key is
 	// refused idempotency_key_required (see [Call].IdempotencyKey): the
 	// action's effect reaches outside the store's transaction (mail
@@ -493,6 +497,7 @@ func (d *Definition) checkPolicy() []Issue {
 		// screen is not offered could never be confirmed there.
 		add("/needsConfirmation", "needsConfirmation", "an action that needs confirmation must be offered on the ui surface")
 	}
+	issues = append(issues, d.checkApproval()...)
 	if d.Effect == EffectDelete && d.Additive {
 		add("/additive", "additive", "a delete is never additive")
 	}
@@ -574,6 +579,7 @@ func (d *Definition) clonePolicy() {
 	d.PersonalData = slices.Clone(d.PersonalData)
 	d.Refusals = slices.Clone(d.Refusals)
 	d.DeprecatedAliases = slices.Clone(d.DeprecatedAliases)
+	d.Approval = d.Approval.clone()
 }
 
 // MaxToolNameLength is the longest tool name MCP accepts. Most AI

@@ -11,8 +11,9 @@ import (
 // PendingChange is a call held until a person confirms it: an action that
 // needs confirmation, called by a caller, checked in full, not run.
 type PendingChange struct {
-	// ID is 128 random bits in hex: whoever holds it may try to confirm,
-	// and only the principal who proposed the change can.
+	// ID is 128 random bits in hex: whoever holds it may try to decide,
+	// and only a person the action's [Approval] names can (by default
+	// the principal who proposed the change).
 	ID string `json:"id"`
 	// Action is the action's id (never an alias); Alias the deprecated
 	// alias the call named, if any.
@@ -77,6 +78,10 @@ type PendingStore interface {
 	// List returns the changes the principal proposed, newest first,
 	// expired ones included.
 	List(ctx context.Context, principal string) ([]PendingChange, error)
+	// ListAll returns every change the store holds, whoever proposed
+	// it, newest first, expired ones included: the registry keeps those
+	// a person may decide (see [Registry.ChangesToDecide]).
+	ListAll(ctx context.Context) ([]PendingChange, error)
 }
 
 // MemoryPendingStore is a [PendingStore] in memory, safe for concurrent
@@ -135,6 +140,18 @@ func (s *MemoryPendingStore) List(_ context.Context, principal string) ([]Pendin
 		if c.Proposer.Principal == principal {
 			out = append(out, c.clone())
 		}
+	}
+	sortNewestFirst(out)
+	return out, nil
+}
+
+// ListAll returns every change the store holds, newest first.
+func (s *MemoryPendingStore) ListAll(_ context.Context) ([]PendingChange, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]PendingChange, 0, len(s.changes))
+	for _, c := range s.changes {
+		out = append(out, c.clone())
 	}
 	sortNewestFirst(out)
 	return out, nil

@@ -255,7 +255,11 @@ type renderer func(ctx context.Context, res actions.Result, err error, version s
 
 // held answers a call the runner held as a pending change (refusal r,
 // confirmation_required with its receipt) on the tool name. When the
-// client can ask its person, the server asks: on 2025-11-25 sessions
+// change's approval lets this caller decide it from this surface
+// ([actions.Registry.MayDecide]: by default it does not, since a client
+// may answer an elicitation by itself; the host opts in with
+// actions.GateOptions.DecideFrom or the action's Approval.Surfaces) and
+// the client can ask its person, the server asks: on 2025-11-25 sessions
 // through elicitation/create (ServerSession.Elicit), on 2026-07-28
 // through an input request in the result (multi round-trip), whose
 // request state binds the answer to this change, this principal and
@@ -269,6 +273,12 @@ func (s *server) held(ctx context.Context, req *mcp.CallToolRequest, caller *act
 	if caps == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
 		// No one to ask, or only by URL (a form asks yes or no): the
 		// receipt, confirmed later on the host's own screen.
+		return s.toolError(r), nil
+	}
+	if s.r.MayDecide(ctx, rc.ID, caller) != nil {
+		// Not a decision this client may bring (the default, four eyes,
+		// a capability the caller lacks): the receipt, for the person
+		// the policy names, on the surface it names.
 		return s.toolError(r), nil
 	}
 	ask := &mcp.ElicitParams{Mode: "form", Message: s.question(rc, name, req),

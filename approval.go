@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
+	"unicode/utf8"
 )
 
 // Approval is an action's approval policy: who may decide (confirm or
@@ -36,6 +38,113 @@ type Approval struct {
 	// elicitation, which a client may fill in by itself: opt in only
 	// where the host trusts the client's person.
 	Surfaces []Surface `json:"surfaces,omitzero"`
+	// When, if set, decides which calls are held: the rest run at once,
+	// as calls of an action needing no confirmation do. It sees the
+	// checked call (see [CheckedCall]) and says whether to hold it, and
+	// why, in words for the person (shown with the change). It fails
+	// closed: an error, a panic, no answer within the gate's
+	// RuleTimeout, or a call whose context ended meanwhile holds the
+	// call, with a reason saying the rule failed (never the error's
+	// text). It must honour ctx. Not applied to a batch's steps, whose
+	// arguments may come from earlier steps: a batch holding a step of
+	// the action is held whole. Set in Go.
+	When ApprovalRule `json:"-"`
+	// Describe, if set, writes what the person reads about a held call
+	// beside its arguments: the ticket's title and comment count rather
+	// than "id 2". It sees the checked call, and ctx carries the unit's
+	// transaction (sqlstore.Tx). Its text, cut to MaxDescriptionBytes,
+	// is stored with the change; an error or a panic leaves the
+	// description empty, and the call is held all the same. Not called
+	// for a batch's steps. Set in Go.
+	Describe func(ctx context.Context, call CheckedCall) (string, error) `json:"-"`
+}
+
+// ApprovalRule decides whether a checked call needs a person's
+// confirmation: hold true holds it, with reason (for the person: no
+// secret, no value the person may not see); hold false runs it now. An
+// error holds it too (see [Approval].When). It may be called
+// concurrently.
+type ApprovalRule func(ctx context.Context, call CheckedCall) (hold bool, reason string, err error)
+
+// CheckedCall is a call as its body would receive it: the action's id,
+// the parameters after defaults and refs (JSON's Go types; the rule may
+// read them and must not change them), and who calls.
+type CheckedCall struct {
+	Action string
+	Params map[string]any
+	Caller *Caller
+}
+
+// MaxDescriptionBytes bounds a held call's description
+// ([Approval].Describe) and reason, in bytes of UTF-8.
+const MaxDescriptionBytes = 4096
+
+// defaultRuleTimeout is GateOptions.RuleTimeout when left zero.
+const defaultRuleTimeout = time.Second
+
+// ruleFailed is the reason of a call held because its rule failed.
+const ruleFailed = "the approval rule gave no answer: held for a person"
+
+// shouldHold runs a's rule on call: whether to hold, and the reason.
+// Without a rule every call is held. It fails closed (see Approval.When).
+func (g *gate) shouldHold(ctx context.Context, a *Approval, call CheckedCall) (bool, string) {
+	if a == nil || a.When == nil {
+		return true, ""
+	}
+	limit := g.opts.RuleTimeout
+	if limit <= 0 {
+		limit = defaultRuleTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	type answer struct {
+		hold   bool
+		reason string
+		err    error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a2 answer
+		if perr := safeCall("approval rule", func() { a2.hold, a2.reason, a2.err = a.When(rctx, call) }); perr != nil {
+			a2.err = perr
+		}
+		done <- a2
+	}()
+	select {
+	case got := <-done:
+		if got.err != nil || rctx.Err() != nil {
+			return true, ruleFailed
+		}
+		return got.hold, cut(got.reason)
+	case <-rctx.Done():
+		return true, ruleFailed
+	}
+}
+
+// describeHeld runs a's description hook on call: "" without one, or when it
+// fails.
+func describeHeld(ctx context.Context, a *Approval, call CheckedCall) string {
+	if a == nil || a.Describe == nil {
+		return ""
+	}
+	var text string
+	var err error
+	if perr := safeCall("approval description", func() { text, err = a.Describe(ctx, call) }); perr != nil || err != nil {
+		return ""
+	}
+	return cut(text)
+}
+
+// cut bounds s to MaxDescriptionBytes, on a character's boundary.
+func cut(s string) string {
+	if len(s) <= MaxDescriptionBytes {
+		return s
+	}
+	s = s[:MaxDescriptionBytes]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // ProposerRule is what an [Approval] lets the proposer of a change do.
@@ -214,4 +323,16 @@ func (g *gate) decidable(ctx context.Context, c *Caller, def func(id string) *De
 	}
 	sortNewestFirst(out)
 	return out, nil
+}
+
+// hasRule reports whether a decides per call.
+func hasRule(a *Approval) bool { return a != nil && a.When != nil }
+
+// CodeStaleChange: a confirmed call, checked again, is no longer the call
+// the person was shown (a ref resolves to another value, a default
+// changed): nothing ran. Reject the change and propose it again.
+const CodeStaleChange Code = "stale_change"
+
+func staleChange() *Refusal {
+	return NewRefusal(CodeStaleChange, "the call, checked again, differs from what the person was shown: nothing ran")
 }

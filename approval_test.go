@@ -2,8 +2,13 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -216,4 +221,140 @@ func TestApprovalInAManifest(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, defs[0].Approval)
 	assert.Equal(t, Approval{Capability: "t.approve", Proposer: ProposerNever, Surfaces: []Surface{SurfaceUI}}, *defs[0].Approval)
+}
+
+// The person sees what runs: the change holds the checked parameters
+// (defaults filled, refs resolved), the parameters as given, and the
+// host's description written in the unit that holds it.
+func TestHeldChangeShowsWhatRuns(t *testing.T) {
+	key := "t2"
+	var mu sync.Mutex
+	reg := NewRegistry(&Options{Resolve: func(_ context.Context, schema, value string) (RefMatches, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if value == "Printer on fire" {
+			return RefMatches{Names: []string{key}}, nil
+		}
+		return RefMatches{}, nil
+	}})
+	var ran atomic.Int32
+	reg.MustRegister(New(Definition{ID: "tickets/delete", Effect: EffectDelete, NeedsConfirmation: true,
+		Approval: &Approval{Describe: func(ctx context.Context, c CheckedCall) (string, error) {
+			return fmt.Sprintf("ticket %v (%s), 3 comments", c.Params["ticket"], c.Caller.Principal), nil
+		}},
+		Parameters: `{"type":"object","properties":{"ticket":{"type":"string","ref":"ticket"},"note":{"type":"string","default":"no note"}},"required":["ticket"]}`},
+		func(context.Context, map[string]any, *Trace) (any, error) { ran.Add(1); return nil, nil }))
+	hold := func() string {
+		_, err := reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"ticket":"Printer on fire"}`, Caller: agent})
+		require.ErrorIs(t, err, CodeConfirmationRequired)
+		return asRefusal(err).Pending.ID
+	}
+	id := hold()
+	pc, err := reg.PendingChange(context.Background(), id, onUI(agent))
+	require.NoError(t, err)
+	assert.Equal(t, `{"note":"no note","ticket":"t2"}`, pc.Parameters)
+	assert.Equal(t, `{"ticket":"Printer on fire"}`, pc.Given)
+	assert.Equal(t, "ticket t2 (agent), 3 comments", pc.Description)
+	_, err = decide(reg, id, true, onUI(agent))
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), ran.Load())
+
+	// The ref now names another ticket: what would run is not what the
+	// person saw, and nothing runs.
+	id = hold()
+	mu.Lock()
+	key = "t3"
+	mu.Unlock()
+	_, err = decide(reg, id, true, onUI(agent))
+	require.ErrorIs(t, err, CodeStaleChange)
+	assert.Equal(t, int32(1), ran.Load())
+}
+
+// A description hook that fails or panics leaves the description empty;
+// the call is held all the same.
+func TestDescribeFailingStillHolds(t *testing.T) {
+	for name, fn := range map[string]func(context.Context, CheckedCall) (string, error){
+		"error": func(context.Context, CheckedCall) (string, error) { return "secret", errors.New("db down") },
+		"panic": func(context.Context, CheckedCall) (string, error) { panic("boom") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			reg, ran := helpdesk(t, GateOptions{}, &Approval{Describe: fn})
+			id := holdDelete(t, reg, agent)
+			pc, err := reg.PendingChange(context.Background(), id, onUI(agent))
+			require.NoError(t, err)
+			assert.Empty(t, pc.Description)
+			assert.Zero(t, ran.Load())
+		})
+	}
+}
+
+// A rule decides per call: a call it lets through runs at once, one it
+// holds waits with the rule's reason.
+func TestApprovalRuleDecidesPerCall(t *testing.T) {
+	var seen atomic.Value
+	rule := func(_ context.Context, c CheckedCall) (bool, string, error) {
+		seen.Store(c.Params["note"])
+		id, _ := c.Params["id"].(json.Number).Int64()
+		if id >= 100 {
+			return true, "tickets from 100 on are archived ones", nil
+		}
+		return false, "", nil
+	}
+	reg, ran := helpdesk(t, GateOptions{}, &Approval{When: rule})
+	_, err := reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":2}`, Caller: agent})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), ran.Load())
+	assert.Equal(t, "no note", seen.Load(), "the rule sees the checked parameters")
+
+	_, err = reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":200}`, Caller: agent})
+	require.ErrorIs(t, err, CodeConfirmationRequired)
+	pc, err := reg.PendingChange(context.Background(), asRefusal(err).Pending.ID, onUI(agent))
+	require.NoError(t, err)
+	assert.Equal(t, "tickets from 100 on are archived ones", pc.Reason)
+	assert.Equal(t, int32(1), ran.Load())
+
+	// An anonymous caller's call the rule lets through runs; one it
+	// holds is refused, with nothing held.
+	anon := &Caller{Capabilities: []string{"tickets.write"}, Surface: SurfaceMCP}
+	_, err = reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":3}`, Caller: anon})
+	require.NoError(t, err)
+	res, err := reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":300}`, Caller: anon})
+	require.ErrorIs(t, err, CodeConfirmationRequired)
+	assert.Nil(t, asRefusal(err).Pending)
+	assert.Empty(t, res.Records[0].Audit.PendingChange)
+	assert.Equal(t, int32(2), ran.Load())
+}
+
+// A rule fails closed: each way it can fail holds the call, with a
+// reason saying so and nothing of the failure's text.
+func TestApprovalRuleFailsClosed(t *testing.T) {
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	cases := map[string]ApprovalRule{
+		"an error": func(context.Context, CheckedCall) (bool, string, error) {
+			return false, "secret", errors.New("rule store down")
+		},
+		"a panic": func(context.Context, CheckedCall) (bool, string, error) { panic("boom") },
+		"a timeout": func(ctx context.Context, _ CheckedCall) (bool, string, error) {
+			<-ctx.Done()
+			return false, "", nil // answers, but only after its time ran out
+		},
+		"no answer": func(context.Context, CheckedCall) (bool, string, error) {
+			<-never // never returns while the call waits
+			return false, "", nil
+		},
+		"an error with hold false and a reason": func(context.Context, CheckedCall) (bool, string, error) {
+			return false, "fine", errors.New("partial")
+		},
+	}
+	for name, rule := range cases {
+		t.Run(name, func(t *testing.T) {
+			reg, ran := helpdesk(t, GateOptions{RuleTimeout: 20 * time.Millisecond}, &Approval{When: rule})
+			id := holdDelete(t, reg, agent)
+			pc, err := reg.PendingChange(context.Background(), id, onUI(agent))
+			require.NoError(t, err)
+			assert.Equal(t, ruleFailed, pc.Reason)
+			assert.Zero(t, ran.Load())
+		})
+	}
 }

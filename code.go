@@ -238,6 +238,8 @@ func gateSentinel(c Code) (error, Policy, bool) {
 		return CodeRejected, Policy{TransportToolResult, RetryNever}, true
 	case CodeForbiddenProposer:
 		return CodeForbiddenProposer, Policy{TransportToolResult, RetryNever}, true
+	case CodeStaleChange:
+		return CodeStaleChange, Policy{TransportToolResult, RetryNever}, true
 	}
 	return nil, Policy{}, false
 }
@@ -256,6 +258,8 @@ func gateNextAction(c Code) string {
 		return "Tell the user the change waits for their confirmation; do not call again."
 	case CodeUnknownChange:
 		return "Propose the change again by calling the action."
+	case CodeStaleChange:
+		return "Reject the change and propose it again: what it would do now is not what the person was shown."
 	case CodeForbiddenProposer:
 		return "Ask another person who may approve the change to decide it."
 	case CodeRejected:
@@ -265,7 +269,7 @@ func gateNextAction(c Code) string {
 }
 
 var gateCodes = []Code{CodeForbiddenSurface, CodeForbiddenCapability, CodeInsufficientScope,
-	CodeNotServing, CodeReadOnly, CodeRateLimited, CodeConfirmationRequired, CodeUnknownChange, CodeRejected, CodeForbiddenProposer}
+	CodeNotServing, CodeReadOnly, CodeRateLimited, CodeConfirmationRequired, CodeUnknownChange, CodeRejected, CodeForbiddenProposer, CodeStaleChange}
 
 // The refusal codes of idempotency keys.
 const (

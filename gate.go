@@ -41,6 +41,9 @@ type GateOptions struct {
 	// which a client may answer without its person: opt in only for
 	// clients the host trusts.
 	DecideFrom []Surface
+	// RuleTimeout bounds how long an approval rule ([Approval].When)
+	// may take to answer (0: 1 s); past it the call is held.
+	RuleTimeout time.Duration
 	// PendingFor is how long a pending change waits (default and at most
 	// 7 days).
 	PendingFor time.Duration

@@ -19,10 +19,19 @@ type PendingChange struct {
 	// alias the call named, if any.
 	Action string `json:"action"`
 	Alias  string `json:"alias,omitempty"`
-	// Parameters is the canonical JSON (RFC 8785) of the parameters as
-	// the call gave them: confirming checks them again, defaults and refs
-	// included. Empty for a batch.
+	// Parameters is the canonical JSON (RFC 8785) of the checked
+	// parameters, defaults filled and refs resolved: exactly what the
+	// body will receive, and what the person is shown. Given is the
+	// parameters as the call gave them. Confirming checks Given again,
+	// defaults and refs included, and runs only when the result is still
+	// Parameters (otherwise stale_change). Both empty for a batch.
 	Parameters string `json:"parameters,omitempty"`
+	Given      string `json:"given,omitempty"`
+	// Description is the host's text about the held call
+	// ([Approval].Describe), Reason the approval rule's
+	// ([Approval].When); either may be empty.
+	Description string `json:"description,omitempty"`
+	Reason      string `json:"reason,omitempty"`
 	// Batch is the held batch, when a step of a batch needed
 	// confirmation: confirming runs it whole. Action is then the first
 	// step that needs confirmation.
@@ -199,4 +208,13 @@ func (rc Receipt) confirmationRequired() *Refusal {
 
 func unknownChange() *Refusal {
 	return NewRefusal(CodeUnknownChange, "no pending change of this caller has this id")
+}
+
+// givenText is the parameters as the held call gave them (Parameters for
+// a change held before Given was kept).
+func (c PendingChange) givenText() string {
+	if c.Given != "" {
+		return c.Given
+	}
+	return c.Parameters
 }

@@ -154,7 +154,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 		if pc.Batch != nil {
 			value, recs, commit, err = r.batch(ctx, *pc.Batch, inv)
 		} else {
-			inv.name, inv.params = pc.Action, json.RawMessage(pc.Parameters)
+			inv.name, inv.params, inv.expect = pc.Action, json.RawMessage(pc.givenText()), pc.Parameters
 			if pc.Alias != "" {
 				inv.name = pc.Alias
 			}
@@ -180,7 +180,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 func (r *Registry) changeRecords(pc PendingChange, caller *Caller, stage Stage, err error) []Record {
 	audit := Audit{At: r.gateOf().opts.Now(), Caller: caller, PendingChange: pc.ID, Stage: stage, Alias: pc.Alias, Code: CodeOf(err)}
 	if pc.Batch == nil {
-		entry := RunEntry{Action: pc.Action, Steps: []RunStep{}}.refused(err, pc.Parameters)
+		entry := RunEntry{Action: pc.Action, Steps: []RunStep{}}.refused(err, pc.givenText())
 		return []Record{{Entry: entry, Audit: audit}}
 	}
 	audit.Alias, audit.Batch = "", true
@@ -206,7 +206,7 @@ func (r *Registry) decisionKey(ctx context.Context, d Decision) *UnitKey {
 	if err != nil || pc.IdempotencyKey == "" || g.mayDecide(pc, d.Caller, r.definitionOf) != nil {
 		return nil
 	}
-	k := &UnitKey{Principal: pc.Proposer.Principal, Action: pc.Action, Key: pc.IdempotencyKey, Digest: digestOf(pc.Parameters), Replace: true, Wait: r.opts.KeyWait}
+	k := &UnitKey{Principal: pc.Proposer.Principal, Action: pc.Action, Key: pc.IdempotencyKey, Digest: digestOf(pc.givenText()), Replace: true, Wait: r.opts.KeyWait}
 	if pc.Batch != nil {
 		k.Action = batchKeyAction
 		text, _ := exactText(*pc.Batch)

@@ -3,13 +3,18 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/mcpserver"
 )
 
 // A client that accepts every elicitation by itself runs nothing that
@@ -54,4 +59,71 @@ func TestAutoAcceptingClientRunsNothingByDefault(t *testing.T) {
 			assert.Equal(t, int32(1), g.discarded.Load())
 		})
 	}
+}
+
+// helpdeskServer serves tickets/delete: a delete whose held calls the
+// proposer may decide from mcp (opted in per action) unless fourEyes,
+// with a default the client does not send and the host's description.
+func helpdeskServer(t *testing.T, fourEyes bool, ran *atomic.Int32) *mcp.Server {
+	t.Helper()
+	a := &actions.Approval{Surfaces: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP},
+		Describe: func(_ context.Context, c actions.CheckedCall) (string, error) {
+			return fmt.Sprintf("Ticket #%v, Printer on fire, 3 comments.", c.Params["id"]), nil
+		}}
+	if fourEyes {
+		a.Proposer = actions.ProposerNever
+	}
+	reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{}})
+	reg.MustRegister(actions.New(actions.Definition{ID: "tickets/delete", Title: "Delete a ticket", Effect: actions.EffectDelete,
+		NeedsConfirmation: true, Approval: a,
+		Parameters: `{"type":"object","properties":{"id":{"type":"integer"},"note":{"type":"string","default":"no note"}},"required":["id"]}`},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { ran.Add(1); return "deleted", nil }))
+	server := mcp.NewServer(&mcp.Implementation{Name: "helpdesk", Version: "v1"}, nil)
+	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
+		return &actions.Caller{Principal: "agent"}
+	}}))
+	return server
+}
+
+func elicitingClient(t *testing.T, server *mcp.Server, asked *[]string) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := server.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	yes := func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		*asked = append(*asked, req.Params.Message)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, &mcp.ClientOptions{ElicitationHandler: yes}).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// The question shows the call as it will run (the default filled in) and
+// the host's description of it.
+func TestElicitationShowsWhatRuns(t *testing.T) {
+	var ran atomic.Int32
+	var asked []string
+	cs := elicitingClient(t, helpdeskServer(t, false, &ran), &asked)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tickets-delete", Arguments: map[string]any{"id": 2}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Len(t, asked, 1)
+	assert.Equal(t, `Run Delete a ticket (tickets-delete) with {"id":2,"note":"no note"}? Ticket #2, Printer on fire, 3 comments. Nothing runs unless you accept.`, asked[0])
+	assert.Equal(t, int32(1), ran.Load())
+}
+
+// Four eyes: even where mcp may decide, the proposer is not asked.
+func TestElicitationNeverAsksTheProposerUnderFourEyes(t *testing.T) {
+	var ran atomic.Int32
+	var asked []string
+	cs := elicitingClient(t, helpdeskServer(t, true, &ran), &asked)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tickets-delete", Arguments: map[string]any{"id": 2}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Empty(t, asked)
+	assert.Zero(t, ran.Load())
 }

@@ -281,7 +281,7 @@ func (s *server) held(ctx context.Context, req *mcp.CallToolRequest, caller *act
 		// the policy names, on the surface it names.
 		return s.toolError(r), nil
 	}
-	ask := &mcp.ElicitParams{Mode: "form", Message: s.question(rc, name, req),
+	ask := &mcp.ElicitParams{Mode: "form", Message: s.question(ctx, rc, name, req, caller),
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
 	if req.ProtocolVersion() >= protocolMultiRoundTrip {
 		return &mcp.CallToolResult{
@@ -351,12 +351,14 @@ func (s *server) decide(ctx context.Context, caller *actions.Caller, id string, 
 
 // question is what the person is asked: the action (for a batch, the
 // batch tool, then each step that needs confirmation, by its index, title
-// and tool name), and the exact arguments the client sent (the person's
-// own call, shown to that person), whole, as canonical JSON whose
-// characters that change how text displays (bidi controls, zero-width
-// and other format characters) are written as \u escapes, so that what
-// is shown is what runs.
-func (s *server) question(rc *actions.Receipt, name string, req *mcp.CallToolRequest) string {
+// and tool name), the arguments exactly as the body will receive them
+// (defaults filled, refs resolved: the held change's checked parameters;
+// for a batch, the arguments the client sent), the host's description of
+// the change and the approval rule's reason, whole, with the characters
+// that change how text displays (bidi controls, zero-width and other
+// format characters) written as \u escapes, so that what is shown is
+// what runs.
+func (s *server) question(ctx context.Context, rc *actions.Receipt, name string, req *mcp.CallToolRequest, caller *actions.Caller) string {
 	title := name
 	if d, ok := s.defs[rc.Action]; ok && d.Title != "" {
 		title = d.Title + " (" + name + ")"
@@ -370,8 +372,18 @@ func (s *server) question(rc *actions.Receipt, name string, req *mcp.CallToolReq
 			args = visible(string(c))
 		}
 	}
+	pc, err := s.r.PendingChange(ctx, rc.ID, caller)
+	if err == nil && pc.Parameters != "" {
+		args = visible(pc.Parameters)
+	}
 	var b strings.Builder
 	b.WriteString("Run " + title + " with " + args + "?")
+	if err == nil && pc.Description != "" {
+		b.WriteString(" " + visible(pc.Description))
+	}
+	if err == nil && pc.Reason != "" {
+		b.WriteString(" (Held because: " + visible(pc.Reason) + ")")
+	}
 	if len(rc.Steps) > 0 {
 		b.WriteString(" The batch holds steps that need your confirmation:")
 		for i, st := range rc.Steps {

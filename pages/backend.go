@@ -63,6 +63,10 @@ type Change struct {
 	// Calls are the held calls, in order: one for a single call, each
 	// held step for a held batch.
 	Calls []Call
+	// Summary is the host's description of the held call
+	// (actions.Approval.Describe) and Reason the approval rule's; either
+	// may be empty.
+	Summary, Reason string
 }
 
 // Call is one held call of a change.
@@ -75,8 +79,10 @@ type Call struct {
 	// derived destructiveness (MCP destructiveHint).
 	Effect      string
 	Destructive bool
-	// Parameters is the canonical JSON of the parameters as given: what
-	// the person confirms.
+	// Parameters is the canonical JSON of the parameters exactly as
+	// the body will receive them (defaults filled, refs resolved): what
+	// the person confirms. For a step of a held batch, its "with" as
+	// the batch wrote it.
 	Parameters string
 }
 

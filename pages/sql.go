@@ -57,20 +57,27 @@ func (l *SQL) now() time.Time {
 
 func (l *SQL) q(s string) string { return l.Store.Dialect().Rebind(s) }
 
-// Pending lists who's changes that have not expired, newest first.
+// Pending lists the changes that have not expired that who proposed or
+// may decide (an approver's list: actions.Registry.ChangesToDecide),
+// newest first, each once.
 func (l *SQL) Pending(ctx context.Context, who *actions.Caller) ([]Change, error) {
 	if who == nil || who.Principal == "" {
 		return nil, nil
 	}
-	pcs, err := l.Store.Pending().List(ctx, who.Principal)
+	own, err := l.Registry.PendingChanges(ctx, who)
+	if err != nil {
+		return nil, err
+	}
+	theirs, err := l.Registry.ChangesToDecide(ctx, who)
 	if err != nil {
 		return nil, err
 	}
 	defs := l.definitions()
-	now := l.now()
+	seen := map[string]bool{}
 	var out []Change
-	for _, pc := range pcs {
-		if now.Before(pc.Expires) {
+	for _, pc := range append(own, theirs...) {
+		if !seen[pc.ID] {
+			seen[pc.ID] = true
 			out = append(out, changeOf(pc, defs))
 		}
 	}
@@ -90,7 +97,7 @@ func (l *SQL) definitions() map[string]actions.Definition {
 // step of a held batch (confirming runs them all; a step's parameters
 // are its "with" as the batch wrote it, placeholders included).
 func changeOf(pc actions.PendingChange, defs map[string]actions.Definition) Change {
-	c := Change{ID: pc.ID, Proposer: whoOf(&pc.Proposer), Created: pc.Created, Expires: pc.Expires}
+	c := Change{ID: pc.ID, Proposer: whoOf(&pc.Proposer), Created: pc.Created, Expires: pc.Expires, Summary: pc.Description, Reason: pc.Reason}
 	if pc.Batch == nil {
 		c.Calls = []Call{callOf(pc.Action, pc.Alias, pc.Parameters, defs)}
 		return c

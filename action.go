@@ -15,7 +15,7 @@ import (
 )
 
 // Definition declares an action without its body: what a manifest lists.
-// Its JSON form is the reference's ActionDefinition.
+// Its JSON form is a manifest entry (docs/registry.md).
 type Definition struct {
 	// ID is "namespace/name", both identifiers ([A-Za-z_][A-Za-z0-9_]*),
 	// at most 128 bytes in all (MaxToolNameLength: the id becomes the MCP
@@ -92,6 +92,13 @@ type Definition struct {
 	// Limits.MaxResultBytes; zero keeps the registry's, negative means
 	// no bound. See [Bounded] for what a result over it becomes.
 	MaxResultBytes int `json:"maxResultBytes,omitempty"`
+	// PageKey, for an action that pages by key ([PageAfter]), names the
+	// member of each listed item whose value orders the list (a string,
+	// or a number given as its JSON text): when a result over its bound
+	// is cut, the next cursor stands for the last item kept, as the
+	// body's own "next" does. Empty: the action pages by offset
+	// ([Paginate]). See docs/pagination.md.
+	PageKey string `json:"pageKey,omitempty"`
 	// Timeout is how long the body may run: past it the body's context
 	// ends and the call is refused with timeout ([CodeTimeout]), its
 	// unit rolled back. Zero means the registry's Options.Timeout;
@@ -103,10 +110,9 @@ type Definition struct {
 	Timeout time.Duration `json:"-"`
 }
 
-// Action is a definition with its body. C is the environment the
-// registry's [Env] builds for each body; the body receives the checked
-// parameters:
-// a copy the body may keep or change, holding only JSON's Go types
+// Action is a definition with its body. The body receives the call's
+// context (which carries the store's unit, such as sqlstore.Tx), the
+// call's [Trace], and the checked parameters: a copy the body may keep or change, holding only JSON's Go types
 // (map[string]any, []any, string, bool, nil and json.Number). A number
 // keeps the text it was given in: JSON Schema counts 1.0 and 1e2 as
 // integers, so json.Number.Int64 may fail on a value "type": "integer"
@@ -133,7 +139,7 @@ type Action struct {
 
 // New returns the action of def whose body is body, for [Registry.Register]:
 //
-//	reg.Register(actions.New(def, func(ctx context.Context, p map[string]any, env *Env) (any, error) {
+//	reg.Register(actions.New(def, func(ctx context.Context, p map[string]any, t *actions.Trace) (any, error) {
 //		...
 //	}))
 func New(def Definition, body Body) Action {
@@ -147,7 +153,7 @@ func (d *Definition) IsVisible() bool { return d.Offers(SurfaceMCP) }
 // IsRead reports whether the definition only reads.
 func (d *Definition) IsRead() bool { return d.EffectOf() == EffectRead }
 
-// UnmarshalJSON decodes a manifest entry, and folds the reference's old
+// UnmarshalJSON decodes a manifest entry, and folds the old
 // spelling of the policy ("kind": read or action, "destructive",
 // "exposure": visible or hidden) into Effect, Additive and Surfaces. It
 // refuses unknown fields, a kind or exposure outside those values, a fact

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The faults of issue 18, one test each: each failed before the API
+// Faults the API review found, one test each: each failed before the API
 // settled.
 
 // The zero Registry is ready: default limits, nested calls and batches
@@ -119,7 +119,7 @@ func TestNestedRefusalIsTheActionsFault(t *testing.T) {
 	for id, nested := range map[string]error{"a/missing": CodeUnknownAction, "a/wrapped": CodeInvalidParameters} {
 		res, err := reg.Run(context.Background(), Call{Action: id})
 		r := requireRefusal(t, err, CodeInternal)
-		// One error model (issue 23, item 6): the caller's error is
+		// One error model: the caller's error is
 		// internal only; the host finds the nested refusal in Cause
 		// (errors.Is on the error itself found it before).
 		assert.NotErrorIs(t, err, nested, "the caller's error matches its own code only")

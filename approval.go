@@ -325,6 +325,15 @@ func (g *gate) decidable(ctx context.Context, c *Caller, def func(id string) *De
 	return out, nil
 }
 
+// rejection is the refusal a held call's caller gets once a person
+// rejected it, with the person's reason.
+func rejection(reason string) *Refusal {
+	r := NewRefusal(CodeRejected, "the person rejected the change: nothing ran")
+	r.Reason = reason
+	r.NextAction = "Do not send the same call again: a person rejected it. Tell the user, and read the reason before proposing anything else."
+	return r
+}
+
 // hasRule reports whether a decides per call.
 func hasRule(a *Approval) bool { return a != nil && a.When != nil }
 

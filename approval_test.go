@@ -358,3 +358,71 @@ func TestApprovalRuleFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// A rejection's reason reaches the caller: a retry of the held call under
+// its idempotency key gets rejected, the person's reason, and a verdict
+// not to send the same call again; the record keeps the reason.
+func TestRejectionReasonReachesTheCaller(t *testing.T) {
+	reg := NewRegistry(&Options{Store: NewRunLog(), Gate: &GateOptions{}})
+	var ran atomic.Int32
+	reg.MustRegister(New(Definition{ID: "tickets/delete", Effect: EffectDelete, NeedsConfirmation: true,
+		Parameters: `{"type":"object","properties":{"id":{"type":"integer"}}}`},
+		func(context.Context, map[string]any, *Trace) (any, error) { ran.Add(1); return nil, nil }))
+	call := Call{Action: "tickets/delete", Params: `{"id":2}`, Caller: agent, IdempotencyKey: "k-1"}
+	_, err := reg.Run(context.Background(), call)
+	require.ErrorIs(t, err, CodeConfirmationRequired)
+	id := asRefusal(err).Pending.ID
+
+	res, err := reg.Decide(context.Background(), Decision{Change: id, Caller: onUI(agent), Reason: "ticket 2 is evidence in an open case"})
+	require.NoError(t, err)
+	assert.Equal(t, "ticket 2 is evidence in an open case", res.Records[0].Audit.Reason)
+
+	_, err = reg.Run(context.Background(), call)
+	require.ErrorIs(t, err, CodeRejected)
+	rf := asRefusal(err)
+	assert.Equal(t, "ticket 2 is evidence in an open case", rf.Reason)
+	assert.Equal(t, RetryNever, rf.Policy().Retry)
+	assert.Contains(t, rf.NextAction, "Do not send the same call again")
+	text, err := json.Marshal(rf)
+	require.NoError(t, err)
+	assert.Contains(t, string(text), `"reason":"ticket 2 is evidence in an open case"`)
+	assert.Zero(t, ran.Load())
+}
+
+// A batch naming an action the caller may not see (forbidden, or offered
+// on no surface) runs, and is refused, exactly as one naming a missing
+// action: the same steps run, the same answer, the same number of
+// records.
+func TestBatchHidesForbiddenActionsLikeMissingOnes(t *testing.T) {
+	reg := NewRegistry(&Options{Gate: &GateOptions{}})
+	var reads atomic.Int32
+	nop := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
+	reg.MustRegister(
+		New(Definition{ID: "doc/read", Effect: EffectRead}, func(context.Context, map[string]any, *Trace) (any, error) {
+			reads.Add(1)
+			return "text", nil
+		}),
+		New(Definition{ID: "doc/drop", Effect: EffectDelete, Capability: "doc.admin", NeedsConfirmation: true}, nop),
+		New(Definition{ID: "doc/purge", Effect: EffectDelete, NeedsConfirmation: true, Surfaces: []Surface{SurfaceUI}}, nop),
+	)
+	caller := &Caller{Principal: "ann", Surface: SurfaceMCP}
+	type seen struct {
+		err   string
+		index int
+		recs  int
+		reads int32
+	}
+	run := func(second string) seen {
+		reads.Store(0)
+		res, err := reg.Run(context.Background(), Call{Batch: &Batch{Steps: []Step{{Call: "doc/read"}, {Call: second}}}, Caller: caller})
+		var se *StepError
+		require.ErrorAs(t, err, &se, second)
+		require.ErrorIs(t, err, CodeUnknownAction, second)
+		return seen{err: err.Error(), index: se.Index, recs: len(res.Records), reads: reads.Load()}
+	}
+	missing := run("doc/nothere")
+	assert.Equal(t, int32(1), missing.reads, "the step before the missing one runs")
+	for _, hidden := range []string{"doc/drop", "doc/purge"} {
+		assert.Equal(t, missing, run(hidden), hidden)
+	}
+}

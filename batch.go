@@ -12,14 +12,14 @@ import (
 //
 // where "result" may be left out. Steps of other kinds (commands, when,
 // each, fail) and batches with parameters belong to the engine's script
-// runner; this package refuses them (see [DecodeBatch]).
+// runner; this package refuses them (see [Registry.DecodeBatch]).
 //
 // A Batch built in Go is checked by [Registry.Run] (as [Call].Batch)
 // exactly as a decoded one is.
 // See docs/batches.md for the rules in full.
 type Batch struct {
-	// Steps are the calls, run in order; their JSON member is "commands",
-	// the reference's name. At most Limits.MaxBatchCalls.
+	// Steps are the calls, run in order; their JSON member is "commands"
+	// (docs/batches.md). At most Limits.MaxBatchCalls.
 	Steps []Step `json:"commands"`
 	// Result, when set, is a single placeholder path such as "${plant}" or
 	// "${plant.id}" naming the result of some step: the batch's result. When

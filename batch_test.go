@@ -399,7 +399,7 @@ func TestRunBatchTooDeepAtRunTime(t *testing.T) {
 	assert.Len(t, entries, 1, "the step whose value nests too deep is not called")
 }
 
-// Limits come from the registry on every path (issue 18, item 4): the
+// Limits come from the registry on every path: the
 // registry's DecodeBatch and RunBatch use its MaxBatchCalls, and
 // json.Unmarshal, which knows no registry, bounds no count.
 func TestDecodeBatchUsesTheRegistrysLimits(t *testing.T) {

@@ -621,7 +621,7 @@ func BenchmarkOutputCheck(b *testing.B) {
 // with n. Beside it, "B/action" is the heap still held per action once
 // the registry is built (measured once, after a collection), against the
 // same for bare jsonschema v6: the same schema text decoded and compiled
-// n times, the schemas kept in a map by id (issue 15, item 5).
+// n times, the schemas kept in a map by id.
 func BenchmarkRegisterScale(b *testing.B) {
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	for _, n := range []int{100, 1000, 10000} {

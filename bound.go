@@ -3,8 +3,10 @@ package actions
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/actionreg/actions/internal/ijson"
@@ -16,7 +18,7 @@ import (
 //
 //	{"value": <the part that fits>, "bounded": {"limit": 32768, "bytes": 120345,
 //	 "path": "/items", "total": 500, "kept": 40, "left": 460,
-//	 "nextCall": {"action": "supply/list_actors", "params": {"cursor": "40"}}}}
+//	 "nextCall": {"action": "supply/list_actors", "params": {"cursor": "YTAx.GE3gpKYfd7aE1R-2_v83vA"}}}}
 //
 // What is cut (see docs/pagination.md):
 //   - a list: a root array, or in a root object its "items" member when
@@ -24,8 +26,9 @@ import (
 //     cut to the first items that fit, the object's other members kept;
 //     Total, Kept and Left count items. When the action declares a
 //     cursor parameter ([CursorParam]), NextCall is the same action with
-//     the caller's parameters and the cursor of the first item left out,
-//     and the "next" member beside a Page's items (or any string "next"
+//     the caller's parameters and the cursor of the first item left out
+//     (for a keyset action, [Definition].PageKey: of the last item
+//     kept), and the "next" member beside a Page's items (or any string "next"
 //     member) is set to that cursor;
 //   - a root string: cut at a character (code point) boundary; Total,
 //     Kept and Left count characters. When the action declares a cursor,
@@ -102,42 +105,93 @@ func tooLarge(limit int) *Refusal {
 	return r
 }
 
-// pager makes the next call of a cut list: nil when the action declares
-// no cursor.
-type pager func(kept int) *NextCall
+// pager makes the next call of a cut result.
+type pager struct {
+	// next makes it when n items or characters are given (skipped ones
+	// included), last the last item given (nil for a string, or when
+	// none is); nil when there is no next call to make.
+	next func(n int, last any) *NextCall
+	// widest makes one at least as long as any next makes for a cut of
+	// list (nil for a string) of total items or characters, for sizing
+	// an envelope.
+	widest func(list []any, total int) *NextCall
+}
 
-// pagerOf returns the pager of a call of d with given, the canonical
-// JSON of the parameters as given; nil when d's schema has no cursor
-// property or the parameters are not an object.
-func pagerOf(id string, schema map[string]any, given string) pager {
-	props, _ := schema["properties"].(map[string]any)
-	if _, ok := props[CursorParam]; !ok {
+// pagerOf returns the pager of a call of reg by caller with params, the
+// parameters as given (in JSON's Go types): nil when reg declares no
+// cursor or params carries one that is not the registry's.
+func (r *Registry) pagerOf(reg *registered, caller *Caller, params map[string]any) *pager {
+	if !reg.cursor {
 		return nil
 	}
-	v, err := ijson.Decode([]byte(given), canonicalMaxDepth)
-	params, ok := v.(map[string]any)
-	if err != nil || !ok {
+	b, ok := bindingOf(reg.action.ID, caller, params)
+	if !ok {
 		return nil
 	}
-	at := 0
-	if c, ok := params[CursorParam].(string); ok {
-		if at, err = CursorOffset(c); err != nil {
+	position := ""
+	if c, ok := params[CursorParam].(string); ok && c != "" {
+		if position, ok = r.open(b, c); !ok {
 			return nil
 		}
 	}
-	return func(kept int) *NextCall {
+	key := reg.action.PageKey
+	at := 0
+	if key == "" {
+		var err error
+		if at, err = offsetOf(position); err != nil {
+			return nil
+		}
+	}
+	call := func(cursor string) *NextCall {
+		if cursor == "" {
+			return nil
+		}
 		p := make(map[string]any, len(params)+1)
 		for k, v := range params {
 			p[k] = v
 		}
-		p[CursorParam] = CursorAt(at + kept)
-		return &NextCall{Action: id, Params: p}
+		p[CursorParam] = cursor
+		return &NextCall{Action: reg.action.ID, Params: p}
 	}
+	return &pager{
+		next: func(n int, last any) *NextCall {
+			if key != "" && last != nil {
+				return call(r.seal(b, keyOf(last, key)))
+			}
+			if key != "" {
+				return nil
+			}
+			return call(r.seal(b, strconv.Itoa(at+n)))
+		},
+		widest: func(list []any, total int) *NextCall {
+			if key == "" || list == nil {
+				return call(r.seal(b, strconv.Itoa(at+total)))
+			}
+			longest := 0
+			for _, item := range list {
+				longest = max(longest, len(keyOf(item, key)))
+			}
+			return call(r.seal(b, strings.Repeat("x", min(max(longest, 1), maxCursorPosition))))
+		},
+	}
+}
+
+// keyOf is the key of a listed item: its member named key, a string as
+// it is, a number as its JSON text; "" when it has none.
+func keyOf(item any, key string) string {
+	m, _ := item.(map[string]any)
+	switch v := m[key].(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	}
+	return ""
 }
 
 // boundText bounds the result whose canonical JSON is text to limit
 // bytes (see [Bounded]); next, when not nil, makes the next call.
-func boundText(text string, limit int, next pager) (*Bounded, error) {
+func boundText(text string, limit int, next *pager) (*Bounded, error) {
 	v, err := ijson.Decode([]byte(text), canonicalMaxDepth)
 	if err != nil {
 		return nil, tooLarge(limit)
@@ -191,15 +245,23 @@ func listMember(m map[string]any) string {
 // next call's cursor. A first item that alone does not fit is skipped
 // (Bound.Skipped), and the items after it kept as they fit, so that a
 // caller following NextCall gets past it.
-func cutList(b Bound, list []any, wrap func([]any) any, next pager, setNext ...bool) (*Bounded, error) {
+func cutList(b Bound, list []any, wrap func([]any) any, next *pager, setNext ...bool) (*Bounded, error) {
 	b.Total = len(list)
 	form := func(skip, k int) *Bounded {
 		f := &Bounded{Value: wrap(list[skip : skip+k : skip+k]), Bound: b}
 		f.Bound.Kept, f.Bound.Skipped, f.Bound.Left = k, skip, len(list)-skip-k
 		if next != nil {
-			f.Bound.NextCall = next(skip + k)
+			var last any
+			if skip+k > 0 {
+				last = list[skip+k-1]
+			}
+			f.Bound.NextCall = next.next(skip+k, last)
 			if len(setNext) > 0 && setNext[0] {
-				f.Value.(map[string]any)["next"] = f.Bound.NextCall.Params[CursorParam]
+				m := f.Value.(map[string]any)
+				delete(m, "next")
+				if f.Bound.NextCall != nil {
+					m["next"] = f.Bound.NextCall.Params[CursorParam]
+				}
 			}
 		}
 		return f
@@ -209,8 +271,8 @@ func cutList(b Bound, list []any, wrap func([]any) any, next pager, setNext ...b
 		widest := form(0, 0)
 		widest.Bound.Kept, widest.Bound.Left, widest.Bound.Skipped = len(list), len(list), skip
 		if next != nil {
-			widest.Bound.NextCall = next(len(list))
-			if len(setNext) > 0 && setNext[0] {
+			widest.Bound.NextCall = next.widest(list, len(list))
+			if len(setNext) > 0 && setNext[0] && widest.Bound.NextCall != nil {
 				widest.Value.(map[string]any)["next"] = widest.Bound.NextCall.Params[CursorParam]
 			}
 		}
@@ -249,12 +311,12 @@ func cutList(b Bound, list []any, wrap func([]any) any, next pager, setNext ...b
 // cutString keeps the first characters of s that fit b.Limit; next,
 // when not nil, makes the call that fetches the characters left, its
 // cursor counting characters ([PaginateText]).
-func cutString(b Bound, s string, next pager) (*Bounded, error) {
+func cutString(b Bound, s string, next *pager) (*Bounded, error) {
 	b.Total = utf8.RuneCountInString(s)
 	widest := &Bounded{Value: "", Bound: b}
 	widest.Bound.Kept, widest.Bound.Left = b.Total, b.Total
 	if next != nil {
-		widest.Bound.NextCall = next(b.Total)
+		widest.Bound.NextCall = next.widest(nil, b.Total)
 	}
 	fixed, err := exactText(widest)
 	if err != nil {
@@ -273,7 +335,7 @@ func cutString(b Bound, s string, next pager) (*Bounded, error) {
 		f := &Bounded{Value: s[:end], Bound: b}
 		f.Bound.Kept, f.Bound.Left = kept, b.Total-kept
 		if next != nil {
-			f.Bound.NextCall = next(kept)
+			f.Bound.NextCall = next.next(kept, nil)
 		}
 		if t, err := exactText(f); err == nil && len(t) <= b.Limit {
 			return f, nil
@@ -314,8 +376,9 @@ type batchBound struct {
 }
 
 // boundFunc bounds a result's text to limit bytes as one call's result
-// (paging as that call, if it can); nil when it fits.
-type boundFunc func(text string, limit int) (*Bounded, error)
+// (paging as that call, if it can): nil when it fits; the text as the
+// caller gets it, its next sealed (see [Registry.boundFor]).
+type boundFunc func(text string, limit int) (*Bounded, string, error)
 
 func newBatchBound(l Limits) *batchBound {
 	b := &batchBound{limits: l, off: l.MaxBatchResultBytes < 0}
@@ -349,7 +412,7 @@ func (b *batchBound) step(limit int, bound boundFunc, rec Record) Record {
 			// there is nothing to cut (omitted, as bound would say).
 			err = errSpent
 		} else {
-			bf, err = bound(text, limit)
+			bf, text, err = bound(text, limit)
 		}
 		switch {
 		case err != nil:
@@ -387,12 +450,15 @@ func (b *batchBound) result(bound boundFunc, v any, byLast bool) (answered, erro
 	if byLast && b.last != nil { // no step ran: bound as none
 		bound = b.last
 	}
-	form, err := bound(text, limit)
+	form, text, err := bound(text, limit)
 	switch {
 	case err != nil:
 		return answered{value: omitted(text, limit), text: mustText(omitted(text, limit)), steps: b.steps}, nil
 	case form != nil:
 		return answered{value: form, text: mustText(form), steps: b.steps}, nil
+	}
+	if byLast && form == nil {
+		v, _ = ijson.Decode([]byte(text), canonicalMaxDepth) // its next sealed
 	}
 	return answered{value: v, text: text, steps: b.steps}, nil
 }

@@ -34,8 +34,10 @@ type Call struct {
 	// (principal, action, key) within Options.KeyWindow: a retry with
 	// the same parameters gets the first call's answer and records, and
 	// nothing runs (docs/database.md has the table). For a batch it is
-	// the whole batch's key. 1 to 255 printable ASCII bytes; empty for
-	// none, which changes nothing.
+	// the whole batch's key. 1 to 255 printable ASCII bytes (another is
+	// refused invalid_parameters); empty for none, which changes nothing.
+	// A transport that receives a key given empty refuses it instead of
+	// passing "" (mcpserver does): the client meant to send a key.
 	IdempotencyKey string
 }
 
@@ -49,8 +51,8 @@ type Result struct {
 	// the rest.
 	Value any
 	// Text is the canonical JSON (RFC 8785) of Value as given: what a
-	// transport sends. "null" for a call done with no result; empty when
-	// the error is not nil.
+	// transport sends. Empty when Value is nil: a call done with no
+	// result, or any call whose error is not nil.
 	Text string
 	// StepResults, for a batch, holds each step's result as the batch
 	// gives it back, in order: in JSON's Go types, or a *[Bounded] (an
@@ -81,13 +83,19 @@ type Decision struct {
 	Change string
 	// Confirm runs the change; false rejects it.
 	Confirm bool
+	// Reason, for a rejection, is the person's reason, for the caller
+	// to read (at most MaxDescriptionBytes, cut beyond): recorded in the
+	// rejection's audit and given, in the rejected refusal's Reason, to
+	// a retry of the held call under its idempotency key. Ignored when
+	// confirming.
+	Reason string
 	// Caller is the person deciding: only the principal who proposed the
 	// change may decide it.
 	Caller *Caller
 }
 
-// Record is one call as the run log keeps it: its entry (the reference's
-// run_entry shape, which replay compares) and its audit record (who
+// Record is one call as the run log keeps it: its entry (the run_entry
+// shape, which replay compares) and its audit record (who
 // called, what the gate decided, which pending change it touched).
 type Record struct {
 	Entry RunEntry `json:"entry"`

@@ -51,7 +51,7 @@ func (c *Caller) Can(capability string) bool {
 }
 
 // Audit is who made a call, recorded beside its run entry (never inside
-// it: the entry keeps the reference's shape), in its [Record]; a SQL
+// it: the entry keeps the run_entry shape), in its [Record]; a SQL
 // store keeps its fields as columns.
 type Audit struct {
 	// At is when the call was admitted or refused (the gate's clock).
@@ -70,6 +70,9 @@ type Audit struct {
 	// Stage is what the call did to its pending change: held, confirmed
 	// or rejected; empty for a call that touched none.
 	Stage Stage `json:"stage,omitempty"`
+	// Reason is the person's reason for a rejection (stage rejected,
+	// [Decision].Reason).
+	Reason string `json:"reason,omitempty"`
 	// Batch is true for a step of a batch.
 	Batch bool `json:"batch,omitempty"`
 	// ToolCallID is the id the client gave the call ([Call].ToolCallID).

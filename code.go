@@ -6,9 +6,10 @@ import (
 	"slices"
 )
 
-// Code names why a call or a registration was refused. The codes are the
-// reference's ActionError codes, plus internal for a recovered panic and
-// cancelled for a call whose caller gave up. A body
+// Code names why a call or a registration was refused. The codes are listed
+// in docs/refusals.md: the parameter and batch codes, internal for a
+// recovered panic, cancelled for a call whose caller gave up, and the
+// gate's. A body
 // may raise a refusal with a code of its own (a domain refusal).
 type Code string
 
@@ -37,7 +38,7 @@ const (
 	// sees fit.
 	CodeCancelled Code = "cancelled"
 	// CodeOutputInvalid: the body's result breaks the action's output
-	// schema (the plugin SDK seed's output-invalid). The body ran; the
+	// schema. The body ran; the
 	// result is withheld, and the refusal's issues, pointing into the
 	// result, are for the host.
 	CodeOutputInvalid Code = "output_invalid"
@@ -131,7 +132,7 @@ const CodeDomain Code = "domain"
 // connector that serves it. The key [CodeDomain] stands for every body's
 // own code.
 func Policies() map[Code]Policy {
-	m := map[Code]Policy{CodeDomain: PolicyOf("")}
+	m := map[Code]Policy{CodeDomain: PolicyOf(CodeDomain)}
 	for _, c := range registryCodes() {
 		m[c] = PolicyOf(c)
 	}
@@ -175,9 +176,8 @@ func nextActionOf(c Code) string {
 	return keyNextAction(c)
 }
 
-// The refusal codes of the gate (the plugin SDK seed's registry reasons,
-// in snake_case). Their transport and retry are the seed's; see
-// [PolicyOf] and docs/gate.md.
+// The refusal codes of the gate. Their transport and retry are in
+// [Policies]; see docs/gate.md.
 const (
 	// CodeForbiddenSurface: the action is not offered on the caller's
 	// surface. A caller receives it as unknown_action (see [Caller]). A

@@ -142,7 +142,7 @@ func (g *schemaGen) params() map[string]any {
 	return p
 }
 
-// TestDefaultsNeverContradict is issue 16's property: for random schemas,
+// TestDefaultsNeverContradict is the defaults' property: for random schemas,
 // every schema the registry accepts accepts {} unless a member is missing
 // (required, dependentRequired), never refuses a call for what its
 // defaults filled as the caller's fault, and every value it fills passes

@@ -14,8 +14,7 @@ import (
 )
 
 // The examples written in docs/parameters.md and docs/refusals.md are run
-// here, so that the pages cannot drift from what the code does (issue 11,
-// item 5). Each check reads the page itself: a row or an example changed
+// here, so that the pages cannot drift from what the code does. Each check reads the page itself: a row or an example changed
 // in the page is checked as written.
 
 func readDoc(t *testing.T, name string) string {
@@ -108,7 +107,7 @@ func TestDocParametersRegistrationTable(t *testing.T) {
 // table gives.
 func TestDocParametersContradictions(t *testing.T) {
 	rows := tableRows(t, readDoc(t, "parameters.md"), "| schema | refused at | keyword |")
-	require.Len(t, rows, 4, "issue 16's four schemas")
+	require.Len(t, rows, 4, "the table's four schemas")
 	for _, row := range rows {
 		schema, at, kw := spans(row[0])[0], spans(row[1])[0], spans(row[2])[0]
 		_, err := CompileParameters(schema, Limits{})

@@ -219,7 +219,7 @@ func ExampleGateOptions() {
 	// rate_limited after-backoff 10s
 }
 
-// A manifest in the reference's old spelling (kind, destructive,
+// A manifest in the old spelling (kind, destructive,
 // exposure) keeps its meaning in the policy fields.
 func ExampleDefinition_UnmarshalJSON() {
 	var d actions.Definition

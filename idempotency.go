@@ -57,7 +57,18 @@ func checkKey(key string) error {
 // gets (the held call's, or the rejection of a decided change).
 func answerOf(k *UnitKey, v any, recs []Record, err error) Answer {
 	var a Answer
-	if rf, ok := err.(*Refusal); ok && rf != nil {
+	if err != nil {
+		// The held call's receipt, the rejection, or the refusal of a
+		// unit kept though it did not commit (Unit.Keep); a body's plain
+		// error is answered as the refusal its entry records.
+		rf := asRefusal(err)
+		if rf == nil {
+			code := CodeOf(err)
+			if n := len(recs); n > 0 && recs[n-1].Entry.Error != "" {
+				code = recs[n-1].Entry.Error
+			}
+			rf = NewRefusal(code, "the call made with this idempotency key failed")
+		}
 		cp := *rf
 		cp.cause = nil
 		a.Refusal = &cp
@@ -65,7 +76,7 @@ func answerOf(k *UnitKey, v any, recs []Record, err error) Answer {
 	}
 	n := len(recs)
 	if n > 0 && recs[n-1].Entry.Outcome == OutcomeRefused && recs[n-1].Entry.Error == CodeRejected {
-		a.Refusal = NewRefusal(CodeRejected, "the person rejected the change: nothing ran")
+		a.Refusal = rejection(recs[n-1].Audit.Reason)
 		return a
 	}
 	switch {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,16 +164,25 @@ func TestBodyBareKeyCode(t *testing.T) {
 		runs := 0
 		reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge"},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { runs++; return nil, bodyErr }))
-		for _, key := range []string{"", "k1", "k1"} {
+		for _, key := range []string{"", "k1"} {
 			recs = nil
 			_, err := reg.Run(ctx, actions.Call{Action: "shop/charge", IdempotencyKey: key, Caller: caller})
 			assert.True(t, err == bodyErr, "%s, key %q: the body's error, as it is: %v", name, key, err)
 			var rf *actions.Refusal
 			assert.False(t, errors.As(err, &rf), "%s, key %q: no refusal is made of it", name, key)
 			require.Len(t, recs, 1, name)
-			assert.Equal(t, actions.CodeInternal, recs[0].Entry.Error, name)
+			// The entry records the code the body's error carries, as
+			// CodeOf and errors.Is read it.
+			assert.Equal(t, actions.CodeOf(bodyErr), recs[0].Entry.Error, name)
+			assert.ErrorIs(t, bodyErr, recs[0].Entry.Error, name)
 		}
-		assert.Equal(t, 3, runs, "%s: the body ran each time (nothing committed under the key)", name)
+		// The retry gets the kept outcome, the code its entry records
+		// (internal), never a refusal about its key; the body ran once
+		// under the key.
+		_, err := reg.Run(ctx, actions.Call{Action: "shop/charge", IdempotencyKey: "k1", Caller: caller})
+		assert.Equal(t, actions.CodeInternal, actions.CodeOf(err), name)
+		assert.False(t, errors.Is(err, actions.CodeInProgress) || errors.Is(err, actions.CodeIdempotencyConflict), name)
+		assert.Equal(t, 2, runs, "%s: once without key, once under the key", name)
 	}
 
 	// A store that wraps the refusal its key gives is still understood.
@@ -200,4 +211,82 @@ func (s signalStore) AtomicOnce(_ context.Context, k actions.UnitKey, _ func(con
 		rf = k.InProgress()
 	}
 	return nil, nil, fmt.Errorf("signalstore: %w", rf)
+}
+
+// TestRunLogKeyKeptWhateverTheOutcome: in the in-memory log too, a keyed
+// call whose body started keeps its key and outcome whatever the outcome;
+// a call refused before its body started does not.
+func TestRunLogKeyKeptWhateverTheOutcome(t *testing.T) {
+	cases := []struct {
+		name   string
+		def    actions.Definition
+		result any
+		err    error
+		wait   bool
+		code   actions.Code
+	}{
+		{name: "timeout", def: actions.Definition{Timeout: time.Millisecond}, wait: true, code: actions.CodeTimeout},
+		{name: "output_invalid", def: actions.Definition{OutputSchema: `{"type":"object","required":["receipt"]}`}, result: map[string]any{"charged": 1}, code: actions.CodeOutputInvalid},
+		{name: "result_too_large", def: actions.Definition{MaxResultBytes: 20}, result: map[string]any{"charged": strings.Repeat("x", 100)}, code: actions.CodeResultTooLarge},
+		{name: "body_error", err: errors.New("the bank hung up"), code: actions.CodeInternal},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var card atomic.Int64
+			log := actions.NewRunLog()
+			reg := actions.NewRegistry(&actions.Options{Store: log})
+			def := c.def
+			def.ID, def.Parameters = "shop/pay", `{"type":"object","properties":{"n":{"type":"integer"}}}`
+			reg.MustRegister(actions.Action{Definition: def, Run: func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+				card.Add(1)
+				if c.wait {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return c.result, c.err
+			}})
+			call := actions.Call{Action: "shop/pay", Params: `{"n":1}`, Caller: payer, IdempotencyKey: "k"}
+			for i := range 4 {
+				_, err := reg.Run(context.Background(), call)
+				assert.Equal(t, c.code, actions.CodeOf(err), "call %d", i)
+			}
+			assert.Equal(t, int64(1), card.Load(), "the body ran once")
+			for _, r := range log.Records() {
+				assert.True(t, r.RolledBack)
+			}
+			// A call refused before its body started keeps nothing: fixed
+			// parameters run (once).
+			bad := actions.Call{Action: "shop/pay", Params: `{"n":"x"}`, Caller: payer, IdempotencyKey: "k2"}
+			_, err := reg.Run(context.Background(), bad)
+			require.ErrorIs(t, err, actions.CodeInvalidParameters)
+			bad.Params = `{"n":"y"}`
+			_, err = reg.Run(context.Background(), bad)
+			require.ErrorIs(t, err, actions.CodeInvalidParameters, "not idempotency_conflict: no key was kept")
+			assert.Equal(t, int64(1), card.Load())
+		})
+	}
+}
+
+// TestRunLogKeyHeldCallExpired: in the in-memory log, a keyed held call's
+// retry after its pending change expired is held anew, never answered
+// with the dead receipt.
+func TestRunLogKeyHeldCallExpired(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	clock := func() time.Time { return now }
+	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog(), Gate: &actions.GateOptions{Now: clock, PendingFor: time.Hour}})
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/refund", NeedsConfirmation: true},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "refunded", nil }))
+	call := actions.Call{Action: "shop/refund", Caller: payer, IdempotencyKey: "r"}
+	_, err := reg.Run(context.Background(), call)
+	var held, again *actions.Refusal
+	require.ErrorAs(t, err, &held)
+	require.NotNil(t, held.Pending)
+	_, err = reg.Run(context.Background(), call)
+	require.ErrorAs(t, err, &again)
+	assert.Equal(t, held.Pending.ID, again.Pending.ID)
+	now = now.Add(time.Hour)
+	_, err = reg.Run(context.Background(), call)
+	require.ErrorAs(t, err, &again)
+	require.NotNil(t, again.Pending)
+	assert.NotEqual(t, held.Pending.ID, again.Pending.ID, "not the dead receipt")
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // Effect is what an action does to the host's records: read, write or
-// delete (the plugin SDK seed's ActionEffect).
+// delete.
 type Effect string
 
 // The effects. An empty Effect means EffectWrite.
@@ -16,9 +16,9 @@ const (
 	EffectDelete Effect = "delete"
 )
 
-// Surface is where an action may be offered (the seed's ActionSurface):
-// ui is the host's own screens, in process; mcp is a connected MCP client;
-// ai is a model the host drives itself.
+// Surface is where an action may be offered: ui is the host's own
+// screens, in process; mcp is a connected MCP client; ai is a model the
+// host drives itself.
 type Surface string
 
 // The surfaces.
@@ -31,9 +31,9 @@ const (
 // allSurfaces is what a definition without Surfaces is offered on.
 var allSurfaces = []Surface{SurfaceUI, SurfaceMCP, SurfaceAI}
 
-// PersonalData is a category of personal data an action can touch (the
-// seed's ACTION_PERSONAL_DATA), in the host's own words ("email",
-// "health", "account"...): a non-empty identifier of letters, digits and
+// PersonalData is a category of personal data an action can touch
+// (docs/gate.md), in the host's own words ("email", "health",
+// "account"...): a non-empty identifier of letters, digits and
 // underscores. The registry reads one category itself: PersonalProtected.
 type PersonalData string
 
@@ -49,8 +49,8 @@ func personalCategory(p PersonalData) bool {
 	}) < 0
 }
 
-// DeclaredRefusal is a domain refusal an action's body may raise (the
-// seed's ActionErrorSpec): its code, snake_case like the registry's own,
+// DeclaredRefusal is a domain refusal an action's body may raise
+// (docs/refusals.md): its code, snake_case like the registry's own,
 // and whether the same call could ever pass.
 type DeclaredRefusal struct {
 	Code  Code  `json:"code"`

@@ -38,6 +38,11 @@ type Refusal struct {
 	Scopes    []string  `json:"scopes,omitempty"`
 	RetryAt   time.Time `json:"retryAt,omitzero"`
 	Pending   *Receipt  `json:"pending,omitempty"`
+	// Reason, on rejected, is the reason the person gave for rejecting
+	// the change ([Decision].Reason): the person's words, for the
+	// caller to read; the rejection's retry is never: do not send the
+	// same call again.
+	Reason string `json:"reason,omitempty"`
 
 	// cause is kept for the host (a recovered panic's value and stack, a
 	// wrapped error) and never rendered into Message.
@@ -174,8 +179,10 @@ func storeFailure(err error) *Refusal {
 	return r
 }
 
-// CodeOf returns the code an error carries: a *Refusal's, that of any
-// error with a Code() string method, cancelled for an error whose chain
+// CodeOf returns the code an error carries: a *Refusal's, a [Code]
+// returned as the error itself (errors.Is(err, Code("tank_empty")) and
+// CodeOf(err) == "tank_empty" agree), that of any error with a
+// Code() string method, cancelled for an error whose chain
 // holds context.Canceled or context.DeadlineExceeded, or internal for
 // another plain error, a typed nil, an empty code or a Code method that
 // panics. It returns "" for a nil error. It is the code a run entry
@@ -198,6 +205,13 @@ func CodeOf(err error) (code Code) {
 	}
 	if errors.Is(err, CodeDiverged) { // a *Divergence
 		return CodeDiverged
+	}
+	var bare Code // a code returned as the error itself
+	if errors.As(err, &bare) {
+		if bare == "" {
+			return CodeInternal
+		}
+		return bare
 	}
 	var c interface{ Code() string }
 	if errors.As(err, &c) {

@@ -39,7 +39,7 @@ func TestCodeOfCancelled(t *testing.T) {
 	assert.Contains(t, Policies(), CodeCancelled)
 }
 
-// The one error model (issue 23, item 6; docs/refusals.md): for every
+// The one error model (docs/refusals.md): for every
 // error the library returns, errors.Is(err, X) holds exactly when
 // CodeOf(err) is X.
 
@@ -512,4 +512,71 @@ func TestOneErrorModelRunFixtures(t *testing.T) {
 		})
 	}
 	assert.Greater(t, errorsSeen, 20, "the fixtures' errors")
+}
+
+// TestPoliciesTableInFull: Policies holds every code the registry raises
+// with PolicyOf's verdict, and the CodeDomain key with what PolicyOf
+// gives a body's own code (tool-result, never), as docs/refusals.md says.
+func TestPoliciesTableInFull(t *testing.T) {
+	want := map[Code]Policy{CodeDomain: {TransportToolResult, RetryNever}}
+	for _, c := range registryCodes() {
+		want[c] = PolicyOf(c)
+	}
+	assert.Equal(t, want, Policies())
+	assert.Equal(t, PolicyOf("tank_empty"), Policies()[CodeDomain])
+	rows := tableRows(t, readDoc(t, "refusals.md"), "| code | transport | retry |")
+	last := rows[len(rows)-1]
+	require.Equal(t, "a domain code", last[0])
+	assert.Equal(t, string(TransportToolResult), last[1])
+}
+
+// TestBareCodeOneModel: a body that returns a Code as its error (not a
+// *Refusal) is read as that code by CodeOf, by errors.Is, in the run
+// entry and in the audit, wrapped or not.
+func TestBareCodeOneModel(t *testing.T) {
+	for name, err := range map[string]error{
+		"bare":    Code("tank_empty"),
+		"wrapped": fmt.Errorf("filling: %w", Code("tank_empty")),
+		"gate":    CodeReadOnly,
+	} {
+		t.Run(name, func(t *testing.T) {
+			want := Code("tank_empty")
+			if name == "gate" {
+				want = CodeReadOnly
+			}
+			assert.Equal(t, want, CodeOf(err))
+			assert.ErrorIs(t, err, want)
+			var reg Registry
+			reg.MustRegister(New(Definition{ID: "tank/fill"}, func(context.Context, map[string]any, *Trace) (any, error) {
+				return nil, err
+			}))
+			res, got := reg.Run(context.Background(), Call{Action: "tank/fill"})
+			require.Error(t, got)
+			assert.Equal(t, want, CodeOf(got))
+			assert.ErrorIs(t, got, want)
+			assert.Equal(t, want, res.Entry().Error)
+			assert.Equal(t, want, res.Records[0].Audit.Code)
+		})
+	}
+	assert.Equal(t, CodeInternal, CodeOf(Code("")), "the empty code is internal")
+}
+
+// TestResultTextOfNoResult: a call done with no result gives a nil Value
+// and an empty Text, as Result.Text says; a result gives its canonical
+// JSON.
+func TestResultTextOfNoResult(t *testing.T) {
+	var reg Registry
+	reg.MustRegister(
+		New(Definition{ID: "a/none"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }),
+		New(Definition{ID: "a/some"}, func(context.Context, map[string]any, *Trace) (any, error) {
+			return map[string]any{"b": 1, "a": "x"}, nil
+		}),
+	)
+	res, err := reg.Run(context.Background(), Call{Action: "a/none"})
+	require.NoError(t, err)
+	assert.Nil(t, res.Value)
+	assert.Empty(t, res.Text)
+	res, err = reg.Run(context.Background(), Call{Action: "a/some"})
+	require.NoError(t, err)
+	assert.Equal(t, `{"a":"x","b":1}`, res.Text)
 }

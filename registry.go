@@ -27,6 +27,10 @@ type Registry struct {
 	limits  Limits     // as given: zero fields mean their default
 	gate    atomic.Pointer[gate]
 	opts    Options
+	// drawKey draws randomKey, the cursor key when Options.CursorKey is
+	// empty.
+	drawKey   sync.Once
+	randomKey []byte
 }
 
 type registered struct {
@@ -37,6 +41,9 @@ type registered struct {
 	// or is nil for resultValue.
 	encode  func(result any) (any, error)
 	release func(v any) // gives back what encode made; nil with encode
+	// cursor: the parameters declare CursorParam, so the action pages
+	// its lists with cursors the registry seals (see cursor.go).
+	cursor bool
 }
 
 // Options configures a registry. The zero value means every default.
@@ -81,6 +88,14 @@ type Options struct {
 	// retry waits for a first call still running under its key before
 	// it is refused in_progress (0: 5 s).
 	KeyWindow, KeyWait time.Duration
+	// CursorKey is the key, ideally 32 random bytes kept secret, with
+	// which the registry signs the cursors of paged results (HMAC-SHA256),
+	// so that a cursor is refused when altered, made up, or sent for
+	// another action, other parameters or another principal. Registries
+	// that serve the same callers (replicas) need the same key. Empty: a
+	// key drawn at random when first needed, so that cursors last as long
+	// as the registry. See docs/pagination.md.
+	CursorKey []byte
 }
 
 // NewRegistry returns an empty registry configured by opts; nil means
@@ -240,7 +255,9 @@ func (r *Registry) prepare(a Action) (*registered, error) {
 	if out != nil {
 		a.OutputSchema = out.Schema()
 	}
-	return &registered{action: a, params: ps, output: out, encode: a.encode, release: a.release}, nil
+	props, _ := ps.doc["properties"].(map[string]any)
+	_, cursor := props[CursorParam]
+	return &registered{action: a, params: ps, output: out, encode: a.encode, release: a.release, cursor: cursor}, nil
 }
 
 // Bind registers the definitions of a manifest with the bodies of the same

@@ -141,7 +141,11 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 					}
 				}
 			}
-			return nil, r.changeRecords(pc, d.Caller, StageRejected, NewRefusal(CodeRejected, "")), true, nil
+			recs := r.changeRecords(pc, d.Caller, StageRejected, NewRefusal(CodeRejected, ""))
+			for i := range recs {
+				recs[i].Audit.Reason = cut(d.Reason)
+			}
+			return nil, recs, true, nil
 		}
 		confirmer := d.Caller.clone()
 		confirmer.PendingChange = pc.ID
@@ -220,7 +224,7 @@ func (r *Registry) decisionKey(ctx context.Context, d Decision) *UnitKey {
 // OpDecide.
 func (r *Registry) observeDecide(ctx context.Context, d Decision, key *UnitKey, fn unitWork) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpDecide, Decision: d, Step: -1})
-	res, err := r.unit(ctx, key, fn)
+	res, err := r.unit(ctx, key, nil, fn) // a decision keeps no failed outcome: the change waits for another try
 	ob.end(res, err)
 	return res, err
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -16,7 +17,7 @@ import (
 // also receives, once the unit is settled). For one action, in order: the
 // gate checks c.Caller (docs/gate.md), then the parameters are checked
 // (see [ParameterSchema.Check]), refs resolved, the body run with the
-// environment the registry's Env builds, and the result checked against
+// call's context and [Trace], and the result checked against
 // the output schema. A batch runs as [Batch] says, every step as such a
 // call.
 //
@@ -40,7 +41,7 @@ import (
 //     its code; a plain error is recorded with code internal);
 //   - internal, the action's fault rather than the caller's, the cause
 //     in [Refusal.Cause] (never in the message): the body returned a
-//     refusal a nested call gave it; the body, the resolver, Env or
+//     refusal a nested call gave it; the body, the resolver or
 //     OnRecord panicked; the result has no canonical JSON form; the
 //     store failed;
 //   - output_invalid: the result breaks the output schema; the body ran,
@@ -52,20 +53,24 @@ import (
 //
 // A body sees ctx and must honour its cancellation itself.
 func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
-	var key *UnitKey
+	var (
+		key   *UnitKey
+		gated *gateDecision
+	)
 	if c.IdempotencyKey != "" {
 		var err error
-		if key, err = r.keyOf(c); err != nil {
+		if key, gated, err = r.keyOf(ctx, c); err != nil {
 			return Result{}, err
 		}
 	}
 	p := r.newProgress(c.Progress)
 	defer p.close()
+	started := new(atomic.Bool)
 	if c.Batch != nil {
-		return r.observeBatch(ctx, c, key, p)
+		return r.observeBatch(ctx, c, key, p, started)
 	}
-	return r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
-		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p}
+	return r.unit(ctx, key, started, func(ctx context.Context) (any, []Record, bool, error) {
+		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, started: started, gated: gated}
 		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
 		return v, []Record{rec}, commit, err
 	})
@@ -76,19 +81,30 @@ func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
 type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, err error)
 
 // unit runs fn in one unit of the store, at most once under k when k is
-// not nil, and delivers its records.
-func (r *Registry) unit(ctx context.Context, k *UnitKey, fn unitWork) (Result, error) {
+// not nil, and delivers its records. started, when not nil, is set once
+// a body of the unit has started: from then on a keyed unit keeps its
+// key whatever its outcome ([Unit].Keep).
+func (r *Registry) unit(ctx context.Context, k *UnitKey, started *atomic.Bool, fn unitWork) (Result, error) {
 	var (
 		value   any
 		unitErr error // the last attempt's own error, as the calls gave it
 	)
 	attempt := func(ctx context.Context) Unit {
+		if started != nil {
+			started.Store(false) // a store may run the unit again
+		}
 		v, recs, commit, err := fn(ctx)
 		value, unitErr = v, err
 		stamp(ctx, observed{}, recs)
 		u := Unit{Records: recs, Commit: commit, Err: err}
-		if k != nil && commit {
+		if k != nil && !commit && started != nil && started.Load() {
+			u.Keep = true
+		}
+		if k != nil && (commit || u.Keep) {
 			u.Answer = answerOf(k, v, recs, err)
+			if !commit {
+				u.Answer.Value, u.Answer.Steps, u.Answer.Bounded = "", nil, false
+			}
 		}
 		return u
 	}
@@ -168,7 +184,17 @@ type invocation struct {
 	// recorded are the recorded steps of the call a replay runs again,
 	// whose values the body's trace gives back (Trace.Value).
 	recorded []RunStep
+	// started, when not nil, is set when a body of the unit starts (the
+	// call's own, a step's, a nested call's).
+	started *atomic.Bool
+	// gated, when not nil, is the gate's decision on the top-level call,
+	// made before its unit (a keyed call: the gate passes before the
+	// store may answer from the record); top does not decide again.
+	gated *gateDecision
 }
+
+// gateDecision is what the gate decided for a call: nil err to pass.
+type gateDecision struct{ err error }
 
 // audit starts the audit record of inv.
 func (r *Registry) audit(inv invocation) Audit {
@@ -190,9 +216,18 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		if reg.action.ID != inv.name {
 			audit.Alias = inv.name
 		}
-		err := g.decide(ctx, &reg.action.Definition, inv.caller, inv.replay)
+		var err error
+		if inv.gated != nil {
+			err = inv.gated.err
+		} else {
+			err = g.decide(ctx, &reg.action.Definition, inv.caller, inv.replay)
+		}
 		if err == nil {
 			err = needsKey(&reg.action.Definition, inv)
+		}
+		if err == nil && !inv.noResolve && inv.confirming == "" {
+			// The body sees the position the caller's cursor stands for.
+			inv.params, err = r.openParams(reg, inv.caller, inv.params)
 		}
 		if err != nil {
 			return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
@@ -312,6 +347,9 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 	if err := ctx.Err(); err != nil {
 		err = endedRefusal(ctx, err)
 		return nil, entry.refused(err, entry.Parameters), err
+	}
+	if f.inv.started != nil {
+		f.inv.started.Store(true)
 	}
 	t := &f.Trace
 	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
@@ -449,8 +487,7 @@ func (r *Registry) answered(inv invocation, v any, rec Record, commit bool, err 
 	if err != nil {
 		return v, keepSmall(rec, limits.MaxEntryResultBytes), commit, err
 	}
-	text := rec.Entry.Result
-	form, berr := r.boundFor(inv, text, resultLimitOf(r, inv.name, limits))
+	form, text, berr := r.boundFor(inv, rec.Entry.Result, resultLimitOf(r, inv.name, limits))
 	if berr != nil {
 		rec.Entry = rec.Entry.refused(berr, rec.Entry.Parameters)
 		rec.Audit.Code = CodeResultTooLarge
@@ -461,7 +498,25 @@ func (r *Registry) answered(inv invocation, v any, rec Record, commit bool, err 
 		t, _ := exactText(form)
 		return answered{value: form, text: t}, rec, commit, nil
 	}
+	if text != rec.Entry.Result { // its next sealed
+		v = withText(v, text)
+	}
 	return answered{value: v, text: text}, rec, commit, nil
+}
+
+// withText returns v, a result whose text changed to text when its next
+// was sealed, as its caller gets it: a [Page] with its Next replaced, or
+// text decoded into JSON's Go types.
+func withText(v any, text string) any {
+	d, err := ijson.Decode([]byte(text), canonicalMaxDepth)
+	if err != nil {
+		return v
+	}
+	if p, ok := v.(interface{ withNext(string) any }); ok {
+		next, _ := d.(map[string]any)["next"].(string)
+		return p.withNext(next)
+	}
+	return d
 }
 
 // resultLimitOf is the result bound of the action called as name.
@@ -473,22 +528,53 @@ func resultLimitOf(r *Registry, name string, l Limits) int {
 	return resultLimit(&reg.action.Definition, l)
 }
 
-// boundFor bounds text, a result of a call of inv, to limit: nil when it
-// fits (or limit is negative).
-func (r *Registry) boundFor(inv invocation, text string, limit int) (*Bounded, error) {
+// boundFor bounds text, a result of a call of inv, to limit, and seals
+// the cursors it gives: form is nil when the result fits (or limit is
+// negative), and sealed is the result's text as its caller gets it, its
+// "next" sealed (see [CursorParam]).
+func (r *Registry) boundFor(inv invocation, text string, limit int) (form *Bounded, sealed string, err error) {
+	var next *pager
+	if reg, ok := r.lookup(inv.name); ok && reg.cursor {
+		if params := paramsObject(inv.params); params != nil {
+			next = r.pagerOf(reg, inv.caller, params)
+			if b, ok := bindingOf(reg.action.ID, inv.caller, params); ok {
+				text, _ = r.sealNext(b, text)
+			}
+		}
+	}
 	if limit < 0 || len(text) <= limit {
-		return nil, nil
+		return nil, text, nil
 	}
-	var next pager
-	if reg, ok := r.lookup(inv.name); ok {
-		next = pagerOf(reg.action.ID, reg.params.doc, r.givenParameters(inv.params)) // read only: no copy
+	form, err = boundText(text, limit, next)
+	return form, text, err
+}
+
+// paramsObject returns params, a call's parameters as given, as a JSON
+// object in JSON's Go types; nil when they are not one. A map is used
+// as it is (read only).
+func paramsObject(params any) map[string]any {
+	if m, ok := params.(map[string]any); ok {
+		return m
 	}
-	return boundText(text, limit, next)
+	text, ok := ijson.Text(params)
+	if !ok {
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return nil
+		}
+		text = raw
+	}
+	v, err := ijson.Decode(text, canonicalMaxDepth)
+	m, _ := v.(map[string]any)
+	if err != nil {
+		return nil
+	}
+	return m
 }
 
 // bounder bounds a result as inv's (see boundFor).
 func (r *Registry) bounder(inv invocation) boundFunc {
-	return func(text string, limit int) (*Bounded, error) { return r.boundFor(inv, text, limit) }
+	return func(text string, limit int) (*Bounded, string, error) { return r.boundFor(inv, text, limit) }
 }
 
 // limitOf is the result bound of the action called as name.
@@ -519,19 +605,26 @@ func needsKey(d *Definition, inv invocation) error {
 }
 
 // keyOf returns the unit key of c, or nil when c runs as if it had no
-// key: an unknown action, or one the caller may not call (their refusal
-// is then the same with or without a key). Errors: invalid_parameters
-// for a malformed key; internal when the registry has no Store.
-func (r *Registry) keyOf(c Call) (*UnitKey, error) {
+// key: an unknown action, or one the gate refuses (their refusal is then
+// the same with or without a key). The gate decides a keyed call here,
+// before its unit, so that a retry the store answers from the record
+// passes it as any call does: its rate counted, refused when the caller
+// may no longer call; the decision is returned for the call's unit to
+// use, never made twice. For a batch, each step's action is admitted
+// (surface, capability, scope, serving); its rate is counted when the
+// step runs. Errors: invalid_parameters for a malformed key; internal
+// when the registry has no Store.
+func (r *Registry) keyOf(ctx context.Context, c Call) (*UnitKey, *gateDecision, error) {
 	if err := checkKey(c.IdempotencyKey); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.opts.Store == nil {
 		rf := internalRefusal("the host keeps no record of calls: an idempotency key cannot be honoured", errNoKeyStore)
 		rf.Retry = RetryNever
-		return nil, rf
+		return nil, nil, rf
 	}
 	g := r.gateOf()
+	var gated *gateDecision
 	k := &UnitKey{Key: c.IdempotencyKey, Wait: r.opts.KeyWait}
 	if c.Caller != nil {
 		k.Principal = c.Caller.Principal
@@ -540,19 +633,28 @@ func (r *Registry) keyOf(c Call) (*UnitKey, error) {
 		k.Action = batchKeyAction
 		text, err := exactText(*c.Batch)
 		if err != nil {
-			return nil, nil // refused by the batch's check, as without a key
+			return nil, nil, nil // refused by the batch's check, as without a key
+		}
+		for _, st := range c.Batch.Steps {
+			if reg, ok := r.lookup(st.Call); ok && g.admit(&reg.action.Definition, c.Caller) != nil {
+				return nil, nil, nil // the batch's own check refuses it
+			}
 		}
 		k.Digest = digestOf(text)
 	} else {
 		reg, ok := r.lookup(c.Action)
-		if !ok || g.who(&reg.action.Definition, c.Caller) != nil {
-			return nil, nil
+		if !ok {
+			return nil, nil, nil
+		}
+		gated = &gateDecision{err: g.check(ctx, &reg.action.Definition, c.Caller)}
+		if gated.err != nil {
+			return nil, gated, nil
 		}
 		k.Action, k.Digest = reg.action.ID, digestOf(r.givenParameters(c.Params))
 	}
 	r.stampKey(k)
 	k.Audit = r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, step: c.Batch != nil})
-	return k, nil
+	return k, gated, nil
 }
 
 // stampKey sets the clock readings and the wait of k.
@@ -598,10 +700,10 @@ func callOp(inv invocation) Operation {
 }
 
 // observeBatch runs the batch of c in one unit, observed as one OpBatch.
-func (r *Registry) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress) (Result, error) {
+func (r *Registry) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress, started *atomic.Bool) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, Call: Call{Batch: c.Batch, Caller: c.Caller, ToolCallID: c.ToolCallID}, Step: -1})
-	res, err := r.unit(ctx, key, func(ctx context.Context) (any, []Record, bool, error) {
-		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p})
+	res, err := r.unit(ctx, key, started, func(ctx context.Context) (any, []Record, bool, error) {
+		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, started: started})
 	})
 	ob.end(res, err)
 	return res, err

@@ -15,7 +15,8 @@ const (
 	OutcomeRefused Outcome = "refused"
 )
 
-// RunEntry records one call: the reference's run_entry, field for field.
+// RunEntry records one call: the run_entry of docs/runlog.md, field for
+// field.
 // Replaying a body against its entry compares these texts.
 type RunEntry struct {
 	// Action is the id called.
@@ -52,7 +53,7 @@ type RunEntry struct {
 	// is then empty): the hex SHA-256 of its canonical JSON and that
 	// text's size in bytes. Replay compares the digest. Left out
 	// otherwise, so that an entry of a small result keeps the
-	// reference's shape.
+	// plain run_entry shape.
 	ResultSHA256 string `json:"resultSHA256,omitempty"`
 	ResultBytes  int    `json:"resultBytes,omitempty"`
 	// AsHost is true for a nested call its body made as the host

@@ -64,7 +64,8 @@ func (l *RunLog) AtomicOnce(ctx context.Context, k UnitKey, fn func(ctx context.
 }
 
 // runKeyed runs fn for the claim and settles it: recorded when the unit
-// commits, dropped (or the replaced unit put back) otherwise.
+// commits or is kept ([Unit].Keep, its records rolled back), dropped (or
+// the replaced unit put back) otherwise.
 func (l *RunLog) runKeyed(ctx context.Context, k UnitKey, id runLogKey, claim, old *keyedUnit, fn func(ctx context.Context) Unit) (recs []Record, _ *Recorded, err error) {
 	settled := false
 	defer func() {
@@ -83,13 +84,13 @@ func (l *RunLog) runKeyed(ctx context.Context, k UnitKey, id runLogKey, claim, o
 	defer l.mu.Unlock()
 	settled = true
 	l.records = append(l.records, cp...)
-	if !u.Commit {
+	if !u.Commit && !u.Keep {
 		l.dropClaim(id, claim, old)
 		return u.Records, nil, u.Err
 	}
 	l.keys.units++
 	claim.rec = &Recorded{Unit: "runlog:" + strconv.Itoa(l.keys.units), Answer: u.Answer, Records: cloneRecords(u.Records)}
-	claim.expires = k.Expires
+	claim.expires = k.Until(u.Answer)
 	if l.keys.m[id] == claim {
 		closeOnce(claim.done)
 	}

@@ -121,7 +121,7 @@ func TestParamSizeLimit(t *testing.T) {
 
 // TestParamSizeRefusalSaysSize: text past MaxParamBytes is refused for
 // its size, and the refusal says so (not that the text is not I-JSON,
-// which valid text is not); issue 25 item 15.
+// which valid text is not).
 func TestParamSizeRefusalSaysSize(t *testing.T) {
 	ps, err := CompileParameters(`{"type":"object"}`, Limits{MaxParamBytes: 100})
 	require.NoError(t, err)

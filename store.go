@@ -36,7 +36,10 @@ type Store interface {
 	//     did not commit, or returns k.InProgress() (in_progress);
 	//   - otherwise it runs fn; a unit that commits is recorded under k
 	//     with its Answer, in the unit's own transaction; one that does
-	//     not leaves no trace of k, so a retry runs again.
+	//     not commit but says Keep is recorded under k with its Answer
+	//     and its records rolled back (a store may do so once the unit's
+	//     changes are undone, in a write of its own); any other leaves no
+	//     trace of k, so a retry runs again.
 	//
 	// With k.Replace it runs fn whatever k recorded, and records the
 	// unit under k when it commits. It returns the records as kept (the
@@ -54,8 +57,17 @@ type Unit struct {
 	Commit bool
 	// Err is the unit's error, returned to the caller.
 	Err error
+	// Keep is set for a unit run under a key ([Store].AtomicOnce) that
+	// does not commit although a body of it started (refused timeout,
+	// output_invalid, result_too_large, cancelled, or the body's own
+	// error): a body may have done what no rollback undoes (a card
+	// charged, a mail sent), so its key and outcome are kept all the
+	// same. The store undoes the unit's changes, keeps its records as
+	// rolled back, and records the unit under the key with its Answer:
+	// a retry gets that outcome and nothing runs again.
+	Keep bool
 	// Answer is what the unit answers retries with, set for a unit run
-	// under a key ([Store].AtomicOnce) that commits.
+	// under a key ([Store].AtomicOnce) that commits or is kept (Keep).
 	Answer Answer
 }
 
@@ -76,7 +88,8 @@ type UnitKey struct {
 	// is refused idempotency_conflict.
 	Digest string
 	// Now is the registry's clock at the call; Expires is Now plus the
-	// window: a recorded unit answers until Expires.
+	// window: a recorded unit answers until Expires, or until the
+	// sooner time [UnitKey.Until] gives for its answer.
 	Now, Expires time.Time
 	// Wait bounds how long a retry waits for a first call still running
 	// under the key, before the store refuses it in_progress.
@@ -158,6 +171,18 @@ func inProgress(retryAt time.Time) *Refusal {
 // that waited k.Wait for the first call under its key: retry at
 // k.Now + k.Wait, or later.
 func (k UnitKey) InProgress() *Refusal { return inProgress(k.Now.Add(k.Wait)) }
+
+// Until is when the unit recorded under k with answer a stops answering
+// retries: k.Expires, or sooner the expiry of the pending change a held
+// call's receipt names, so that no retry is answered with a receipt
+// nobody can decide any more (a retry after it runs as a first call and
+// holds a new change). A [Store] writes this, not k.Expires.
+func (k UnitKey) Until(a Answer) time.Time {
+	if rf := a.Refusal; rf != nil && rf.Pending != nil && !rf.Pending.Expires.IsZero() && rf.Pending.Expires.Before(k.Expires) {
+		return rf.Pending.Expires
+	}
+	return k.Expires
+}
 
 // Conflict returns the idempotency_conflict refusal a [Store] gives a
 // call whose key recorded a call with other parameters.

@@ -44,7 +44,7 @@ type Tool struct {
 }
 
 // ToolAnnotations are the behaviour hints of a tool (MCP schema
-// $defs/ToolAnnotations). Both fields are always written: MCP reads a
+// $defs/ToolAnnotations). All four fields are always written: MCP reads a
 // missing destructiveHint as true, which would mark every tool that does
 // not say otherwise as destructive.
 type ToolAnnotations struct {

@@ -171,8 +171,7 @@ type tResult struct {
 
 type tEmpty struct{}
 
-// tMaps holds maps encoding/json writes as null when nil (issue 26,
-// item 6), at a field, in a slice and in a map.
+// tMaps holds maps encoding/json writes as null when nil, at a field, in a slice and in a map.
 type tMaps struct {
 	Tags  map[string]string            `json:"tags"`
 	Sets  []map[string]int             `json:"sets"`
@@ -374,7 +373,7 @@ func goTypeNames() string {
 	return strings.Join(names, ", ")
 }
 
-// TMeta is embedded by pointer in tEmbedPtr (issue 26, item 7): its
+// TMeta is embedded by pointer in tEmbedPtr: its
 // fields are required in TMeta, optional once promoted through a pointer
 // that may be nil.
 type TMeta struct {
@@ -387,7 +386,7 @@ type tEmbedPtr struct {
 	Name string `json:"name"`
 }
 
-// The field selection of encoding/json, by JSON name (issue 26, item 8).
+// The field selection of encoding/json, by JSON name.
 
 type TInner struct {
 	E1 string `json:"e1"`
@@ -462,7 +461,7 @@ type tSkipEmbed struct {
 	Own   string `json:"own"`
 }
 
-// Enums and defaults on the type (issue 26, item 9).
+// Enums and defaults on the type.
 type tEnums struct {
 	Site  string   `json:"site,omitempty" jsonschema:"the site" actions:"enum=plant|depot,default=plant"`
 	Level int8     `json:"level,omitempty" actions:"enum=1|2|3,default=2"`

@@ -235,7 +235,7 @@ func TestAttackStdioMarkersNeverEchoed(t *testing.T) {
 // The server answers 413 and closes the connection before reading the
 // whole body, so the client, still writing, may get a reset before it
 // reads the answer (a bare net/http server does the same): that is an
-// answer the server promises too (issue 25, item 14). Never a 200, never
+// answer the server promises too. Never a 200, never
 // a run.
 func TestAttackHugeBody(t *testing.T) {
 	w := newWaiter(t)

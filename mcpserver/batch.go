@@ -17,7 +17,7 @@ import (
 // BatchTool is the opt-in tool that runs a call-only batch of the other
 // tools' actions as one unit ([Options].Batch): a model that plans several
 // calls sends them together, and a refused step undoes the steps before it
-// when the runner keeps units in a transaction (an [actions.Registry]
+// when the registry keeps units in a transaction (an [actions.Registry]
 // whose Store is a sqlstore.Store). A batch holding a step that needs
 // confirmation is held whole, and the person is asked once, as for one
 // call.
@@ -200,7 +200,7 @@ type batchRefusal struct {
 }
 
 // outcomes are the lines of the steps made, each with its result as the
-// runner gave it back (results[i], bounded where it had to be); for a
+// registry gave it back (results[i], bounded where it had to be); for a
 // refused batch (results nil), the results its entries kept.
 func outcomes(entries []actions.RunEntry, results []any) []stepOutcome {
 	out := make([]stepOutcome, len(entries))

@@ -96,7 +96,7 @@ func benchSession(b *testing.B, s *mcp.Server) *mcp.ClientSession {
 //     and the output check of the inferred output schema, each call
 //     recorded as an entry.
 //
-// scripts/benchratio compares them (issue 15, item 3).
+// scripts/benchratio compares them.
 func BenchmarkToolCall(b *testing.B) {
 	ctx := context.Background()
 	var args map[string]any

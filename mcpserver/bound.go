@@ -7,37 +7,12 @@ import (
 	"github.com/actionreg/actions"
 )
 
-// boundedSchema is the schema of a bounded result's structured content
-// ([actions.Bounded]): what a tool with an output schema may also give
-// when its result was over its bound.
-var boundedSchema = map[string]any{
-	"type":     "object",
-	"required": []any{"value", "bounded"},
-	"properties": map[string]any{
-		"value": map[string]any{},
-		"bounded": map[string]any{
-			"type":     "object",
-			"required": []any{"limit", "bytes"},
-			"properties": map[string]any{
-				"limit":   map[string]any{"type": "integer"},
-				"bytes":   map[string]any{"type": "integer"},
-				"path":    map[string]any{"type": "string"},
-				"total":   map[string]any{"type": "integer"},
-				"kept":    map[string]any{"type": "integer"},
-				"left":    map[string]any{"type": "integer"},
-				"omitted": map[string]any{"type": "boolean"},
-				"nextCall": map[string]any{
-					"type":     "object",
-					"required": []any{"action", "params"},
-					"properties": map[string]any{
-						"action": map[string]any{"type": "string"},
-						"params": map[string]any{"type": "object"},
-					},
-				},
-			},
-		},
-	},
-}
+// boundedSchema is the branch of a listed output schema that a bounded
+// result's structured content ([actions.Bounded]'s envelope) takes: an
+// object with a "bounded" member. It says no more, so that it costs each
+// listed tool few bytes; the envelope's members are documented once, in
+// the package's docs and in the words of the answer's second text item.
+var boundedSchema = map[string]any{"type": "object", "required": []any{"bounded"}}
 
 // forClient is a bounded result as a client gets it: its next call names
 // the tool, as tools/list does, not the action id.

@@ -20,8 +20,7 @@ import (
 	"github.com/actionreg/actions/mcpserver"
 )
 
-// These tests hold mcpserver to the promises of the one call path (issue
-// 23) and of the gate's hardening (issue 25), over the wire with the SDK's
+// These tests hold mcpserver to the promises of the one call path and of the gate's hardening, over the wire with the SDK's
 // client on in-memory transports, at both protocol versions: 2025-11-25
 // asks the person through elicitation/create, 2026-07-28 through an input
 // request in the result (multi round-trip).
@@ -412,8 +411,7 @@ func TestConfirmRecheckedWhenThePersonAnswers(t *testing.T) {
 // TestQuestionShowsTheWholeArguments: the person is shown the exact
 // arguments that run, whole (no cut at 2,000 bytes: a member after it is
 // what the person confirms too), and a character that changes how text
-// displays (U+202E, right-to-left override) as its JSON escape \u202e
-// (issue 25, item 2).
+// displays (U+202E, right-to-left override) as its JSON escape \u202e.
 func TestQuestionShowsTheWholeArguments(t *testing.T) {
 	bothVersions(t, func(t *testing.T, version string) {
 		h := newHeldShop(t)
@@ -450,7 +448,7 @@ func TestQuestionShowsTheWholeArguments(t *testing.T) {
 // TestAnonymousNeedingConfirmationIsNeverAsked: a caller without identity
 // calling an action that needs confirmation, alone or as a batch step, is
 // refused confirmation_required with no receipt, nothing is held, and its
-// person is never asked: nobody could confirm it (issue 25, item 3).
+// person is never asked: nobody could confirm it.
 func TestAnonymousNeedingConfirmationIsNeverAsked(t *testing.T) {
 	bothVersions(t, func(t *testing.T, version string) {
 		h := newHeldShop(t)
@@ -491,7 +489,7 @@ type heldQuote struct {
 // carry structuredContent, and the outputSchema tools/list shows (an
 // anyOf of the result's schema and a refusal's object), compiled with
 // jsonschema v6 as a client would, validates each of them while still
-// refusing an object that is neither (issue 23, item 5).
+// refusing an object that is neither.
 func TestTypedOutputSchemaAdmitsRefusalsAndReceipts(t *testing.T) {
 	bothVersions(t, func(t *testing.T, version string) {
 		reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{}})

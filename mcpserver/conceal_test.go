@@ -15,7 +15,7 @@ import (
 	"github.com/actionreg/actions/mcpserver"
 )
 
-// TestForbiddenAnsweredAsUnknownBeforeHooks (issue 25 item 5): a call of a
+// TestForbiddenAnsweredAsUnknownBeforeHooks: a call of a
 // tool its caller may not see is answered exactly as a call of a tool the
 // server does not have, and without waiting on any hook of the host: here
 // OnRecord blocks until the test has both answers, so an answer that

@@ -62,6 +62,6 @@ func ExampleAddTools_typed() {
 	structured, _ := json.Marshal(res.StructuredContent)
 	fmt.Println(res.Content[0].(*mcp.TextContent).Text, string(structured))
 	// Output:
-	// {"anyOf":[{"additionalProperties":false,"properties":{"items":{"type":"integer"},"warehouse":{"type":"string"}},"required":["warehouse","items"],"type":"object"},{"properties":{"code":{"type":"string"},"confirmUrl":{"type":"string"},"issues":{"type":"array"},"message":{"type":"string"},"nextAction":{"type":"string"},"pending":{"properties":{"action":{"type":"string"},"expires":{"type":"string"},"id":{"type":"string"}},"required":["id","expires"],"type":"object"},"retry":{"type":"string"}},"required":["code"],"type":"object"},{"properties":{"bounded":{"properties":{"bytes":{"type":"integer"},"kept":{"type":"integer"},"left":{"type":"integer"},"limit":{"type":"integer"},"nextCall":{"properties":{"action":{"type":"string"},"params":{"type":"object"}},"required":["action","params"],"type":"object"},"omitted":{"type":"boolean"},"path":{"type":"string"},"total":{"type":"integer"}},"required":["limit","bytes"],"type":"object"},"value":{}},"required":["value","bounded"],"type":"object"}],"type":"object"}
+	// {"anyOf":[{"additionalProperties":false,"properties":{"items":{"type":"integer"},"warehouse":{"type":"string"}},"required":["warehouse","items"],"type":"object"},{"required":["code"],"type":"object"},{"required":["bounded"],"type":"object"}],"type":"object"}
 	// {"items":42,"warehouse":"north"} {"items":42,"warehouse":"north"}
 }

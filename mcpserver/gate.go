@@ -253,7 +253,7 @@ func (s *server) aliasHandlers(handlers []*toolHandler) map[string]*toolHandler 
 // request's protocol version.
 type renderer func(ctx context.Context, res actions.Result, err error, version string) (*mcp.CallToolResult, error)
 
-// held answers a call the runner held as a pending change (refusal r,
+// held answers a call the registry held as a pending change (refusal r,
 // confirmation_required with its receipt) on the tool name. When the
 // change's approval lets this caller decide it from this surface
 // ([actions.Registry.MayDecide]: by default it does not, since a client
@@ -328,7 +328,7 @@ func (s *server) resume(ctx context.Context, req *mcp.CallToolRequest, caller *a
 		return s.toolError(staleRequest()), nil
 	}
 	// A state this server signed for this principal, tool and arguments:
-	// the runner decides, as the caller is now, and records the decision,
+	// the registry decides, as the caller is now, and records the decision,
 	// a confirmation the gate refuses (a capability lost meanwhile)
 	// included, as on 2025-11-25.
 	answer, _ := req.Params.InputResponses[confirmInput].(*mcp.ElicitResult)
@@ -509,7 +509,7 @@ func (s *requestState) verify(state, principal, tool string, args any) (string, 
 // It panics when r is nil, as http.Handle does for a nil handler.
 func ScopeChallenge(r *actions.Registry, opts *Options) func(http.Handler) http.Handler {
 	if r == nil {
-		panic("mcpserver: ScopeChallenge needs a runner")
+		panic("mcpserver: ScopeChallenge needs a registry")
 	}
 	var o Options
 	if opts != nil {

@@ -10,7 +10,7 @@ import (
 
 // The question shows every character of the arguments; those that change
 // how text displays without being seen are written as JSON escapes, which
-// read the same to JSON (issue 25, item 2).
+// read the same to JSON.
 func TestVisible(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"abc", "abc"},

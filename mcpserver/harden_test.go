@@ -20,7 +20,7 @@ import (
 	"github.com/actionreg/actions/mcpserver"
 )
 
-// These tests hold the fixes of issue 25 (hardening the serving): each
+// These tests hold the fixes of the serving's hardening: each
 // failed before its fix.
 
 // connectSDK connects the SDK's own client to url (127.0.0.1) at

@@ -69,6 +69,14 @@ func TestIdempotencyKeyMeta(t *testing.T) {
 	assert.True(t, refused.IsError)
 	assert.Contains(t, refused.Content[0].(*mcp.TextContent).Text, string(actions.CodeIdempotencyKeyRequired))
 
+	// A key given empty is a malformed key, refused before anything
+	// runs, never a call without key.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-charge", Arguments: map[string]any{}, Meta: mcp.Meta{actions.IdempotencyKeyMeta: ""}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, string(actions.CodeInvalidParameters))
+	assert.Equal(t, int64(1), runs.Load())
+
 	batch := map[string]any{"commands": []any{map[string]any{"call": "shop-charge"}}}
 	b1 := call("run_batch", batch, "b1")
 	b2 := call("run_batch", batch, "b1")
@@ -119,6 +127,17 @@ func TestIdempotencyKeyHeader(t *testing.T) {
 	assert.Equal(t, int64(1), runs.Load(), "the body ran once")
 	key.Store("k-2") // a bare token is taken as it is
 	assert.Equal(t, `{"n":2}`, text())
+
+	// An empty header, or an empty string, is a malformed key: refused,
+	// and nothing runs.
+	for _, empty := range []string{"", `""`, "  "} {
+		key.Store(empty)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-charge"})
+		require.NoError(t, err)
+		require.True(t, res.IsError, "%q", empty)
+		assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, string(actions.CodeInvalidParameters), "%q", empty)
+	}
+	assert.Equal(t, int64(2), runs.Load(), "nothing ran for an empty key")
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

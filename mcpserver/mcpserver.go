@@ -10,8 +10,8 @@
 // Decide: the registry is the only way anything runs, and mcpserver adds
 // transport only. So the gate checks the caller [Options].Caller built,
 // the parameters are checked by the action's full schema, refs are
-// resolved by the registry's Options.Resolve, the body gets the
-// environment the registry's Env builds, and the records reach the
+// resolved by the registry's Options.Resolve, the body gets the call's
+// context and trace, and the records reach the
 // registry's Store and OnRecord; a registry whose Options.Store is a
 // sqlstore.Store runs each call, batch and confirmation in one
 // transaction with its records. There are no hooks of mcpserver's own
@@ -239,7 +239,7 @@ func AddTools(s *mcp.Server, r *actions.Registry, opts *Options) error {
 		for i, p := range all {
 			found[i], ids[i] = p.tool, p.handler.id
 		}
-		srv.search = newSearcher(srv, ts, found, ids)
+		srv.search = newSearcher(srv, ts, found, ids, tools)
 		srv.search.add(s)
 	}
 	ids := map[string]string{} // every tool name served, alias or not, to its action
@@ -536,6 +536,10 @@ func refusalText(r *actions.Refusal, confirmURL string) string {
 			b.WriteString(is.Message)
 		}
 	}
+	if r.Reason != "" {
+		b.WriteString("\nreason given: ")
+		b.WriteString(r.Reason)
+	}
 	if retry := r.Policy().Retry; retry != "" {
 		b.WriteString("\nretry: ")
 		b.WriteString(string(retry))
@@ -560,13 +564,15 @@ type refusalJSON struct {
 	Scopes  []string         `json:"scopes,omitempty"`
 	RetryAt time.Time        `json:"retryAt,omitzero"`
 	Pending *actions.Receipt `json:"pending,omitempty"`
+	// Reason is a rejecting person's reason (rejected).
+	Reason string `json:"reason,omitempty"`
 	// ConfirmURL is where the person confirms a held call ([Options].ConfirmURL).
 	ConfirmURL string `json:"confirmUrl,omitempty"`
 }
 
 func refusalData(r *actions.Refusal) refusalJSON {
 	return refusalJSON{Code: r.Code, Message: r.Message, Issues: r.Issues, Retry: r.Policy().Retry, NextAction: r.NextAction,
-		Scopes: r.Scopes, RetryAt: r.RetryAt, Pending: r.Pending}
+		Scopes: r.Scopes, RetryAt: r.RetryAt, Pending: r.Pending, Reason: r.Reason}
 }
 
 // protocolError is a JSON-RPC error whose data holds the refusal's code,

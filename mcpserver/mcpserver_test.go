@@ -425,7 +425,7 @@ func TestNestedRefusalIsNotTheClients(t *testing.T) {
 // Without Options.Caller every client is an anonymous caller: it neither
 // sees nor calls an action that needs a capability, and an action that
 // needs confirmation is refused, never run, and nothing is held: nobody
-// could confirm it (issue 25, item 3).
+// could confirm it.
 func TestNoCallerIsAnonymous(t *testing.T) {
 	pending := &actions.MemoryPendingStore{}
 	reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{Pending: pending}})

@@ -30,7 +30,7 @@ func TestMissingServerOrRegistry(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "transport")
 	assert.PanicsWithValue(t, "mcpserver: HTTPHandler needs a server", func() { mcpserver.HTTPHandler(nil, nil) })
-	assert.PanicsWithValue(t, "mcpserver: ScopeChallenge needs a runner", func() {
+	assert.PanicsWithValue(t, "mcpserver: ScopeChallenge needs a registry", func() {
 		mcpserver.ScopeChallenge(nil, &mcpserver.Options{})
 	})
 	// A typed nil registry is nil too.

@@ -59,29 +59,11 @@ func outputOf(t actions.Tool) (output, error) {
 	return output{schema: text, listed: lt, objectRoot: objectRoot}, nil
 }
 
-// refusalSchema is the schema of a refusal's structured content
-// (refusalJSON): what a tool with an output schema may also give.
-var refusalSchema = map[string]any{
-	"type":     "object",
-	"required": []any{"code"},
-	"properties": map[string]any{
-		"code":       map[string]any{"type": "string"},
-		"message":    map[string]any{"type": "string"},
-		"retry":      map[string]any{"type": "string"},
-		"nextAction": map[string]any{"type": "string"},
-		"issues":     map[string]any{"type": "array"},
-		"pending": map[string]any{
-			"type":     "object",
-			"required": []any{"id", "expires"},
-			"properties": map[string]any{
-				"id":      map[string]any{"type": "string"},
-				"action":  map[string]any{"type": "string"},
-				"expires": map[string]any{"type": "string"},
-			},
-		},
-		"confirmUrl": map[string]any{"type": "string"},
-	},
-}
+// refusalSchema is the branch of a listed output schema that a
+// refusal's structured content (refusalJSON) takes, a held call's receipt
+// included: an object with a "code" member. It says no more, so that it
+// costs each listed tool few bytes (the members are documented once).
+var refusalSchema = map[string]any{"type": "object", "required": []any{"code"}}
 
 // anyOutput reports whether a request's protocol version allows an output
 // schema of any root and a structuredContent of any JSON type.

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/declare"
 )
 
 // ToolSearch lists a small set of tools and lets the model find the rest
@@ -29,7 +30,11 @@ import (
 //     MaxResults). Each is given as tools/list gives it (name, title,
 //     description, input schema, annotations);
 //   - tool_describe {"name": string} gives one tool of the caller's as
-//     tools/list gives it, output schema included.
+//     tools/list gives it, output schema included, and its TypeScript
+//     declaration (package declare: the function and the types of its
+//     parameters and result, for a model that writes a program), as
+//     structured content {"tool": Tool, "declaration": string} and as
+//     two text blocks, the tool's JSON and the declaration.
 //
 // Every other tool stays callable by name: a tools/call of a tool the
 // caller may see runs whether it was listed, found or neither, since
@@ -60,9 +65,10 @@ const maxQueryBytes = 512
 type searcher struct {
 	srv    *server
 	max    int
-	pinned map[string]bool      // tool names
-	tools  []searchable         // sorted by name
-	byName map[string]*mcp.Tool // every tool, by name
+	pinned map[string]bool         // tool names
+	tools  []searchable            // sorted by name
+	byName map[string]*mcp.Tool    // every tool, by name
+	source map[string]actions.Tool // every tool as the registry gave it, for its declaration
 }
 
 // searchable is one tool with the words a query is matched against, each
@@ -73,10 +79,14 @@ type searchable struct {
 	words map[string]int
 }
 
-// newSearcher indexes the tools of one AddTools; tools pairs each with
-// its action id.
-func newSearcher(srv *server, ts *ToolSearch, tools []*mcp.Tool, ids []string) *searcher {
-	s := &searcher{srv: srv, max: ts.MaxResults, pinned: map[string]bool{}, byName: map[string]*mcp.Tool{}}
+// newSearcher indexes the tools of one AddTools; ids pairs each with its
+// action id, and source with the tool the registry gave.
+func newSearcher(srv *server, ts *ToolSearch, tools []*mcp.Tool, ids []string, source []actions.Tool) *searcher {
+	s := &searcher{srv: srv, max: ts.MaxResults, pinned: map[string]bool{}, byName: map[string]*mcp.Tool{},
+		source: make(map[string]actions.Tool, len(source))}
+	for _, t := range source {
+		s.source[t.Name] = t
+	}
 	if s.max <= 0 {
 		s.max = 8
 	}
@@ -151,7 +161,7 @@ func (s *searcher) add(server *mcp.Server) {
 	server.AddTool(&mcp.Tool{
 		Name:        describeToolName,
 		Title:       "Describe a tool",
-		Description: "Gives one tool's whole definition: its input and output schemas and annotations.",
+		Description: "Gives one tool's whole definition: its input and output schemas and annotations, and its TypeScript declaration for a program that calls it.",
 		InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["name"],"properties":{` +
 			`"name":{"type":"string","minLength":1,"maxLength":128,"description":"The tool's name."}}}`),
 		Annotations: ann,
@@ -225,7 +235,16 @@ func (s *searcher) describe(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if t == nil {
 		return toolError("no tool of that name"), nil
 	}
-	return structured(map[string]any{"tool": t})
+	decl, err := declare.TypeScript([]actions.Tool{s.source[t.Name]})
+	if err != nil {
+		return nil, err
+	}
+	res, err := structured(map[string]any{"tool": t, "declaration": decl})
+	if err != nil {
+		return nil, err
+	}
+	res.Content = append(res.Content, &mcp.TextContent{Text: decl})
+	return res, nil
 }
 
 // summary is a tool as a search gives it: without its output schema and

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/declare"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -163,4 +164,32 @@ func TestToolSearchHidesWhatTheCallerMayNotSee(t *testing.T) {
 	require.False(t, res.IsError)
 	assert.Contains(t, fmt.Sprint(res.StructuredContent), "combination")
 	assert.True(t, describe(holder, "vault-audit_safe").IsError)
+}
+
+// tool_describe gives the tool's TypeScript declaration beside its
+// definition: as a field of the structured content and as a second text
+// block, the same text declare.TypeScript writes for that tool.
+func TestToolDescribeDeclaration(t *testing.T) {
+	reg := searchRegistry(t, 3)
+	cs := searchClient(t, reg, []string{"vault.open"})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tool_describe", Arguments: map[string]any{"name": "vault-open_safe"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Len(t, res.Content, 2)
+	decl := res.Content[1].(*mcp.TextContent).Text
+	assert.Equal(t, decl, res.StructuredContent.(map[string]any)["declaration"])
+
+	tools, err := reg.Tools(&actions.ToolOptions{Caller: &actions.Caller{Surface: actions.SurfaceMCP, Capabilities: []string{"vault.open"}}})
+	require.NoError(t, err)
+	for _, tool := range tools {
+		if tool.Name == "vault-open_safe" {
+			want, err := declare.TypeScript([]actions.Tool{tool})
+			require.NoError(t, err)
+			assert.Equal(t, want, decl)
+		}
+	}
+	assert.Contains(t, decl, "declare const vault: {")
+	assert.Contains(t, decl, "open_safe(params?: vault.OpenSafeParams): Promise<unknown>;")
+	assert.Contains(t, decl, "combination?: string;")
+	assert.NotContains(t, decl, "list_safes", "one tool's declaration only")
 }

@@ -148,7 +148,7 @@ func TestTypedTools(t *testing.T) {
 
 			// A refused call of the same tool: isError, the refusal in
 			// the text and as structuredContent, which the listed output
-			// schema admits beside the result (issue 23, item 5; it used
+			// schema admits beside the result (it used
 			// to leave structuredContent out, as the result's schema
 			// alone would refuse it).
 			res, err = call(t, &fixture{session: cs}, "shop-quote", map[string]any{"item": "bolt", "qty": "four"})
@@ -215,7 +215,7 @@ type discarded struct {
 // TestTypedToolHeldForConfirmation: a typed tool whose action needs a
 // person's confirmation: the receipt goes in the text and as
 // structuredContent (pending.id, pending.expires), which the listed
-// output schema admits (issue 23, item 5: it used to go in the text
+// output schema admits (it used to go in the text
 // only), and the confirmed call's result is rendered as any result of the
 // tool.
 func TestTypedToolHeldForConfirmation(t *testing.T) {

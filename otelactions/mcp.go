@@ -21,7 +21,11 @@ import (
 var w3c = propagation.TraceContext{}
 
 // Middleware is receiving middleware for an *mcp.Server
-// (s.AddReceivingMiddleware(o.Middleware)): it makes the span of every
+// (s.AddReceivingMiddleware(o.Middleware)). Add it after
+// mcpserver.AddTools: the SDK runs the middleware added last first, and
+// AddTools answers some calls (a tool the caller may not see) in
+// middleware of its own, which would otherwise leave them without a span.
+// It makes the span of every
 // request and notification the server receives, named
 // "{mcp.method.name} {target}" (target: the tool's or the prompt's name;
 // none for other methods), kind SERVER, with mcp.method.name,

@@ -311,8 +311,8 @@ func TestTimeoutSpanAndRollback(t *testing.T) {
 func serve(t *testing.T, p *pipeline, reg *actions.Registry, copts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
-	s.AddReceivingMiddleware(p.obs.Middleware)
 	require.NoError(t, mcpserver.AddTools(s, reg, nil))
+	s.AddReceivingMiddleware(p.obs.Middleware) // last: outermost
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := s.Connect(context.Background(), st, nil)
 	require.NoError(t, err)

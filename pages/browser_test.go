@@ -234,238 +234,244 @@ func heldParams() (map[string]any, string) {
 // the keyboard, sees the done page, the change gone from the list and the
 // confirmed call in the run log, with its record.
 func TestBrowserConfirm(t *testing.T) {
-	f := newFixture(t, nil)
-	params, long := heldParams()
-	id := f.hold("editor", params)
-	f.clock.Add(3 * time.Minute)
-	tb := newTab(t, f)
+	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+		params, long := heldParams()
+		id := f.hold("editor", params)
+		f.clock.Add(3 * time.Minute)
+		tb := newTab(t, f)
 
-	tb.open("/login/editor")
-	assert.Contains(t, tb.text("main"), "Discard stock")
-	tb.shot("pending")
-	names := tb.axNames("the list")
-	assert.Contains(t, names["link"], "Discard stock")
-	tb.quiet("the list")
+		tb.open("/login/editor")
+		assert.Contains(t, tb.text("main"), "Discard stock")
+		tb.shot("pending")
+		names := tb.axNames("the list")
+		assert.Contains(t, names["link"], "Discard stock")
+		tb.quiet("the list")
 
-	tb.click(`a.change-link`)
-	assert.Equal(t, "/ui/changes/"+id, eval[string](tb, `location.pathname`))
-	main := tb.text("main")
-	for _, want := range []string{"Discard stock", "Removes items from the stock for good", "editor", "Deletes data", "destructive",
-		"apples", "42", "A-1", "A-2", "30", "12", "lang", "en", "⟨U+202E⟩", "/labels/display", "right-to-left override"} {
-		assert.Contains(t, main, want)
-	}
-	assert.Contains(t, main, "Expires", "expiry shown")
-	assert.Contains(t, tb.text("dl.facts"), "in 6 days")
-	got := eval[string](tb, `document.querySelector('.long').textContent`)
-	assert.Equal(t, long, got, "the 10 KB text, whole")
-	assert.False(t, eval[bool](tb, `document.body.innerText.includes("\u202e")`), "no raw U+202E on the page")
-	assert.Equal(t, "invoice⟨U+202E⟩ (right-to-left override)fdp.exe", eval[string](tb, `document.querySelector('.value mark.esc').parentElement.textContent`))
-	overflow := eval[bool](tb, `(() => { const e = document.querySelector('.long'); return e.scrollHeight > e.clientHeight })()`)
-	assert.True(t, overflow, "the long text scrolls in its box")
-	danger := eval[string](tb, `getComputedStyle(document.querySelector('button.danger')).backgroundColor`)
-	assert.Equal(t, "rgb(179, 38, 30)", danger, "the destructive button is red")
-	names = tb.axNames("the confirmation screen")
-	assert.Contains(t, names["button"], "Confirm and delete")
-	assert.Contains(t, names["button"], "Reject")
-	assert.Contains(t, names["region"], fmt.Sprintf("Text at /note, %d characters", len([]rune(long))))
-	tb.shot("change")
-	tb.quiet("the confirmation screen")
+		tb.click(`a.change-link`)
+		assert.Equal(t, "/ui/changes/"+id, eval[string](tb, `location.pathname`))
+		main := tb.text("main")
+		for _, want := range []string{"Discard stock", "Removes items from the stock for good", "editor", "Deletes data", "destructive",
+			"apples", "42", "A-1", "A-2", "30", "12", "lang", "en", "⟨U+202E⟩", "/labels/display", "right-to-left override"} {
+			assert.Contains(t, main, want)
+		}
+		assert.Contains(t, main, "Expires", "expiry shown")
+		assert.Contains(t, tb.text("dl.facts"), "in 6 days")
+		got := eval[string](tb, `document.querySelector('.long').textContent`)
+		assert.Equal(t, long, got, "the 10 KB text, whole")
+		assert.False(t, eval[bool](tb, `document.body.innerText.includes("\u202e")`), "no raw U+202E on the page")
+		assert.Equal(t, "invoice⟨U+202E⟩ (right-to-left override)fdp.exe", eval[string](tb, `document.querySelector('.value mark.esc').parentElement.textContent`))
+		overflow := eval[bool](tb, `(() => { const e = document.querySelector('.long'); return e.scrollHeight > e.clientHeight })()`)
+		assert.True(t, overflow, "the long text scrolls in its box")
+		danger := eval[string](tb, `getComputedStyle(document.querySelector('button.danger')).backgroundColor`)
+		assert.Equal(t, "rgb(179, 38, 30)", danger, "the destructive button is red")
+		names = tb.axNames("the confirmation screen")
+		assert.Contains(t, names["button"], "Confirm and delete")
+		assert.Contains(t, names["button"], "Reject")
+		assert.Contains(t, names["region"], fmt.Sprintf("Text at /note, %d characters", len([]rune(long))))
+		tb.shot("change")
+		tb.quiet("the confirmation screen")
 
-	tb.tabTo("Confirm and delete")
-	tb.do(chromedp.KeyEvent(kb.Enter))
-	tb.settle()
-	assert.Equal(t, "Done", tb.text("h1"))
-	assert.Contains(t, tb.text(".value"), "apples")
-	tb.shot("done")
-	tb.quiet("the done page")
+		tb.tabTo("Confirm and delete")
+		tb.do(chromedp.KeyEvent(kb.Enter))
+		tb.settle()
+		assert.Equal(t, "Done", tb.text("h1"))
+		assert.Contains(t, tb.text(".value"), "apples")
+		tb.shot("done")
+		tb.quiet("the done page")
 
-	tb.click(`p.links a:last-child`)
-	assert.Contains(t, tb.text("main"), "No change waits for you")
-	tb.quiet("the empty list")
+		tb.click(`p.links a:last-child`)
+		assert.Contains(t, tb.text("main"), "No change waits for you")
+		tb.quiet("the empty list")
 
-	tb.open("/ui/log")
-	first := tb.text("table.log tbody tr:first-child")
-	assert.Contains(t, first, "shop/discard")
-	assert.Contains(t, first, "confirmed · done")
-	assert.Contains(t, tb.text("table.log tbody tr:nth-child(2)"), "held")
-	tb.axNames("the run log")
-	tb.shot("log")
-	tb.quiet("the run log")
+		tb.open("/ui/log")
+		first := tb.text("table.log tbody tr:first-child")
+		assert.Contains(t, first, "shop/discard")
+		assert.Contains(t, first, "confirmed · done")
+		assert.Contains(t, tb.text("table.log tbody tr:nth-child(2)"), "held")
+		tb.axNames("the run log")
+		tb.shot("log")
+		tb.quiet("the run log")
 
-	tb.click(`table.log tbody tr:first-child a`)
-	rec := eval[string](tb, `document.querySelector("main").textContent`)
-	for _, want := range []string{"shop/discard", "Audit record", "editor", "Pending change", id, "Step 1: command", "discard", "more not shown"} {
-		assert.Contains(t, rec, want)
-	}
-	tb.axNames("a record")
-	tb.shot("record")
-	tb.quiet("a record")
-	tb.click(`aside form button`)
-	assert.Contains(t, eval[string](tb, `document.querySelector("aside").textContent`), "Same: the call does again what the record says")
-	tb.quiet("a replay")
+		tb.click(`table.log tbody tr:first-child a`)
+		rec := eval[string](tb, `document.querySelector("main").textContent`)
+		for _, want := range []string{"shop/discard", "Audit record", "editor", "Pending change", id, "Step 1: command", "discard", "more not shown"} {
+			assert.Contains(t, rec, want)
+		}
+		tb.axNames("a record")
+		tb.shot("record")
+		tb.quiet("a record")
+		tb.click(`aside form button`)
+		assert.Contains(t, eval[string](tb, `document.querySelector("aside").textContent`), "Same: the call does again what the record says")
+		tb.quiet("a replay")
+	})
 }
 
 // TestBrowserReject: rejecting runs nothing and the change is gone; the
 // screen then says it was decided already.
 func TestBrowserReject(t *testing.T) {
-	f := newFixture(t, nil)
-	id := f.hold("editor", map[string]any{"item": "pears", "count": 3})
-	tb := newTab(t, f)
-	tb.open("/login/editor")
-	tb.open("/ui/changes/" + id)
-	tb.click(`button.secondary`)
-	assert.Equal(t, "Rejected: nothing ran", tb.text("h1"))
-	tb.shot("rejected")
-	tb.quiet("the rejected page")
-	tb.open("/ui/")
-	assert.Contains(t, tb.text("main"), "No change waits for you")
-	tb.open("/ui/changes/" + id)
-	assert.Equal(t, "This change was already decided", tb.text("h1"))
-	tb.shot("decided")
-	tb.forget() // a 409 is logged by the browser as a failed load
-	tb.open("/ui/log?outcome=rejected")
-	assert.Contains(t, tb.text("table.log tbody"), "rejected", "the rejection's record")
-	tb.quiet("the log")
+	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+		id := f.hold("editor", map[string]any{"item": "pears", "count": 3})
+		tb := newTab(t, f)
+		tb.open("/login/editor")
+		tb.open("/ui/changes/" + id)
+		tb.click(`button.secondary`)
+		assert.Equal(t, "Rejected: nothing ran", tb.text("h1"))
+		tb.shot("rejected")
+		tb.quiet("the rejected page")
+		tb.open("/ui/")
+		assert.Contains(t, tb.text("main"), "No change waits for you")
+		tb.open("/ui/changes/" + id)
+		assert.Equal(t, "This change was already decided", tb.text("h1"))
+		tb.shot("decided")
+		tb.forget() // a 409 is logged by the browser as a failed load
+		tb.open("/ui/log?outcome=rejected")
+		assert.Contains(t, tb.text("table.log tbody"), "rejected", "the rejection's record")
+		tb.quiet("the log")
+	})
 }
 
 // TestBrowserExpired: a screen opened before the expiry, confirmed after
 // it, says the change expired; nothing ran.
 func TestBrowserExpired(t *testing.T) {
-	f := newFixture(t, nil)
-	id := f.hold("editor", map[string]any{"item": "plums"})
-	f.clock.Add(7*24*time.Hour - time.Hour)
-	tb := newTab(t, f)
-	tb.open("/login/editor")
-	tb.open("/ui/changes/" + id)
-	assert.Contains(t, tb.text("dl.facts"), "in 1 hour")
-	f.clock.Add(2 * time.Hour)
-	tb.click(`button.danger`)
-	assert.Equal(t, "This change expired", tb.text("h1"))
-	assert.Contains(t, tb.text("main"), "Nothing ran")
-	tb.shot("expired")
-	tb.forget() // a 410
-	tb.open("/ui/log?outcome=done")
-	assert.Contains(t, tb.text("main"), "No record matches")
+	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+		id := f.hold("editor", map[string]any{"item": "plums"})
+		f.clock.Add(7*24*time.Hour - time.Hour)
+		tb := newTab(t, f)
+		tb.open("/login/editor")
+		tb.open("/ui/changes/" + id)
+		assert.Contains(t, tb.text("dl.facts"), "in 1 hour")
+		f.clock.Add(2 * time.Hour)
+		tb.click(`button.danger`)
+		assert.Equal(t, "This change expired", tb.text("h1"))
+		assert.Contains(t, tb.text("main"), "Nothing ran")
+		tb.shot("expired")
+		tb.forget() // a 410
+		tb.open("/ui/log?outcome=done")
+		assert.Contains(t, tb.text("main"), "No record matches")
+	})
 }
 
 // TestBrowserViewerGetsNoScreen: another person gets the 404 of an
 // unknown address, with nothing of the change in it.
 func TestBrowserViewerGetsNoScreen(t *testing.T) {
-	f := newFixture(t, nil)
-	id := f.hold("editor", map[string]any{"item": "secret-quinces"})
-	tb := newTab(t, f)
-	tb.open("/login/viewer")
-	tb.open("/ui/changes/" + id)
-	assert.Equal(t, "Not Found", tb.text("h1"))
-	body := tb.text("body")
-	assert.NotContains(t, body, "secret-quinces")
-	assert.NotContains(t, body, "Discard")
-	assert.Zero(t, eval[int](tb, `document.querySelectorAll('form[method=post]').length`), "no form")
-	tb.shot("not-found")
-	tb.forget()
-	tb.open("/ui/")
-	assert.NotContains(t, tb.text("main"), "Discard stock")
-	tb.quiet("the viewer's list")
+	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+		id := f.hold("editor", map[string]any{"item": "secret-quinces"})
+		tb := newTab(t, f)
+		tb.open("/login/viewer")
+		tb.open("/ui/changes/" + id)
+		assert.Equal(t, "Not Found", tb.text("h1"))
+		body := tb.text("body")
+		assert.NotContains(t, body, "secret-quinces")
+		assert.NotContains(t, body, "Discard")
+		assert.Zero(t, eval[int](tb, `document.querySelectorAll('form[method=post]').length`), "no form")
+		tb.shot("not-found")
+		tb.forget()
+		tb.open("/ui/")
+		assert.NotContains(t, tb.text("main"), "Discard stock")
+		tb.quiet("the viewer's list")
+	})
 }
 
 // TestBrowserForgedPost: the confirm form with its token removed is
 // refused (403) and the change stays pending.
 func TestBrowserForgedPost(t *testing.T) {
-	f := newFixture(t, nil)
-	id := f.hold("editor", map[string]any{"item": "figs"})
-	tb := newTab(t, f)
-	tb.open("/login/editor")
-	tb.open("/ui/changes/" + id)
-	eval[bool](tb, `(() => { document.querySelectorAll('input[name=csrf]').forEach(e => e.remove()); return true })()`)
-	tb.click(`button.danger`)
-	assert.Equal(t, "Forbidden", tb.text("h1"))
-	assert.Contains(t, tb.text("main"), "Nothing was done")
-	tb.forget()
-	tb.open("/ui/")
-	assert.Contains(t, tb.text("main"), "Discard stock", "still pending")
-	tb.quiet("the list")
+	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+		id := f.hold("editor", map[string]any{"item": "figs"})
+		tb := newTab(t, f)
+		tb.open("/login/editor")
+		tb.open("/ui/changes/" + id)
+		eval[bool](tb, `(() => { document.querySelectorAll('input[name=csrf]').forEach(e => e.remove()); return true })()`)
+		tb.click(`button.danger`)
+		assert.Equal(t, "Forbidden", tb.text("h1"))
+		assert.Contains(t, tb.text("main"), "Nothing was done")
+		tb.forget()
+		tb.open("/ui/")
+		assert.Contains(t, tb.text("main"), "Discard stock", "still pending")
+		tb.quiet("the list")
+	})
 }
 
 // TestBrowserRunLog: newest first, pages by cursor, and each filter:
 // action, outcome, refusal code, caller, time range.
 func TestBrowserRunLog(t *testing.T) {
-	f := newFixture(t, &pages.Options{Base: "/ui", Title: "Shop", PageSize: 5})
-	start := f.clock.Now()
-	for i := range 12 {
-		f.clock.Add(time.Minute)
-		who := "editor"
-		if i%3 == 2 {
-			who = "alice"
+	eachEngine(t, &pages.Options{Base: "/ui", Title: "Shop", PageSize: 5}, func(t *testing.T, f *fixture) {
+		start := f.clock.Now()
+		for i := range 12 {
+			f.clock.Add(time.Minute)
+			who := "editor"
+			if i%3 == 2 {
+				who = "alice"
+			}
+			switch {
+			case i == 4 || i == 9:
+				assert.Error(t, f.call(who, "shop/restock", map[string]any{"item": "kiwis", "count": 0}))
+			case i%2 == 0:
+				require.NoError(t, f.call(who, "shop/restock", map[string]any{"item": fmt.Sprintf("item-%d", i), "count": 2}))
+			default:
+				require.NoError(t, f.call(who, "shop/count", map[string]any{"item": fmt.Sprintf("item-%d", i)}))
+			}
 		}
-		switch {
-		case i == 4 || i == 9:
-			assert.Error(t, f.call(who, "shop/restock", map[string]any{"item": "kiwis", "count": 0}))
-		case i%2 == 0:
-			require.NoError(t, f.call(who, "shop/restock", map[string]any{"item": fmt.Sprintf("item-%d", i), "count": 2}))
-		default:
-			require.NoError(t, f.call(who, "shop/count", map[string]any{"item": fmt.Sprintf("item-%d", i)}))
+		tb := newTab(t, f)
+		tb.open("/login/editor")
+		tb.open("/ui/log")
+		ids := func() []string {
+			return eval[[]string](tb, `[...document.querySelectorAll('table.log tbody tr td:last-child a')].map(a => a.textContent)`)
 		}
-	}
-	tb := newTab(t, f)
-	tb.open("/login/editor")
-	tb.open("/ui/log")
-	ids := func() []string {
-		return eval[[]string](tb, `[...document.querySelectorAll('table.log tbody tr td:last-child a')].map(a => a.textContent)`)
-	}
-	seen := []string{}
-	for page := 0; ; page++ {
-		got := ids()
-		seen = append(seen, got...)
-		if page < 2 {
-			assert.Len(t, got, 5, "page %d", page)
+		seen := []string{}
+		for page := 0; ; page++ {
+			got := ids()
+			seen = append(seen, got...)
+			if page < 2 {
+				assert.Len(t, got, 5, "page %d", page)
+			}
+			if !eval[bool](tb, `!!document.querySelector('a[rel=next]')`) {
+				break
+			}
+			tb.click(`a[rel=next]`)
+			require.Less(t, page, 5)
 		}
-		if !eval[bool](tb, `!!document.querySelector('a[rel=next]')`) {
-			break
+		want := []string{}
+		for i := 12; i >= 1; i-- {
+			want = append(want, fmt.Sprintf("#%d", i))
 		}
-		tb.click(`a[rel=next]`)
-		require.Less(t, page, 5)
-	}
-	want := []string{}
-	for i := 12; i >= 1; i-- {
-		want = append(want, fmt.Sprintf("#%d", i))
-	}
-	assert.Equal(t, want, seen, "every record once, newest first")
-	tb.quiet("the pages")
+		assert.Equal(t, want, seen, "every record once, newest first")
+		tb.quiet("the pages")
 
-	tb.open("/ui/log")
-	tb.do(chromedp.SetValue(chromedp.CSS(`#f-outcome`), "refused"))
-	tb.click(`form.filters button[type=submit]`)
-	rows := eval[[]string](tb, `[...document.querySelectorAll('table.log tbody tr')].map(r => r.innerText)`)
-	assert.Len(t, rows, 2)
-	for _, r := range rows {
-		assert.Contains(t, r, "refused: invalid_parameters")
-	}
-	tb.shot("log-filtered")
+		tb.open("/ui/log")
+		tb.do(chromedp.SetValue(chromedp.CSS(`#f-outcome`), "refused"))
+		tb.click(`form.filters button[type=submit]`)
+		rows := eval[[]string](tb, `[...document.querySelectorAll('table.log tbody tr')].map(r => r.innerText)`)
+		assert.Len(t, rows, 2)
+		for _, r := range rows {
+			assert.Contains(t, r, "refused: invalid_parameters")
+		}
+		tb.shot("log-filtered")
 
-	tb.open("/ui/log?code=invalid_parameters&caller=alice")
-	assert.Len(t, ids(), 0, "both refusals were the editor's")
-	tb.open("/ui/log?caller=alice")
-	assert.Len(t, ids(), 4)
-	tb.open("/ui/log?action=shop%2Fcount")
-	assert.Len(t, ids(), 5, "shop/count: 5 direct calls (nested ones are steps)")
-	since := start.Add(6 * time.Minute).Format("2006-01-02T15:04")
-	until := start.Add(9 * time.Minute).Format("2006-01-02T15:04")
-	tb.open("/ui/log")
-	tb.do(chromedp.SetValue(chromedp.CSS(`#f-since`), since), chromedp.SetValue(chromedp.CSS(`#f-until`), until))
-	tb.click(`form.filters button[type=submit]`)
-	assert.Equal(t, []string{"#8", "#7", "#6"}, ids(), "from minute 6 until minute 9")
-	names := tb.axNames("the filtered log")
-	for _, label := range []string{"Action", "Refusal code", "Caller"} {
-		assert.Contains(t, names["textbox"], label)
-	}
-	for _, label := range []string{"From (UTC)", "Until (UTC)"} {
-		assert.Contains(t, names["DateTime"], label, "a date field's name: %v", names)
-	}
-	assert.Contains(t, names["combobox"], "Outcome")
-	tb.quiet("the filters")
+		tb.open("/ui/log?code=invalid_parameters&caller=alice")
+		assert.Len(t, ids(), 0, "both refusals were the editor's")
+		tb.open("/ui/log?caller=alice")
+		assert.Len(t, ids(), 4)
+		tb.open("/ui/log?action=shop%2Fcount")
+		assert.Len(t, ids(), 5, "shop/count: 5 direct calls (nested ones are steps)")
+		since := start.Add(6 * time.Minute).Format("2006-01-02T15:04")
+		until := start.Add(9 * time.Minute).Format("2006-01-02T15:04")
+		tb.open("/ui/log")
+		tb.do(chromedp.SetValue(chromedp.CSS(`#f-since`), since), chromedp.SetValue(chromedp.CSS(`#f-until`), until))
+		tb.click(`form.filters button[type=submit]`)
+		assert.Equal(t, []string{"#8", "#7", "#6"}, ids(), "from minute 6 until minute 9")
+		names := tb.axNames("the filtered log")
+		for _, label := range []string{"Action", "Refusal code", "Caller"} {
+			assert.Contains(t, names["textbox"], label)
+		}
+		for _, label := range []string{"From (UTC)", "Until (UTC)"} {
+			assert.Contains(t, names["DateTime"], label, "a date field's name: %v", names)
+		}
+		assert.Contains(t, names["combobox"], "Outcome")
+		tb.quiet("the filters")
 
-	tb.open("/login/viewer")
-	tb.open("/ui/log")
-	assert.Contains(t, tb.text("main"), "No record matches", "the viewer sees only their own calls")
-	tb.quiet("the viewer's log")
+		tb.open("/login/viewer")
+		tb.open("/ui/log")
+		assert.Contains(t, tb.text("main"), "No record matches", "the viewer sees only their own calls")
+		tb.quiet("the viewer's log")
+	})
 }

@@ -2,19 +2,17 @@ package pages_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	_ "modernc.org/sqlite"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/pages"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -64,30 +62,36 @@ type fixture struct {
 	srv   *httptest.Server
 }
 
-func newFixture(t *testing.T, opts *pages.Options) *fixture {
+// eachEngine runs fn as a subtest on SQLite, then on PostgreSQL (skipped
+// without ACTIONS_TEST_POSTGRES), each on a fixture of its own whose pages
+// have opts (nil: the defaults of newFixture).
+func eachEngine(t *testing.T, opts *pages.Options, fn func(t *testing.T, f *fixture)) {
+	t.Helper()
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) { fn(t, newFixture(t, db, opts)) })
+}
+
+// newFixture serves the pages of a registry on db at /ui/. opts replaces
+// the pages' options but for the clock, the caller, who sees all and the
+// replayer (nil: Base "/ui", Title "Shop").
+func newFixture(t *testing.T, db *dbtest.DB, opts *pages.Options) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{t: t, clock: &clock{t: time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)}}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "pages.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)&_txlock=immediate")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	f.store, err = sqlstore.New(db, sqlstore.SQLite, &sqlstore.Options{Now: f.clock.Now, Origin: "test"})
+	var err error
+	f.store, err = sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Now: f.clock.Now, Origin: "test"})
 	require.NoError(t, err)
 	require.NoError(t, f.store.Migrate(ctx))
 	f.reg = newRegistry(f.store, f.store.Pending(), f.clock)
-	// Replays run on a registry of their own, in memory: a replay that
-	// matches is kept, which the live store must not get.
-	replayer := newRegistry(actions.NewRunLog(), &actions.MemoryPendingStore{}, f.clock)
-	backend := &pages.SQL{
-		Registry: f.reg, Store: f.store, Now: f.clock.Now, Replayer: replayer,
-		SeesAll: func(who *actions.Caller) bool { return who.Principal == "editor" },
-	}
-	o := pages.Options{Base: "/ui", Title: "Shop", Now: f.clock.Now, Replay: true}
+	o := pages.Options{Base: "/ui", Title: "Shop"}
 	if opts != nil {
 		o = *opts
-		o.Now = f.clock.Now
 	}
-	f.pages, err = pages.New(backend, callerOf, &o)
+	o.Now, o.Caller = f.clock.Now, callerOf
+	o.SeesAll = func(who *actions.Caller) bool { return who.Principal == "editor" }
+	// Replays run on a registry of their own, in memory: a replay that
+	// matches is kept, which the live store must not get.
+	o.Replayer = newRegistry(actions.NewRunLog(), &actions.MemoryPendingStore{}, f.clock)
+	f.pages, err = pages.New(f.reg, f.store, &o)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", f.pages)
@@ -110,6 +114,9 @@ func newRegistry(store actions.Store, pending actions.PendingStore, c *clock) *a
 			Parameters: `{"type":"object","required":["item"],"properties":{"item":{"type":"string"},"count":{"type":"integer"},"note":{"type":"string"},"labels":{"type":"object"},"batches":{"type":"array"}}}`},
 			func(_ context.Context, p map[string]any, tr *actions.Trace) (any, error) {
 				_ = tr.Command(map[string]any{"op": "discard", "item": p["item"]}, true)
+				if p["item"] == "locked" {
+					return nil, actions.NewRefusal("stock_locked", "the stock is being counted")
+				}
 				return map[string]any{"discarded": p["item"], "count": p["count"]}, nil
 			}),
 		actions.New(actions.Definition{ID: "shop/restock", Title: "Restock", Capability: "shop.write", Additive: true,

@@ -86,20 +86,20 @@ func plural(n int, unit string) string {
 }
 
 type changeRow struct {
-	Change
+	change
 	Link        string
 	Destructive bool
 }
 
 func (h *Handler) pendingList(w http.ResponseWriter, r *http.Request) {
-	changes, err := h.b.Pending(r.Context(), h.who(r))
+	changes, err := h.pending(r.Context(), h.who(r))
 	if err != nil {
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 		return
 	}
 	rows := make([]changeRow, len(changes))
 	for i, c := range changes {
-		rows[i] = changeRow{Change: c, Link: h.link("changes", c.ID)}
+		rows[i] = changeRow{change: c, Link: h.link("changes", c.ID)}
 		for _, call := range c.Calls {
 			rows[i].Destructive = rows[i].Destructive || call.Destructive
 		}
@@ -108,14 +108,14 @@ func (h *Handler) pendingList(w http.ResponseWriter, r *http.Request) {
 }
 
 type callView struct {
-	Call
+	call
 	N      int
 	Params *node
 	Flags  []flag
 }
 
 type changeView struct {
-	Change
+	change
 	Calls         []callView
 	Destructive   bool
 	Flags         int
@@ -130,15 +130,15 @@ type changeView struct {
 func (h *Handler) changeScreen(w http.ResponseWriter, r *http.Request) {
 	who := h.who(r)
 	id := r.PathValue("id")
-	c, err := h.b.Change(r.Context(), id, who)
+	c, err := h.change(r.Context(), id, who)
 	if err != nil {
 		h.undecidable(w, r, id, err)
 		return
 	}
-	v := changeView{Change: c, PendingLink: h.link()}
+	v := changeView{change: c, PendingLink: h.link()}
 	for i, call := range c.Calls {
 		t := &tree{}
-		cv := callView{Call: call, N: i + 1, Params: t.parse(call.Parameters), Flags: t.flags}
+		cv := callView{call: call, N: i + 1, Params: t.parse(call.Parameters), Flags: t.flags}
 		v.Calls = append(v.Calls, cv)
 		v.Destructive = v.Destructive || call.Destructive
 		v.Flags += len(t.flags)
@@ -159,7 +159,7 @@ func (h *Handler) changeScreen(w http.ResponseWriter, r *http.Request) {
 }
 
 // verb is the destructive button's word for what the change does.
-func verb(calls []Call) string {
+func verb(calls []call) string {
 	for _, c := range calls {
 		if c.Effect == "delete" {
 			return "delete"
@@ -171,7 +171,7 @@ func verb(calls []Call) string {
 type resultView struct {
 	Kind        string // done, refused, rejected, expired, decided
 	ID          string
-	Decision    Decision
+	Decision    decision
 	Result      *node
 	RecordLink  string
 	PendingLink string
@@ -181,18 +181,18 @@ type resultView struct {
 func (h *Handler) undecidable(w http.ResponseWriter, r *http.Request, id string, err error) {
 	v := resultView{ID: id, PendingLink: h.link()}
 	switch {
-	case errors.Is(err, ErrExpired):
+	case errors.Is(err, errExpired):
 		v.Kind = "expired"
 		h.render(w, r, http.StatusGone, "result", "This change expired", "pending", v)
-	case errors.Is(err, ErrDecided):
+	case errors.Is(err, errDecided):
 		v.Kind = "decided"
 		h.render(w, r, http.StatusConflict, "result", "This change was already decided", "pending", v)
 	default:
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 	}
 }
 
-func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) decidePost(w http.ResponseWriter, r *http.Request) {
 	who := h.who(r)
 	id := r.PathValue("id")
 	var confirm bool
@@ -208,7 +208,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusForbidden)
 		return
 	}
-	d, err := h.b.Decide(r.Context(), id, confirm, who)
+	d, err := h.decide(r.Context(), id, confirm, who)
 	if err != nil {
 		h.undecidable(w, r, id, err)
 		return
@@ -239,7 +239,7 @@ var outcomeChoices = []struct{ Value, Label string }{
 }
 
 type logView struct {
-	Q        Query
+	Q        query
 	Since    string // as the form's datetime-local inputs hold them (UTC)
 	Until    string
 	Outcomes []struct{ Value, Label string }
@@ -250,7 +250,7 @@ type logView struct {
 }
 
 type recordRow struct {
-	Record
+	record
 	Link    string
 	Outcome string
 	Tone    string // the badge's colour: ok, bad, held
@@ -261,7 +261,7 @@ const formTime = "2006-01-02T15:04"
 
 func (h *Handler) logPage(w http.ResponseWriter, r *http.Request) {
 	f := r.URL.Query()
-	q := Query{Action: strings.TrimSpace(f.Get("action")), Outcome: f.Get("outcome"), Code: strings.TrimSpace(f.Get("code")),
+	q := query{Action: strings.TrimSpace(f.Get("action")), Outcome: f.Get("outcome"), Code: strings.TrimSpace(f.Get("code")),
 		Caller: strings.TrimSpace(f.Get("caller")), Cursor: f.Get("cursor"), Limit: h.o.PageSize}
 	v := logView{Q: q, Since: f.Get("since"), Until: f.Get("until"), Outcomes: outcomeChoices}
 	known := false
@@ -295,13 +295,13 @@ func (h *Handler) logPage(w http.ResponseWriter, r *http.Request) {
 	if len(bad) > 0 {
 		v.Problem = "Not understood, so not applied: " + strings.Join(bad, ", ") + "."
 	}
-	page, err := h.b.Records(r.Context(), q, h.who(r))
+	page, err := h.records(r.Context(), q, h.who(r))
 	if err != nil {
 		if q.Cursor != "" {
 			h.fail(w, r, http.StatusBadRequest)
 			return
 		}
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 		return
 	}
 	for _, rec := range page.Records {
@@ -318,8 +318,8 @@ func (h *Handler) logPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "log", "Run log", "log", v)
 }
 
-func (h *Handler) row(rec Record) recordRow {
-	row := recordRow{Record: rec, Link: h.link("log", rec.ID), Caller: "host"}
+func (h *Handler) row(rec record) recordRow {
+	row := recordRow{record: rec, Link: h.link("log", rec.ID), Caller: "host"}
 	if rec.Audit != nil && rec.Audit.Caller != nil {
 		row.Caller = rec.Audit.Caller.Principal
 	}
@@ -363,7 +363,7 @@ type recordView struct {
 	Cut        bool
 	JSONLink   string
 	ChangeLink string
-	Replay     *Replay
+	Replay     *replayed
 	CanReplay  bool
 	ReplayURL  string
 	ReplayTok  string
@@ -391,11 +391,11 @@ func (h *Handler) recordPage(w http.ResponseWriter, r *http.Request) {
 	h.showRecord(w, r, nil)
 }
 
-func (h *Handler) showRecord(w http.ResponseWriter, r *http.Request, rp *Replay) {
+func (h *Handler) showRecord(w http.ResponseWriter, r *http.Request, rp *replayed) {
 	who := h.who(r)
-	rec, err := h.b.Record(r.Context(), r.PathValue("id"), who)
+	rec, err := h.record(r.Context(), r.PathValue("id"), who)
 	if err != nil {
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 		return
 	}
 	t := &tree{cut: h.o.Cut}
@@ -404,14 +404,14 @@ func (h *Handler) showRecord(w http.ResponseWriter, r *http.Request, rp *Replay)
 	v.Cut = t.cuts > 0
 	v.ReplayURL = h.link("log", rec.ID, "replay")
 	v.ReplayTok = h.token(who, v.ReplayURL)
-	v.CanReplay = h.o.Replay
+	v.CanReplay = h.o.Replayer != nil
 	h.render(w, r, http.StatusOK, "record", "Record "+rec.ID+": "+rec.Entry.Action, "log", v)
 }
 
 func (h *Handler) recordJSON(w http.ResponseWriter, r *http.Request) {
-	rec, err := h.b.Record(r.Context(), r.PathValue("id"), h.who(r))
+	rec, err := h.record(r.Context(), r.PathValue("id"), h.who(r))
 	if err != nil {
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -419,19 +419,19 @@ func (h *Handler) recordJSON(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(rec.Text))
 }
 
-func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) replayPost(w http.ResponseWriter, r *http.Request) {
 	who := h.who(r)
+	if h.o.Replayer == nil {
+		h.fail(w, r, http.StatusNotFound)
+		return
+	}
 	if !h.checkToken(r, who) {
 		h.fail(w, r, http.StatusForbidden)
 		return
 	}
-	rp, err := h.b.Replay(r.Context(), r.PathValue("id"), who)
-	if errors.Is(err, errors.ErrUnsupported) {
-		h.fail(w, r, http.StatusNotFound)
-		return
-	}
+	rp, err := h.replay(r.Context(), r.PathValue("id"), who)
 	if err != nil {
-		h.backendError(w, r, err)
+		h.failed(w, r, err)
 		return
 	}
 	h.showRecord(w, r, &rp)

@@ -11,11 +11,13 @@
 // allows no script and no framing, X-Frame-Options DENY and
 // Cache-Control: no-store.
 //
-// What the pages show and do they ask of a [Backend]; [SQL] is the
-// backend on a runner and a SQL store.
+// The pages stand on the library's call path: an [*actions.Registry]
+// decides the changes and a [*sqlstore.Store] holds its run log, which the
+// pages read with [sqlstore.Store.Read]. They run no SQL of their own.
 package pages
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -32,13 +34,32 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/sqlstore"
 )
 
 //go:embed templates/*.html static/*
 var files embed.FS
 
-// Options configures a [Handler].
+// Options configures a [Handler]. Every field is optional; the zero value
+// serves pages nobody can open (no Caller: every request answers 401).
 type Options struct {
+	// Caller says who the person of a request is: the host's own
+	// sign-in (a session cookie, a header its proxy sets). Nil, or a
+	// caller with no principal, is nobody: the pages then answer 401 and
+	// show nothing. It is called once per request (not for the
+	// stylesheet) and may be called concurrently.
+	Caller func(*http.Request) *actions.Caller
+	// SeesAll says who may read every record of the run log; the others
+	// read their own calls only. Nil: nobody sees all. It may be called
+	// concurrently.
+	SeesAll func(*actions.Caller) bool
+	// Replayer, when set, puts a button on each record's page that
+	// replays the record's call on it ([actions.Registry.Replay]) and
+	// shows what the replay found. It is a registry of the same actions
+	// on a store where replaying does no harm (a copy, a fresh model):
+	// never the live registry, whose store would keep a replay that
+	// matches. Nil: no replay.
+	Replayer *actions.Registry
 	// Base is the path the host mounts the handler at, without a
 	// trailing slash ("" or "/ui"); the pages link below it.
 	Base string
@@ -52,36 +73,45 @@ type Options struct {
 	CSRFFor time.Duration
 	// PageSize is the run log's page size (default 25, at most 200).
 	PageSize int
-	// Cut is how many characters of a string, and how many members of an
-	// array or object, the run log's pages show before cutting a value
-	// (default 64 members, 512 characters); the confirmation screen cuts
-	// nothing.
+	// Cut is how many members of an array or object the run log's pages
+	// show before cutting the value (default 64); a string is cut at
+	// eight times as many characters (default 512). The confirmation
+	// screen cuts nothing, and each record links to its whole entry.
 	Cut int
-	// Replay shows a button on each record's page that replays its call
-	// ([Backend.Replay]) and shows what the replay found.
-	Replay bool
-	// Now is the clock (nil: time.Now).
+	// Now is the clock of the forms' tokens and of the "in 6 days" the
+	// pages write (nil: time.Now). Whether a change expired is the
+	// registry's to say, on its own clock.
 	Now func() time.Time
-	// Logger receives the backend's errors, which the person sees only as
-	// "something went wrong" (nil: slog.Default()).
+	// Logger receives the errors of the registry and the store, which
+	// the person sees only as "something went wrong" (nil:
+	// slog.Default()).
 	Logger *slog.Logger
 }
 
 // Handler serves the pages. It is safe for concurrent use.
 type Handler struct {
-	b      Backend
-	caller func(*http.Request) *actions.Caller
+	reg    *actions.Registry
+	store  *sqlstore.Store
 	o      Options
 	mux    *http.ServeMux
 	tmpl   map[string]*template.Template
 	static http.Handler
 }
 
-// New returns the pages on b. caller says who the person of a request is
-// (nil for nobody: the pages then answer 401 and show nothing); it is
-// called once per request.
-func New(b Backend, caller func(*http.Request) *actions.Caller, opts *Options) (*Handler, error) {
-	h := &Handler{b: b, caller: caller}
+// New returns the pages of reg, whose run log and pending changes store
+// keeps: reg's Options.Store is store and its gate's pending store is
+// store.Pending(). The pages decide changes through reg
+// ([actions.Registry.PendingChanges], [actions.Registry.PendingChange],
+// [actions.Registry.Decide]) and read the log with [sqlstore.Store.Read];
+// they hold no state beyond the CSRF key. opts may be nil (see
+// [Options]).
+//
+// Errors: a nil reg or store; crypto/rand failing to give a CSRF key.
+func New(reg *actions.Registry, store *sqlstore.Store, opts *Options) (*Handler, error) {
+	if reg == nil || store == nil {
+		return nil, errors.New("pages: New needs a registry and its store")
+	}
+	h := &Handler{reg: reg, store: store}
 	if opts != nil {
 		h.o = *opts
 	}
@@ -120,11 +150,11 @@ func New(b Backend, caller func(*http.Request) *actions.Caller, opts *Options) (
 	p := h.o.Base
 	m.HandleFunc("GET "+p+"/{$}", h.pendingList)
 	m.HandleFunc("GET "+p+"/changes/{id}", h.changeScreen)
-	m.HandleFunc("POST "+p+"/changes/{id}/{decision}", h.decide)
+	m.HandleFunc("POST "+p+"/changes/{id}/{decision}", h.decidePost)
 	m.HandleFunc("GET "+p+"/log", h.logPage)
 	m.HandleFunc("GET "+p+"/log/{id}", h.recordPage)
 	m.HandleFunc("GET "+p+"/log/{id}/entry.json", h.recordJSON)
-	m.HandleFunc("POST "+p+"/log/{id}/replay", h.replay)
+	m.HandleFunc("POST "+p+"/log/{id}/replay", h.replayPost)
 	m.Handle("GET "+p+"/static/", h.static)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { h.fail(w, r, http.StatusNotFound) })
 	h.mux = m
@@ -135,8 +165,13 @@ func New(b Backend, caller func(*http.Request) *actions.Caller, opts *Options) (
 // script, no frame, forms posting back here only.
 const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// ServeHTTP answers one request.
+// ServeHTTP answers one request. A Handler not made by [New] answers
+// 500 to every request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h == nil || h.mux == nil {
+		http.Error(w, "pages: the Handler was not made by New", http.StatusInternalServerError)
+		return
+	}
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Frame-Options", "DENY")
@@ -147,14 +182,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.mux.ServeHTTP(w, r)
 		return
 	}
-	if h.caller == nil || h.caller(r) == nil {
+	var c *actions.Caller
+	if h.o.Caller != nil {
+		c = h.o.Caller(r)
+	}
+	if c == nil || c.Principal == "" {
 		h.fail(w, r, http.StatusUnauthorized)
 		return
 	}
-	h.mux.ServeHTTP(w, r)
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), personKey{}, c)))
 }
 
-func (h *Handler) who(r *http.Request) *actions.Caller { return h.caller(r) }
+// personKey keys the person of a request in its context: Options.Caller
+// is asked once per request.
+type personKey struct{}
+
+// who is the person of r, as ServeHTTP found it: nil for nobody, never
+// a caller without a principal.
+func (h *Handler) who(r *http.Request) *actions.Caller {
+	c, _ := r.Context().Value(personKey{}).(*actions.Caller)
+	return c
+}
 
 // token is the CSRF token of a form posting to target for who: the time
 // it was made and an HMAC-SHA256 over principal, target and that time.
@@ -206,10 +254,8 @@ type page struct {
 
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name, title, nav string, data any) {
 	p := page{Title: title, Product: h.o.Title, Base: h.o.Base, Nav: nav, Status: status, Data: data}
-	if h.caller != nil {
-		if c := h.caller(r); c != nil {
-			p.Who = c.Principal
-		}
+	if c := h.who(r); c != nil {
+		p.Who = c.Principal
 	}
 	var b strings.Builder
 	if err := h.tmpl[name].ExecuteTemplate(&b, "layout", p); err != nil {
@@ -227,13 +273,14 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int) {
 	h.render(w, r, status, "error", http.StatusText(status), "", status)
 }
 
-// backendError answers what the backend refused or failed.
-func (h *Handler) backendError(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, ErrNotFound) {
+// failed answers what the registry or the store refused or failed: 404
+// for what the person may not see, 500 (logged) for the rest.
+func (h *Handler) failed(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errNotFound) {
 		h.fail(w, r, http.StatusNotFound)
 		return
 	}
-	h.o.Logger.Error("pages: backend", "path", r.URL.Path, "error", err)
+	h.o.Logger.Error("pages: registry or store", "path", r.URL.Path, "error", err)
 	h.fail(w, r, http.StatusInternalServerError)
 }
 

@@ -65,13 +65,16 @@ func New(r *actions.Registry, p Profile) (*Adapter, error) {
 // [actions.Options].PortableNames to refuse such ids at Register); a
 // schema the profile cannot express at all (a recursive schema, or a
 // $ref that is not a JSON Pointer, under GeminiOpenAPI, which inlines
-// them; a property key outside ^[a-zA-Z0-9_.-]{1,64}$ under Anthropic
-// and AnthropicStrict, which Anthropic refuses with the whole request).
-// The registry's own errors from Tools come back as they are; a registry
+// them). The registry's own errors from Tools come back as they are; a registry
 // other than [actions.Registry] may also give a parameters schema that
 // is not JSON, or a tool name no action id gives ("profiles: ..."
 // errors naming it). A keyword a profile drops is no error: it is a
-// [Loss].
+// [Loss]. Nor is a property key Anthropic refuses (outside
+// ^[a-zA-Z0-9_.-]{1,64}$, which would fail the whole request): under
+// Anthropic and AnthropicStrict it is renamed (each other byte made
+// "_", cut to 64 bytes, a suffix _2, _3, ... against a name taken), with
+// a Loss of keyword "properties" naming both, and RunToolCall names it
+// back.
 func (a *Adapter) Export(opts *actions.ToolOptions) (*Export, error) {
 	defs := a.registry.Definitions()
 	var view actions.ToolOptions
@@ -110,7 +113,11 @@ func (a *Adapter) Export(opts *actions.ToolOptions) (*Export, error) {
 // as they do for a call that leaves the property out. A null the schema
 // accepts is kept. Where branches of anyOf, oneOf or allOf declare the
 // same property, a null is removed when any branch had it made nullable.
-// Other profiles pass the arguments as they are. The first call of an
+// Under Anthropic and AnthropicStrict, each member named with a key
+// the export renamed is named back (along the schema, at any depth), so
+// that the action gets the names its schema declares; a member whose
+// old name the arguments also hold is left as it is. Other profiles
+// pass the arguments as they are. The first call of an
 // action the adapter does not know yet exports every action the registry
 // offers, once; an action that no export shows passes as it is.
 //
@@ -146,6 +153,10 @@ func (a *Adapter) RunToolCall(ctx context.Context, c actions.Call) (actions.Resu
 		if v, ok := a.strictArguments(ctx, id, arguments, limits.MaxParamDepth); ok {
 			c.Params = v
 		}
+	case a.rules.renamesKeys && len(arguments) <= limits.MaxParamBytes:
+		if v, ok := a.renamedArguments(ctx, id, arguments, limits.MaxParamDepth); ok {
+			c.Params = v
+		}
 	}
 	return a.registry.Run(ctx, c)
 }
@@ -167,6 +178,26 @@ func (a *Adapter) strictArguments(ctx context.Context, id string, arguments []by
 		return nil, false
 	}
 	nullToAbsent(t.source, t.nullable, m)
+	return m, true
+}
+
+// renamedArguments decodes arguments and names back the members whose
+// keys the export renamed; ok is false when nothing is to be renamed or
+// the text does not decode.
+func (a *Adapter) renamedArguments(ctx context.Context, id string, arguments []byte, depth int) (map[string]any, bool) {
+	t := a.strictOf(ctx, id)
+	if t == nil || len(t.renamed) == 0 {
+		return nil, false
+	}
+	v, err := ijson.Decode(arguments, depth)
+	if err != nil {
+		return nil, false
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	keysBack(t.source, t.renamed, m)
 	return m, true
 }
 

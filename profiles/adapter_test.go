@@ -139,7 +139,13 @@ func TestBoundRunToolCall(t *testing.T) {
 	require.True(t, ok)
 	assert.LessOrEqual(t, len(res.Text), 1024)
 	require.NotNil(t, b.Bound.NextCall)
-	assert.Equal(t, actions.CursorAt(b.Bound.Kept), b.Bound.NextCall.Params["cursor"])
+	assert.Equal(t, "x", b.Bound.NextCall.Params["tag"], "the next call keeps the other parameters")
+	next, err := json.Marshal(b.Bound.NextCall.Params)
+	require.NoError(t, err)
+	_, err = runToolCall(context.Background(), reg, OpenAIChat, actions.Call{Action: "t-list", Params: string(next)})
+	require.NoError(t, err, "the next call's cursor is accepted")
+	_, err = runToolCall(context.Background(), reg, OpenAIChat, actions.Call{Action: "t-list", Params: `{"tag":"x","cursor":"40"}`})
+	assert.Equal(t, actions.CodeInvalidParameters, actions.CodeOf(err), "a made-up cursor is refused")
 }
 
 // An action that needs an idempotency key says so in every profile.

@@ -2,11 +2,6 @@ package profiles
 
 import (
 	"fmt"
-	"regexp"
-	"sort"
-
-	"github.com/actionreg/actions"
-	"github.com/actionreg/actions/internal/ijson"
 )
 
 // Anthropic Messages tools. Sources, checked 2026-12-01: "Strict tool
@@ -27,54 +22,13 @@ var anthropicFormats = setOf("date-time", "time", "date", "duration", "email",
 // Anthropic's per-request caps on strict tool use.
 var anthropicCaps = strictCaps{tools: 20, optional: 24, unions: 16}
 
-// anthropicKey is the rule Anthropic sets on input_schema property keys:
-// a request with one key outside it is refused whole.
-var anthropicKey = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
-
-// checkAnthropicKeys refuses a schema declaring a property whose key
-// Anthropic refuses, naming the first such key's place in the schema
-// (keys are the schema's own, never a submitted value).
-func checkAnthropicKeys(s map[string]any) error {
-	var bad []string
-	var walk func(v any, ptr string, depth int)
-	walk = func(v any, ptr string, depth int) {
-		if depth > 64 {
-			return
-		}
-		switch x := v.(type) {
-		case map[string]any:
-			if ps, ok := x["properties"].(map[string]any); ok {
-				for n := range ps {
-					if !anthropicKey.MatchString(n) {
-						bad = append(bad, ijson.AppendToken(ijson.AppendToken(ptr, "properties"), n))
-					}
-				}
-			}
-			for k, e := range x {
-				walk(e, ijson.AppendToken(ptr, k), depth+1)
-			}
-		case []any:
-			for i, e := range x {
-				walk(e, ijson.AppendIndex(ptr, i), depth+1)
-			}
-		}
-	}
-	walk(s, "", 0)
-	if len(bad) == 0 {
-		return nil
-	}
-	sort.Strings(bad)
-	return refusef(actions.CodeConstraintViolation, "the profile cannot express the schema",
-		actions.Issue{Path: "/parameters" + bad[0], Keyword: "properties", Message: fmt.Sprintf("Anthropic refuses a request whose tool schema has a property key outside ^[a-zA-Z0-9_.-]{1,64}$; %d such key(s), the first at this path", len(bad))})
-}
-
 func anthropicRules(p Profile) *profileRules {
 	r := &profileRules{
-		profile:   p,
-		maxName:   64,
-		checkKeys: checkAnthropicKeys,
-		plain:     nil, // a plain input_schema takes JSON Schema as it is
-		why:       "left out: the provider does not take it",
+		profile:     p,
+		maxName:     64,
+		renamesKeys: true,
+		plain:       nil, // a plain input_schema takes JSON Schema as it is
+		why:         "left out: the provider does not take it",
 		wire: func(name, desc string, s map[string]any, strict bool) map[string]any {
 			t := map[string]any{"name": name, "input_schema": s}
 			if desc != "" {

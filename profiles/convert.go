@@ -487,9 +487,9 @@ type profileRules struct {
 	profile Profile
 	// maxName is the longest tool name the provider accepts.
 	maxName int
-	// checkKeys, if set, refuses a schema whose property keys the
-	// provider refuses.
-	checkKeys func(s map[string]any) error
+	// renamesKeys renames the property keys the provider refuses
+	// (Anthropic), and names them back when a call comes in.
+	renamesKeys bool
 	// maxDescription is the longest tool description, in characters,
 	// the provider accepts (0: no limit).
 	maxDescription int

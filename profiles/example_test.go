@@ -217,3 +217,33 @@ func ExampleCheckPortableName() {
 	// <nil>
 	// constraint_violation: invalid action id: /id the tool name has 66 characters, more than the 64 AI providers accept
 }
+
+// A host with many actions pins the few a conversation starts with and
+// lets the provider's tool search find the rest.
+func ExampleAdapter_ExportDeferred() {
+	reg := orderRegistry()
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/list_items", Description: "Lists the items.", Effect: actions.EffectRead},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
+	a, err := profiles.New(reg, profiles.Anthropic)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	e, err := a.ExportDeferred(nil, profiles.Deferral{Pinned: []string{"shop/list_items"}, Search: profiles.SearchAnthropicBM25})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, t := range e.Tools {
+		fmt.Println(t["name"], t["defer_loading"] == true)
+	}
+	// Without a search tool, deferred tools would be refused by the
+	// provider: the export is refused instead.
+	_, err = a.ExportDeferred(nil, profiles.Deferral{Pinned: []string{"shop/list_items"}})
+	fmt.Println(errors.Is(err, actions.CodeConstraintViolation))
+	// Output:
+	// shop-list_items false
+	// shop-order true
+	// tool_search_tool_bm25 false
+	// true
+}

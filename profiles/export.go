@@ -64,8 +64,13 @@ type exported struct {
 	// accepted null already, keyed as nullable.
 	keptNull map[string]bool
 	// source is the MCP inputSchema the tool was converted from, which
-	// the pointers of nullable lead into.
+	// the pointers of nullable and renamed lead into (under Anthropic,
+	// with its keys renamed).
 	source map[string]any
+	// renamed holds, for a tool whose property keys the provider
+	// refuses, "pointer\x00new name" → the key's name in the action's
+	// schema.
+	renamed map[string]string
 }
 
 // exportOne builds the tool of action id for rules from its MCP tool
@@ -93,10 +98,10 @@ func exportOne(rules *profileRules, id string, mcp *actions.Tool, doc map[string
 		return t, nil
 	}
 	in := mcp.InputSchema
-	if rules.checkKeys != nil {
-		if err := rules.checkKeys(in); err != nil {
-			return nil, err
-		}
+	var renames []keyRename
+	if rules.renamesKeys {
+		in, t.renamed, renames = renameKeys(in)
+		t.source = in
 	}
 	if all, ok := doc["allOf"]; ok && (rules.profile == Gemini || rules.profile == GeminiOpenAPI) {
 		// Gemini refuses a required name that no property declares: the
@@ -119,7 +124,10 @@ func exportOne(rules *profileRules, id string, mcp *actions.Tool, doc map[string
 			base = append(base, *cut)
 		}
 	}
-	t.losses = append(base, c.losses...)
+	for i := range c.losses {
+		c.losses[i].Pointer = sourcePointer(c.losses[i].Pointer, renames)
+	}
+	t.losses = append(append(base, renameLosses(id, renames)...), c.losses...)
 	sortLosses(t.losses)
 	t.wire = rules.wire(mcp.Name, desc, s, t.strict)
 	return t, nil

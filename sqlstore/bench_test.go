@@ -168,7 +168,7 @@ func memoryDB(b *testing.B) *dbtest.DB {
 // it: t/set (one row's update) on SQLite in memory, in a transaction the
 // host opens with its record kept by the in-memory RunLog (tx-runlog, the
 // peer), and through sqlstore.Store, the same transaction holding the
-// record's insert (store). Issue 31 asks store ≤ 1.3× tx-runlog.
+// record's insert (store). The target: store ≤ 1.3× tx-runlog.
 func BenchmarkCallMemory(b *testing.B) {
 	params := []byte(`{"k":"a","v":1.5}`)
 	ctx := context.Background()
@@ -201,7 +201,7 @@ func BenchmarkCallMemory(b *testing.B) {
 
 // BenchmarkBatchMemory runs batches of t/set through the store on SQLite
 // in memory, each batch one transaction; ns/step is the time per step.
-// Issue 31 asks steps=1000 ≤ 1.2× steps=10 per step.
+// The target: steps=1000 ≤ 1.2× steps=10 per step.
 func BenchmarkBatchMemory(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range []int{10, 1000} {

@@ -47,7 +47,7 @@ func planOf(ctx context.Context) cancelPlan {
 	return p
 }
 
-// TestCancelledCallsReportWhatWasKept (issue 25, item 11): calls whose
+// TestCancelledCallsReportWhatWasKept: calls whose
 // context ends after their body and before the commit (in the body,
 // after the records are appended, or at a random moment, the commit
 // included) are undone, and the record OnRecord receives says so: a

@@ -10,9 +10,8 @@
 // ([Store.Atomic]):
 //
 //  1. a transaction begins (serializable by default), carried by the
-//     context the registry's Env, resolver, bodies and pending store
-//     receive: [Tx] returns it, and an Env builder puts it in the
-//     environment the bodies see;
+//     context the registry's resolver, bodies and pending store
+//     receive: [Tx] returns it;
 //  2. the registry checks and runs the call (or the whole batch, or the
 //     confirmed change);
 //  3. done, or held for confirmation: the records are appended in the

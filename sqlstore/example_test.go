@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -119,4 +120,59 @@ func ExampleOpenSQLite() {
 	fmt.Println(len(recs), recs[0].Entry.Action, recs[0].Entry.Result)
 	// Output:
 	// 1 t/echo {"a":1}
+}
+
+// The records of one pending change (held, then confirmed), and the
+// calls that touched no change at all.
+func ExampleFilter_stages() {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file::memory:")
+	if err != nil {
+		panic(err)
+	}
+	db.SetMaxOpenConns(1) // each connection to :memory: is a database of its own
+	defer db.Close()
+	store, err := sqlstore.New(db, sqlstore.SQLite, nil)
+	if err != nil {
+		panic(err)
+	}
+	if err := store.Migrate(ctx); err != nil {
+		panic(err)
+	}
+	reg := actions.NewRegistry(&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: store.Pending()}})
+	body := func(context.Context, map[string]any, *actions.Trace) (any, error) { return "ok", nil }
+	reg.MustRegister(
+		actions.New(actions.Definition{ID: "stock/count", Effect: actions.EffectRead, Parameters: `{"type":"object"}`}, body),
+		actions.New(actions.Definition{ID: "stock/purge", Effect: actions.EffectDelete, NeedsConfirmation: true, Parameters: `{"type":"object"}`}, body),
+	)
+	ana := &actions.Caller{Principal: "ana", Surface: actions.SurfaceUI}
+	_, _ = reg.Run(ctx, actions.Call{Action: "stock/count", Caller: ana})
+	_, err = reg.Run(ctx, actions.Call{Action: "stock/purge", Caller: ana})
+	var held *actions.Refusal
+	if !errors.As(err, &held) || held.Pending == nil {
+		panic(err)
+	}
+	id := held.Pending.ID
+	if _, err := reg.Decide(ctx, actions.Decision{Change: id, Confirm: true, Caller: ana}); err != nil {
+		panic(err)
+	}
+
+	recs, err := store.Read(ctx, sqlstore.Filter{PendingChange: id, Newest: true})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range recs {
+		fmt.Println(r.Seq, r.Entry.Action, r.Audit.Stage, r.Entry.Outcome)
+	}
+	recs, err = store.Read(ctx, sqlstore.Filter{Stages: []actions.Stage{""}})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range recs {
+		fmt.Println(r.Seq, r.Entry.Action, "no stage")
+	}
+	// Output:
+	// 3 stock/purge confirmed done
+	// 2 stock/purge held refused
+	// 1 stock/count no stage
 }

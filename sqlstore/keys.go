@@ -42,7 +42,11 @@ const keysIndex = `CREATE INDEX IF NOT EXISTS actions_keys_expires ON actions_ke
 //   - otherwise it claims the key by inserting the row (an expired row is
 //     deleted first), then runs fn; when the unit commits, the row's
 //     answer is written and commits with the unit's changes and records;
-//     when it does not, the claim is rolled back with them.
+//     when it does not, the claim is rolled back with them, and when the
+//     unit says Keep (a body started), the key's row is written with its
+//     answer in the transaction that writes its rolled-back records (a
+//     row written meanwhile by a retry that found no claim stays; see
+//     docs/database.md for that window).
 //
 // A replica whose insert meets a claim not yet committed waits for that
 // transaction, on PostgreSQL at most k.Wait (lock_timeout; then
@@ -81,6 +85,8 @@ func (s *Store) AtomicOnce(ctx context.Context, k actions.UnitKey, fn func(ctx c
 			}
 		}
 		return u
+	}, func(ctx context.Context, tx *sql.Tx, u actions.Unit) error {
+		return s.keepKey(ctx, tx, k, unit, u.Answer)
 	})
 	if answered != nil && err == nil {
 		return recs, answered, nil
@@ -111,7 +117,7 @@ func (s *Store) lookupKey(ctx context.Context, tx *sql.Tx, k actions.UnitKey) (r
 	if err := json.Unmarshal([]byte(answer), &rec.Answer); err != nil {
 		return nil, actions.Unit{Err: fmt.Errorf("sqlstore: the answer of an idempotency key does not decode: %w", err)}, true
 	}
-	rows, err := s.Read(ctx, Filter{Unit: unit})
+	rows, err := s.Read(ctx, Filter{Unit: unit, Kept: KeptAndUndone}) // a kept unit's records are rolled back
 	if err != nil {
 		return nil, actions.Unit{Err: err}, true
 	}
@@ -171,7 +177,26 @@ func (s *Store) recordKey(ctx context.Context, tx *sql.Tx, k actions.UnitKey, un
 	_, err = tx.ExecContext(ctx, "INSERT INTO actions_keys (principal, action, idem_key, digest, expires, unit, answer) VALUES ("+
 		s.param(1)+", "+s.param(2)+", "+s.param(3)+", "+s.param(4)+", "+s.param(5)+", "+s.param(6)+", "+s.param(7)+
 		") ON CONFLICT (principal, action, idem_key) DO UPDATE SET digest = excluded.digest, expires = excluded.expires, unit = excluded.unit, answer = excluded.answer",
-		k.Principal, k.Action, k.Key, k.Digest, k.Expires.UnixMicro(), unit, string(text))
+		k.Principal, k.Action, k.Key, k.Digest, k.Until(a).UnixMicro(), unit, string(text))
+	return err
+}
+
+// keepKey records under k the answer of a unit that did not commit but
+// is kept ([actions.Unit].Keep), in the transaction that writes its
+// rolled-back records, after the unit's own transaction (and its claim)
+// rolled back. A row another unit wrote meanwhile (a retry that found no
+// claim in that window and ran) stays: its outcome is the key's; an
+// expired row is replaced.
+func (s *Store) keepKey(ctx context.Context, tx *sql.Tx, k actions.UnitKey, unit string, a actions.Answer) error {
+	text, err := actions.CanonicalJSON(a)
+	if err != nil {
+		return fmt.Errorf("sqlstore: the answer of an idempotency key: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO actions_keys (principal, action, idem_key, digest, expires, unit, answer) VALUES ("+
+		s.param(1)+", "+s.param(2)+", "+s.param(3)+", "+s.param(4)+", "+s.param(5)+", "+s.param(6)+", "+s.param(7)+
+		") ON CONFLICT (principal, action, idem_key) DO UPDATE SET digest = excluded.digest, expires = excluded.expires, unit = excluded.unit, answer = excluded.answer"+
+		" WHERE actions_keys.expires <= "+s.param(8),
+		k.Principal, k.Action, k.Key, k.Digest, k.Until(a).UnixMicro(), unit, string(text), k.Now.UnixMicro())
 	return err
 }
 

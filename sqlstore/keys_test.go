@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -450,4 +451,179 @@ func normalise(v any) any {
 		return err
 	}
 	return out
+}
+
+// TestKeyKeptWhateverTheOutcome: a keyed call whose body ran (charging a
+// card: an effect no rollback undoes) and whose call was then refused
+// (timeout, output_invalid, result_too_large, the body's own error) keeps
+// its key and outcome: three retries get that outcome, the body ran once,
+// and the unit's writes were undone.
+func TestKeyKeptWhateverTheOutcome(t *testing.T) {
+	cases := []struct {
+		name string
+		def  actions.Definition
+		// body's result after the charge; wait: the body waits for its
+		// context to end.
+		result any
+		err    error
+		wait   bool
+		code   actions.Code
+	}{
+		{name: "timeout", def: actions.Definition{Timeout: time.Millisecond}, wait: true, code: actions.CodeTimeout},
+		{name: "output_invalid", def: actions.Definition{OutputSchema: `{"type":"object","required":["receipt"]}`}, result: map[string]any{"charged": 1}, code: actions.CodeOutputInvalid},
+		{name: "result_too_large", def: actions.Definition{MaxResultBytes: 20}, result: map[string]any{"charged": strings.Repeat("x", 100)}, code: actions.CodeResultTooLarge},
+		{name: "body_error", err: errors.New("the bank hung up"), code: actions.CodeInternal},
+		{name: "body_refusal", err: actions.NewRefusal("card_declined", "the card was declined"), code: "card_declined"},
+	}
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		s, err := sqlstore.New(db.DB, db.Dialect, nil)
+		require.NoError(t, err)
+		require.NoError(t, s.Migrate(context.Background()))
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				var card atomic.Int64 // charges outside the database
+				reg := actions.NewRegistry(&actions.Options{Store: s})
+				def := c.def
+				def.ID, def.Parameters, def.NeedsIdempotencyKey = "shop/pay", `{"type":"object"}`, true
+				reg.MustRegister(actions.Action{Definition: def, Run: func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+					card.Add(1)
+					if _, err := txOf(ctx).ExecContext(ctx, "INSERT INTO charges (amount) VALUES ('7')"); err != nil {
+						return nil, err
+					}
+					if c.wait {
+						<-ctx.Done()
+						return nil, ctx.Err()
+					}
+					return c.result, c.err
+				}})
+				before := chargeCount(t, db)
+				call := actions.Call{Action: "shop/pay", Caller: ann, IdempotencyKey: "pay-" + c.name}
+				for i := range 4 {
+					_, err := reg.Run(context.Background(), call)
+					require.Error(t, err, "call %d", i)
+					assert.Equal(t, c.code, actions.CodeOf(err), "call %d", i)
+				}
+				assert.Equal(t, int64(1), card.Load(), "the body ran once")
+				assert.Equal(t, before, chargeCount(t, db), "the unit's writes were undone")
+				undone, err := s.Read(context.Background(), sqlstore.Filter{Kept: sqlstore.UndoneOnly, Action: "shop/pay"})
+				require.NoError(t, err)
+				var lines int
+				for _, r := range undone {
+					if r.Audit.IdempotencyKey == call.IdempotencyKey && r.Audit.Answered != "" {
+						lines++
+					}
+				}
+				assert.Equal(t, 3, lines, "one audit line per retry")
+			})
+		}
+	})
+}
+
+// TestKeyRetryPassesTheGate: a retry the store answers from the record
+// passes the gate first, as any call: 40 keyed retries against Rate 1/s,
+// Burst 2 (a clock that does not move) are limited, and so is a fresh
+// call after them; a caller who lost the capability is refused; the
+// body ran once.
+func TestKeyRetryPassesTheGate(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		name := "in-process buckets"
+		if shared {
+			name = "shared buckets"
+		}
+		t.Run(name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+				s, err := sqlstore.New(db.DB, db.Dialect, nil)
+				require.NoError(t, err)
+				require.NoError(t, s.Migrate(context.Background()))
+				clock := &keyClock{t: time.Unix(1e9, 0)}
+				gate := &actions.GateOptions{Rate: 1, Burst: 2, Now: clock.now}
+				if shared {
+					gate.Limiter = s.RateLimits()
+				}
+				reg := actions.NewRegistry(&actions.Options{Store: s, Gate: gate})
+				var runs atomic.Int64
+				reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/pay", Parameters: `{"type":"object"}`, Capability: "pay"},
+					Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }})
+				payer := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI, Capabilities: []string{"pay"}}
+				call := actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "pay-1"}
+				_, err = reg.Run(context.Background(), call)
+				require.NoError(t, err)
+				answered, limited := 0, 0
+				for range 40 {
+					_, err := reg.Run(context.Background(), call)
+					switch actions.CodeOf(err) {
+					case "":
+						answered++
+					case actions.CodeRateLimited:
+						limited++
+					default:
+						t.Fatalf("unexpected %v", err)
+					}
+				}
+				assert.Equal(t, 1, answered, "the burst's second call")
+				assert.Equal(t, 39, limited)
+				_, err = reg.Run(context.Background(), actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "pay-2"})
+				require.ErrorIs(t, err, actions.CodeRateLimited, "the retries counted")
+
+				clock.add(time.Hour)
+				lost := *payer
+				lost.Capabilities = nil
+				call.Caller = &lost
+				_, err = reg.Run(context.Background(), call)
+				require.ErrorIs(t, err, actions.CodeUnknownAction, "the caller may no longer call")
+				assert.Equal(t, int64(1), runs.Load())
+			})
+		})
+	}
+}
+
+// TestKeyHeldCallExpired: a keyed held call's retry gets the same receipt
+// while its pending change lives; once the change expired, the retry is
+// not answered with the dead receipt: it is held anew, with a receipt a
+// person can decide.
+func TestKeyHeldCallExpired(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		var runs atomic.Int64
+		clock := &keyClock{t: time.Unix(1e9, 0)}
+		rp := newKeyReplica(t, db, false, clock, &runs, nil)
+		// A change that waits an hour: it dies well within the key's window.
+		rp.reg = actions.NewRegistry(&actions.Options{Store: rp.s,
+			Gate: &actions.GateOptions{Pending: rp.s.Pending(), Now: clock.now, PendingFor: time.Hour}})
+		rp.reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/refund", Parameters: `{"type":"object"}`, NeedsConfirmation: true},
+			Run: func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+				_, err := txOf(ctx).ExecContext(ctx, "INSERT INTO charges (amount) VALUES ('4')")
+				return "refunded", err
+			}})
+		ctx := context.Background()
+		call := actions.Call{Action: "shop/refund", Params: map[string]any{"amount": 4}, Caller: ann, IdempotencyKey: "refund-late"}
+		_, err := rp.reg.Run(ctx, call)
+		var held *actions.Refusal
+		require.ErrorAs(t, err, &held)
+		require.NotNil(t, held.Pending)
+		require.True(t, held.Pending.Expires.Before(clock.now().Add(24*time.Hour)), "the change expires within the key's window")
+
+		clock.add(held.Pending.Expires.Sub(clock.now()) - time.Microsecond)
+		_, err = rp.reg.Run(ctx, call)
+		var again *actions.Refusal
+		require.ErrorAs(t, err, &again)
+		require.NotNil(t, again.Pending)
+		assert.Equal(t, held.Pending.ID, again.Pending.ID, "the same receipt while the change lives")
+
+		clock.add(time.Microsecond)
+		_, err = rp.reg.PendingChange(ctx, held.Pending.ID, ann)
+		require.ErrorIs(t, err, actions.CodeUnknownChange, "the change expired")
+		_, err = rp.reg.Run(ctx, call)
+		var fresh *actions.Refusal
+		require.ErrorAs(t, err, &fresh)
+		require.NotNil(t, fresh.Pending)
+		assert.NotEqual(t, held.Pending.ID, fresh.Pending.ID, "not the dead receipt")
+		_, err = rp.reg.Decide(ctx, actions.Decision{Change: fresh.Pending.ID, Confirm: true, Caller: ann})
+		require.NoError(t, err, "the new receipt can be decided")
+		assert.Equal(t, 1, chargeCount(t, db))
+		_, err = rp.reg.Run(ctx, call)
+		require.NoError(t, err, "the retry gets the confirmed answer")
+		assert.Equal(t, 1, chargeCount(t, db))
+	})
 }

@@ -75,7 +75,29 @@ var migrations = []migration{
 		sqlite:  []string{keysTable("INTEGER"), keysIndex, rateTable("INTEGER")},
 		pg:      []string{keysTable("BIGINT"), keysIndex, rateTable("BIGINT")},
 	},
+	{
+		// The log is read by stage (Audit.Stage) and by pending change:
+		// the stage gets a column of its own, filled in from the audit
+		// of the records written before it.
+		version: 5,
+		sqlite: []string{
+			stageColumn,
+			`UPDATE actions_run_log SET stage = COALESCE(json_extract(audit, '$.stage'), '') WHERE audit LIKE '%"stage":%'`,
+			stageIndex, pendingChangeIndex,
+		},
+		pg: []string{
+			stageColumn,
+			`UPDATE actions_run_log SET stage = COALESCE(audit::jsonb ->> 'stage', '') WHERE audit LIKE '%"stage":%'`,
+			stageIndex, pendingChangeIndex,
+		},
+	},
 }
+
+const (
+	stageColumn        = `ALTER TABLE actions_run_log ADD COLUMN stage TEXT NOT NULL DEFAULT ''`
+	stageIndex         = `CREATE INDEX IF NOT EXISTS actions_run_log_stage ON actions_run_log (stage, seq)`
+	pendingChangeIndex = `CREATE INDEX IF NOT EXISTS actions_run_log_pending_change ON actions_run_log (pending_change, seq)`
+)
 
 const pendingPrincipalIndex = `CREATE INDEX IF NOT EXISTS actions_pending_principal ON actions_pending (principal)`
 
@@ -100,7 +122,7 @@ var indexes = []string{
 // SchemaVersion is the version of the store's tables that this package
 // writes and reads: the last step of migrations (a new step raises it
 // too, or the next Migrate refuses the schema the previous one wrote).
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Migrate creates the store's tables and indexes, or brings them to
 // [SchemaVersion], in one transaction. It is idempotent: run it at every

@@ -287,7 +287,7 @@ func (s *Store) append(ctx context.Context, tx *sql.Tx, own bool, unit string, r
 				return err
 			}
 			args = append(args, now, unit, start+k, s.opts.Origin, r.Entry.Action, string(r.Entry.Outcome),
-				string(r.Entry.Error), r.RolledBack, principal, surface, pendingChange, audit, string(text))
+				string(r.Entry.Error), r.RolledBack, principal, surface, pendingChange, string(r.Audit.Stage), audit, string(text))
 		}
 		if stmt := s.insert.Load(); len(chunk) == 1 && own && stmt != nil {
 			if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...); err != nil {
@@ -322,6 +322,12 @@ func (s *Store) Write(ctx context.Context, unit string, recs ...actions.Record) 
 
 // write is Write for a caller that holds its slot in the queue.
 func (s *Store) write(ctx context.Context, unit string, recs ...actions.Record) error {
+	return s.writeWith(ctx, unit, nil, recs...)
+}
+
+// writeWith is write, running extra (when not nil) in the same
+// transaction after the records are appended.
+func (s *Store) writeWith(ctx context.Context, unit string, extra func(ctx context.Context, tx *sql.Tx) error, recs ...actions.Record) error {
 	return s.retry(ctx, func(int) error {
 		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation})
 		if err != nil {
@@ -330,6 +336,12 @@ func (s *Store) write(ctx context.Context, unit string, recs ...actions.Record) 
 		if err := s.append(ctx, tx, true, unit, recs...); err != nil {
 			_ = tx.Rollback()
 			return err
+		}
+		if extra != nil {
+			if err := extra(ctx, tx); err != nil {
+				_ = tx.Rollback()
+				return err
+			}
 		}
 		return tx.Commit()
 	})
@@ -346,14 +358,14 @@ const serialLockKey int64 = 0x616374696f6e75
 const migrateLockKey int64 = 0x616374696f6e74
 
 const (
-	columnsPerRow    = 13
+	columnsPerRow    = 14
 	maxRowsPerInsert = 500
 )
 
 // insertQuery is the insert of n records.
 func (s *Store) insertQuery(n int) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO actions_run_log (recorded_at, unit, position, origin, action, outcome, error, rolled_back, principal, surface, pending_change, audit, entry) VALUES ")
+	b.WriteString("INSERT INTO actions_run_log (recorded_at, unit, position, origin, action, outcome, error, rolled_back, principal, surface, pending_change, stage, audit, entry) VALUES ")
 	p := 0
 	for i := range n {
 		if i > 0 {
@@ -418,6 +430,14 @@ type Filter struct {
 	Origin string
 	// Principal keeps the calls of this principal (Audit.Caller).
 	Principal string
+	// Stages keeps the records whose Audit.Stage is one of these: calls
+	// held for confirmation (actions.StageHeld), confirmed or rejected.
+	// An empty stage in the list stands for the calls that touched no
+	// pending change. Nil or empty: any stage.
+	Stages []actions.Stage
+	// PendingChange keeps the records of the calls that were held as,
+	// confirmed or rejected this pending change (Audit.PendingChange).
+	PendingChange string
 	// Kept keeps committed records (the default), rolled-back ones, or
 	// both.
 	Kept Kept
@@ -496,12 +516,21 @@ func (f Filter) where(param func(int) string) (string, []any) {
 		{f.Unit != "", "unit = ?", f.Unit},
 		{f.Origin != "", "origin = ?", f.Origin},
 		{f.Principal != "", "principal = ?", f.Principal},
+		{f.PendingChange != "", "pending_change = ?", f.PendingChange},
 		{f.Kept == KeptOnly, "rolled_back = ?", false},
 		{f.Kept == UndoneOnly, "rolled_back = ?", true},
 	} {
 		if c.set {
 			add(c.cond, c.v)
 		}
+	}
+	if len(f.Stages) > 0 {
+		ins := make([]string, len(f.Stages))
+		for i, st := range f.Stages {
+			args = append(args, string(st))
+			ins[i] = param(len(args))
+		}
+		conds = append(conds, "stage IN ("+strings.Join(ins, ", ")+")")
 	}
 	if len(conds) == 0 {
 		return "", nil

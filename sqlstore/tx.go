@@ -80,11 +80,10 @@ func (s *Store) wait(ctx context.Context, n int) error {
 type txKey struct{}
 
 // Tx returns the transaction of the unit that ctx belongs to: the context
-// the registry's Env, its resolver, a body and an [actions.PendingStore]
-// receive while [Store.Atomic] runs a unit carries it, and so does the
-// context [Store.View] gives. It is the one way a body reaches the
-// transaction: an Env builder typically puts it in the environment. ok
-// is false outside a unit.
+// the registry's resolver, a body and an [actions.PendingStore] receive
+// while [Store.Atomic] runs a unit carries it, and so does the context
+// [Store.View] gives. It is the one way a body reaches the transaction.
+// ok is false outside a unit.
 func Tx(ctx context.Context) (tx *sql.Tx, ok bool) {
 	tx, ok = ctx.Value(txKey{}).(*sql.Tx)
 	return tx, ok
@@ -118,7 +117,7 @@ const rolledBackTimeout = 10 * time.Second
 // When ctx ends before the commit is sent (in a body, in BeforeCommit),
 // the unit is undone and its records are marked rolled back; once the
 // commit is sent, ctx no longer interrupts it, so the records given back
-// say what the database kept (issue 25, item 11): never rolled back for
+// say what the database kept: never rolled back for
 // a change that was kept, nor done for one that was not.
 //
 // It returns the records as kept and the unit's error, or the database's
@@ -129,11 +128,13 @@ func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) actions
 	if err := s.made(); err != nil {
 		return nil, err
 	}
-	return s.atomic(ctx, NewUnit(), fn)
+	return s.atomic(ctx, NewUnit(), fn, nil)
 }
 
-// atomic is Atomic for the unit id unit.
-func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
+// atomic is Atomic for the unit id unit. keep, when not nil, writes
+// what a unit that did not commit but says Keep leaves (its key), in the
+// transaction that writes its rolled-back records.
+func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit, keep func(ctx context.Context, tx *sql.Tx, u actions.Unit) error) ([]actions.Record, error) {
 	for attempt := 1; ; attempt++ {
 		if err := s.writers.enter(ctx); err != nil {
 			return nil, err
@@ -162,9 +163,13 @@ func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Con
 		for i := range u.Records {
 			u.Records[i].RolledBack = true
 		}
-		if len(u.Records) > 0 {
+		if len(u.Records) > 0 || (u.Keep && keep != nil) {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rolledBackTimeout)
-			werr := s.write(wctx, unit, u.Records...)
+			var extra func(ctx context.Context, tx *sql.Tx) error
+			if u.Keep && keep != nil {
+				extra = func(ctx context.Context, tx *sql.Tx) error { return keep(ctx, tx, u) }
+			}
+			werr := s.writeWith(wctx, unit, extra, u.Records...)
 			cancel()
 			if werr != nil {
 				err = errors.Join(err, werr)

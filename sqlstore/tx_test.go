@@ -280,7 +280,7 @@ func assertNeither(t *testing.T, db *dbtest.DB, s *sqlstore.Store, before string
 
 // assertUndone checks that the records a unit gave back, and those
 // OnRecord saw, are n and all marked rolled back: nothing reports a
-// change that was not kept (issue 25, item 11).
+// change that was not kept.
 func assertUndone(t *testing.T, res actions.Result, seen []actions.Record, n int) {
 	t.Helper()
 	require.Len(t, res.Records, n, "the result's records")

@@ -88,10 +88,11 @@ func definitions(m *Model) []actions.Action {
 		actions.Typed(actions.Definition{
 			ID: "supply/list_actors", Title: "List actors", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Lists the actors of the supply chain, sorted by id, with their names in one language, a page at a time: call again with the cursor an answer gives (next, or nextCall when the answer was bounded) for the next page.",
-			// The schema adds the page's bounds and the cursor's pattern
+			// The schema adds the page's bounds and the cursor
 			// to what listActorsParams' tags say (enums, default), which
 			// Register checks it against.
 			Parameters: listActorsSchema,
+			PageKey:    "id",
 		}, withEnv(m, listActors)),
 		actions.Typed(actions.Definition{
 			ID: "supply/get_actor", Title: "Get an actor", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
@@ -241,23 +242,21 @@ const actorViewSchema = `{"type": "object", "required": ["key", "id", "type", "d
 	"properties": {"key": {"type": "string"}, "id": {"type": "string"}, "type": {"type": "string"},
 		"display_name": {"type": "object", "additionalProperties": {"type": "string"}}}}`
 
-// listActors gives one page of the actors ([actions.Page]): the
-// registry cuts a page over its result bound and gives the cursor of the
-// first actor left out, through the same cursor parameter.
+// listActors gives one page of the actors ([actions.Page]), by key: its
+// cursor stands for the id of the last actor given, and the query reads
+// one more than a page to know whether more follow. The registry cuts a
+// page over its result bound and goes on from the last actor kept (the
+// action's PageKey names the id member).
 func listActors(ctx context.Context, p listActorsParams, env *Env) (actions.Page[actorSummary], error) {
-	all, err := env.Model.Actors(ctx, p.Type)
+	rows, err := env.Model.ActorsAfter(ctx, p.Type, p.Cursor, p.Limit+1)
 	if err != nil {
 		return actions.Page[actorSummary]{}, err
 	}
-	page, err := actions.Paginate(all, p.Cursor, p.Limit)
-	if err != nil {
-		return actions.Page[actorSummary]{}, err
+	items := make([]actorSummary, 0, len(rows))
+	for _, a := range rows {
+		items = append(items, actorSummary{Key: a.Key, ID: a.ID, Type: a.Type, Name: nameIn(a, p.Lang, env.Model)})
 	}
-	list := actions.Page[actorSummary]{Items: make([]actorSummary, 0, len(page.Items)), Next: page.Next}
-	for _, a := range page.Items {
-		list.Items = append(list.Items, actorSummary{Key: a.Key, ID: a.ID, Type: a.Type, Name: nameIn(a, p.Lang, env.Model)})
-	}
-	return list, nil
+	return actions.PageAfter(items, p.Limit, func(a actorSummary) string { return a.ID }), nil
 }
 
 func getActor(ctx context.Context, p actorParams, env *Env) (*actorDetail, error) {

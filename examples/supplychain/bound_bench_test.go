@@ -45,7 +45,7 @@ func seedActors(n int) []byte {
 	return data
 }
 
-// BenchmarkListBatch1000 is issue 29's measure: one run_batch request of
+// BenchmarkListBatch1000 is the bounded results' measure: one run_batch request of
 // 1,000 supply/list_actors steps (each asking for 500 actors a page) over
 // MCP, on the example host with 500 actors in SQLite, with the default
 // limits. It reports the peak heap in use while the batch runs, the

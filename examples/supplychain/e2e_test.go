@@ -21,7 +21,7 @@ import (
 	"github.com/actionreg/actions/sqlstore"
 )
 
-// The end-to-end tests of issue 23 ("Tests:"), on the example host's own
+// The end-to-end tests, on the example host's own
 // registry (NewRegistry on OpenModel: sqlstore.Store as its Store, the
 // gate's pending changes in the same database) and on each engine: SQLite
 // in memory, SQLite in a file, and PostgreSQL (skipped, saying so, when
@@ -278,7 +278,7 @@ func (h *host) connect(t *testing.T, version string, elicit func(context.Context
 	return cs
 }
 
-// TestEndToEnd runs the scenarios of issue 23 in order on one database
+// TestEndToEnd runs the end-to-end scenarios in order on one database
 // per engine, each ending with a replay of the whole log so far.
 func TestEndToEnd(t *testing.T) {
 	eachEngine(t, []engine{sqliteMemory, sqliteFile, postgres}, func(t *testing.T, eng engine) {

@@ -220,7 +220,7 @@ func exerciseServer(t *testing.T, cs *mcp.ClientSession) {
 	assert.True(t, res.IsError, "a name two actors share is refused")
 	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, "/actor [ref]")
 	// A refusal is structured data on every tool, an output schema or
-	// not (issue 23, item 5); the listed output schema admits it.
+	// not; the listed output schema admits it.
 	assert.Equal(t, "invalid_parameters", refusalCode(t, res), "the refusal's structuredContent")
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "supply-create_actor", Arguments: map[string]any{"id": "lyon_plant", "display_name": "Lyon"}})

@@ -377,10 +377,23 @@ func (m *Model) Actor(ctx context.Context, key string) (Actor, bool, error) {
 
 // Actors returns the actors of a type ("" for all), sorted by id.
 func (m *Model) Actors(ctx context.Context, typ string) ([]Actor, error) {
-	if typ == "" {
-		return m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors ORDER BY id")
+	return m.ActorsAfter(ctx, typ, "", 0)
+}
+
+// ActorsAfter lists at most limit actors (limit <= 0: all) of type typ
+// ("" for every type) whose id sorts after after ("" for the first), by
+// id: a keyset page, which a table changing between pages neither
+// shifts nor repeats.
+func (m *Model) ActorsAfter(ctx context.Context, typ, after string, limit int) ([]Actor, error) {
+	q, args := "SELECT actor_key, id, type, display_name FROM sc_actors WHERE id > ?", []any{after}
+	if typ != "" {
+		q, args = q+" AND type = ?", append(args, typ)
 	}
-	return m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors WHERE type = ? ORDER BY id", typ)
+	q += " ORDER BY id"
+	if limit > 0 {
+		q, args = q+" LIMIT ?", append(args, limit)
+	}
+	return m.actors(ctx, q, args...)
 }
 
 // CreateActor adds an actor and returns it with its new key; errIDTaken

@@ -17,12 +17,12 @@ import (
 // sign-in. The editor reads the whole run log; the viewer only their own
 // calls.
 func newPages(reg *actions.Registry, model *Model) (http.Handler, error) {
-	backend := &pages.SQL{
-		Registry: reg,
-		Store:    model.Store(),
-		SeesAll:  func(who *actions.Caller) bool { return slices.Contains(who.Capabilities, capWrite) },
-	}
-	h, err := pages.New(backend, pageCaller, &pages.Options{Base: "/ui", Title: "Supply chain"})
+	h, err := pages.New(reg, model.Store(), &pages.Options{
+		Caller:  pageCaller,
+		SeesAll: func(who *actions.Caller) bool { return slices.Contains(who.Capabilities, capWrite) },
+		Base:    "/ui",
+		Title:   "Supply chain",
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func TestToolsAgainstMCPSchemas(t *testing.T) {
 }
 
 // TestListActorsSchema: list_actors' schema is the one it declares (the
-// page's bounds, the cursor's pattern), which Register checked against
+// page's bounds, the cursor), which Register checked against
 // what listActorsParams' tags say (the enum of type, the enum and default
 // of lang, the default limit): a schema that disagreed would be refused.
 func TestListActorsSchema(t *testing.T) {
@@ -68,7 +68,7 @@ func TestListActorsSchema(t *testing.T) {
 			"type": {"enum": ["plant", "warehouse", "depot", "supplier"], "description": "Only actors of this type."},
 			"lang": {"type": "string", "enum": ["en", "fr"], "default": "en", "description": "The language of the names."},
 			"limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 100, "description": "At most this many actors per page."},
-			"cursor": {"type": "string", "pattern": "^[0-9]{1,10}$", "description": "Where to start: give the cursor a previous answer's next or nextCall holds; leave it out for the first page."}}}`, string(text))
+			"cursor": {"type": "string", "minLength": 1, "maxLength": 512, "description": "Where to start: give the cursor a previous answer's next or nextCall holds, as it is; leave it out for the first page."}}}`, string(text))
 		return
 	}
 	t.Fatal("no tool supply-list_actors")

@@ -8,7 +8,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// A schema's defaults must not contradict it (issue 16): filled into an
+// A schema's defaults must not contradict it: filled into an
 // object the caller left empty, they must give a value the schema accepts,
 // or the caller would be refused for members it never sent. Build tries
 // each object schema a value can be checked against as a whole (the root,

@@ -1,6 +1,6 @@
 // Package schema holds what the registry learns from a parameters schema
 // before compiling it: which keywords it uses (JSON Schema 2020-12 and the
-// reference's ref), where defaults and refs sit, and whether every $ref
+// registry's ref), where defaults and refs sit, and whether every $ref
 // stays inside the document. The JSON Schema engine itself is
 // santhosh-tekuri/jsonschema v6; this package never validates instances.
 package schema
@@ -17,7 +17,7 @@ const (
 
 // keywords lists every keyword of JSON Schema 2020-12 (core, applicator,
 // unevaluated, validation, meta-data, format-annotation and content
-// vocabularies) and the reference's ref. Anything else is refused: the
+// vocabularies) and the registry's ref. Anything else is refused: the
 // engine would silently ignore it, and a typo such as maxlength must not
 // pass for a constraint.
 var keywords = map[string]shape{
@@ -47,7 +47,7 @@ var keywords = map[string]shape{
 	"format": leaf,
 	// content
 	"contentEncoding": leaf, "contentMediaType": leaf, "contentSchema": single,
-	// the reference's keyword: the value names an instance of a model schema
+	// the registry's keyword: the value names an instance of a model schema
 	"ref": leaf,
 }
 

@@ -9,7 +9,7 @@
 //   {"compiled": bool, "compileError": string?, "valid": bool,
 //    "data": <params after defaults>, "errors": [{instancePath, keyword, params}]}
 //
-// The Ajv configuration is the one the reference implementation uses: draft
+// The Ajv configuration is the one JavaScript hosts of this format use: draft
 // 2020-12, strict (with the type/tuple/required sub-checks relaxed),
 // useDefaults, allErrors and no format vocabulary, plus a no-op "ref" keyword.
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/actionreg/actions/internal/portable"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // Its JSON form is a manifest entry (docs/registry.md).
 type Definition struct {
 	// ID is "namespace/name", both identifiers ([A-Za-z_][A-Za-z0-9_]*),
-	// at most 128 bytes in all (MaxToolNameLength: the id becomes the MCP
+	// at most 128 bytes in all (the id becomes the MCP
 	// tool name).
 	ID          string `json:"id"`
 	Title       string `json:"title,omitempty"`
@@ -103,11 +104,20 @@ type Definition struct {
 	// ends and the call is refused with timeout ([CodeTimeout]), its
 	// unit rolled back. Zero means the registry's Options.Timeout;
 	// negative means no limit. A nested call runs within the smaller of
-	// its own limit and what is left of its caller's. The registry waits
-	// for the body to return (it must honour ctx); a body that returns
-	// after the limit passed is refused all the same. Set in Go: a
-	// manifest's JSON declares none.
+	// its own limit and what is left of its caller's. A body with a
+	// limit runs on a goroutine of its own: the call is answered timeout
+	// at the deadline, and its unit rolled back then, even if the body
+	// ignores ctx and runs on (its later statements on the unit's
+	// transaction fail; docs/registry.md, time limits). A body that
+	// returns after the deadline by the registry's clock is refused all
+	// the same. Set in Go: a manifest's JSON declares none.
 	Timeout time.Duration `json:"-"`
+	// Long: a call may run for minutes (an import, a report). Over MCP,
+	// a client that declares the Tasks extension on its call gets a task
+	// handle at once and polls for the answer (see [Registry.Start] and
+	// docs/tasks.md); any other caller waits for the answer as usual.
+	// Set in Go: a manifest's JSON declares none.
+	Long bool `json:"-"`
 }
 
 // Action is a definition with its body. The body receives the call's
@@ -145,13 +155,6 @@ type Action struct {
 func New(def Definition, body Body) Action {
 	return Action{Definition: def, Run: body}
 }
-
-// IsVisible reports whether the definition is published as an MCP tool
-// to a caller with every capability: offered on the mcp surface.
-func (d *Definition) IsVisible() bool { return d.Offers(SurfaceMCP) }
-
-// IsRead reports whether the definition only reads.
-func (d *Definition) IsRead() bool { return d.EffectOf() == EffectRead }
 
 // UnmarshalJSON decodes a manifest entry, and folds the old
 // spelling of the policy ("kind": read or action, "destructive",
@@ -341,8 +344,8 @@ func checkID(id string) error {
 		return idRefusal("the namespace must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
 	case !isIdentifier(name):
 		return idRefusal("the name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
-	case len(id) > MaxToolNameLength:
-		return idRefusal(fmt.Sprintf("the id is longer than %d bytes, the longest MCP tool name", MaxToolNameLength))
+	case len(id) > maxToolNameLength:
+		return idRefusal(fmt.Sprintf("the id is longer than %d bytes, the longest MCP tool name", maxToolNameLength))
 	}
 	return nil
 }
@@ -588,7 +591,7 @@ func (d *Definition) clonePolicy() {
 	d.Approval = d.Approval.clone()
 }
 
-// MaxToolNameLength is the longest tool name MCP accepts. Most AI
+// maxToolNameLength is the longest tool name MCP accepts (128). Most AI
 // providers accept at most 64 characters: keep ids shorter than that when
 // the tools are meant for them.
-const MaxToolNameLength = 128
+const maxToolNameLength = portable.MCPToolNameLength

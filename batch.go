@@ -53,7 +53,7 @@ const batchDepth = 3
 
 // maxBatchIssues bounds the issues of one refusal of a batch; the check
 // stops collecting after this many.
-const maxBatchIssues = MaxIssues
+const maxBatchIssues = maxIssues
 
 // StepError is the error of a batch whose step Index was refused: Err is
 // that call's error as [Registry.Run] returns it, its issues located in

@@ -402,8 +402,8 @@ func BenchmarkTools(b *testing.B) {
 	b.Run("output", func(b *testing.B) {
 		// The floor: one Tool per action holding its own copy of the schema.
 		var docs []map[string]any
-		for _, a := range reg.List() {
-			ps, _ := reg.Parameters(a.ID)
+		for _, a := range reg.Definitions() {
+			ps := reg.paramsOf(a.ID)
 			docs = append(docs, ps.doc)
 		}
 		b.ReportAllocs()

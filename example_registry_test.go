@@ -146,7 +146,7 @@ func ExampleRunLog() {
 		e := rec.Entry
 		fmt.Println(e.Action, e.Outcome, e.Error, len(e.Steps), rec.RolledBack)
 	}
-	fmt.Println(len(log.Entries()))
+	fmt.Println(len(log.Records()))
 	// Output:
 	// garden/plant done  1 false
 	// garden/prune refused unknown_action 0 true
@@ -243,13 +243,13 @@ func ExampleRegistry_Bind() {
 			fmt.Println(is.Path, is.Message)
 		}
 	}
-	fmt.Println(len(reg.List()))
+	fmt.Println(len(reg.Definitions()))
 
 	plant := func(context.Context, map[string]any, *actions.Trace) (any, error) { return "planted", nil }
 	err = reg.Bind(defs, map[string]actions.Body{"garden/list": list, "garden/plant": plant})
 	fmt.Println(err)
-	for _, a := range reg.List() {
-		fmt.Println(a.ID, a.IsRead())
+	for _, a := range reg.Definitions() {
+		fmt.Println(a.ID, a.EffectOf() == actions.EffectRead)
 	}
 	// Output:
 	// constraint_violation

@@ -124,13 +124,13 @@ func FuzzDecodeManifest(f *testing.F) {
 			if !errors.As(err, &r) {
 				t.Fatalf("Bind returned %T, want *Refusal", err)
 			}
-			if n := len(reg.List()); n != 0 {
+			if n := len(reg.Definitions()); n != 0 {
 				t.Fatalf("a refused manifest registered %d actions", n)
 			}
 			return
 		}
-		if len(reg.List()) != len(defs) {
-			t.Fatalf("registered %d of %d", len(reg.List()), len(defs))
+		if len(reg.Definitions()) != len(defs) {
+			t.Fatalf("registered %d of %d", len(reg.Definitions()), len(defs))
 		}
 		if _, err := reg.Tools(nil); err != nil && !errors.Is(err, CodeConstraintViolation) {
 			t.Fatalf("Tools: %v", err)

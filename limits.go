@@ -1,8 +1,13 @@
 package actions
 
-// Limits bound what one registration or one call may cost. A zero field
-// means its default. Each limit, when passed, gives a typed refusal, never
-// a crash; docs/security.md lists them with the refusal each gives.
+import "math"
+
+// Limits bound what one registration or one call may cost. One rule holds
+// for every field: zero means its default, a negative value means no
+// limit. Each limit, when passed, gives a typed refusal, never a crash;
+// docs/security.md lists them with the refusal each gives. Lifting a
+// depth limit is the host's own risk: hostile parameters or schemas
+// nested deep enough then cost stack in proportion.
 type Limits struct {
 	// MaxParamDepth bounds the nesting of objects and arrays in a call's
 	// parameters (default 64). Passing it: invalid_parameters.
@@ -98,12 +103,22 @@ var defaultLimits = Limits{
 	MaxRefusedParamBytes: 1 << 10,
 }
 
-// withDefaults returns l with every zero (or negative) field set to its
-// default; a negative result bound stays, meaning off.
+// unlimited is what a negative count, depth or size limit reads as once
+// defaults are filled: larger than any text the registry is given, and
+// small enough that the arithmetic done with it cannot overflow.
+const unlimited = math.MaxInt32
+
+// withDefaults returns l with every zero field set to its default. A
+// negative field means no limit: the five result and batch bounds keep
+// their negative value (read as "off" where they are applied), the other
+// fields read as unlimited.
 func (l Limits) withDefaults() Limits {
 	def := func(v *int, d int) {
-		if *v <= 0 {
+		switch {
+		case *v == 0:
 			*v = d
+		case *v < 0:
+			*v = unlimited
 		}
 	}
 	def(&l.MaxParamDepth, defaultLimits.MaxParamDepth)
@@ -115,7 +130,6 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxBatchCalls, defaultLimits.MaxBatchCalls)
 	def(&l.MaxPlaceholderLength, defaultLimits.MaxPlaceholderLength)
 	def(&l.MaxPlaceholders, defaultLimits.MaxPlaceholders)
-	// The result bounds may be switched off: only zero is the default.
 	zero := func(v *int, d int) {
 		if *v == 0 {
 			*v = d

@@ -367,7 +367,6 @@ func TestPolicyIsNotShared(t *testing.T) {
 	assert.Equal(t, "a/b", a.ID)
 	a.Surfaces[0] = SurfaceMCP
 	reg.Definitions()[0].Surfaces[0] = SurfaceMCP
-	reg.List()[0].Surfaces[0] = SurfaceMCP
 	res, err := reg.Run(context.Background(), Call{Action: "a/b", Caller: &Caller{Principal: "p", Surface: SurfaceMCP}})
 	assert.ErrorIs(t, err, CodeUnknownAction)
 	assert.Equal(t, CodeForbiddenSurface, res.Entry().Error)
@@ -438,7 +437,7 @@ func TestAccessorsHandOutCopies(t *testing.T) {
 		d.Surfaces = append(d.Surfaces, SurfaceMCP)
 		d.Capability = ""
 	}
-	for _, a := range reg.List() {
+	for _, a := range reg.Definitions() {
 		a.DeprecatedAliases = append(a.DeprecatedAliases[:0], "shop/other")
 	}
 	pc, err := reg.PendingChange(ctx, rc.ID, editor)

@@ -179,10 +179,12 @@ func storeFailure(err error) *Refusal {
 	return r
 }
 
-// CodeOf returns the code an error carries: a *Refusal's, a [Code]
-// returned as the error itself (errors.Is(err, Code("tank_empty")) and
-// CodeOf(err) == "tank_empty" agree), that of any error with a
-// Code() string method, cancelled for an error whose chain
+// CodeOf returns the code an error carries: a *Refusal's, a body's own
+// (domain) [Code] returned as the error itself (errors.Is(err,
+// Code("tank_empty")) and CodeOf(err) == "tank_empty" agree; a code the
+// registry raises itself, such as in_progress, returned bare by a body is
+// internal: only the registry refuses with those), that of any error
+// with a Code() string method, cancelled for an error whose chain
 // holds context.Canceled or context.DeadlineExceeded, or internal for
 // another plain error, a typed nil, an empty code or a Code method that
 // panics. It returns "" for a nil error. It is the code a run entry
@@ -206,11 +208,8 @@ func CodeOf(err error) (code Code) {
 	if errors.Is(err, CodeDiverged) { // a *Divergence
 		return CodeDiverged
 	}
-	var bare Code // a code returned as the error itself
-	if errors.As(err, &bare) {
-		if bare == "" {
-			return CodeInternal
-		}
+	var bare Code // a body's own code returned as the error itself
+	if errors.As(err, &bare) && bare != "" && !registryCode(bare) {
 		return bare
 	}
 	var c interface{ Code() string }
@@ -226,9 +225,9 @@ func CodeOf(err error) (code Code) {
 }
 
 // refusef makes the refusal of code with message and issues, each
-// issue's path clipped (see [clipPath]), at most MaxIssues of them.
+// issue's path clipped (see [clipPath]), at most maxIssues of them.
 func refusef(code Code, message string, issues ...Issue) *Refusal {
-	if len(issues) > MaxIssues {
+	if len(issues) > maxIssues {
 		message, issues = capIssues(message, issues)
 	}
 	r := NewRefusal(code, message)
@@ -253,19 +252,19 @@ func asRefusal(err error) (r *Refusal) {
 	return nil
 }
 
-// MaxIssues bounds the issues of one refusal: past it, the message says
-// that there were more and only the first MaxIssues are listed, so that a
+// maxIssues bounds the issues of one refusal: past it, the message says
+// that there were more and only the first maxIssues are listed, so that a
 // request with many faults (a batch of 250,000 bad steps) is answered
 // with a refusal of bounded size.
-const MaxIssues = 100
+const maxIssues = 100
 
 // capIssues keeps the first maxIssues issues of a sorted list and says so
 // in the message.
 func capIssues(msg string, issues []Issue) (string, []Issue) {
-	if len(issues) <= MaxIssues {
+	if len(issues) <= maxIssues {
 		return msg, issues
 	}
-	return fmt.Sprintf("%s: %d breaches, the first %d listed", msg, len(issues), MaxIssues), issues[:MaxIssues:MaxIssues]
+	return fmt.Sprintf("%s: %d breaches, the first %d listed", msg, len(issues), maxIssues), issues[:maxIssues:maxIssues]
 }
 
 // safeCall runs fn and turns a panic into an internal refusal.

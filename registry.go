@@ -31,6 +31,7 @@ type Registry struct {
 	// empty.
 	drawKey   sync.Once
 	randomKey []byte
+	tasks     taskRuns // the tasks running in this process
 }
 
 type registered struct {
@@ -114,7 +115,10 @@ func NewRegistry(opts *Options) *Registry {
 	return r
 }
 
-// Limits returns the limits in force, defaults filled in.
+// Limits returns the limits in force: zero fields filled with their
+// defaults. A field given negative (no limit) reads as math.MaxInt32,
+// except MaxResultBytes, MaxBatchResultBytes, MaxEntryResultBytes,
+// MaxBatchBytes and MaxRefusedParamBytes, which stay negative.
 func (r *Registry) Limits() Limits { return r.limits.withDefaults() }
 
 // Register adds actions, all or none, each with its parameters schema
@@ -122,7 +126,7 @@ func (r *Registry) Limits() Limits { return r.limits.withDefaults() }
 //
 // Errors (*Refusal), and nothing is registered: constraint_violation when
 // an id is not namespace/name with both parts identifiers or is longer
-// than MaxToolNameLength (128) bytes, when a body is nil, when a schema
+// than 128 bytes (the longest MCP tool name), when a body is nil, when a schema
 // is refused (see [CompileParameters]; an output schema under the same
 // rules, any root allowed), or when a typed action's Go types cannot be
 // described or disagree with its given schema (see [Typed]);
@@ -315,15 +319,6 @@ func (r *Registry) Get(id string) (Action, bool) {
 	return a, true
 }
 
-// Parameters returns the compiled parameters schema of the action id.
-func (r *Registry) Parameters(id string) (*ParameterSchema, bool) {
-	reg, ok := r.lookup(id)
-	if !ok {
-		return nil, false
-	}
-	return reg.params, true
-}
-
 func (r *Registry) lookup(id string) (*registered, bool) {
 	v, ok := r.actions.Load(id)
 	if !ok {
@@ -332,20 +327,6 @@ func (r *Registry) lookup(id string) (*registered, bool) {
 		}
 	}
 	return v.(*registered), true
-}
-
-// List returns every registered action, sorted by id; their policy
-// slices are the caller's own copies.
-func (r *Registry) List() []Action {
-	var out []Action
-	r.actions.Range(func(_, v any) bool {
-		a := v.(*registered).action
-		a.Definition.clonePolicy()
-		out = append(out, a)
-		return true
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
 }
 
 // Tools returns the registered actions offered on mcp (or, with

@@ -591,7 +591,7 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 			assert.Equal(t, CodeConstraintViolation, r.Code)
 			assert.Equal(t, RetryNever, r.Retry)
 			assert.Equal(t, TransportProtocol, r.Transport)
-			assert.Empty(t, reg.List(), "a refused action is not registered")
+			assert.Empty(t, reg.Definitions(), "a refused action is not registered")
 		})
 	}
 	for _, id := range []string{"a/b", "_/_", "ns_1/x_2", "A/Z9", "garden/plant"} {
@@ -638,16 +638,16 @@ func TestRegistryRegisterKeepsItsOwnCopyOfWrites(t *testing.T) {
 	assert.Equal(t, []string{"plant", "bed"}, got.Writes)
 }
 
-func TestRegistryListIsSorted(t *testing.T) {
+func TestRegistryDefinitionsAreSorted(t *testing.T) {
 	reg := NewRegistry(nil)
-	assert.Empty(t, reg.List())
+	assert.Empty(t, reg.Definitions())
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	ids := []string{"zeta/a", "alpha/z", "alpha/b", "Beta/x", "alpha/B", "m/m", "_/a"}
 	for _, id := range ids {
 		require.NoError(t, reg.Register(Action{Definition: Definition{ID: id}, Run: body}))
 	}
 	var got []string
-	for _, a := range reg.List() {
+	for _, a := range reg.Definitions() {
 		got = append(got, a.ID)
 	}
 	want := append([]string(nil), ids...)
@@ -795,14 +795,14 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 					return
 				}
 				wantRefused.Add(1)
-				_ = reg.List()
+				_ = reg.Definitions()
 			}
 		}()
 	}
 	close(start)
 	wg.Wait()
 
-	entries := log.Entries()
+	entries := entriesOf(log.Records())
 	require.Len(t, entries, int(wantDone.Load()+wantRefused.Load()))
 	assert.Equal(t, int64(workers*rounds), wantDone.Load())
 	done, refused := 0, 0
@@ -822,7 +822,7 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 	}
 	assert.Equal(t, int(wantDone.Load()), done)
 	assert.Equal(t, int(wantRefused.Load()), refused)
-	assert.Len(t, reg.List(), 2+1+2*workers, "shared, the raced name once, own and bound per worker")
+	assert.Len(t, reg.Definitions(), 2+1+2*workers, "shared, the raced name once, own and bound per worker")
 }
 
 // TestConcurrentBindAndRegisterSameID races Bind against Register on the
@@ -882,14 +882,14 @@ func TestBindManifest(t *testing.T) {
 		reg := NewRegistry(nil)
 		require.NoError(t, reg.Bind(defs, manifestTestBodies("garden/plant", "garden/list", "garden/audit")))
 		var ids []string
-		for _, a := range reg.List() {
+		for _, a := range reg.Definitions() {
 			ids = append(ids, a.ID)
 		}
 		assert.Equal(t, []string{"garden/audit", "garden/list", "garden/plant"}, ids)
 		list, _ := reg.Get("garden/list")
-		assert.True(t, list.IsRead())
+		assert.True(t, list.EffectOf() == EffectRead)
 		audit, _ := reg.Get("garden/audit")
-		assert.False(t, audit.IsVisible())
+		assert.False(t, audit.Offers(SurfaceMCP))
 		assert.Equal(t, []string{"plant"}, mustGetAction(t, reg, "garden/plant").Writes)
 
 		result, entry, err := call3(reg, context.Background(), "garden/plant", map[string]any{"species": "rose"})
@@ -930,7 +930,7 @@ func TestBindManifest(t *testing.T) {
 			{Path: "/bodies/garden~1mow", Keyword: "definition", Message: "the body garden/mow has no definition"},
 			{Path: "/bodies/garden~1weed", Keyword: "definition", Message: "the body garden/weed has no definition"},
 		}, r.Issues)
-		assert.Empty(t, reg.List(), "nothing is registered when the manifest does not bind")
+		assert.Empty(t, reg.Definitions(), "nothing is registered when the manifest does not bind")
 	})
 
 	t.Run("a refused definition registers nothing", func(t *testing.T) {
@@ -943,14 +943,14 @@ func TestBindManifest(t *testing.T) {
 		require.Len(t, r.Issues, 2)
 		assert.Equal(t, "/1/id", r.Issues[0].Path, "issues point into the manifest")
 		assert.Equal(t, "/2/parameters/frobnicate", r.Issues[1].Path, "schema faults are under /parameters")
-		assert.Empty(t, reg.List())
+		assert.Empty(t, reg.Definitions())
 	})
 
 	t.Run("an id listed twice or already taken", func(t *testing.T) {
 		reg := NewRegistry(nil)
 		err := reg.Bind([]Definition{{ID: "garden/a"}, {ID: "garden/a"}}, manifestTestBodies("garden/a"))
 		assert.ErrorIs(t, err, CodeDuplicateName)
-		assert.Empty(t, reg.List())
+		assert.Empty(t, reg.Definitions())
 
 		require.NoError(t, reg.Register(Action{Definition: Definition{ID: "garden/taken"}, Run: manifestTestBodies("x/y")["x/y"]}))
 		err = reg.Bind([]Definition{{ID: "garden/new"}, {ID: "garden/taken"}}, manifestTestBodies("garden/new", "garden/taken"))
@@ -1065,14 +1065,14 @@ func TestEntryWriterConcurrentLinesDoNotInterleave(t *testing.T) {
 
 func TestRunLogEntriesIsACopy(t *testing.T) {
 	log := NewRunLog()
-	assert.Empty(t, log.Entries())
-	log.Append(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{
+	assert.Empty(t, entriesOf(log.Records()))
+	log.add(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{
 		{Command: json.RawMessage(`{"op":"x"}`), Result: "1"},
 		{Call: &RunEntry{Action: "ns/b", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}},
 	}}})
-	log.Append(Record{Entry: RunEntry{Action: "ns/c", Parameters: "{}", Outcome: OutcomeRefused, Error: "internal", Steps: []RunStep{}}})
+	log.add(Record{Entry: RunEntry{Action: "ns/c", Parameters: "{}", Outcome: OutcomeRefused, Error: "internal", Steps: []RunStep{}}})
 
-	got := log.Entries()
+	got := entriesOf(log.Records())
 	require.Len(t, got, 2)
 	assert.Equal(t, "ns/a", got[0].Action)
 	assert.Equal(t, "ns/c", got[1].Action, "in the order recorded")
@@ -1084,7 +1084,7 @@ func TestRunLogEntriesIsACopy(t *testing.T) {
 	got[0].Steps[1].Call.Action = "changed"
 	_ = append(got[:1], RunEntry{Action: "appended"})
 
-	again := log.Entries()
+	again := entriesOf(log.Records())
 	require.Len(t, again, 2)
 	assert.Equal(t, "ns/a", again[0].Action)
 	assert.Equal(t, "1", again[0].Steps[0].Result)
@@ -1094,14 +1094,14 @@ func TestRunLogEntriesIsACopy(t *testing.T) {
 
 	// Nor does changing the entry given to Record.
 	given := RunEntry{Action: "ns/e", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{{Command: json.RawMessage(`{"op":"y"}`)}}}
-	log.Append(Record{Entry: given})
+	log.add(Record{Entry: given})
 	given.Steps[0].Command[2] = 'Z'
-	assert.Equal(t, `{"op":"y"}`, string(log.Entries()[2].Steps[0].Command))
+	assert.Equal(t, `{"op":"y"}`, string(entriesOf(log.Records())[2].Steps[0].Command))
 
 	// Recording after a read does not change the copy already taken.
-	log.Append(Record{Entry: RunEntry{Action: "ns/d", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{}}})
+	log.add(Record{Entry: RunEntry{Action: "ns/d", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{}}})
 	assert.Len(t, again, 2)
-	assert.Len(t, log.Entries(), 4)
+	assert.Len(t, entriesOf(log.Records()), 4)
 }
 
 func TestRunLogConcurrentRecord(t *testing.T) {
@@ -1112,13 +1112,13 @@ func TestRunLogConcurrentRecord(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 100 {
-				log.Append(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}})
-				_ = log.Entries()
+				log.add(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}})
+				_ = entriesOf(log.Records())
 			}
 		}()
 	}
 	wg.Wait()
-	assert.Len(t, log.Entries(), 800)
+	assert.Len(t, entriesOf(log.Records()), 800)
 }
 
 // call3 runs one call of id through reg as the host itself (no caller)
@@ -1172,4 +1172,13 @@ func onUI(c *Caller) *Caller {
 	cp := c.clone()
 	cp.Surface = SurfaceUI
 	return &cp
+}
+
+// paramsOf is the compiled parameters schema of the action id, for tests.
+func (r *Registry) paramsOf(id string) *ParameterSchema {
+	reg, ok := r.lookup(id)
+	if !ok {
+		return nil
+	}
+	return reg.params
 }

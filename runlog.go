@@ -16,6 +16,7 @@ type RunLog struct {
 	mu      sync.Mutex
 	records []Record
 	keys    runLogKeys // the units run under idempotency keys
+	tasks   map[string]Task
 }
 
 // NewRunLog returns an empty log.
@@ -28,12 +29,12 @@ func (l *RunLog) Atomic(ctx context.Context, fn func(ctx context.Context) Unit) 
 	for i := range u.Records {
 		u.Records[i].RolledBack = !u.Commit
 	}
-	l.Append(u.Records...)
+	l.add(u.Records...)
 	return u.Records, u.Err
 }
 
-// Append appends deep copies of records: the caller's stay its own.
-func (l *RunLog) Append(records ...Record) {
+// add appends deep copies of records: the caller's stay its own.
+func (l *RunLog) add(records ...Record) {
 	cp := make([]Record, len(records))
 	for i, r := range records {
 		cp[i] = r.clone()
@@ -50,18 +51,6 @@ func (l *RunLog) Records() []Record {
 	out := make([]Record, len(l.records))
 	for i, r := range l.records {
 		out[i] = r.clone()
-	}
-	return out
-}
-
-// Entries returns a deep copy of the entries of the records kept so far:
-// changing it, steps included, leaves the log as it was.
-func (l *RunLog) Entries() []RunEntry {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]RunEntry, len(l.records))
-	for i, r := range l.records {
-		out[i] = r.Entry.clone()
 	}
 	return out
 }

@@ -94,7 +94,7 @@ type toolOptions struct {
 // sees reports whether the export shows d.
 func (o *toolOptions) sees(d *Definition) bool {
 	if o.caller == nil {
-		return d.IsVisible()
+		return d.Offers(SurfaceMCP)
 	}
 	return d.Offers(o.caller.Surface) && o.caller.Can(d.Capability)
 }
@@ -143,9 +143,9 @@ func checkToolName(id, name string) error {
 	if name == "" {
 		return refusef(CodeConstraintViolation, "the tool name is empty", Issue{Path: "/id", Keyword: "id", Message: "the id is empty"})
 	}
-	if len(name) > MaxToolNameLength {
+	if len(name) > maxToolNameLength {
 		return refusef(CodeConstraintViolation, "the tool name is too long",
-			Issue{Path: "/id", Keyword: "id", Message: fmt.Sprintf("the tool name of %s has %d characters, more than the %d MCP accepts", id, len(name), MaxToolNameLength)})
+			Issue{Path: "/id", Keyword: "id", Message: fmt.Sprintf("the tool name of %s has %d characters, more than the %d MCP accepts", id, len(name), maxToolNameLength)})
 	}
 	for i := 0; i < len(name); i++ {
 		switch c := name[i]; {
@@ -199,7 +199,7 @@ func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o tool
 		Description:  desc,
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations: ToolAnnotations{ReadOnlyHint: def.IsRead(), DestructiveHint: def.IsDestructive(),
+		Annotations: ToolAnnotations{ReadOnlyHint: def.EffectOf() == EffectRead, DestructiveHint: def.IsDestructive(),
 			IdempotentHint: def.Idempotent, OpenWorldHint: def.OpenWorld},
 	}
 }

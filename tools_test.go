@@ -44,7 +44,7 @@ func (f *toolFixture) options() *ToolOptions {
 func exportTools(defs []Definition, opts *ToolOptions) ([]Tool, error) {
 	r := NewRegistry(nil)
 	for _, d := range defs {
-		if !d.IsVisible() {
+		if !d.Offers(SurfaceMCP) {
 			continue
 		}
 		if err := r.Register(New(d, noBody)); err != nil {
@@ -179,7 +179,7 @@ func checkHiddenTools(t *testing.T, f *toolFixture, defs []Definition, opts *Too
 	t.Helper()
 	var hidden []Definition
 	for _, d := range defs {
-		if !d.IsVisible() {
+		if !d.Offers(SurfaceMCP) {
 			hidden = append(hidden, d)
 		}
 	}
@@ -205,7 +205,7 @@ func checkOneByOne(t *testing.T, f *toolFixture, defs []Definition, tools []Tool
 		byName[tool.Name] = tool
 	}
 	for _, d := range defs {
-		if !d.IsVisible() {
+		if !d.Offers(SurfaceMCP) {
 			continue
 		}
 		want, ok := byName[ToolName(d.ID)]
@@ -230,7 +230,7 @@ func checkRegistryTools(t *testing.T, f *toolFixture, defs []Definition, opts *T
 	r := NewRegistry(nil)
 	for _, d := range defs {
 		if err := r.Register(Action{Definition: d, Run: noBody}); err != nil {
-			if !d.IsVisible() && f.Error == "" {
+			if !d.Offers(SurfaceMCP) && f.Error == "" {
 				continue // refused at Register, as the export skips it
 			}
 			require.NotEmpty(t, f.Error, "register %s: %v", d.ID, err)
@@ -296,14 +296,14 @@ func TestActionIDOfToolBadNames(t *testing.T) {
 }
 
 func TestToolNameLength(t *testing.T) {
-	id128 := "ns/" + strings.Repeat("a", MaxToolNameLength-3)
+	id128 := "ns/" + strings.Repeat("a", maxToolNameLength-3)
 	id129 := id128 + "a"
 	require.NoError(t, checkID(id128))
 	requireCode(t, checkID(id129), CodeConstraintViolation)
 
 	tool, err := exportTool(Definition{ID: id128}, nil)
 	require.NoError(t, err)
-	assert.Len(t, tool.Name, MaxToolNameLength)
+	assert.Len(t, tool.Name, maxToolNameLength)
 	requireMCPTool(t, tool)
 
 	_, err = exportTool(Definition{ID: id129}, nil)
@@ -356,7 +356,7 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 	before, err := r.Tools(nil)
 	require.NoError(t, err)
 	want := toolsJSON(t, before)
-	wantDoc, _ := r.Parameters("shop/add")
+	wantDoc := r.paramsOf("shop/add")
 	wantSchema := toolsJSON(t, wantDoc.Schema())
 	wantParams := toolsJSON(t, params)
 
@@ -384,7 +384,7 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 	after, err := r.Tools(nil)
 	require.NoError(t, err)
 	assert.Equal(t, want, toolsJSON(t, after), "Registry.Tools")
-	ps, _ := r.Parameters("shop/add")
+	ps := r.paramsOf("shop/add")
 	assert.Equal(t, wantSchema, toolsJSON(t, ps.Schema()), "the compiled schema")
 	assert.Equal(t, wantParams, toolsJSON(t, params), "the definition's parameters")
 

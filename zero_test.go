@@ -31,7 +31,7 @@ func TestZeroRunLog(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	assert.Len(t, log.Records(), 1)
-	assert.Len(t, log.Entries(), 1)
+	assert.Len(t, entriesOf(log.Records()), 1)
 }
 
 func TestZeroEntryWriter(t *testing.T) {

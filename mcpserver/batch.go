@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/actionreg/actions/internal/portable"
 	"slices"
 	"strings"
 
@@ -34,6 +35,10 @@ type BatchTool struct {
 // defaultBatchToolName is BatchTool.Name when left empty.
 const defaultBatchToolName = "run_batch"
 
+// maxIssues bounds the issues of the refusal of a batch naming tools its
+// caller may not call: 100, as every refusal of package actions.
+const maxIssues = 100
+
 func (b *BatchTool) name() string {
 	if b.Name == "" {
 		return defaultBatchToolName
@@ -52,7 +57,7 @@ type batchHandler struct {
 // checkBatchName refuses a batch tool name MCP does not accept (1 to 128
 // characters of [A-Za-z0-9_.-]) or one an action's tool holds.
 func checkBatchName(name string, tools []actions.Tool) error {
-	if len(name) > actions.MaxToolNameLength || strings.IndexFunc(name, func(r rune) bool {
+	if len(name) > portable.MCPToolNameLength || strings.IndexFunc(name, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
 	}) >= 0 {
 		return errors.New("mcpserver: the batch tool's name is not an MCP tool name (1 to 128 characters of A-Z a-z 0-9 _ . -)")
@@ -258,13 +263,13 @@ func (h *batchHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res 
 	// Steps name tools as tools/list shows them (or action ids); a step
 	// calling an action its caller may not see is answered as one calling
 	// an action that does not exist, before any step runs. The refusal
-	// lists at most actions.MaxIssues of them.
+	// lists at most maxIssues of them.
 	var unknown []actions.Issue
 	more := 0
 	for i, st := range b.Steps {
 		id, ok := h.stepAction(st.Call, caller)
 		if !ok {
-			if len(unknown) == actions.MaxIssues {
+			if len(unknown) == maxIssues {
 				more++
 				continue
 			}

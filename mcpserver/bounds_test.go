@@ -90,7 +90,7 @@ func TestBatchToolStepBoundBeforeLookup(t *testing.T) {
 }
 
 // TestBatchToolUnknownStepsCapped: 1,000 steps (the step bound) each
-// calling an unlisted tool are refused with the first actions.MaxIssues
+// calling an unlisted tool are refused with the first 100
 // listed, the message saying how many there were.
 func TestBatchToolUnknownStepsCapped(t *testing.T) {
 	reg := actions.NewRegistry(nil)
@@ -101,8 +101,8 @@ func TestBatchToolUnknownStepsCapped(t *testing.T) {
 	require.NoError(t, err)
 	r := refusedOf(t, res)
 	assert.Equal(t, string(actions.CodeUnknownAction), r.Code)
-	require.Len(t, r.Issues, actions.MaxIssues)
-	assert.Equal(t, "/commands/99/call", r.Issues[actions.MaxIssues-1].Path)
+	require.Len(t, r.Issues, 100)
+	assert.Equal(t, "/commands/99/call", r.Issues[99].Path)
 	assert.Contains(t, r.Message, "1000 steps, the first 100 listed")
 	raw, err := json.Marshal(res)
 	require.NoError(t, err)

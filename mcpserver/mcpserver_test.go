@@ -576,7 +576,7 @@ func TestAddToolsErrors(t *testing.T) {
 
 	// A name MCP refuses never reaches AddTools: Register refuses its id.
 	reg := actions.NewRegistry(nil)
-	long := "n" + strings.Repeat("x", actions.MaxToolNameLength)
+	long := "n" + strings.Repeat("x", 128)
 	err := reg.Register(actions.Action{
 		Definition: actions.Definition{ID: long + "/a"},
 		Run:        func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil },

@@ -125,7 +125,7 @@ func TestStressEverythingAtOnce(t *testing.T) {
 	assert.EqualValues(t, rounds, batches.Load())
 	assert.EqualValues(t, rounds, exports.Load())
 	assert.EqualValues(t, 4*rounds, calls.Load())
-	assert.Len(t, reg.List(), 7+2*rounds) // the test registry holds 7
+	assert.Len(t, reg.Definitions(), 7+2*rounds) // the test registry holds 7
 	// The registry's OnRecord sees every call it runs, direct or over
 	// MCP: 4 per round run directly, 2 per batch, 4 per round over MCP.
 	require.Len(t, f.runEntries(), 4*rounds+2*rounds+4*rounds, "OnRecord saw every call")

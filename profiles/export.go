@@ -4,6 +4,7 @@
 package profiles
 
 import (
+	"github.com/actionreg/actions/internal/portable"
 	"github.com/actionreg/actions/internal/tooltext"
 
 	"fmt"
@@ -221,7 +222,7 @@ func sortLosses(ls []Loss) {
 func rulesOf(p Profile) (*profileRules, error) {
 	switch p {
 	case MCP:
-		return &profileRules{profile: p, maxName: actions.MaxToolNameLength}, nil
+		return &profileRules{profile: p, maxName: portable.MCPToolNameLength}, nil
 	case OpenAIChat, OpenAIResponses:
 		return openAIRules(p), nil
 	case Anthropic, AnthropicStrict:

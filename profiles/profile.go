@@ -75,7 +75,7 @@ type Loss struct {
 
 // MaxPortableToolNameLength is the longest tool name every provider
 // profile accepts (OpenAI, Anthropic and Gemini all take 64 characters;
-// MCP takes [actions.MaxToolNameLength]).
+// MCP takes 128).
 const MaxPortableToolNameLength = 64
 
 // CheckPortableName reports whether the tool name of id is portable: it

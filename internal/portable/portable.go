@@ -9,6 +9,11 @@ import "fmt"
 // accepts: OpenAI, Anthropic and Gemini all take 64 characters (MCP 128).
 const MaxToolNameLength = 64
 
+// MCPToolNameLength is the longest tool name MCP allows (the schema's
+// Tool.name guidance: 1 to 128 characters), and so the longest action id
+// the registry registers.
+const MCPToolNameLength = 128
+
 // Fault says why the tool name name is not portable, or is "" when it
 // is. The name is assumed to come from a valid id, so it matches
 // [A-Za-z_][A-Za-z0-9_-]* and only its length can break the rule.

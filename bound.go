@@ -72,7 +72,10 @@ type Bound struct {
 	Skipped int `json:"skipped,omitempty"`
 	// Omitted is true for a batch step's result that did not fit what
 	// was left of the batch's bound, or could not be cut: only its size
-	// is given.
+	// is given, and for a step whose action only reads or is idempotent,
+	// NextCall: the step's call as it was made, to get the result on its
+	// own. A write's result omitted is not given again (running the
+	// write again is not a way to read it).
 	Omitted bool `json:"omitted,omitempty"`
 	// NextCall, for a list of an action that declares a cursor, is the
 	// call that fetches the items left out.
@@ -394,8 +397,10 @@ func newBatchBound(l Limits) *batchBound {
 
 // step records the bounded form of one step's result (rec's entry holds
 // it whole) and returns the record kept small. limit is the step's
-// action's result limit, and bound bounds as that step.
-func (b *batchBound) step(limit int, bound boundFunc, rec Record) Record {
+// action's result limit, bound bounds as that step, and again, when not
+// nil, is the call that gets the result on its own should it be
+// omitted.
+func (b *batchBound) step(limit int, bound boundFunc, again *NextCall, rec Record) Record {
 	b.last = bound
 	text := rec.Entry.Result
 	var form any
@@ -417,6 +422,7 @@ func (b *batchBound) step(limit int, bound boundFunc, rec Record) Record {
 		switch {
 		case err != nil:
 			bf = omitted(text, limit)
+			bf.Bound.NextCall = again
 			form = bf
 		case bf != nil:
 			form = bf

@@ -224,6 +224,13 @@ func TestBoundBatchOfBigReads(t *testing.T) {
 		if bd.Bound.Omitted {
 			omitted++
 			assert.Nil(t, bd.Value)
+			require.NotNil(t, bd.Bound.NextCall, "step %d: an omitted read says how to get its result", i)
+			assert.Equal(t, "t/big", bd.Bound.NextCall.Action)
+			if omitted == 1 { // following it gets the result, bounded as a call of its own
+				again, err := reg.Run(context.Background(), Call{Action: bd.Bound.NextCall.Action, Params: bd.Bound.NextCall.Params})
+				require.NoError(t, err)
+				assert.IsType(t, &Bounded{}, again.Value)
+			}
 			continue
 		}
 		total += len(must(exactText(bd)))
@@ -335,4 +342,32 @@ func TestBoundPerActionOverride(t *testing.T) {
 	res, err = reg.Run(context.Background(), Call{Action: "t/off"})
 	require.NoError(t, err)
 	assert.Equal(t, long, res.Value)
+}
+
+// TestBoundOmittedWriteIsNotCalledAgain: a batch of writes whose results
+// pass the batch's bound leaves them out with their sizes only: no next
+// call, since making a write again is not a way to read its result.
+func TestBoundOmittedWriteIsNotCalledAgain(t *testing.T) {
+	reg := NewRegistry(nil)
+	runs := 0
+	require.NoError(t, reg.Register(New(Definition{ID: "t/write", Parameters: `{"type":"object"}`},
+		func(context.Context, map[string]any, *Trace) (any, error) {
+			runs++
+			return map[string]any{"note": strings.Repeat("w", 30_000)}, nil
+		})))
+	var b Batch
+	for range 5 {
+		b.Steps = append(b.Steps, Step{Call: "t/write"})
+	}
+	res, err := reg.Run(context.Background(), Call{Batch: &b})
+	require.NoError(t, err)
+	omitted := 0
+	for _, v := range res.StepResults {
+		if bd, ok := v.(*Bounded); ok && bd.Bound.Omitted {
+			omitted++
+			assert.Nil(t, bd.Bound.NextCall)
+		}
+	}
+	assert.Positive(t, omitted)
+	assert.Equal(t, 5, runs)
 }

@@ -173,9 +173,9 @@ func TestBodyBareKeyCode(t *testing.T) {
 			require.Len(t, recs, 1, name)
 			assert.Equal(t, actions.CodeInternal, recs[0].Entry.Error, name)
 		}
-		// The retry gets the kept outcome, the code its entry records
-		// (internal), never a refusal about its key; the body ran once
-		// under the key.
+		// The retry gets the kept outcome, as internal: never a refusal
+		// it would read as its key's own; the body ran once under the
+		// key.
 		_, err := reg.Run(ctx, actions.Call{Action: "shop/charge", IdempotencyKey: "k1", Caller: caller})
 		assert.Equal(t, actions.CodeInternal, actions.CodeOf(err), name)
 		assert.False(t, errors.Is(err, actions.CodeInProgress) || errors.Is(err, actions.CodeIdempotencyConflict), name)
@@ -222,7 +222,9 @@ func TestRunLogKeyKeptWhateverTheOutcome(t *testing.T) {
 		wait   bool
 		code   actions.Code
 	}{
-		{name: "timeout", def: actions.Definition{Timeout: time.Millisecond}, wait: true, code: actions.CodeTimeout},
+		// A second: the body surely starts (its goroutine) before the
+		// deadline, even on a loaded machine.
+		{name: "timeout", def: actions.Definition{Timeout: time.Second}, wait: true, code: actions.CodeTimeout},
 		{name: "output_invalid", def: actions.Definition{OutputSchema: `{"type":"object","required":["receipt"]}`}, result: map[string]any{"charged": 1}, code: actions.CodeOutputInvalid},
 		{name: "result_too_large", def: actions.Definition{MaxResultBytes: 20}, result: map[string]any{"charged": strings.Repeat("x", 100)}, code: actions.CodeResultTooLarge},
 		{name: "body_error", err: errors.New("the bank hung up"), code: actions.CodeInternal},

@@ -74,7 +74,7 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (any, []R
 		step.name, step.params, step.step = st.call, params, true
 		step.stepIndex, step.progress = i, nil
 		_, rec, _, err := r.top(ctx, step)
-		recs = append(recs, bound.step(r.limitOf(step.name), r.bounder(step), rec))
+		recs = append(recs, bound.step(r.limitOf(step.name), r.bounder(step), r.again(step), rec))
 		size.spend(recs[len(recs)-1].Entry)
 		if err != nil {
 			return nil, recs, false, &StepError{Index: i, Action: st.call, Err: err}
@@ -313,4 +313,20 @@ func substituteRefusal(at, keyword string, err error) error {
 	}
 	is.Message = placeholderMessage(pe)
 	return refusef(CodeInvalidScriptStep, "a step cannot be prepared", is)
+}
+
+// again is the call that gets the result of a step of inv on its own,
+// should the batch's bound leave it out: the step's call as it was made,
+// when its action only reads or is idempotent (making it again changes
+// nothing); nil otherwise.
+func (r *Registry) again(inv invocation) *NextCall {
+	reg, ok := r.lookup(inv.name)
+	if !ok || (reg.action.EffectOf() != EffectRead && !reg.action.Idempotent) {
+		return nil
+	}
+	params := paramsObject(inv.params)
+	if params == nil {
+		return nil
+	}
+	return &NextCall{Action: reg.action.ID, Params: params}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -94,6 +95,10 @@ type unitState struct {
 	// deadline: the body runs on, and may still write, so the unit must
 	// not commit.
 	overran atomic.Bool
+	// unsound is set when a refused nested call's writes could not be
+	// undone apart (no savepoint could be made, or undoing it may have
+	// undone a sibling's): the unit must not commit.
+	unsound atomic.Bool
 }
 
 // unit runs fn in one unit of the store, at most once under k when k is
@@ -107,11 +112,15 @@ func (r *Registry) unit(ctx context.Context, k *UnitKey, st *unitState, fn unitW
 	attempt := func(ctx context.Context) Unit {
 		st.started.Store(false) // a store may run the unit again
 		st.overran.Store(false)
+		st.unsound.Store(false)
 		v, recs, commit, err := fn(ctx)
-		if commit && st.overran.Load() {
+		switch {
+		case commit && st.overran.Load():
 			// A body left running at its deadline may write yet: the
 			// unit is undone rather than kept half done.
 			commit, err = false, overranRefusal(err)
+		case commit && st.unsound.Load():
+			commit, err = false, unsoundRefusal(err)
 		}
 		value, unitErr = v, err
 		stamp(ctx, observed{}, recs)
@@ -447,9 +456,32 @@ func (f *frame) nested(ctx context.Context, id string, params any, asHost bool, 
 		inv.caller = nil
 	}
 	ctx, ob := f.r.observe(ctx, Operation{Kind: OpNested, Call: Call{Action: id, Params: params, Caller: inv.caller}, Step: -1, AsHost: asHost})
-	res, entry, err := f.nestedRun(ctx, inv, id, params)
+	sctx, end, serr := f.r.savepoint(ctx)
+	res, entry, err := f.nestedRun(sctx, inv, id, params)
+	if end != nil {
+		serr = end(err != nil)
+	}
+	if serr != nil && err != nil && inv.state != nil {
+		// The refused call's writes could not be undone apart from its
+		// caller's: the unit may not keep them.
+		inv.state.unsound.Store(true)
+	}
 	ob.end(Result{Value: res, Records: []Record{{Entry: entry}}}, err)
 	return res, entry, err
+}
+
+// savepoint marks the unit ctx belongs to before a nested call, when the
+// registry's Store can undo part of a unit ([Savepointer]): it returns
+// the nested call's context and the function that ends the mark (undoing
+// the call's writes, or keeping them). end is nil when there is nothing
+// to mark (no such store, or ctx in no unit); err is not nil when a mark
+// was wanted and could not be made.
+func (r *Registry) savepoint(ctx context.Context) (context.Context, func(undo bool) error, error) {
+	sp, ok := r.opts.Store.(Savepointer)
+	if !ok {
+		return ctx, nil, nil
+	}
+	return sp.Savepoint(ctx)
 }
 
 // nestedRun is nested's call, once observed.
@@ -624,14 +656,25 @@ func (r *Registry) limitOf(name string) int { return resultLimitOf(r, name, r.Li
 // has that comes sooner stays. The limit's stop releases the timer.
 func (r *Registry) limitTime(ctx context.Context, a *Action) (context.Context, *timeLimit) {
 	d := timeoutOf(a.Timeout, r.opts.Timeout)
-	if d <= 0 {
-		return ctx, &timeLimit{stop: func() {}}
-	}
 	now := r.gateOf().opts.Now
+	outer, _ := ctx.Value(deadlineKey{}).(time.Time) // a caller's limit, if any
+	if d <= 0 {
+		// No limit of its own: a nested call still runs within its
+		// caller's, on its own goroutine, so that the caller's answer
+		// at the deadline waits for no body.
+		return ctx, &timeLimit{now: now, deadline: outer, stop: func() {}}
+	}
 	lim := &timeLimit{now: now, deadline: now().Add(d)}
+	if !outer.IsZero() && outer.Before(lim.deadline) {
+		lim.deadline = outer
+	}
 	ctx, lim.stop = context.WithTimeoutCause(ctx, d, errTimedOut)
-	return ctx, lim
+	return context.WithValue(ctx, deadlineKey{}, lim.deadline), lim
 }
+
+// deadlineKey is the context key of the deadline, by the registry's
+// clock, of the time limit a call runs within.
+type deadlineKey struct{}
 
 // needsKey refuses, as idempotency_key_required, a caller's call of an
 // action that wants a key and has none. The host's own calls (no

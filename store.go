@@ -48,6 +48,23 @@ type Store interface {
 	AtomicOnce(ctx context.Context, k UnitKey, fn func(ctx context.Context) Unit) ([]Record, *Recorded, error)
 }
 
+// Savepointer is a [Store] that can undo part of a unit: the writes of
+// one nested call ([Trace.Call]) that was refused, while the body that
+// made it carries on, so that the call's entry (refused) and the data
+// agree. sqlstore.Store is one (SQL SAVEPOINT, on SQLite and PostgreSQL).
+//
+// Savepoint marks the unit ctx belongs to and returns the context the
+// nested call runs in and end, which the registry calls once the call
+// ended: end(true) undoes what was written since the mark, end(false)
+// keeps it. end is nil when ctx belongs to no unit of the store. An
+// error from Savepoint or end says the call's writes could not be told
+// apart from the rest of the unit's (a sibling nested call made
+// concurrently, a failed statement): the registry then does not commit a
+// unit in which a refused nested call wrote.
+type Savepointer interface {
+	Savepoint(ctx context.Context) (context.Context, func(undo bool) error, error)
+}
+
 // Unit is what one attempt of a unit of work gives its [Store].
 type Unit struct {
 	// Records are the records of the calls made, in order.

@@ -108,7 +108,15 @@ type TaskOptions struct {
 	// TTL is how long the task is kept after its creation once it ended
 	// (0: one hour; negative: until deleted).
 	TTL time.Duration
+	// MaxRunning bounds the tasks of one principal running at once in
+	// this process (0: 16; negative: no bound). A task is a call that
+	// outlives its request: without a bound a client could start them
+	// without end.
+	MaxRunning int
 }
+
+// defaultMaxRunning is the bound of TaskOptions.MaxRunning when zero.
+const defaultMaxRunning = 16
 
 // defaultTaskTTL is the TTL of a task whose options give none.
 const defaultTaskTTL = time.Hour
@@ -121,6 +129,7 @@ type taskRuns struct {
 }
 
 type taskRun struct {
+	principal string
 	cancel    context.CancelCauseFunc
 	cancelled bool
 	message   string
@@ -200,8 +209,9 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 // other parameters is refused idempotency_conflict).
 //
 // Errors (nothing is kept): invalid_parameters for a batch call or a
-// malformed key; idempotency_conflict; internal when the Store keeps no
-// tasks ([TaskStore]) or fails.
+// malformed key; idempotency_conflict; rate_limited when
+// o.MaxRunning tasks of the principal run in this process; internal when
+// the Store keeps no tasks ([TaskStore]) or fails.
 func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, error) {
 	if c.Batch != nil {
 		return Task{}, NewRefusal(CodeInvalidParameters, "a batch cannot run as a task")
@@ -230,7 +240,14 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 		}
 		t.Key, t.Digest = c.IdempotencyKey, digestOf(r.givenParameters(c.Params))
 	}
+	run, err := r.reserveTask(t, o.MaxRunning)
+	if err != nil {
+		return Task{}, err
+	}
 	kept, created, err := ts.CreateTask(ctx, t)
+	if err != nil || !created {
+		r.dropTask(t.ID)
+	}
 	if err != nil {
 		return Task{}, storeFailure(err)
 	}
@@ -240,19 +257,52 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 		}
 		return r.withProgress(kept), nil
 	}
-	r.runTask(ctx, ts, t, c)
+	r.runTask(ctx, ts, t, c, run)
 	return t, nil
 }
 
-// runTask runs c for the task t in the background.
-func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call) {
-	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	run := &taskRun{cancel: cancel}
+// reserveTask counts t among the running tasks of its principal, or
+// refuses it rate_limited when max of them run (see
+// TaskOptions.MaxRunning).
+func (r *Registry) reserveTask(t Task, max int) (*taskRun, error) {
+	if max == 0 {
+		max = defaultMaxRunning
+	}
 	r.tasks.mu.Lock()
+	defer r.tasks.mu.Unlock()
 	if r.tasks.runs == nil {
 		r.tasks.runs = map[string]*taskRun{}
 	}
+	if max > 0 {
+		n := 0
+		for _, run := range r.tasks.runs {
+			if run.principal == t.Principal {
+				n++
+			}
+		}
+		if n >= max {
+			rf := NewRefusal(CodeRateLimited, "too many tasks of this caller are running: retry when one has ended")
+			rf.Retry = RetryAfterBackoff
+			return nil, rf
+		}
+	}
+	run := &taskRun{principal: t.Principal}
 	r.tasks.runs[t.ID] = run
+	return run, nil
+}
+
+// dropTask forgets the running task id.
+func (r *Registry) dropTask(id string) {
+	r.tasks.mu.Lock()
+	delete(r.tasks.runs, id)
+	r.tasks.mu.Unlock()
+}
+
+// runTask runs c for the task t in the background.
+func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, run *taskRun) {
+	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	r.tasks.mu.Lock()
+	run.cancel = cancel
 	r.tasks.mu.Unlock()
 	c.Progress = func(p Progress) {
 		r.tasks.mu.Lock()
@@ -266,9 +316,7 @@ func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call) {
 	}})
 	go func() {
 		defer func() {
-			r.tasks.mu.Lock()
-			delete(r.tasks.runs, t.ID)
-			r.tasks.mu.Unlock()
+			r.dropTask(t.ID)
 			cancel(nil)
 		}()
 		res, err := r.Run(tctx, c)
@@ -374,12 +422,14 @@ func (r *Registry) CancelTask(ctx context.Context, id string, caller *Caller) er
 	}
 	r.tasks.mu.Lock()
 	run := r.tasks.runs[id]
+	var stop context.CancelCauseFunc
 	if run != nil {
 		run.cancelled = true
+		stop = run.cancel
 	}
 	r.tasks.mu.Unlock()
-	if run != nil {
-		run.cancel(errTaskCancelled)
+	if stop != nil {
+		stop(errTaskCancelled)
 		return nil // the run ends its task
 	}
 	ts, _ := tasksOf(r.opts.Store)

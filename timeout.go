@@ -46,6 +46,16 @@ func overranRefusal(err error) *Refusal {
 	return r
 }
 
+// unsoundRefusal is the refusal of a unit that would commit although the
+// writes of a nested call that was refused could not be undone apart
+// from the rest: the unit is undone rather than kept with writes its
+// entries say did not happen.
+func unsoundRefusal(err error) *Refusal {
+	r := NewRefusal(CodeInternal, "the action failed: a call it made was refused and its writes could not be undone apart")
+	r.cause = err
+	return r
+}
+
 // timeLimit is the time limit of one body: its deadline by the registry's
 // clock, and the timer of its context. A zero deadline is no limit.
 type timeLimit struct {

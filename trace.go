@@ -168,12 +168,17 @@ func (t *Trace) close() {
 }
 
 // abandon ends the trace of a body left running past its deadline: no
-// new call or command is recorded, the nested calls running are not
-// waited for, and the entry as recorded so far is returned (a copy).
+// new call or command is recorded, the nested calls already running are
+// waited for (they run within the same deadline, each on its own
+// goroutine, so they end with it), and the entry as recorded so far is
+// returned (a copy).
 func (t *Trace) abandon() RunEntry {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.closing = true
+	t.mu.Unlock()
+	t.inflight.Wait()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return t.entry.clone()
 }
 

@@ -116,3 +116,15 @@ func TestZeroValuesOfData(t *testing.T) {
 	_, err := reg.Run(context.Background(), Call{Batch: &b})
 	assert.NoError(t, err, "an empty batch runs no call")
 }
+
+func TestZeroTask(t *testing.T) {
+	var task Task
+	assert.False(t, task.Expired(task.Created), "a task that has not ended never expires")
+	_, err := task.Result()
+	assert.ErrorIs(t, err, CodeInProgress, "no answer yet")
+	var reg Registry
+	_, err = reg.Start(context.Background(), Call{Action: "a/b"}, TaskOptions{})
+	assert.ErrorIs(t, err, CodeInternal, "no store keeps tasks")
+	_, err = reg.Task(context.Background(), "x", nil)
+	assert.ErrorIs(t, err, CodeInternal)
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	_ "modernc.org/sqlite" // the host picks the driver
 
@@ -175,4 +176,39 @@ func ExampleFilter_stages() {
 	// 3 stock/purge confirmed done
 	// 2 stock/purge held refused
 	// 1 stock/count no stage
+}
+
+// A replica that starts again ends, failed, the tasks it was running
+// when it stopped: nothing else would end them.
+func ExampleStore_FailTasks() {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file::memory:")
+	if err != nil {
+		panic(err)
+	}
+	db.SetMaxOpenConns(1)
+	defer db.Close()
+	store, err := sqlstore.New(db, sqlstore.SQLite, &sqlstore.Options{Origin: "replica-a"})
+	if err != nil {
+		panic(err)
+	}
+	if err := store.Migrate(ctx); err != nil {
+		panic(err)
+	}
+	// What the replica kept before it was killed: a task still working.
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	_, _, err = store.CreateTask(ctx, actions.Task{ID: "t1", Principal: "ann", Action: "reports/build", Status: actions.TaskWorking, Created: now, Updated: now, TTL: time.Hour})
+	if err != nil {
+		panic(err)
+	}
+
+	// At its next start, before it serves:
+	n, err := store.FailTasks(ctx, "replica-a", now.Add(time.Minute))
+	fmt.Println(n, err)
+	t, _ := store.TaskByID(ctx, "t1")
+	_, why := t.Result()
+	fmt.Println(t.Status, actions.CodeOf(why))
+	// Output:
+	// 1 <nil>
+	// failed internal
 }

@@ -2,7 +2,13 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,4 +273,77 @@ func TestTaskFailedAfterItsProcessDied(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, n, "a terminal status stays")
 	})
+}
+
+// taskChildEnv makes TestTaskChild the child of TestTaskReplicaKilled:
+// driver, dialect and DSN, tab-separated.
+const taskChildEnv = "SQLSTORE_TASK_CHILD"
+
+// TestTaskReplicaKilled: replica-a (a child process, this test binary)
+// starts a task whose body writes, then is killed with SIGKILL while the
+// body runs. Another replica sees the task working, and nothing of the
+// body's write (its transaction died with it); once replica-a starts
+// again and fails its tasks, the task is failed.
+func TestTaskReplicaKilled(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		h := newTaskHost(t, db, true) // replica-b, and the charges table
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTaskChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), taskChildEnv+"="+db.Driver+"\t"+db.Dialect.String()+"\t"+db.DSN)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%s", out)
+		ws, ok := exit.Sys().(syscall.WaitStatus)
+		require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the child was killed: %v\n%s", err, out)
+		id := strings.TrimSpace(string(out[strings.LastIndex(string(out), "task ")+len("task "):]))
+		ctx := context.Background()
+
+		seen, err := h.reg.Task(ctx, id, ann)
+		require.NoError(t, err, "%s", out)
+		assert.Equal(t, actions.TaskWorking, seen.Status, "nothing ended it")
+		assert.Equal(t, 0, chargeCount(t, db), "the body's write died with its transaction")
+
+		restarted, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Origin: "replica-a"})
+		require.NoError(t, err)
+		n, err := restarted.FailTasks(ctx, "replica-a", h.clock.now())
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n)
+		failed, err := h.reg.Task(ctx, id, ann)
+		require.NoError(t, err)
+		assert.Equal(t, actions.TaskFailed, failed.Status)
+	})
+}
+
+// TestTaskChild is the child of TestTaskReplicaKilled; it does nothing
+// in a normal run.
+func TestTaskChild(t *testing.T) {
+	spec := os.Getenv(taskChildEnv)
+	if spec == "" {
+		t.Skip("the child process of TestTaskReplicaKilled")
+	}
+	parts := strings.SplitN(spec, "\t", 3)
+	dialect := sqlstore.SQLite
+	if parts[1] == sqlstore.PostgreSQL.String() {
+		dialect = sqlstore.PostgreSQL
+	}
+	sqlDB, err := sql.Open(parts[0], parts[2])
+	require.NoError(t, err)
+	s, err := sqlstore.New(sqlDB, dialect, &sqlstore.Options{Origin: "replica-a"})
+	require.NoError(t, err)
+	reg := actions.NewRegistry(&actions.Options{Store: s})
+	wrote := make(chan struct{})
+	require.NoError(t, reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/report", Parameters: `{"type":"object"}`},
+		Run: func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+			if _, err := txOf(ctx).ExecContext(ctx, dialect.Rebind("INSERT INTO charges (amount) VALUES (?)"), "8"); err != nil {
+				return nil, err
+			}
+			close(wrote)
+			select {} // killed while it runs
+		}}))
+	task, err := reg.Start(context.Background(), actions.Call{Action: "shop/report", Caller: ann}, actions.TaskOptions{})
+	require.NoError(t, err)
+	<-wrote
+	fmt.Printf("task %s\n", task.ID)
+	_ = os.Stdout.Sync()
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
 }

@@ -219,7 +219,7 @@ func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Co
 		}
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit; runs before releaseSerial
-	tctx := context.WithValue(context.WithValue(ctx, txKey{}, tx), dialectKey{}, s.dialect)
+	tctx := context.WithValue(context.WithValue(context.WithValue(ctx, txKey{}, tx), dialectKey{}, s.dialect), savepointsKey{}, &savepoints{})
 	u := fn(tctx)
 	if !u.Commit {
 		return u, false, u.Err

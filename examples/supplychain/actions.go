@@ -126,6 +126,10 @@ func definitions(m *Model) []actions.Action {
 			ID: "carbon/total_emissions", Title: "Total emissions", Effect: actions.EffectRead, Idempotent: true, Capability: capRead,
 			Description: "Sums the CO2 emissions of a period over the actors, or over the actors of one type.",
 			Parameters:  totalEmissionsSchema,
+			// A report: over a large chain it runs for minutes, so an MCP
+			// client that supports tasks gets a task and polls
+			// (docs/tasks.md).
+			Long: true,
 		}, withEnv(m, totalEmissions)),
 	}
 }

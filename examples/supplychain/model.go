@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, for -db postgres://...
 	_ "modernc.org/sqlite"             // the "sqlite" driver: pure Go, the default
@@ -148,6 +149,11 @@ func OpenModel(ctx context.Context, dsn string, seed []byte, origin string) (*Mo
 	m.store, err = sqlstore.New(db, dialect, &sqlstore.Options{Origin: origin, Serial: true, Readers: read})
 	if err == nil {
 		err = m.store.Migrate(ctx)
+	}
+	if err == nil {
+		// Tasks this replica ran before it stopped cannot be running now:
+		// they end failed (docs/tasks.md).
+		_, err = m.store.FailTasks(ctx, origin, time.Now())
 	}
 	if err == nil {
 		err = m.migrate(ctx, file)

@@ -1,0 +1,63 @@
+package actions_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+)
+
+// A principal's running tasks are bounded; another principal's are
+// counted apart, and an ended task frees its place.
+func TestTaskMaxRunning(t *testing.T) {
+	release := make(chan struct{})
+	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog()})
+	reg.MustRegister(actions.New(actions.Definition{ID: "reports/build", Long: true},
+		func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+			<-release
+			return "done", nil
+		}))
+	ctx := context.Background()
+	ann, bob := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}, &actions.Caller{Principal: "bob", Surface: actions.SurfaceUI}
+	o := actions.TaskOptions{MaxRunning: 1}
+	first, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, o)
+	require.NoError(t, err)
+	_, err = reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, o)
+	assert.ErrorIs(t, err, actions.CodeRateLimited)
+	_, err = reg.Start(ctx, actions.Call{Action: "reports/build", Caller: bob}, o)
+	require.NoError(t, err, "bob's tasks are his own")
+	close(release)
+	require.Eventually(t, func() bool {
+		got, err := reg.Task(ctx, first.ID, ann)
+		require.NoError(t, err)
+		return got.Status == actions.TaskCompleted
+	}, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, o)
+		return err == nil
+	}, 10*time.Second, time.Millisecond, "an ended task frees its place")
+}
+
+// The in-memory log keeps the same rules: a terminal status stays.
+func TestRunLogTaskTerminalStays(t *testing.T) {
+	log := actions.NewRunLog()
+	ctx := context.Background()
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	_, created, err := log.CreateTask(ctx, actions.Task{ID: "t", Status: actions.TaskWorking, Created: now, Updated: now})
+	require.NoError(t, err)
+	require.True(t, created)
+	ok, err := log.EndTask(ctx, "t", actions.Task{Status: actions.TaskCompleted, Updated: now, Answer: &actions.Answer{Value: "1"}})
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = log.EndTask(ctx, "t", actions.Task{Status: actions.TaskCancelled, Updated: now})
+	require.NoError(t, err)
+	assert.False(t, ok)
+	got, err := log.TaskByID(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, actions.TaskCompleted, got.Status)
+	assert.Equal(t, "1", got.Answer.Value)
+}

@@ -1,5 +1,5 @@
 // Package mcpserver serves the visible actions of an [*actions.Registry]
-// (an *actions.Registry) as MCP tools, on the official Go SDK
+// as MCP tools, on the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk, v1.8.0). It is the only package
 // of the module that imports the SDK: the registry itself knows nothing of
 // MCP beyond the tool definitions ([actions.Registry.Tools]).
@@ -26,7 +26,8 @@
 //     true, a text listing the code, each issue's path, keyword and
 //     message, and the next action (MCP SEP-1303), and, on every tool,
 //     the refusal as structuredContent: {"code", "message", "issues",
-//     "retry", "nextAction"}, with "pending" for a held call's receipt;
+//     "retry", "nextAction"}, with "pending" for a held call's receipt
+//     (and "confirmUrl" when Options.ConfirmURL is set);
 //   - a result that breaks the tool's output schema (output_invalid):
 //     JSON-RPC error -32603, the refusal with its issues going to OnError;
 //   - a body's plain error: isError true with a generic text; the error

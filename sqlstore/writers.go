@@ -64,6 +64,8 @@ func (q queue) leave() {
 // snapshots beside it. driverName is the database/sql driver the host
 // imported ("sqlite" for modernc.org/sqlite, which the pragmas are
 // written for); path is the file, with no "file:" prefix and no query.
+// It is not ":memory:": each pool would open its own empty database (for
+// SQLite in memory, pass New one pool on one connection, no Readers).
 // The caller closes both. Errors: sql.Open's, or a path holding '?'.
 func OpenSQLite(driverName, path string) (write, read *sql.DB, err error) {
 	if strings.ContainsRune(path, '?') {

@@ -35,6 +35,15 @@ type GateOptions struct {
 	RateOf func(id string) (rate.Limit, int)
 	// Pending holds the pending changes (nil: a [MemoryPendingStore]).
 	Pending PendingStore
+	// DecideFrom are the surfaces a pending change may be decided from
+	// when its action's [Approval] lists none (nil: ui alone, the host's
+	// own screen). Adding mcp lets an MCP client's elicitation decide,
+	// which a client may answer without its person: opt in only for
+	// clients the host trusts.
+	DecideFrom []Surface
+	// RuleTimeout bounds how long an approval rule ([Approval].When)
+	// may take to answer (0: 1 s); past it the call is held.
+	RuleTimeout time.Duration
 	// PendingFor is how long a pending change waits (default and at most
 	// 7 days).
 	PendingFor time.Duration
@@ -461,25 +470,35 @@ func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, 
 	return pc.receipt(), nil
 }
 
-func (g *gate) pendingOf(ctx context.Context, id string, c *Caller) (PendingChange, error) {
+// pendingOf returns the change id for c to see: its proposer, or a
+// person its approval lets decide it. Errors: unknown_change for anyone
+// else, and when the change is unknown or expired; internal when the
+// store fails.
+func (g *gate) pendingOf(ctx context.Context, id string, c *Caller, def func(string) *Definition) (PendingChange, error) {
 	pc, err := g.store().Get(ctx, id)
 	switch {
 	case errors.Is(err, ErrNoPendingChange):
 		return PendingChange{}, unknownChange()
 	case err != nil:
 		return PendingChange{}, internalRefusal("the pending change could not be read", err)
-	case c == nil || c.Principal == "" || c.Principal != pc.Proposer.Principal || !g.opts.Now().Before(pc.Expires):
-		return PendingChange{}, unknownChange()
+	}
+	if err := g.mayDecide(pc, c, def); errors.Is(err, CodeUnknownChange) {
+		return PendingChange{}, err
 	}
 	return pc, nil
 }
 
-// take claims the change for a confirmation or a rejection: once.
-func (g *gate) take(ctx context.Context, id string, c *Caller) (PendingChange, error) {
-	if _, err := g.pendingOf(ctx, id, c); err != nil {
+// take claims the change for a decision by c: once, and only when c may
+// decide it (see mayDecide).
+func (g *gate) take(ctx context.Context, id string, c *Caller, def func(string) *Definition) (PendingChange, error) {
+	pc, err := g.pendingOf(ctx, id, c, def)
+	if err != nil {
 		return PendingChange{}, err
 	}
-	pc, err := g.store().Take(ctx, id)
+	if err := g.mayDecide(pc, c, def); err != nil {
+		return PendingChange{}, err
+	}
+	pc, err = g.store().Take(ctx, id)
 	switch {
 	case errors.Is(err, ErrNoPendingChange):
 		return PendingChange{}, unknownChange()

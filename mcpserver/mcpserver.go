@@ -547,6 +547,10 @@ func refusalText(r *actions.Refusal, confirmURL string) string {
 			b.WriteString(is.Message)
 		}
 	}
+	if r.Reason != "" {
+		b.WriteString("\nreason given: ")
+		b.WriteString(r.Reason)
+	}
 	if retry := r.Policy().Retry; retry != "" {
 		b.WriteString("\nretry: ")
 		b.WriteString(string(retry))
@@ -571,13 +575,15 @@ type refusalJSON struct {
 	Scopes  []string         `json:"scopes,omitempty"`
 	RetryAt time.Time        `json:"retryAt,omitzero"`
 	Pending *actions.Receipt `json:"pending,omitempty"`
+	// Reason is a rejecting person's reason (rejected).
+	Reason string `json:"reason,omitempty"`
 	// ConfirmURL is where the person confirms a held call ([Options].ConfirmURL).
 	ConfirmURL string `json:"confirmUrl,omitempty"`
 }
 
 func refusalData(r *actions.Refusal) refusalJSON {
 	return refusalJSON{Code: r.Code, Message: r.Message, Issues: r.Issues, Retry: r.Policy().Retry, NextAction: r.NextAction,
-		Scopes: r.Scopes, RetryAt: r.RetryAt, Pending: r.Pending}
+		Scopes: r.Scopes, RetryAt: r.RetryAt, Pending: r.Pending, Reason: r.Reason}
 }
 
 // protocolError is a JSON-RPC error whose data holds the refusal's code,

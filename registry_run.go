@@ -261,6 +261,13 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 			return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
 		}
 	}
+	if !ok && inv.caller != nil && !inv.replay {
+		// A call naming no action counts as a refused one (see
+		// gate.limitRefused), as a call of a hidden action does.
+		if err := g.limitRefused(ctx, inv.caller.Principal); err != nil {
+			return nil, r.refusedRecord(inv.name, inv.params, audit, err), false, err
+		}
+	}
 	holds := ok && reg.action.NeedsConfirmation && inv.caller != nil && inv.confirming == ""
 	if holds && inv.caller.Principal == "" && !hasRule(reg.action.Approval) {
 		err := anonymousHold()

@@ -58,18 +58,3 @@ func TestConfirmViewForMCPApps(t *testing.T) {
 		}
 	}
 }
-
-// inMemoryClient connects an SDK client to server over in-memory
-// transports; both sessions close when the test ends.
-func inMemoryClient(t *testing.T, server *mcp.Server) *mcp.ClientSession {
-	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := server.Connect(ctx, st, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
-}

@@ -3,20 +3,24 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
-	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/mcpserver"
-	"github.com/actionreg/actions/sqlstore"
 )
 
 // batchClient serves reg with the batch tool and returns a client of it.
@@ -109,58 +113,276 @@ func TestBatchToolUnknownStepsCapped(t *testing.T) {
 	assert.Less(t, len(raw), 32<<10, "the refusal is bounded by the issue cap")
 }
 
-// TestKeyedBatchRetryGetsTheFirstAnswer: a keyed batch of 40 steps each
-// returning 50 KB is answered within the 64 KiB bound, later steps cut
-// or omitted; its retry under the same key gets that answer byte for
-// byte (the text and the structured content), on SQLite, PostgreSQL and
-// the in-memory run log.
-func TestKeyedBatchRetryGetsTheFirstAnswer(t *testing.T) {
-	check := func(t *testing.T, store actions.Store) {
-		ctx := context.Background()
-		runs := 0
-		reg := actions.NewRegistry(&actions.Options{Store: store})
-		reg.MustRegister(actions.New(actions.Definition{ID: "t/fifty", Parameters: `{"type":"object","properties":{"i":{"type":"integer"}}}`},
-			func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
-				runs++
-				return map[string]any{"i": p["i"], "s": strings.Repeat("y", 50_000)}, nil
-			}))
-		server := mcp.NewServer(&mcp.Implementation{Name: "bounds", Version: "v0.0.1"}, nil)
-		require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{Batch: &mcpserver.BatchTool{},
-			Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-				return &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
-			}}))
-		serverT, clientT := mcp.NewInMemoryTransports()
-		ss, err := server.Connect(ctx, serverT, nil)
-		require.NoError(t, err)
-		defer ss.Close()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "v0.0.1"}, nil).Connect(ctx, clientT, nil)
-		require.NoError(t, err)
-		defer cs.Close()
+// TestAttackHugeBody: a body past MaxRequestBodyBytes gets 413, whether it
+// would open a session or call a tool in one, and nothing is kept or run.
+// The server answers 413 and closes the connection before reading the
+// whole body, so the client, still writing, may get a reset before it
+// reads the answer (a bare net/http server does the same): that is an
+// answer the server promises too. Never a 200, never
+// a run.
+func TestAttackHugeBody(t *testing.T) {
+	w := newWaiter(t)
+	h := mcpserver.HTTPHandler(w.server(t), &mcpserver.HTTPOptions{MaxRequestBodyBytes: 1 << 20})
+	url := serveHTTP(t, h)
+	huge := strings.Repeat(" ", 2<<20)
+	c := newRawClient(url)
+	refusedTooLarge(t, c, initializeBody[:len(initializeBody)-1]+huge+"}")
+	assert.Zero(t, h.Sessions(), "no session opened")
+	c.initialize(t)
+	refusedTooLarge(t, c, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait-echo","arguments":{"n":1,"pad":"`+huge+`"}}}`)
+	entries, _, _ := w.snapshot()
+	assert.Empty(t, entries, "nothing ran")
+	assert.Equal(t, 1, h.Sessions())
+}
 
-		var steps []string
-		for i := range 40 {
-			steps = append(steps, fmt.Sprintf(`{"call":"t-fifty","with":{"i":%d}}`, i))
-		}
-		args := json.RawMessage(`{"commands":[` + strings.Join(steps, ",") + `]}`)
-		call := func() []byte {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_batch", Arguments: args, Meta: mcp.Meta{actions.IdempotencyKeyMeta: "k-1"}})
-			require.NoError(t, err)
-			require.False(t, res.IsError, "%v", res.Content)
-			raw, err := json.Marshal(res)
-			require.NoError(t, err)
-			return raw
-		}
-		first := call()
-		assert.Contains(t, string(first), `"omitted":true`, "later steps are omitted")
-		retry := call()
-		assert.Equal(t, 40, runs, "the retry runs nothing")
-		assert.Equal(t, string(first), string(retry), "the retry's answer is the first, byte for byte")
+// refusedTooLarge posts body and checks the answer is 413, or that the
+// connection was reset (or its write broken) while the client was still
+// writing the body the server refused.
+func refusedTooLarge(t *testing.T, c *rawClient, body string) {
+	t.Helper()
+	resp, err := c.post(context.Background(), body)
+	if err != nil {
+		assert.True(t, errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE),
+			"the only error allowed is the server closing the connection on the body it refused: %v", err)
+		return
 	}
-	t.Run("runlog", func(t *testing.T) { check(t, actions.NewRunLog()) })
-	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
-		store, err := sqlstore.New(db.DB, db.Dialect, nil)
-		require.NoError(t, err)
-		require.NoError(t, store.Migrate(context.Background()))
-		check(t, store)
-	})
+	readAll(t, resp)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+}
+
+// TestHardenLargeArgumentsSaySize: arguments under the HTTP
+// body bound but past the registry's MaxParamBytes (1 MiB) are refused
+// for their size, and the answer says so: valid JSON is not called
+// "not I-JSON text".
+func TestHardenLargeArgumentsSaySize(t *testing.T) {
+	w := newWaiter(t)
+	url := serveHTTP(t, mcpserver.HTTPHandler(w.server(t), nil))
+	cs := connectSDK(t, url)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait-echo",
+		Arguments: map[string]any{"n": 1, "pad": strings.Repeat("x", 4<<20-1024)}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	text := res.Content[0].(*mcp.TextContent).Text
+	assert.Contains(t, text, "too large")
+	assert.Contains(t, text, "larger than 1048576 bytes")
+	assert.NotContains(t, text, "I-JSON")
+	entries, _, _ := w.snapshot()
+	require.Len(t, entries, 1)
+	assert.Equal(t, "null", entries[0].Parameters, "the entry holds none of it")
+}
+
+// TestHardenServerWideCallBound: the calls in flight of all
+// sessions together are bounded, in number and in argument bytes. Past a
+// bound a tools/call POST gets 503 with Retry-After and does not run;
+// other requests are served; once a call ends, calls run again.
+func TestHardenServerWideCallBound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts mcpserver.HTTPOptions
+		pad  int // bytes of padding in each blocked call's arguments
+		fill int // blocked calls that fill the bound
+	}{
+		{name: "calls", opts: mcpserver.HTTPOptions{MaxServerCalls: 4}, fill: 4},
+		{name: "bytes", opts: mcpserver.HTTPOptions{MaxServerCallBytes: 3100}, pad: 1000, fill: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWaiter(t)
+			w.reg.MustRegister(actions.New(actions.Definition{ID: "wait/hold",
+				Parameters: `{"type":"object","properties":{"pad":{"type":"string"}}}`},
+				func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+					w.started <- struct{}{}
+					select {
+					case <-w.release:
+						return "released", nil
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				}))
+			h := mcpserver.HTTPHandler(w.server(t), &tc.opts)
+			url := serveHTTP(t, h)
+			blocked := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait-hold","arguments":{"pad":%q}}}`, strings.Repeat("x", tc.pad))
+			streams := make(chan string, tc.fill)
+			for range tc.fill {
+				c := newRawClient(url) // a session for each: the bound is the server's
+				c.initialize(t)
+				go func() {
+					resp, err := c.post(context.Background(), blocked)
+					if err != nil {
+						streams <- err.Error()
+						return
+					}
+					streams <- readAll(t, resp)
+				}()
+				w.awaitStart(t)
+			}
+			c := newRawClient(url)
+			c.initialize(t)
+			resp, err := c.post(context.Background(),
+				`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait-echo","arguments":{"n":3,"pad":"`+strings.Repeat("x", 100)+`"}}}`)
+			require.NoError(t, err)
+			body := readAll(t, resp)
+			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
+			assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+
+			resp, err = c.post(context.Background(), `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+			require.NoError(t, err)
+			assert.Contains(t, readAll(t, resp), "wait-echo", "a tools/list is served")
+			entries, _, _ := w.snapshot()
+			assert.Empty(t, entries, "the refused call did not run")
+
+			close(w.release)
+			for range tc.fill {
+				assert.Contains(t, <-streams, "released")
+			}
+			resp, err = c.post(context.Background(), echoCall(5))
+			require.NoError(t, err)
+			assert.Contains(t, readAll(t, resp), `"n":5`, "room again")
+		})
+	}
+}
+
+// TestHTTPCallsInFlight: a session runs at most MaxCallsInFlight calls;
+// the next gets JSON-RPC -32000 and does not run.
+func TestHTTPCallsInFlight(t *testing.T) {
+	w := newWaiter(t)
+	url := serveHTTP(t, mcpserver.HTTPHandler(w.server(t), &mcpserver.HTTPOptions{MaxCallsInFlight: 2}))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sdk", Version: "v0"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.NoError(t, err)
+	defer cs.Close()
+	results := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait-block"})
+			results <- err
+		}()
+		w.awaitStart(t)
+	}
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait-echo"})
+	var je *jsonrpc.Error
+	require.ErrorAs(t, err, &je)
+	assert.Equal(t, int64(-32000), je.Code)
+	var data map[string]any
+	require.NoError(t, json.Unmarshal(je.Data, &data))
+	assert.Equal(t, "after-backoff", data["retry"])
+	close(w.release)
+	for range 2 {
+		require.NoError(t, <-results)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait-echo"})
+	require.NoError(t, err, "a slot is free again")
+	assert.False(t, res.IsError)
+}
+
+// TestAttackBatchToolIsTracked: a call of the batch tool counts towards
+// its session's calls in flight, and ends with its session: a DELETE
+// cancels it (ErrSessionClosed) and returns promptly, as for any tool.
+func TestAttackBatchToolIsTracked(t *testing.T) {
+	base := runtime.NumGoroutine()
+	w := newWaiter(t)
+	h := mcpserver.HTTPHandler(w.server(t, withBatch), &mcpserver.HTTPOptions{MaxCallsInFlight: 1})
+	srv := httptest.NewServer(h)
+	c := newRawClient(srv.URL)
+	c.initialize(t)
+	streamed := make(chan string, 1)
+	go func() {
+		resp, err := c.post(context.Background(), blockBatch)
+		if err != nil {
+			streamed <- err.Error()
+			return
+		}
+		streamed <- readAll(t, resp)
+	}()
+	w.awaitStart(t)
+
+	resp, err := c.post(context.Background(), echoCall(3))
+	require.NoError(t, err)
+	assert.Contains(t, readAll(t, resp), "-32000", "the batch in flight fills the session's one call")
+
+	req, err := http.NewRequest(http.MethodDelete, srv.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Mcp-Session-Id", c.session)
+	req.Header.Set("MCP-Protocol-Version", c.version)
+	deleted := make(chan int, 1)
+	go func() {
+		resp, err := c.client.Do(req)
+		if err != nil {
+			deleted <- 0
+			return
+		}
+		resp.Body.Close()
+		deleted <- resp.StatusCode
+	}()
+	select {
+	case status := <-deleted:
+		assert.Equal(t, http.StatusNoContent, status)
+	case <-time.After(5 * time.Second):
+		close(w.release)
+		t.Fatal("DELETE hung on a batch in flight")
+	}
+	w.awaitCancelled(t, 1, 5*time.Second, mcpserver.ErrSessionClosed)
+	select {
+	case body := <-streamed:
+		assert.NotContains(t, body, `"result"`)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the batch's stream did not end")
+	}
+	shutdown(t, h)
+	srv.Close()
+	checkGoroutines(t, base)
+}
+
+func withBatch(o *mcpserver.Options) {
+	o.Batch = &mcpserver.BatchTool{}
+}
+
+// TestOverrunCountsInFlight: a call answered timeout at its deadline
+// while its body runs on (ignoring its context) keeps its place in the
+// session's bound until the body returns: the next call is refused busy
+// meanwhile, and passes once the body returned.
+func TestOverrunCountsInFlight(t *testing.T) {
+	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog()})
+	release, returned := make(chan struct{}), make(chan struct{})
+	reg.MustRegister(
+		actions.New(actions.Definition{ID: "t/stuck", Timeout: 200 * time.Millisecond},
+			func(context.Context, map[string]any, *actions.Trace) (any, error) {
+				defer close(returned)
+				<-release // ignores ctx
+				return "late", nil
+			}),
+		actions.New(actions.Definition{ID: "t/echo"},
+			func(context.Context, map[string]any, *actions.Trace) (any, error) { return "echo", nil }),
+	)
+	server := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "v0"}, nil)
+	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
+			return &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+		}}))
+	url := serveHTTP(t, mcpserver.HTTPHandler(server, &mcpserver.HTTPOptions{MaxCallsInFlight: 1}))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sdk", Version: "v0"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.NoError(t, err)
+	defer cs.Close()
+
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t-stuck"})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, string(actions.CodeTimeout))
+	select {
+	case <-returned:
+		t.Fatal("the body returned: the call was not answered at its deadline")
+	default:
+	}
+
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t-echo"})
+	var je *jsonrpc.Error
+	require.ErrorAs(t, err, &je, "the overrunning body still holds the session's one place")
+	assert.Equal(t, int64(-32000), je.Code)
+
+	close(release)
+	<-returned
+	require.Eventually(t, func() bool {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t-echo"})
+		return err == nil && !res.IsError
+	}, 10*time.Second, 5*time.Millisecond, "the place is free once the body returned")
 }

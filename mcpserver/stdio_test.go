@@ -6,13 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,16 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/mcpserver"
 )
-
-const initializedLine = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
-
-// echoCall is a tools/call of wait/echo with the given id.
-func echoCall(id int) string {
-	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait-echo","arguments":{"n":%d}}}`, id, id)
-}
 
 // answers parses the server's output: the id of each response, and the
 // JSON-RPC error code of each error (0 for a result).
@@ -60,24 +49,6 @@ func answers(t *testing.T, out string) map[float64]int64 {
 	}
 	return got
 }
-
-// serveInput serves input (then the end of input) and returns what the
-// server wrote, and Serve's error.
-func serveInput(t *testing.T, s *mcp.Server, input string, opts *mcpserver.ServeOptions) (string, error) {
-	t.Helper()
-	var out lockedBuffer
-	err := mcpserver.Serve(context.Background(), s, &mcp.IOTransport{
-		Reader: io.NopCloser(strings.NewReader(input)),
-		Writer: nopWriteCloser{&out},
-	}, opts)
-	out.mu.Lock()
-	defer out.mu.Unlock()
-	return out.b.String(), err
-}
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // TestStdioEndOfInput: N requests, then the end of input, 100 times: each
 // request is answered, once, and each call that ran is recorded: entries
@@ -137,81 +108,6 @@ func TestStdioTruncatedLastLine(t *testing.T) {
 	out, err := serveInput(t, w.server(t), input, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[float64]int64{1: 0, 2: 0, 3: 0}, answers(t, out))
-}
-
-// pipeSession serves one session over OS pipes, as a parent process
-// would, and gives the test the client's ends.
-type pipeSession struct {
-	in     *os.File // the client writes requests here
-	out    *os.File // and reads answers here
-	cancel context.CancelFunc
-	done   chan error
-}
-
-func servePipes(t *testing.T, s *mcp.Server, opts *mcpserver.ServeOptions) *pipeSession {
-	t.Helper()
-	inR, inW, err := os.Pipe()
-	require.NoError(t, err)
-	outR, outW, err := os.Pipe()
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &pipeSession{in: inW, out: outR, cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		p.done <- mcpserver.Serve(ctx, s, &mcp.IOTransport{Reader: inR, Writer: outW}, opts)
-		inR.Close()
-		outW.Close()
-	}()
-	t.Cleanup(func() {
-		cancel()
-		inW.Close()
-		outR.Close()
-	})
-	return p
-}
-
-// lines reads the client's end line by line into a channel.
-func (p *pipeSession) lines() <-chan string {
-	ch := make(chan string, 1024)
-	go func() {
-		defer close(ch)
-		sc := bufio.NewScanner(p.out)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			ch <- sc.Text()
-		}
-	}()
-	return ch
-}
-
-func (p *pipeSession) send(t *testing.T, lines ...string) {
-	t.Helper()
-	for _, l := range lines {
-		_, err := io.WriteString(p.in, l+"\n")
-		require.NoError(t, err)
-	}
-}
-
-// awaitAnswer reads lines until the answer to id, failing on an answer to
-// any id in never.
-func awaitAnswer(t *testing.T, lines <-chan string, id float64, never ...float64) string {
-	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case line, ok := <-lines:
-			require.True(t, ok, "the output ended before the answer to %v", id)
-			got := answers(t, line)
-			for _, n := range never {
-				_, answered := got[n]
-				require.False(t, answered, "request %v was answered: %s", n, line)
-			}
-			if _, ok := got[id]; ok {
-				return line
-			}
-		case <-timeout:
-			t.Fatalf("no answer to %v within 10 s", id)
-		}
-	}
 }
 
 // TestStdioBackpressure: a client writes 100,000 requests without reading
@@ -279,67 +175,6 @@ func TestStdioBackpressure(t *testing.T) {
 	checkGoroutines(t, base)
 }
 
-// TestStdioCancelledNotification: a call the client cancels is cancelled,
-// recorded as cancelled, reported to OnError, and never answered; the
-// next call is.
-func TestStdioCancelledNotification(t *testing.T) {
-	base := runtime.NumGoroutine()
-	w := newWaiter(t)
-	p := servePipes(t, w.server(t), nil)
-	lines := p.lines()
-	p.send(t, initializeBody, initializedLine)
-	awaitAnswer(t, lines, 1)
-	p.send(t, callBody(5, "wait-block"))
-	w.awaitStart(t)
-	p.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"the user gave up"}}`)
-	w.awaitCancelled(t, 1, 5*time.Second, context.Canceled)
-	p.send(t, echoCall(6))
-	awaitAnswer(t, lines, 6, 5)
-	p.in.Close() // end of input: nothing left to answer
-	select {
-	case err := <-p.done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
-	}
-	for l := range lines {
-		assert.NotContains(t, l, `"id":5`)
-	}
-	entries, _, _ := w.snapshot()
-	require.Len(t, entries, 2)
-	assert.Equal(t, actions.CodeCancelled, entries[0].Error)
-	checkGoroutines(t, base)
-}
-
-// TestStdioShutdown: when ctx ends, the calls in flight may end within
-// the drain time (answered as usual); the one still running then is
-// cancelled (ErrShuttingDown) and answered with -32800; Serve returns
-// ctx.Err().
-func TestStdioShutdown(t *testing.T) {
-	base := runtime.NumGoroutine()
-	w := newWaiter(t)
-	p := servePipes(t, w.server(t), &mcpserver.ServeOptions{DrainTime: 300 * time.Millisecond})
-	lines := p.lines()
-	p.send(t, initializeBody, initializedLine)
-	awaitAnswer(t, lines, 1)
-	p.send(t, callBody(2, "wait-block"))
-	w.awaitStart(t)
-	p.cancel()
-	line := awaitAnswer(t, lines, 2)
-	assert.Contains(t, line, fmt.Sprint(mcpserver.CodeRequestCancelled))
-	assert.Contains(t, line, `"code":"cancelled"`)
-	select {
-	case err := <-p.done:
-		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
-	}
-	w.awaitCancelled(t, 1, 5*time.Second, mcpserver.ErrShuttingDown)
-	for range lines {
-	}
-	checkGoroutines(t, base)
-}
-
 // TestStdioSDKClient: the official client over Serve, both protocol
 // versions.
 func TestStdioSDKClient(t *testing.T) {
@@ -371,36 +206,3 @@ func TestStdioSDKClient(t *testing.T) {
 }
 
 var _ = bytes.MinRead
-
-// TestStdioClientKilled: the client dies with two calls in flight (its
-// input ends and its output is closed). The first answer fails to go out,
-// after which the SDK writes nothing more; Serve still returns, promptly
-// once the bodies end, and leaves nothing behind.
-func TestStdioClientKilled(t *testing.T) {
-	base := runtime.NumGoroutine()
-	w := newWaiter(t)
-	p := servePipes(t, w.server(t), nil)
-	lines := p.lines()
-	p.send(t, initializeBody, initializedLine)
-	awaitAnswer(t, lines, 1)
-	p.send(t, callBody(2, "wait-block"), callBody(3, "wait-block"))
-	w.awaitStart(t)
-	w.awaitStart(t)
-	p.out.Close()
-	for range lines {
-	}
-	p.in.Close()
-	close(w.release) // the bodies end; their answers cannot go out
-	select {
-	case err := <-p.done:
-		// The session's error: the failed write, when an answer was tried.
-		if err != nil {
-			assert.ErrorIs(t, err, syscall.EPIPE)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return after the client died")
-	}
-	entries, _, _ := w.snapshot()
-	assert.Len(t, entries, 2)
-	checkGoroutines(t, base)
-}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -276,4 +277,121 @@ func TestTypedToolHeldForConfirmation(t *testing.T) {
 			assert.JSONEq(t, `{"item":"milk"}`, jsonText(t, res.StructuredContent))
 		})
 	}
+}
+
+// TestTypedOutputSchemaAdmitsRefusalsAndReceipts: on a typed tool (an
+// output schema inferred from its result type), a result, a refusal of
+// the parameters, a body's own refusal and a held call's receipt all
+// carry structuredContent, and the outputSchema tools/list shows (an
+// anyOf of the result's schema and a refusal's object), compiled with
+// jsonschema v6 as a client would, validates each of them while still
+// refusing an object that is neither.
+func TestTypedOutputSchemaAdmitsRefusalsAndReceipts(t *testing.T) {
+	bothVersions(t, func(t *testing.T, version string) {
+		reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{}})
+		quoteBody := func(_ context.Context, p quoteParams, _ *actions.Trace) (heldQuote, error) {
+			if p.Qty > 100 {
+				return heldQuote{}, actions.NewRefusal("too_many", "at most 100 items")
+			}
+			return heldQuote{Item: p.Item, Total: 2.5 * float64(p.Qty)}, nil
+		}
+		reg.MustRegister(
+			actions.Typed(actions.Definition{ID: "shop/quote", Effect: actions.EffectRead,
+				Refusals: []actions.DeclaredRefusal{{Code: "too_many", Retry: actions.RetryAfterEdit}}}, quoteBody),
+			actions.Typed(actions.Definition{ID: "shop/order", Effect: actions.EffectWrite, NeedsConfirmation: true}, quoteBody),
+			actions.Typed(actions.Definition{ID: "shop/sizes", Effect: actions.EffectRead},
+				func(context.Context, sizeParams, *actions.Trace) ([]string, error) { return []string{"S", "M"}, nil }),
+		)
+		server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0"}, nil)
+		require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
+			Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
+				return &actions.Caller{Principal: "editor"}
+			},
+		}))
+		ctx := context.Background()
+		serverT, clientT := mcp.NewInMemoryTransports()
+		ss, err := server.Connect(ctx, serverT, nil)
+		require.NoError(t, err)
+		defer ss.Close()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v0"}, nil).Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		require.NoError(t, err)
+		defer cs.Close()
+
+		list, err := cs.ListTools(ctx, nil)
+		require.NoError(t, err)
+		schemas := map[string]any{}
+		for _, tool := range list.Tools {
+			if tool.OutputSchema != nil {
+				schemas[tool.Name] = tool.OutputSchema
+			}
+		}
+		names := []string{"shop-order", "shop-quote"}
+		if version >= "2026-07-28" {
+			names = append(names, "shop-sizes") // an array root: listed from 2026-07-28 only
+		} else {
+			assert.NotContains(t, schemas, "shop-sizes")
+		}
+		for _, name := range names {
+			require.Contains(t, schemas, name)
+			var listed struct {
+				Type  string           `json:"type"`
+				AnyOf []map[string]any `json:"anyOf"`
+			}
+			require.NoError(t, json.Unmarshal(mustJSON(t, schemas[name]), &listed))
+			require.Len(t, listed.AnyOf, 3, "%s: the result's schema, a refusal's or a bounded result's", name)
+			if name != "shop-sizes" {
+				assert.Equal(t, "object", listed.Type, "%s: an object root stays an object root", name)
+			}
+			sch := compileListed(t, schemas[name])
+			neither, err := jsonschemaValue(`{"nope":1}`)
+			require.NoError(t, err)
+			assert.Error(t, sch.Validate(neither), "%s: the listed schema still refuses what is neither", name)
+		}
+		quote, order := compileListed(t, schemas["shop-quote"]), compileListed(t, schemas["shop-order"])
+
+		check := func(tool string, sch *jsonschema.Schema, args any, isError bool, code actions.Code) map[string]any {
+			t.Helper()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+			require.NoError(t, err, tool)
+			require.Equal(t, isError, res.IsError, "%s: %s", tool, textOf(t, res))
+			var out map[string]any
+			structured(t, res, &out)
+			v, err := jsonschemaValue(string(mustJSON(t, res.StructuredContent)))
+			require.NoError(t, err)
+			assert.NoError(t, sch.Validate(v), "%s %v: structuredContent against the listed outputSchema", tool, args)
+			if code != "" {
+				assert.Equal(t, string(code), out["code"], tool)
+			}
+			return out
+		}
+		check("shop-quote", quote, map[string]any{"item": "bolt", "qty": 2}, false, "")
+		out := check("shop-quote", quote, map[string]any{"item": "bolt", "qty": "two"}, true, actions.CodeInvalidParameters)
+		assert.NotEmpty(t, out["issues"])
+		out = check("shop-quote", quote, map[string]any{"item": "bolt", "qty": 101}, true, "too_many")
+		assert.Equal(t, "after-edit", out["retry"], "the body's refusal with its declared retry")
+		out = check("shop-order", order, map[string]any{"item": "bolt", "qty": 2}, true, actions.CodeConfirmationRequired)
+		pending, _ := out["pending"].(map[string]any)
+		require.NotNil(t, pending, "the receipt")
+		assert.NotEmpty(t, pending["id"])
+		assert.NotEmpty(t, pending["expires"])
+		if version >= "2026-07-28" {
+			sizes := compileListed(t, schemas["shop-sizes"])
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-sizes"})
+			require.NoError(t, err)
+			v, err := jsonschemaValue(string(mustJSON(t, res.StructuredContent)))
+			require.NoError(t, err)
+			assert.NoError(t, sizes.Validate(v), "an array result")
+			check("shop-sizes", sizes, map[string]any{"family": 3}, true, actions.CodeInvalidParameters)
+		}
+	})
+}
+
+// jsonschemaValue decodes JSON text as jsonschema v6 validates it.
+func jsonschemaValue(text string) (any, error) {
+	return jsonschema.UnmarshalJSON(strings.NewReader(text))
+}
+
+type heldQuote struct {
+	Item  string  `json:"item"`
+	Total float64 `json:"total"`
 }

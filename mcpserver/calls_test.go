@@ -1,17 +1,14 @@
 package mcpserver_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -20,215 +17,6 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/mcpserver"
 )
-
-// marker is a value no response may ever hold: tests submit it as a
-// parameter or put it in a body's error.
-const marker = "MARKER-7f3c-secret"
-
-// testRegistry is the shop; opts (nil for none) are the registry's own.
-func testRegistry(t *testing.T, opts *actions.Options) *actions.Registry {
-	t.Helper()
-	reg := actions.NewRegistry(opts)
-	add := func(a actions.Action) {
-		t.Helper()
-		require.NoError(t, reg.Register(a))
-	}
-	add(actions.Action{
-		Definition: actions.Definition{
-			ID: "shop/greet", Title: "Greet", Description: "Greets a customer.", Effect: actions.EffectRead,
-			Parameters: `{"type":"object","properties":{
-				"name":{"type":"string","pattern":"^[A-Z][a-z]+$"},
-				"times":{"type":"integer","minimum":1,"default":1},
-				"note":{"anyOf":[{"type":"string"},{"type":"object","additionalProperties":{"type":"string"}}]}
-			},"required":["name"],"additionalProperties":false}`,
-		},
-		Run: func(_ context.Context, p map[string]any, tr *actions.Trace) (any, error) {
-			client := ""
-			if c := tr.Caller(); c != nil && c.Client != nil {
-				client = c.Client.ID
-			}
-			return map[string]any{"hello": p["name"], "times": p["times"], "client": client}, nil
-		},
-	})
-	add(actions.Action{
-		Definition: actions.Definition{ID: "shop/list_sizes", Effect: actions.EffectRead},
-		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
-			return []any{"S", "M", "L"}, nil
-		},
-	})
-	add(actions.Action{
-		Definition: actions.Definition{ID: "shop/purge", Effect: actions.EffectWrite, Description: "Deletes every order."},
-		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
-			return nil, nil
-		},
-	})
-	add(actions.Action{
-		Definition: actions.Definition{ID: "shop/audit", Surfaces: []actions.Surface{}},
-		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
-			return "audited", nil
-		},
-	})
-	add(actions.Action{
-		Definition: actions.Definition{ID: "shop/order", Additive: true, Parameters: `{"type":"object","properties":{"qty":{"type":"integer"}}}`},
-		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
-			r := actions.NewRefusal("out_of_stock", "the item is out of stock")
-			r.NextAction = "Offer the customer another size."
-			return nil, r
-		},
-	})
-	add(actions.Action{
-		Definition: actions.Definition{ID: "shop/crash", Additive: true},
-		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
-			panic("crash " + marker)
-		},
-	})
-	add(actions.Action{
-		Definition: actions.Definition{ID: "shop/fail", Additive: true},
-		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
-			return nil, errors.New("database unreachable: password=" + marker)
-		},
-	})
-	return reg
-}
-
-// lockedBuffer collects the messages the client reads, for the leak
-// checks. It logs on the client's side: a message is logged before the
-// client handles it, so a response is in the log when its call returns.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// written returns the messages the server sent, one per line.
-func (l *lockedBuffer) written() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if line, ok := strings.CutPrefix(sc.Text(), "read: "); ok {
-			out.WriteString(line)
-			out.WriteByte('\n')
-		}
-	}
-	return out.String()
-}
-
-// fixture is a server on the test registry and a connected client.
-type fixture struct {
-	reg     *actions.Registry
-	session *mcp.ClientSession
-	wire    *lockedBuffer
-
-	mu      sync.Mutex
-	entries []actions.RunEntry
-	errs    []error
-	callers int // calls of Options.Caller
-}
-
-func (f *fixture) loggedErrors() []error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]error(nil), f.errs...)
-}
-
-func (f *fixture) runEntries() []actions.RunEntry {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]actions.RunEntry(nil), f.entries...)
-}
-
-// connect serves the test registry over in-memory transports and connects
-// a client asking for protocolVersion ("" for the SDK's default).
-func connect(t *testing.T, protocolVersion string) *fixture {
-	t.Helper()
-	f := &fixture{wire: &lockedBuffer{}}
-	// The registry's OnRecord sees each call's record once it is settled.
-	f.reg = testRegistry(t, &actions.Options{OnRecord: func(rec actions.Record) {
-		f.mu.Lock()
-		f.entries = append(f.entries, rec.Entry)
-		f.mu.Unlock()
-	}})
-	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
-	err := mcpserver.AddTools(server, f.reg, &mcpserver.Options{
-		// Who calls, built per request: the body's environment is built
-		// from it (the trace's caller).
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-			f.mu.Lock()
-			f.callers++
-			f.mu.Unlock()
-			return &actions.Caller{Principal: "ada", Client: &actions.Client{ID: "test-client"}}
-		},
-		OnError: func(_ context.Context, tool string, err error) {
-			f.mu.Lock()
-			f.errs = append(f.errs, err)
-			f.mu.Unlock()
-		},
-	})
-	require.NoError(t, err)
-
-	ctx := context.Background()
-	serverT, clientT := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, serverT, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ss.Close() })
-
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v0.0.1"}, nil)
-	var opts *mcp.ClientSessionOptions
-	if protocolVersion != "" {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion}
-	}
-	cs, err := client.Connect(ctx, &mcp.LoggingTransport{Transport: clientT, Writer: f.wire}, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
-	f.session = cs
-	return f
-}
-
-// versions are the protocol versions every test runs under: the client's
-// default (the latest the SDK knows, 2026-07-28 in v1.8.0, negotiated
-// through server/discover) and 2025-11-25 (the initialize handshake).
-var versions = []struct{ name, ask, want string }{
-	{"default", "", "2026-07-28"},
-	{"2025-11-25", "2025-11-25", "2025-11-25"},
-}
-
-func forEachVersion(t *testing.T, test func(t *testing.T, f *fixture)) {
-	for _, v := range versions {
-		t.Run(v.name, func(t *testing.T) {
-			f := connect(t, v.ask)
-			require.Equal(t, v.want, f.session.InitializeResult().ProtocolVersion, "negotiated protocol version")
-			test(t, f)
-		})
-	}
-}
-
-func call(t *testing.T, f *fixture, name string, args any) (*mcp.CallToolResult, error) {
-	t.Helper()
-	return f.session.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-}
-
-func textOf(t *testing.T, res *mcp.CallToolResult) string {
-	t.Helper()
-	require.Len(t, res.Content, 1)
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	require.True(t, ok, "content is %T, want text", res.Content[0])
-	return tc.Text
-}
-
-func jsonText(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return string(b)
-}
 
 func TestToolList(t *testing.T) {
 	forEachVersion(t, func(t *testing.T, f *fixture) {
@@ -583,4 +371,31 @@ func TestAddToolsErrors(t *testing.T) {
 	})
 	assert.ErrorIs(t, err, actions.CodeConstraintViolation)
 	require.NoError(t, mcpserver.AddTools(server, reg, nil))
+}
+
+// A missing server, transport or runner is the host's mistake, told
+// where it is made: Serve returns an error, as AddTools does, and the
+// constructors of handlers panic with a message naming what is missing
+// (as http.Handle does for a nil handler), instead of a nil dereference
+// on the first request.
+func TestMissingServerOrRegistry(t *testing.T) {
+	ctx := context.Background()
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "v0"}, nil)
+	err := mcpserver.Serve(ctx, nil, &mcp.InMemoryTransport{}, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "server")
+	err = mcpserver.Serve(ctx, s, nil, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "transport")
+	assert.PanicsWithValue(t, "mcpserver: HTTPHandler needs a server", func() { mcpserver.HTTPHandler(nil, nil) })
+	assert.PanicsWithValue(t, "mcpserver: ScopeChallenge needs a registry", func() {
+		mcpserver.ScopeChallenge(nil, &mcpserver.Options{})
+	})
+	// A typed nil registry is nil too.
+	assert.Error(t, mcpserver.AddTools(s, (*actions.Registry)(nil), nil))
+	// A server and a runner: no panic, and a request is served.
+	h := mcpserver.HTTPHandler(s, nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", strings.NewReader("")))
+	assert.NotZero(t, rec.Code)
 }

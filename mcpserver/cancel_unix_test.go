@@ -26,7 +26,7 @@ import (
 // TestHardenStdioClientKilled.
 const stdioChildEnv = "MCPSERVER_TEST_STDIO_HOST"
 
-// TestHardenStdioClientKilled (item 12): a stdio client killed while
+// TestHardenStdioClientKilled: a stdio client killed while
 // calls run closes the host's input and output at once. The host lives
 // on: the answers fail with EPIPE instead of SIGPIPE ending the process,
 // every call in flight is cancelled and recorded, Serve returns, and the

@@ -1,0 +1,372 @@
+package mcpserver_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/mcpserver"
+)
+
+// TestAttackCancelLosesTheRace: the client cancels a call whose body then
+// ends done anyway (its work was done). The call ran and is recorded
+// done, so its answer goes out (MCP: a receiver MAY ignore a cancellation
+// of a request whose processing completed); only a call that ended
+// cancelled goes unanswered.
+func TestAttackCancelLosesTheRace(t *testing.T) {
+	t.Run("stdio", func(t *testing.T) {
+		s, entries, started := committer(t)
+		p := servePipes(t, s, nil)
+		lines := p.lines()
+		p.send(t, initializeBody, initializedLine)
+		awaitAnswer(t, lines, 1)
+		p.send(t, callBody(5, "commit-late"))
+		<-started
+		p.send(t, cancelFive)
+		line := awaitAnswer(t, lines, 5)
+		assert.Contains(t, line, "committed")
+		require.Len(t, entries(), 1)
+		assert.Equal(t, actions.OutcomeDone, entries()[0].Outcome)
+	})
+	t.Run("http", func(t *testing.T) {
+		s, entries, started := committer(t)
+		h := mcpserver.HTTPHandler(s, nil)
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		c := newRawClient(srv.URL)
+		c.initialize(t)
+		streamed := make(chan string, 1)
+		go func() {
+			resp, err := c.post(context.Background(), callBody(5, "commit-late"))
+			if err != nil {
+				streamed <- err.Error()
+				return
+			}
+			streamed <- readAll(t, resp)
+		}()
+		<-started // a cancellation before the handler runs is the SDK's to answer
+		require.Eventually(t, func() bool {
+			resp, err := c.post(context.Background(), cancelFive)
+			require.NoError(t, err)
+			resp.Body.Close()
+			select {
+			case body := <-streamed:
+				streamed <- body
+				return true
+			default:
+				return false
+			}
+		}, 5*time.Second, 50*time.Millisecond)
+		body := <-streamed
+		assert.Contains(t, body, "committed", "the call that ran is answered")
+		require.Len(t, entries(), 1)
+		assert.Equal(t, actions.OutcomeDone, entries()[0].Outcome)
+		shutdown(t, h)
+	})
+}
+
+// committer is a registry whose action commit/late finishes its work even
+// when its caller cancels: it waits for its context to be done, then
+// reports the work done (a commit that won the race with the cancel).
+func committer(t *testing.T) (*mcp.Server, func() []actions.RunEntry, chan struct{}) {
+	t.Helper()
+	var mu sync.Mutex
+	var entries []actions.RunEntry
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) {
+		mu.Lock()
+		entries = append(entries, rec.Entry)
+		mu.Unlock()
+	}})
+	started := make(chan struct{}, 10)
+	reg.MustRegister(actions.New(actions.Definition{ID: "commit/late", Additive: true},
+		func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return "committed", nil
+		}))
+	s := mcp.NewServer(&mcp.Implementation{Name: "committer", Version: "v0"}, nil)
+	require.NoError(t, mcpserver.AddTools(s, reg, nil))
+	return s, func() []actions.RunEntry {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]actions.RunEntry(nil), entries...)
+	}, started
+}
+
+// TestAttackStdioCancelOddities: cancellations of unknown ids, of
+// malformed ids, and of a request already answered (its id then reused)
+// change nothing: every request is answered once.
+func TestAttackStdioCancelOddities(t *testing.T) {
+	base := runtime.NumGoroutine()
+	w := newWaiter(t)
+	p := servePipes(t, w.server(t), nil)
+	lines := p.lines()
+	p.send(t, initializeBody, initializedLine)
+	awaitAnswer(t, lines, 1)
+	p.send(t,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"5"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{"a":1}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":"x"}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled"}`,
+		echoCall(5))
+	awaitAnswer(t, lines, 5)
+	p.send(t, cancelFive, echoCall(6)) // after its answer
+	awaitAnswer(t, lines, 6)
+	// The id again (MCP forbids reusing one in a session): the stale
+	// cancellation may reach it, and then it is answered cancelled;
+	// either way it is answered and recorded alike.
+	p.send(t, cancelFive, echoCall(5))
+	reused := awaitAnswer(t, lines, 5)
+	p.send(t, echoCall(7))
+	awaitAnswer(t, lines, 7)
+	p.in.Close()
+	select {
+	case err := <-p.done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	entries, _, _ := w.snapshot()
+	done := 0
+	for _, e := range entries {
+		if e.Outcome == actions.OutcomeDone {
+			done++
+		}
+	}
+	if strings.Contains(reused, `"result"`) {
+		assert.Equal(t, 4, done, "%v", entries)
+	} else {
+		// Cancelled before it ran (no entry) or while it ran (recorded
+		// cancelled): never done and unanswered.
+		assert.Contains(t, reused, `"error"`)
+		assert.Equal(t, 3, done, "%v", entries)
+	}
+	checkGoroutines(t, base)
+}
+
+// TestHTTPCancelledNotification: after notifications/cancelled, the call
+// is cancelled, recorded as such, and gets no answer (MCP 2025-11-25,
+// cancellation: the receiver SHOULD NOT respond).
+func TestHTTPCancelledNotification(t *testing.T) {
+	base := runtime.NumGoroutine()
+	w := newWaiter(t)
+	h := mcpserver.HTTPHandler(w.server(t), nil)
+	srv := httptest.NewServer(h)
+	c := newRawClient(srv.URL)
+	c.initialize(t)
+	stream := make(chan string, 1)
+	go func() {
+		resp, err := c.post(context.Background(), callBody(7, "wait-block"))
+		if err != nil {
+			stream <- err.Error()
+			return
+		}
+		stream <- readAll(t, resp)
+	}()
+	w.awaitStart(t)
+	resp, err := c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"the user gave up"}}`)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	select {
+	case body := <-stream:
+		assert.NotContains(t, body, `"id":7`, "the cancelled call is not answered")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call's stream did not end within 5 s")
+	}
+	w.awaitCancelled(t, 1, 5*time.Second, context.Canceled)
+	shutdown(t, h)
+	srv.Close()
+	checkGoroutines(t, base)
+}
+
+// TestStdioCancelledNotification: a call the client cancels is cancelled,
+// recorded as cancelled, reported to OnError, and never answered; the
+// next call is.
+func TestStdioCancelledNotification(t *testing.T) {
+	base := runtime.NumGoroutine()
+	w := newWaiter(t)
+	p := servePipes(t, w.server(t), nil)
+	lines := p.lines()
+	p.send(t, initializeBody, initializedLine)
+	awaitAnswer(t, lines, 1)
+	p.send(t, callBody(5, "wait-block"))
+	w.awaitStart(t)
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"the user gave up"}}`)
+	w.awaitCancelled(t, 1, 5*time.Second, context.Canceled)
+	p.send(t, echoCall(6))
+	awaitAnswer(t, lines, 6, 5)
+	p.in.Close() // end of input: nothing left to answer
+	select {
+	case err := <-p.done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	for l := range lines {
+		assert.NotContains(t, l, `"id":5`)
+	}
+	entries, _, _ := w.snapshot()
+	require.Len(t, entries, 2)
+	assert.Equal(t, actions.CodeCancelled, entries[0].Error)
+	checkGoroutines(t, base)
+}
+
+// TestHTTPDroppedConnection: a client that drops its connection mid-call.
+// Stateless (either protocol): the call ends with the request, at once.
+// Stateful (2025-11-25): the drop alone does not cancel (the client may
+// resume), but a DELETE of the session, or its idle timeout, does, and
+// returns promptly. Each time the body's context is done within 5 s (plus
+// the timeout), the entry says cancelled, OnError hears why, and no
+// goroutine is left.
+func TestHTTPDroppedConnection(t *testing.T) {
+	t.Run("stateless", func(t *testing.T) {
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			t.Run(version, func(t *testing.T) {
+				base := runtime.NumGoroutine()
+				w := newWaiter(t)
+				h := mcpserver.HTTPHandler(w.server(t), &mcpserver.HTTPOptions{Stateless: true})
+				srv := httptest.NewServer(h)
+				c := newRawClient(srv.URL)
+				c.version = version
+				body := callBody(2, "wait-block")
+				if version == "2026-07-28" {
+					body = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait-block","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					resp, err := c.post(ctx, body, "Mcp-Method", "tools/call", "Mcp-Name", "wait-block")
+					if err == nil {
+						readAll(t, resp)
+					}
+				}()
+				w.awaitStart(t)
+				cancel()
+				<-done
+				w.awaitCancelled(t, 1, 5*time.Second, mcpserver.ErrClientGone)
+				shutdown(t, h)
+				srv.Close()
+				checkGoroutines(t, base)
+			})
+		}
+	})
+	t.Run("stateful/delete", func(t *testing.T) {
+		base := runtime.NumGoroutine()
+		w := newWaiter(t)
+		h := mcpserver.HTTPHandler(w.server(t), nil)
+		srv := httptest.NewServer(h)
+		c := newRawClient(srv.URL)
+		c.initialize(t)
+		// A dropped connection alone does not cancel the call (2025-11-25):
+		// the cause its body sees is the session's end, checked below.
+		dropCall(t, w, c)
+		req, _ := http.NewRequest(http.MethodDelete, srv.URL, nil)
+		req.Header.Set("Mcp-Session-Id", c.session)
+		deleted := make(chan int)
+		go func() {
+			resp, err := c.client.Do(req)
+			if err != nil {
+				deleted <- 0
+				return
+			}
+			resp.Body.Close()
+			deleted <- resp.StatusCode
+		}()
+		select {
+		case code := <-deleted:
+			assert.Equal(t, http.StatusNoContent, code)
+		case <-time.After(5 * time.Second):
+			t.Fatal("DELETE did not return within 5 s")
+		}
+		w.awaitCancelled(t, 1, 5*time.Second, mcpserver.ErrSessionClosed)
+		assert.Zero(t, h.Sessions())
+		shutdown(t, h)
+		srv.Close()
+		checkGoroutines(t, base)
+	})
+	t.Run("stateful/idle timeout", func(t *testing.T) {
+		base := runtime.NumGoroutine()
+		w := newWaiter(t)
+		h := mcpserver.HTTPHandler(w.server(t), &mcpserver.HTTPOptions{SessionTimeout: time.Second})
+		srv := httptest.NewServer(h)
+		c := newRawClient(srv.URL)
+		c.initialize(t)
+		dropCall(t, w, c)
+		w.awaitCancelled(t, 1, time.Second+5*time.Second, mcpserver.ErrSessionExpired)
+		deadline := time.Now().Add(5 * time.Second)
+		for h.Sessions() > 0 {
+			require.True(t, time.Now().Before(deadline), "the expired session is still open")
+			time.Sleep(10 * time.Millisecond)
+		}
+		shutdown(t, h)
+		srv.Close()
+		checkGoroutines(t, base)
+	})
+}
+
+// dropCall starts a tools/call of wait/block on c and drops its TCP
+// connection once the body runs.
+func dropCall(t *testing.T, w *waiter, c *rawClient) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := c.post(ctx, callBody(2, "wait-block"))
+		if err == nil {
+			readAll(t, resp)
+		}
+	}()
+	w.awaitStart(t)
+	cancel() // the client's connection closes
+	<-done
+}
+
+// TestStdioClientKilled: the client dies with two calls in flight (its
+// input ends and its output is closed). The first answer fails to go out,
+// after which the SDK writes nothing more; Serve still returns, promptly
+// once the bodies end, and leaves nothing behind.
+func TestStdioClientKilled(t *testing.T) {
+	base := runtime.NumGoroutine()
+	w := newWaiter(t)
+	p := servePipes(t, w.server(t), nil)
+	lines := p.lines()
+	p.send(t, initializeBody, initializedLine)
+	awaitAnswer(t, lines, 1)
+	p.send(t, callBody(2, "wait-block"), callBody(3, "wait-block"))
+	w.awaitStart(t)
+	w.awaitStart(t)
+	p.out.Close()
+	for range lines {
+	}
+	p.in.Close()
+	close(w.release) // the bodies end; their answers cannot go out
+	select {
+	case err := <-p.done:
+		// The session's error: the failed write, when an answer was tried.
+		if err != nil {
+			assert.ErrorIs(t, err, syscall.EPIPE)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the client died")
+	}
+	entries, _, _ := w.snapshot()
+	assert.Len(t, entries, 2)
+	checkGoroutines(t, base)
+}
+
+const cancelFive = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`

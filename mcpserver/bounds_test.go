@@ -316,15 +316,15 @@ func TestAttackBatchToolIsTracked(t *testing.T) {
 	select {
 	case status := <-deleted:
 		assert.Equal(t, http.StatusNoContent, status)
-	case <-time.After(5 * time.Second):
+	case <-time.After(eventually):
 		close(w.release)
 		t.Fatal("DELETE hung on a batch in flight")
 	}
-	w.awaitCancelled(t, 1, 5*time.Second, mcpserver.ErrSessionClosed)
+	w.awaitCancelled(t, 1, mcpserver.ErrSessionClosed)
 	select {
 	case body := <-streamed:
 		assert.NotContains(t, body, `"result"`)
-	case <-time.After(5 * time.Second):
+	case <-time.After(eventually):
 		t.Fatal("the batch's stream did not end")
 	}
 	shutdown(t, h)

@@ -159,7 +159,7 @@ func TestAttackElicitationNeverAnswered(t *testing.T) {
 		return nil, errors.New("gone")
 	}
 	cs, _ := connectHTTP(t, ts.URL, "editor-token", "2025-11-25", never)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), eventually)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-discard", Arguments: map[string]any{"item": "milk"}})
 	require.NoError(t, err, "the call is answered once the wait is over")

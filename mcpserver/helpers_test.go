@@ -27,6 +27,12 @@ import (
 	"github.com/actionreg/actions/mcpserver"
 )
 
+// eventually bounds how long a test waits for what must happen (a body
+// to start, a call to be cancelled, a server to stop). It is no measure of
+// speed: only a test that would otherwise hang reaches it, so it is
+// generous enough for a machine running other builds beside the tests.
+const eventually = time.Minute
+
 // waiter is a host whose action wait/block runs until its context is done,
 // and wait/echo answers at once. It keeps every run entry, every error
 // OnError hears, and the cause each blocked body saw.
@@ -105,15 +111,17 @@ func (w *waiter) awaitStart(t *testing.T) {
 	t.Helper()
 	select {
 	case <-w.started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the body did not start within 10 s")
+	case <-time.After(eventually):
+		t.Fatal("the body did not start in time")
 	}
 }
 
-// awaitCancelled waits (within bound) for n blocked bodies to have seen
-// their context done, and checks each cause, entry and OnError report.
-func (w *waiter) awaitCancelled(t *testing.T, n int, bound time.Duration, cause error) {
+// awaitCancelled waits for n blocked bodies to have seen their context
+// done, and checks each cause, entry and OnError report. It fails only
+// when that has not happened after [eventually].
+func (w *waiter) awaitCancelled(t *testing.T, n int, cause error) {
 	t.Helper()
+	bound := eventually
 	deadline := time.Now().Add(bound)
 	for {
 		entries, errs, causes := w.snapshot()
@@ -144,10 +152,10 @@ func (w *waiter) awaitCancelled(t *testing.T, n int, bound time.Duration, cause 
 }
 
 // checkGoroutines fails the test unless the goroutine count comes back to
-// base (with a little slack for the runtime's own) within 10 s.
+// base (with a little slack for the runtime's own) within [eventually].
 func checkGoroutines(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(eventually)
 	for {
 		n := runtime.NumGoroutine()
 		if n <= base+2 {
@@ -783,7 +791,7 @@ func serveHTTP(t *testing.T, h *mcpserver.Handler) string {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), eventually)
 		defer cancel()
 		assert.NoError(t, h.Shutdown(ctx))
 		srv.Close()
@@ -803,7 +811,7 @@ func mib(n uint64) float64 { return float64(n) / (1 << 20) }
 
 func shutdown(t *testing.T, h *mcpserver.Handler) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), eventually)
 	defer cancel()
 	require.NoError(t, h.Shutdown(ctx))
 }
@@ -906,7 +914,7 @@ func (p *pipeSession) send(t *testing.T, lines ...string) {
 // any id in never.
 func awaitAnswer(t *testing.T, lines <-chan string, id float64, never ...float64) string {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(eventually)
 	for {
 		select {
 		case line, ok := <-lines:
@@ -920,7 +928,7 @@ func awaitAnswer(t *testing.T, lines <-chan string, id float64, never ...float64
 				return line
 			}
 		case <-timeout:
-			t.Fatalf("no answer to %v within 10 s", id)
+			t.Fatalf("no answer to %v in time", id)
 		}
 	}
 }

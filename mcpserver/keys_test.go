@@ -258,7 +258,7 @@ func TestKeyedCallOutlivesItsClient(t *testing.T) {
 		}))
 		srv2 := httptest.NewServer(h2)
 		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), eventually)
 			defer cancel()
 			assert.NoError(t, h1.Shutdown(ctx))
 			assert.NoError(t, h2.Shutdown(ctx))

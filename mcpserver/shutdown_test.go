@@ -37,12 +37,20 @@ func TestHTTPShutdown(t *testing.T) {
 	}()
 	w.awaitStart(t)
 
-	// Drain: the call ends on its own before the drain time is over.
+	// Drain: the call ends on its own before the drain time is over,
+	// released once Shutdown has begun (new sessions get 503).
 	go func() {
-		time.Sleep(100 * time.Millisecond)
-		close(w.release)
+		defer close(w.release)
+		assert.Eventually(t, func() bool {
+			resp, err := newRawClient(srv.URL).post(context.Background(), initializeBody)
+			if err != nil {
+				return false
+			}
+			readAll(t, resp)
+			return resp.StatusCode == http.StatusServiceUnavailable
+		}, eventually, 5*time.Millisecond, "Shutdown did not begin")
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), eventually)
 	require.NoError(t, h.Shutdown(ctx))
 	cancel()
 	require.NoError(t, <-answered, "the call that ended within the drain time is answered")
@@ -70,7 +78,7 @@ func TestHTTPShutdown(t *testing.T) {
 	err = h.Shutdown(ctx) // returns once the cancelled call ended
 	cancel()
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	w.awaitCancelled(t, 1, 5*time.Second, mcpserver.ErrShuttingDown)
+	w.awaitCancelled(t, 1, mcpserver.ErrShuttingDown)
 	srv.Close()
 	checkGoroutines(t, base)
 }
@@ -95,10 +103,10 @@ func TestStdioShutdown(t *testing.T) {
 	select {
 	case err := <-p.done:
 		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(10 * time.Second):
+	case <-time.After(eventually):
 		t.Fatal("Serve did not return")
 	}
-	w.awaitCancelled(t, 1, 5*time.Second, mcpserver.ErrShuttingDown)
+	w.awaitCancelled(t, 1, mcpserver.ErrShuttingDown)
 	for range lines {
 	}
 	checkGoroutines(t, base)
@@ -138,7 +146,7 @@ func TestHardenShutdownAnswersCutCalls(t *testing.T) {
 		}
 	}
 	assert.Equal(t, sessions*perSession, answered, "cut calls answered -32800")
-	w.awaitCancelled(t, sessions*perSession, 10*time.Second, mcpserver.ErrShuttingDown)
+	w.awaitCancelled(t, sessions*perSession, mcpserver.ErrShuttingDown)
 }
 
 // TestAttackBatchToolShutdown: Shutdown cancels a batch in flight after
@@ -164,11 +172,11 @@ func TestAttackBatchToolShutdown(t *testing.T) {
 	select {
 	case err := <-done:
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
-	case <-time.After(5 * time.Second):
+	case <-time.After(eventually):
 		close(w.release)
 		t.Fatal("Shutdown hung on a batch in flight")
 	}
-	w.awaitCancelled(t, 1, 5*time.Second, mcpserver.ErrShuttingDown)
+	w.awaitCancelled(t, 1, mcpserver.ErrShuttingDown)
 	srv.Close()
 	checkGoroutines(t, base)
 }

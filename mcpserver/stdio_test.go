@@ -93,7 +93,7 @@ func TestStdioEndOfInputCallStillRunning(t *testing.T) {
 	require.NoError(t, err)
 	got := answers(t, out)
 	assert.Equal(t, map[float64]int64{1: 0, 2: mcpserver.CodeRequestCancelled, 3: 0}, got)
-	w.awaitCancelled(t, 1, 5*time.Second, mcpserver.ErrClientGone)
+	w.awaitCancelled(t, 1, mcpserver.ErrClientGone)
 	entries, _, _ := w.snapshot()
 	assert.Len(t, entries, 2, "one entry per call answered")
 	checkGoroutines(t, base)
@@ -160,7 +160,7 @@ func TestStdioBackpressure(t *testing.T) {
 	select {
 	case err := <-p.done:
 		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(10 * time.Second):
+	case <-time.After(eventually):
 		t.Fatal("Serve did not return")
 	}
 	var out strings.Builder

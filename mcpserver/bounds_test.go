@@ -384,5 +384,5 @@ func TestOverrunCountsInFlight(t *testing.T) {
 	require.Eventually(t, func() bool {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t-echo"})
 		return err == nil && !res.IsError
-	}, 10*time.Second, 5*time.Millisecond, "the place is free once the body returned")
+	}, eventually, 5*time.Millisecond, "the place is free once the body returned")
 }

@@ -67,7 +67,7 @@ func TestAttackCancelLosesTheRace(t *testing.T) {
 			default:
 				return false
 			}
-		}, 5*time.Second, 50*time.Millisecond)
+		}, eventually, 50*time.Millisecond)
 		body := <-streamed
 		assert.Contains(t, body, "committed", "the call that ran is answered")
 		require.Len(t, entries(), 1)

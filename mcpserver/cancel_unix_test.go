@@ -89,7 +89,7 @@ func stdioHost(t *testing.T) {
 	fmt.Fprintf(os.Stderr, "serve returned: %v\n", err)
 	// The SDK cancels the calls left when a write fails; their entries
 	// follow.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(eventually)
 	for {
 		entries, _, _ := w.snapshot()
 		cancelled := 0

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,7 +70,7 @@ func TestAttackMarkersNeverEchoed(t *testing.T) {
 				}
 				req.Header.Set(a.header[i], a.header[i+1])
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), eventually)
 			defer cancel()
 			resp, err := http.DefaultClient.Do(req.WithContext(ctx))
 			require.NoError(t, err)

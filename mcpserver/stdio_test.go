@@ -139,7 +139,7 @@ func TestStdioBackpressure(t *testing.T) {
 	}()
 	// Wait until the writer has been stuck for a while.
 	last, still := int64(-1), 0
-	for deadline := time.Now().Add(20 * time.Second); still < 10; {
+	for deadline := time.Now().Add(eventually); still < 10; {
 		require.True(t, time.Now().Before(deadline), "the writer never blocked: the server read everything")
 		time.Sleep(50 * time.Millisecond)
 		if n := written.Load(); n == last {

@@ -171,7 +171,7 @@ func (ts *taskServer) poll(t *testing.T, id string) rpcAnswer {
 		require.Nil(t, last.Error)
 		s := last.Result["status"]
 		return s == "completed" || s == "cancelled" || s == "failed"
-	}, 20*time.Second, 5*time.Millisecond)
+	}, eventually, 5*time.Millisecond)
 	return last
 }
 

@@ -208,10 +208,16 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 // task is kept gets that task, and nothing runs again (a retry with
 // other parameters is refused idempotency_conflict).
 //
-// Errors (nothing is kept): invalid_parameters for a batch call or a
-// malformed key; idempotency_conflict; rate_limited when
-// o.MaxRunning tasks of the principal run in this process; internal when
-// the Store keeps no tasks ([TaskStore]) or fails.
+// The gate decides the call before any task is kept, as Run's would
+// (surface, capability, scope, serving, the principal's rate, counted
+// once): a refused call keeps no task.
+//
+// Errors (nothing is kept): the gate's refusals (forbidden_surface,
+// forbidden_capability, insufficient_scope, not_serving, read_only,
+// rate_limited...); invalid_parameters for a batch call or a malformed
+// key; idempotency_conflict; rate_limited when o.MaxRunning tasks of the
+// principal run in this process; internal when the Store keeps no tasks
+// ([TaskStore]) or fails.
 func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, error) {
 	if c.Batch != nil {
 		return Task{}, NewRefusal(CodeInvalidParameters, "a batch cannot run as a task")
@@ -231,8 +237,15 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 	if c.Caller != nil {
 		t.Principal = c.Caller.Principal
 	}
+	var gated *gateDecision
 	if reg, ok := r.lookup(c.Action); ok {
 		t.Action = reg.action.ID
+		// The gate decides before a task is kept (its rate counted
+		// once, here): a caller it refuses keeps nothing in the store.
+		gated = &gateDecision{err: r.gateOf().check(ctx, &reg.action.Definition, c.Caller)}
+		if gated.err != nil {
+			return Task{}, gated.err
+		}
 	}
 	if c.IdempotencyKey != "" {
 		if err := checkKey(c.IdempotencyKey); err != nil {
@@ -257,7 +270,7 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 		}
 		return r.withProgress(kept), nil
 	}
-	r.runTask(ctx, ts, t, c, run)
+	r.runTask(ctx, ts, t, c, run, gated)
 	return t, nil
 }
 
@@ -299,7 +312,7 @@ func (r *Registry) dropTask(id string) {
 }
 
 // runTask runs c for the task t in the background.
-func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, run *taskRun) {
+func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, run *taskRun, gated *gateDecision) {
 	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	r.tasks.mu.Lock()
 	run.cancel = cancel
@@ -319,7 +332,7 @@ func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, ru
 			r.dropTask(t.ID)
 			cancel(nil)
 		}()
-		res, err := r.Run(tctx, c)
+		res, err := r.run(tctx, c, gated)
 		r.tasks.mu.Lock()
 		cancelled := run.cancelled
 		r.tasks.mu.Unlock()

@@ -1,0 +1,67 @@
+package actions_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions"
+)
+
+// countingLog is a RunLog that counts the tasks it was asked to keep.
+type countingLog struct {
+	*actions.RunLog
+	created atomic.Int32
+}
+
+func (l *countingLog) CreateTask(ctx context.Context, t actions.Task) (actions.Task, bool, error) {
+	kept, created, err := l.RunLog.CreateTask(ctx, t)
+	if created {
+		l.created.Add(1)
+	}
+	return kept, created, err
+}
+
+// A call the gate refuses (a caller who may not call the action, or one
+// over its rate) is refused by Start itself and keeps no task: otherwise a
+// client refused every call could still fill the store with tasks, each
+// kept for its TTL.
+func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	log := &countingLog{RunLog: actions.NewRunLog()}
+	reg := actions.NewRegistry(&actions.Options{Store: log, Gate: &actions.GateOptions{Rate: 0.001, Burst: 1, Now: func() time.Time { return now }}})
+	var ran atomic.Int32
+	reg.MustRegister(actions.New(actions.Definition{ID: "reports/build", Long: true, Capability: "reports"},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) {
+			ran.Add(1)
+			return "done", nil
+		}))
+	ctx := context.Background()
+	stranger := &actions.Caller{Principal: "eve", Surface: actions.SurfaceUI}
+	_, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: stranger}, actions.TaskOptions{})
+	require.Error(t, err, "a caller without the capability is refused at once")
+	assert.Zero(t, log.created.Load(), "and no task is kept")
+
+	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI, Capabilities: []string{"reports"}}
+	first, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, actions.TaskOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, err := reg.Task(ctx, first.ID, ann)
+		require.NoError(t, err)
+		return got.Status.Terminal()
+	}, 10*time.Second, time.Millisecond)
+	got, err := reg.Task(ctx, first.ID, ann)
+	require.NoError(t, err)
+	_, err = got.Result()
+	require.NoError(t, err, "the first call is within the rate and its token is spent once")
+	for range 5 {
+		_, err = reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, actions.TaskOptions{})
+		assert.ErrorIs(t, err, actions.CodeRateLimited)
+	}
+	assert.EqualValues(t, 1, log.created.Load(), "calls over the rate keep no task")
+	assert.EqualValues(t, 1, ran.Load())
+}

@@ -160,6 +160,8 @@ func tasksOf(s Store) (TaskStore, error) {
 	return ts, nil
 }
 
+var errAnonymousTask = errors.New("actions: Registry.Start was given a caller with no principal (run the call with Registry.Run, or give the caller a principal)")
+
 var errNoTaskStore = errors.New("actions: Options.Store does not keep tasks (give the registry a RunLog or a sqlstore.Store)")
 
 // endOf is the terminal state a call's answer gives its task: completed
@@ -212,7 +214,8 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 // (surface, capability, scope, serving, the principal's rate, counted
 // once): a refused call keeps no task.
 //
-// Errors (nothing is kept): the gate's refusals (forbidden_surface,
+// Errors (nothing is kept): internal when c.Caller is not nil and has no
+// principal (an anonymous caller owns no task); the gate's refusals (forbidden_surface,
 // forbidden_capability, insufficient_scope, not_serving, read_only,
 // rate_limited...); invalid_parameters for a batch call or a malformed
 // key; idempotency_conflict; rate_limited when o.MaxRunning tasks of the
@@ -221,6 +224,13 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, error) {
 	if c.Batch != nil {
 		return Task{}, NewRefusal(CodeInvalidParameters, "a batch cannot run as a task")
+	}
+	if c.Caller != nil && c.Caller.Principal == "" {
+		// Its empty principal is the host's: nobody but the host could
+		// read the task, and the caller would share it with the host.
+		rf := internalRefusal("a caller without identity cannot own a task", errAnonymousTask)
+		rf.Retry = RetryNever
+		return Task{}, rf
 	}
 	ts, err := tasksOf(r.opts.Store)
 	if err != nil {
@@ -377,7 +387,8 @@ func endInUnit(ctx context.Context, now time.Time, v any, u *Unit) {
 }
 
 // Task returns the task id as caller sees it: only its owner (the same
-// principal; nil is the host, who sees every task) finds it. A task that
+// principal; nil is the host, who sees every task; a caller without a
+// principal finds none) finds it. A task that
 // is terminal and past its TTL is deleted and not found. While the task
 // runs in this process, its Message is the last progress report's.
 //
@@ -395,7 +406,8 @@ func (r *Registry) Task(ctx context.Context, id string, caller *Caller) (Task, e
 	if err != nil {
 		return Task{}, storeFailure(err)
 	}
-	if caller != nil && caller.Principal != t.Principal {
+	if caller != nil && (caller.Principal == "" || caller.Principal != t.Principal) {
+		// An anonymous caller owns no task: "" is the host's principal.
 		return Task{}, ErrTaskNotFound
 	}
 	if t.Expired(r.gateOf().opts.Now()) {

@@ -65,3 +65,30 @@ func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
 	assert.EqualValues(t, 1, log.created.Load(), "calls over the rate keep no task")
 	assert.EqualValues(t, 1, ran.Load())
 }
+
+// A caller without a principal (anonymous) owns no task and finds none:
+// its empty principal is not the host's, whose tasks it would otherwise
+// read and cancel, nor another anonymous caller's.
+func TestTaskAnonymousCallerFindsNoTask(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog()})
+	reg.MustRegister(actions.New(actions.Definition{ID: "reports/build", Long: true},
+		func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+			<-release
+			return "secret", nil
+		}))
+	ctx := context.Background()
+	hosts, err := reg.Start(ctx, actions.Call{Action: "reports/build"}, actions.TaskOptions{})
+	require.NoError(t, err)
+	anon := &actions.Caller{Surface: actions.SurfaceMCP}
+	_, err = reg.Task(ctx, hosts.ID, anon)
+	assert.ErrorIs(t, err, actions.ErrTaskNotFound, "the host's task is not an anonymous caller's")
+	assert.ErrorIs(t, reg.CancelTask(ctx, hosts.ID, anon), actions.ErrTaskNotFound)
+	got, err := reg.Task(ctx, hosts.ID, nil)
+	require.NoError(t, err)
+	assert.Equal(t, actions.TaskWorking, got.Status, "nor cancelled by one")
+
+	_, err = reg.Start(ctx, actions.Call{Action: "reports/build", Caller: anon}, actions.TaskOptions{})
+	assert.ErrorIs(t, err, actions.CodeInternal, "a task needs an owner")
+}

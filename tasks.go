@@ -326,6 +326,11 @@ func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, ru
 	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	r.tasks.mu.Lock()
 	run.cancel = cancel
+	if run.cancelled {
+		// Cancelled once kept, before this: CancelTask found no cancel
+		// function to call and ended the task in the store only.
+		cancel(errTaskCancelled)
+	}
 	r.tasks.mu.Unlock()
 	c.Progress = func(p Progress) {
 		r.tasks.mu.Lock()

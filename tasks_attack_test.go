@@ -92,3 +92,50 @@ func TestTaskAnonymousCallerFindsNoTask(t *testing.T) {
 	_, err = reg.Start(ctx, actions.Call{Action: "reports/build", Caller: anon}, actions.TaskOptions{})
 	assert.ErrorIs(t, err, actions.CodeInternal, "a task needs an owner")
 }
+
+// cancellingLog cancels each task as soon as it is kept, before Start
+// has started its call: a cancel that comes in that window.
+type cancellingLog struct {
+	*actions.RunLog
+	reg    *actions.Registry
+	caller *actions.Caller
+}
+
+func (l *cancellingLog) CreateTask(ctx context.Context, t actions.Task) (actions.Task, bool, error) {
+	kept, created, err := l.RunLog.CreateTask(ctx, t)
+	if created {
+		if err := l.reg.CancelTask(ctx, t.ID, l.caller); err != nil {
+			return kept, created, err
+		}
+	}
+	return kept, created, err
+}
+
+// A task cancelled after it is kept but before its call starts runs its
+// body with its context already cancelled (cause: the cancellation), as
+// a cancel a moment later would: the body is not left to run on, and
+// reach outside the store, for a task already ended cancelled.
+func TestTaskCancelledBeforeItsCallStarts(t *testing.T) {
+	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+	log := &cancellingLog{RunLog: actions.NewRunLog(), caller: ann}
+	recorded := make(chan actions.Record, 1)
+	reg := actions.NewRegistry(&actions.Options{Store: log, OnRecord: func(rec actions.Record) { recorded <- rec }})
+	log.reg = reg
+	var live atomic.Int32
+	reg.MustRegister(actions.New(actions.Definition{ID: "payments/send", Long: true},
+		func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+			if ctx.Err() == nil {
+				live.Add(1)
+			}
+			return "sent", nil
+		}))
+	ctx := context.Background()
+	task, err := reg.Start(ctx, actions.Call{Action: "payments/send", Caller: ann}, actions.TaskOptions{})
+	require.NoError(t, err)
+	rec := <-recorded
+	assert.Zero(t, live.Load(), "no body ran with a live context")
+	assert.Equal(t, actions.CodeCancelled, rec.Entry.Error)
+	got, err := reg.Task(ctx, task.ID, ann)
+	require.NoError(t, err)
+	assert.Equal(t, actions.TaskCancelled, got.Status)
+}

@@ -212,7 +212,8 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 //
 // The gate decides the call before any task is kept, as Run's would
 // (surface, capability, scope, serving, the principal's rate, counted
-// once): a refused call keeps no task.
+// once): a refused call keeps no task, and is recorded refused as Run
+// records it.
 //
 // Errors (nothing is kept): internal when c.Caller is not nil and has no
 // principal (an anonymous caller owns no task); the gate's refusals (forbidden_surface,
@@ -251,10 +252,12 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 	if reg, ok := r.lookup(c.Action); ok {
 		t.Action = reg.action.ID
 		// The gate decides before a task is kept (its rate counted
-		// once, here): a caller it refuses keeps nothing in the store.
+		// once, here): a caller it refuses keeps no task, and its call
+		// is recorded refused as Run records it.
 		gated = &gateDecision{err: r.gateOf().check(ctx, &reg.action.Definition, c.Caller)}
 		if gated.err != nil {
-			return Task{}, gated.err
+			_, err := r.run(ctx, c, gated)
+			return Task{}, err
 		}
 	}
 	if c.IdempotencyKey != "" {

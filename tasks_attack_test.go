@@ -33,7 +33,13 @@ func (l *countingLog) CreateTask(ctx context.Context, t actions.Task) (actions.T
 func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	log := &countingLog{RunLog: actions.NewRunLog()}
-	reg := actions.NewRegistry(&actions.Options{Store: log, Gate: &actions.GateOptions{Rate: 0.001, Burst: 1, Now: func() time.Time { return now }}})
+	var refused atomic.Int32
+	reg := actions.NewRegistry(&actions.Options{Store: log, Gate: &actions.GateOptions{Rate: 0.001, Burst: 1, Now: func() time.Time { return now }},
+		OnRecord: func(rec actions.Record) {
+			if rec.Entry.Outcome == actions.OutcomeRefused {
+				refused.Add(1)
+			}
+		}})
 	var ran atomic.Int32
 	reg.MustRegister(actions.New(actions.Definition{ID: "reports/build", Long: true, Capability: "reports"},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) {
@@ -64,6 +70,7 @@ func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, log.created.Load(), "calls over the rate keep no task")
 	assert.EqualValues(t, 1, ran.Load())
+	assert.EqualValues(t, 6, refused.Load(), "each refused call is recorded, as Run records it")
 }
 
 // A caller without a principal (anonymous) owns no task and finds none:

@@ -47,6 +47,10 @@ type Definition struct {
 	// [Registry.Decide]). A read may not need confirmation, and an action
 	// that needs it must be offered on ui, where the person confirms.
 	NeedsConfirmation bool `json:"needsConfirmation,omitempty"`
+	// Approval, for an action that needs confirmation, says who may
+	// decide its held calls and from which surface (see [Approval]); nil
+	// means the proposer alone, from the gate's DecideFrom surfaces.
+	Approval *Approval `json:"approval,omitempty"`
 	// NeedsIdempotencyKey: a caller's call without an idempotency key is
 	// refused idempotency_key_required (see [Call].IdempotencyKey): the
 	// action's effect reaches outside the store's transaction (mail
@@ -502,6 +506,7 @@ func (d *Definition) checkPolicy() []Issue {
 		// screen is not offered could never be confirmed there.
 		add("/needsConfirmation", "needsConfirmation", "an action that needs confirmation must be offered on the ui surface")
 	}
+	issues = append(issues, d.checkApproval()...)
 	if d.Effect == EffectDelete && d.Additive {
 		add("/additive", "additive", "a delete is never additive")
 	}
@@ -583,6 +588,7 @@ func (d *Definition) clonePolicy() {
 	d.PersonalData = slices.Clone(d.PersonalData)
 	d.Refusals = slices.Clone(d.Refusals)
 	d.DeprecatedAliases = slices.Clone(d.DeprecatedAliases)
+	d.Approval = d.Approval.clone()
 }
 
 // maxToolNameLength is the longest tool name MCP accepts (128). Most AI

@@ -83,6 +83,12 @@ type Decision struct {
 	Change string
 	// Confirm runs the change; false rejects it.
 	Confirm bool
+	// Reason, for a rejection, is the person's reason, for the caller
+	// to read (at most MaxDescriptionBytes, cut beyond): recorded in the
+	// rejection's audit and given, in the rejected refusal's Reason, to
+	// a retry of the held call under its idempotency key. Ignored when
+	// confirming.
+	Reason string
 	// Caller is the person deciding: only the principal who proposed the
 	// change may decide it.
 	Caller *Caller

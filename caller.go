@@ -70,6 +70,9 @@ type Audit struct {
 	// Stage is what the call did to its pending change: held, confirmed
 	// or rejected; empty for a call that touched none.
 	Stage Stage `json:"stage,omitempty"`
+	// Reason is the person's reason for a rejection (stage rejected,
+	// [Decision].Reason).
+	Reason string `json:"reason,omitempty"`
 	// Batch is true for a step of a batch.
 	Batch bool `json:"batch,omitempty"`
 	// ToolCallID is the id the client gave the call ([Call].ToolCallID).

@@ -180,10 +180,14 @@ func nextActionOf(c Code) string {
 // [Policies]; see docs/gate.md.
 const (
 	// CodeForbiddenSurface: the action is not offered on the caller's
-	// surface. A caller receives it as unknown_action (see [Caller]).
+	// surface. A caller receives it as unknown_action (see [Caller]). A
+	// decision ([Registry.Decide]) from a surface the change's
+	// [Approval] does not list is refused with it as it is.
 	CodeForbiddenSurface Code = "forbidden_surface"
 	// CodeForbiddenCapability: the caller lacks the action's capability.
-	// A caller receives it as unknown_action.
+	// A caller receives it as unknown_action. A proposer deciding its
+	// own change without the capability the [Approval] asks of it
+	// ([ProposerNeedsCapability]) is refused with it as it is.
 	CodeForbiddenCapability Code = "forbidden_capability"
 	// CodeInsufficientScope: the caller's token lacks the read or write
 	// scope the action's effect needs; the refusal carries an RFC 6750
@@ -200,8 +204,10 @@ const (
 	// as a pending change (the refusal's Pending) until a person confirms
 	// it.
 	CodeConfirmationRequired Code = "confirmation_required"
-	// CodeUnknownChange: no pending change of this caller has the id, or
-	// it expired, or it was confirmed or rejected already.
+	// CodeUnknownChange: no pending change this caller may see has the
+	// id (it sees the changes it proposed and those its [Approval] lets
+	// it decide), or it expired, or it was confirmed or rejected
+	// already.
 	CodeUnknownChange Code = "unknown_change"
 	// CodeRejected: the person rejected the pending change; nothing ran.
 	// It is the code of the rejection's record, and of a held call whose
@@ -230,6 +236,10 @@ func gateSentinel(c Code) (error, Policy, bool) {
 		return CodeUnknownChange, Policy{TransportToolResult, RetryNever}, true
 	case CodeRejected:
 		return CodeRejected, Policy{TransportToolResult, RetryNever}, true
+	case CodeForbiddenProposer:
+		return CodeForbiddenProposer, Policy{TransportToolResult, RetryNever}, true
+	case CodeStaleChange:
+		return CodeStaleChange, Policy{TransportToolResult, RetryNever}, true
 	}
 	return nil, Policy{}, false
 }
@@ -248,6 +258,10 @@ func gateNextAction(c Code) string {
 		return "Tell the user the change waits for their confirmation; do not call again."
 	case CodeUnknownChange:
 		return "Propose the change again by calling the action."
+	case CodeStaleChange:
+		return "Reject the change and propose it again: what it would do now is not what the person was shown."
+	case CodeForbiddenProposer:
+		return "Ask another person who may approve the change to decide it."
 	case CodeRejected:
 		return "Tell the user the change was rejected and nothing ran; do not call again unless asked."
 	}
@@ -255,7 +269,7 @@ func gateNextAction(c Code) string {
 }
 
 var gateCodes = []Code{CodeForbiddenSurface, CodeForbiddenCapability, CodeInsufficientScope,
-	CodeNotServing, CodeReadOnly, CodeRateLimited, CodeConfirmationRequired, CodeUnknownChange, CodeRejected}
+	CodeNotServing, CodeReadOnly, CodeRateLimited, CodeConfirmationRequired, CodeUnknownChange, CodeRejected, CodeForbiddenProposer, CodeStaleChange}
 
 // The refusal codes of idempotency keys.
 const (

@@ -105,7 +105,9 @@ func ExampleRegistry_Decide_batch() {
 	}
 	fmt.Println(r.Code, r.Pending.Steps, len(res.Records))
 
-	res, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: editor})
+	// The person confirms on the host's own screen (surface ui).
+	onScreen := &actions.Caller{Principal: editor.Principal, Capabilities: editor.Capabilities, Surface: actions.SurfaceUI}
+	res, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: onScreen})
 	fmt.Println(res.Value, err)
 	for _, rec := range res.Records {
 		fmt.Println(rec.Entry.Action, rec.Entry.Outcome, rec.Audit.Stage, rec.Audit.Batch)

@@ -111,13 +111,15 @@ func ExampleRegistry_Decide_reject() {
 	var r *actions.Refusal
 	errors.As(err, &r)
 
-	// Rejecting runs nothing, and records the held call as rejected.
-	res, err := reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: false, Caller: editor})
+	// Rejecting, on the host's own screen, runs nothing, and records
+	// the held call as rejected.
+	onScreen := &actions.Caller{Principal: "eddie", Capabilities: []string{"stock.write"}, Surface: actions.SurfaceUI}
+	res, err := reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: false, Caller: onScreen})
 	fmt.Println(res.Value, err)
 	rec := res.Records[0]
 	fmt.Println(rec.Entry.Action, rec.Entry.Outcome, rec.Entry.Error, rec.Audit.Stage)
 
-	_, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: editor})
+	_, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: onScreen})
 	fmt.Println(err)
 	// Output:
 	// <nil> <nil>

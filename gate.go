@@ -29,12 +29,25 @@ type GateOptions struct {
 	// Rate and Burst limit calls per caller principal and action (a token
 	// bucket, golang.org/x/time/rate): Burst calls at once, then Rate per
 	// second. Rate 0 means no limit. RateOf, when set, gives the limit of
-	// one action instead (0 for none).
+	// one action instead (0 for none). Calls refused for who makes them
+	// (surface, capability, scope) or naming no action count in one more
+	// bucket per principal, of Rate and Burst, whatever they name: past
+	// it they are refused rate_limited, so a flood of refused calls is
+	// limited alike for hidden and missing actions.
 	Rate   rate.Limit
 	Burst  int
 	RateOf func(id string) (rate.Limit, int)
 	// Pending holds the pending changes (nil: a [MemoryPendingStore]).
 	Pending PendingStore
+	// DecideFrom are the surfaces a pending change may be decided from
+	// when its action's [Approval] lists none (nil: ui alone, the host's
+	// own screen). Adding mcp lets an MCP client's elicitation decide,
+	// which a client may answer without its person: opt in only for
+	// clients the host trusts.
+	DecideFrom []Surface
+	// RuleTimeout bounds how long an approval rule ([Approval].When)
+	// may take to answer (0: 1 s); past it the call is held.
+	RuleTimeout time.Duration
 	// PendingFor is how long a pending change waits (default and at most
 	// 7 days).
 	PendingFor time.Duration
@@ -185,7 +198,15 @@ func (g *gate) serving(d *Definition) error {
 // check runs every check of the gate before the parameters: admit, then
 // the rate limit. Only a call with a caller counts towards a limit.
 func (g *gate) check(ctx context.Context, d *Definition, c *Caller) error {
-	if err := g.admit(d, c); err != nil {
+	if err := g.who(d, c); err != nil {
+		if c != nil {
+			if lerr := g.limitRefused(ctx, c.Principal); lerr != nil {
+				return lerr
+			}
+		}
+		return err
+	}
+	if err := g.serving(d); err != nil {
 		return err
 	}
 	if c == nil {
@@ -249,6 +270,23 @@ func (g *gate) limit(ctx context.Context, id, principal string) error {
 	if g.opts.RateOf != nil {
 		lim, burst = g.opts.RateOf(id)
 	}
+	return g.takeCall(ctx, id, principal, lim, burst, "the caller calls this action too often")
+}
+
+// limitRefused takes one call from the principal's bucket of refused
+// calls (the id "", which no action has; Rate and Burst): every call
+// refused for who makes it (surface, capability, scope) or naming no
+// action counts there, whatever it names, so a flood of them is limited
+// alike for a hidden action and a missing one, and tells them apart no
+// more than the refusal does.
+func (g *gate) limitRefused(ctx context.Context, principal string) error {
+	return g.takeCall(ctx, "", principal, g.opts.Rate, g.opts.Burst, "the caller's calls are refused too often")
+}
+
+// takeCall takes one call from the (principal, id) bucket of rate lim
+// and burst, or refuses rate_limited with message and the moment a call
+// may pass; lim <= 0 is no limit.
+func (g *gate) takeCall(ctx context.Context, id, principal string, lim rate.Limit, burst int, message string) error {
 	if lim <= 0 {
 		return nil
 	}
@@ -256,7 +294,7 @@ func (g *gate) limit(ctx context.Context, id, principal string) error {
 		burst = 1
 	}
 	if g.opts.Limiter != nil {
-		return g.shared(ctx, id, principal, lim, burst)
+		return g.shared(ctx, id, principal, lim, burst, message)
 	}
 	key := principal + "\x00" + id
 	for {
@@ -272,7 +310,7 @@ func (g *gate) limit(ctx context.Context, id, principal string) error {
 			continue // pruned meanwhile: a fresh bucket is the same
 		}
 		if !ok {
-			r := NewRefusal(CodeRateLimited, "the caller calls this action too often")
+			r := NewRefusal(CodeRateLimited, message)
 			r.RetryAt = at
 			return r
 		}
@@ -461,25 +499,35 @@ func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, 
 	return pc.receipt(), nil
 }
 
-func (g *gate) pendingOf(ctx context.Context, id string, c *Caller) (PendingChange, error) {
+// pendingOf returns the change id for c to see: its proposer, or a
+// person its approval lets decide it. Errors: unknown_change for anyone
+// else, and when the change is unknown or expired; internal when the
+// store fails.
+func (g *gate) pendingOf(ctx context.Context, id string, c *Caller, def func(string) *Definition) (PendingChange, error) {
 	pc, err := g.store().Get(ctx, id)
 	switch {
 	case errors.Is(err, ErrNoPendingChange):
 		return PendingChange{}, unknownChange()
 	case err != nil:
 		return PendingChange{}, internalRefusal("the pending change could not be read", err)
-	case c == nil || c.Principal == "" || c.Principal != pc.Proposer.Principal || !g.opts.Now().Before(pc.Expires):
-		return PendingChange{}, unknownChange()
+	}
+	if err := g.mayDecide(pc, c, def); errors.Is(err, CodeUnknownChange) {
+		return PendingChange{}, err
 	}
 	return pc, nil
 }
 
-// take claims the change for a confirmation or a rejection: once.
-func (g *gate) take(ctx context.Context, id string, c *Caller) (PendingChange, error) {
-	if _, err := g.pendingOf(ctx, id, c); err != nil {
+// take claims the change for a decision by c: once, and only when c may
+// decide it (see mayDecide).
+func (g *gate) take(ctx context.Context, id string, c *Caller, def func(string) *Definition) (PendingChange, error) {
+	pc, err := g.pendingOf(ctx, id, c, def)
+	if err != nil {
 		return PendingChange{}, err
 	}
-	pc, err := g.store().Take(ctx, id)
+	if err := g.mayDecide(pc, c, def); err != nil {
+		return PendingChange{}, err
+	}
+	pc, err = g.store().Take(ctx, id)
 	switch {
 	case errors.Is(err, ErrNoPendingChange):
 		return PendingChange{}, unknownChange()
@@ -490,13 +538,13 @@ func (g *gate) take(ctx context.Context, id string, c *Caller) (PendingChange, e
 }
 
 // shared takes one call of id by principal from the gate's Limiter.
-func (g *gate) shared(ctx context.Context, id, principal string, lim rate.Limit, burst int) error {
+func (g *gate) shared(ctx context.Context, id, principal string, lim rate.Limit, burst int, message string) error {
 	at, ok, err := g.opts.Limiter.Take(ctx, principal, id, lim, burst, g.opts.Now())
 	switch {
 	case err != nil:
 		return internalRefusal("the rate limit could not be read", err)
 	case !ok:
-		r := NewRefusal(CodeRateLimited, "the caller calls this action too often")
+		r := NewRefusal(CodeRateLimited, message)
 		r.RetryAt = at
 		return r
 	}

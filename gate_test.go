@@ -307,7 +307,7 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 	ran = nil
 	_, err = reg.Run(context.Background(), Call{Batch: &b, Caller: p})
 	rc = asRefusal(err).Pending
-	res, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Caller: p})
+	res, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Caller: onUI(p)})
 	require.NoError(t, err)
 	assert.Empty(t, ran)
 	require.Len(t, res.Records, 3)

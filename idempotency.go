@@ -81,7 +81,7 @@ func answerOf(k *UnitKey, v any, recs []Record, err error) Answer {
 	}
 	n := len(recs)
 	if n > 0 && recs[n-1].Entry.Outcome == OutcomeRefused && recs[n-1].Entry.Error == CodeRejected {
-		a.Refusal = NewRefusal(CodeRejected, "the person rejected the change: nothing ran")
+		a.Refusal = rejection(recs[n-1].Audit.Reason)
 		return a
 	}
 	switch {

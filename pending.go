@@ -11,17 +11,27 @@ import (
 // PendingChange is a call held until a person confirms it: an action that
 // needs confirmation, called by a caller, checked in full, not run.
 type PendingChange struct {
-	// ID is 128 random bits in hex: whoever holds it may try to confirm,
-	// and only the principal who proposed the change can.
+	// ID is 128 random bits in hex: whoever holds it may try to decide,
+	// and only a person the action's [Approval] names can (by default
+	// the principal who proposed the change).
 	ID string `json:"id"`
 	// Action is the action's id (never an alias); Alias the deprecated
 	// alias the call named, if any.
 	Action string `json:"action"`
 	Alias  string `json:"alias,omitempty"`
-	// Parameters is the canonical JSON (RFC 8785) of the parameters as
-	// the call gave them: confirming checks them again, defaults and refs
-	// included. Empty for a batch.
+	// Parameters is the canonical JSON (RFC 8785) of the checked
+	// parameters, defaults filled and refs resolved: exactly what the
+	// body will receive, and what the person is shown. Given is the
+	// parameters as the call gave them. Confirming checks Given again,
+	// defaults and refs included, and runs only when the result is still
+	// Parameters (otherwise stale_change). Both empty for a batch.
 	Parameters string `json:"parameters,omitempty"`
+	Given      string `json:"given,omitempty"`
+	// Description is the host's text about the held call
+	// ([Approval].Describe), Reason the approval rule's
+	// ([Approval].When); either may be empty.
+	Description string `json:"description,omitempty"`
+	Reason      string `json:"reason,omitempty"`
 	// Batch is the held batch, when a step of a batch needed
 	// confirmation: confirming runs it whole. Action is then the first
 	// step that needs confirmation.
@@ -77,6 +87,10 @@ type PendingStore interface {
 	// List returns the changes the principal proposed, newest first,
 	// expired ones included.
 	List(ctx context.Context, principal string) ([]PendingChange, error)
+	// ListAll returns every change the store holds, whoever proposed
+	// it, newest first, expired ones included: the registry keeps those
+	// a person may decide (see [Registry.ChangesToDecide]).
+	ListAll(ctx context.Context) ([]PendingChange, error)
 }
 
 // MemoryPendingStore is a [PendingStore] in memory, safe for concurrent
@@ -140,6 +154,18 @@ func (s *MemoryPendingStore) List(_ context.Context, principal string) ([]Pendin
 	return out, nil
 }
 
+// ListAll returns every change the store holds, newest first.
+func (s *MemoryPendingStore) ListAll(_ context.Context) ([]PendingChange, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]PendingChange, 0, len(s.changes))
+	for _, c := range s.changes {
+		out = append(out, c.clone())
+	}
+	sortNewestFirst(out)
+	return out, nil
+}
+
 // sortNewestFirst orders changes by creation, newest first, then by id.
 func sortNewestFirst(cs []PendingChange) {
 	sort.Slice(cs, func(i, j int) bool {
@@ -182,4 +208,13 @@ func (rc Receipt) confirmationRequired() *Refusal {
 
 func unknownChange() *Refusal {
 	return NewRefusal(CodeUnknownChange, "no pending change of this caller has this id")
+}
+
+// givenText is the parameters as the held call gave them (Parameters for
+// a change held before Given was kept).
+func (c PendingChange) givenText() string {
+	if c.Given != "" {
+		return c.Given
+	}
+	return c.Parameters
 }

@@ -72,7 +72,8 @@ func TestConfirmRunsOnceAsTheConfirmingPerson(t *testing.T) {
 
 	pc, err := reg.PendingChange(context.Background(), rc.ID, editor)
 	require.NoError(t, err)
-	assert.Equal(t, `{"item":"old-milk"}`, pc.Parameters, "the call as given, canonical")
+	assert.Equal(t, `{"count":1,"item":"old-milk"}`, pc.Parameters, "the call as it will run: defaults filled, canonical")
+	assert.Equal(t, `{"item":"old-milk"}`, pc.Given, "the call as given, canonical")
 	assert.Equal(t, "shop/throw_away", pc.Alias)
 
 	onUI := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceUI}

@@ -38,6 +38,11 @@ type Refusal struct {
 	Scopes    []string  `json:"scopes,omitempty"`
 	RetryAt   time.Time `json:"retryAt,omitzero"`
 	Pending   *Receipt  `json:"pending,omitempty"`
+	// Reason, on rejected, is the reason the person gave for rejecting
+	// the change ([Decision].Reason): the person's words, for the
+	// caller to read; the rejection's retry is never: do not send the
+	// same call again.
+	Reason string `json:"reason,omitempty"`
 
 	// cause is kept for the host (a recovered panic's value and stack, a
 	// wrapped error) and never rendered into Message.

@@ -308,7 +308,9 @@ func TestOneErrorModelCalls(t *testing.T) {
 			return outcome{err, res.Records}
 		}},
 		{name: "a confirmation refused by today's gate", want: CodeUnknownAction, host: CodeForbiddenSurface, do: func(t *testing.T) outcome {
-			reg := oneModelRegistry(t, nil)
+			// The approval lets the surface decide; the action is not
+			// offered there.
+			reg := oneModelRegistry(t, &Options{Gate: &GateOptions{DecideFrom: []Surface{"elsewhere"}}})
 			_, err := reg.Run(ctx, Call{Action: "m/confirm", Caller: ann})
 			id := asRefusal(err).Pending.ID
 			other := *ann

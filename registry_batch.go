@@ -184,15 +184,20 @@ func batchResult(result string, lookup func(string) (any, bool), pl placeholder.
 // as one pending change. held is false when no step needs confirmation.
 func (r *Registry) holdBatch(ctx context.Context, b Batch, plan *batchPlan, inv invocation) (held bool, recs []Record, err error) {
 	var steps []HeldStep
+	g := r.gateOf()
 	for i, st := range plan.steps {
-		if reg, ok := r.lookup(st.call); ok && reg.action.NeedsConfirmation {
+		// A step the caller may not see holds nothing: the batch runs
+		// as it would with a missing action there, its earlier steps
+		// included, so that neither what ran nor the answer tells the
+		// two apart.
+		if reg, ok := r.lookup(st.call); ok && reg.action.NeedsConfirmation &&
+			CodeOf(g.who(&reg.action.Definition, inv.caller)) != CodeUnknownAction {
 			steps = append(steps, HeldStep{Index: i, Action: reg.action.ID})
 		}
 	}
 	if len(steps) == 0 {
 		return false, nil, nil
 	}
-	g := r.gateOf()
 	for i, st := range plan.steps {
 		reg, ok := r.lookup(st.call)
 		var err error

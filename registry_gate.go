@@ -24,13 +24,13 @@ func (r *Registry) Admit(ctx context.Context, id string, caller *Caller) error {
 	return r.gateOf().admit(&reg.action.Definition, caller)
 }
 
-// PendingChange returns the pending change id, for the person who may
-// decide it (a screen shows it before the person confirms). Errors:
-// unknown_change when the store holds no such change, it expired, or
-// caller is not the principal who proposed it; internal when the store
-// fails (the cause in [Refusal.Cause]).
+// PendingChange returns the pending change id, for a person who may see
+// it (a screen shows it before the person decides): its proposer, or a
+// person its action's [Approval] lets decide it. Errors: unknown_change
+// when the store holds no such change, it expired, or caller is none of
+// those; internal when the store fails (the cause in [Refusal.Cause]).
 func (r *Registry) PendingChange(ctx context.Context, id string, caller *Caller) (PendingChange, error) {
-	pc, err := r.gateOf().pendingOf(ctx, id, caller)
+	pc, err := r.gateOf().pendingOf(ctx, id, caller, r.definitionOf)
 	if err != nil {
 		return PendingChange{}, err
 	}
@@ -38,8 +38,8 @@ func (r *Registry) PendingChange(ctx context.Context, id string, caller *Caller)
 }
 
 // PendingChanges returns the pending changes caller's principal proposed
-// and may still decide, newest first. Errors: internal when the store
-// fails.
+// and that have not expired, newest first, whoever may decide them.
+// Errors: internal when the store fails.
 func (r *Registry) PendingChanges(ctx context.Context, caller *Caller) ([]PendingChange, error) {
 	if caller == nil || caller.Principal == "" {
 		return nil, nil
@@ -59,11 +59,44 @@ func (r *Registry) PendingChanges(ctx context.Context, caller *Caller) ([]Pendin
 	return out, nil
 }
 
+// ChangesToDecide returns the pending changes caller may decide now,
+// whoever proposed them, newest first: an approver's list. A change is
+// in it when [Registry.MayDecide] would pass (its approval names the
+// caller, on the caller's surface, and it has not expired). It reads
+// every change the gate's [PendingStore] holds (ListAll). Errors:
+// internal when the store fails.
+func (r *Registry) ChangesToDecide(ctx context.Context, caller *Caller) ([]PendingChange, error) {
+	return r.gateOf().decidable(ctx, caller, r.definitionOf)
+}
+
+// MayDecide reports whether caller may decide the pending change id,
+// without deciding it: nil when [Registry.Decide] would take it (the
+// gate's checks of the call itself are made when the decision runs).
+// A connector asks before it offers a person the decision (mcpserver
+// asks an MCP client only then). Errors: those of Decide before it
+// takes the change: unknown_change, forbidden_proposer,
+// forbidden_capability, forbidden_surface, internal.
+func (r *Registry) MayDecide(ctx context.Context, id string, caller *Caller) error {
+	g := r.gateOf()
+	pc, err := g.pendingOf(ctx, id, caller, r.definitionOf)
+	if err != nil {
+		return err
+	}
+	return g.mayDecide(pc, caller, r.definitionOf)
+}
+
 // Decide confirms or rejects the pending change d.Change as d.Caller, in
 // one unit of the store, and records it.
 //
+// Who may decide is the approval policy of the change's action (for a
+// batch, of every step held; see [Approval]): by default its proposer
+// alone, from the surfaces of [GateOptions].DecideFrom (ui alone unless
+// the host opts in), so that a decision sent from an MCP client or a
+// model the host drives (surface mcp or ai) is refused, a confirmation
+// and a rejection alike.
+//
 // Confirming runs the held call (or the whole held batch) now, as the
-// confirming person: every check of the gate is made again as that
+// deciding person: every check of the gate is made again as that
 // caller (surface, capability, scope, serving, read-only, rate), the
 // parameters are checked again, refs resolved again, and the body runs
 // once; the records' audit says confirmed, with the change's id, and the
@@ -73,12 +106,17 @@ func (r *Registry) PendingChanges(ctx context.Context, caller *Caller) ([]Pendin
 // it expires, for another try.
 //
 // Rejecting drops the change: nothing runs, and one record per call held
-// says rejected (code rejected).
+// says rejected (code rejected). The gate's checks of who may call each
+// held action (surface, capability, scope) are made as the person first.
 //
 // Errors: unknown_change when d.Caller is nil or has no principal, the
-// change is unknown, expired, decided already, or another principal
-// proposed it (no record is made); otherwise those of [Registry.Run] for
-// the call confirmed.
+// change is unknown, expired, decided already, or d.Caller is neither
+// its proposer nor a person its approval names (no record is made);
+// forbidden_proposer (four eyes: the proposer decides its own change),
+// forbidden_capability (a proposer without the capability
+// [ProposerNeedsCapability] asks) and forbidden_surface (a surface the
+// approval does not list), with no record either; otherwise those of
+// [Registry.Run] for the call confirmed.
 func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 	if d.Caller == nil || d.Caller.Principal == "" {
 		return Result{}, unknownChange()
@@ -86,12 +124,29 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 	st := &unitState{} // a failed confirmation keeps no key: the change waits for another try
 	return r.observeDecide(ctx, d, r.decisionKey(ctx, d), st, func(ctx context.Context) (any, []Record, bool, error) {
 		g := r.gateOf()
-		pc, err := g.take(ctx, d.Change, d.Caller)
+		pc, err := g.take(ctx, d.Change, d.Caller, r.definitionOf)
 		if err != nil {
 			return nil, nil, false, err
 		}
 		if !d.Confirm {
-			return nil, r.changeRecords(pc, d.Caller, StageRejected, NewRefusal(CodeRejected, "")), true, nil
+			// A rejection runs nothing, yet it is a write by the person:
+			// the gate's checks of who may call each held action
+			// (surface, capability, scope) are made as that person.
+			for _, id := range pc.heldActions() {
+				if def := r.definitionOf(id); def != nil {
+					if err := g.who(def, d.Caller); err != nil {
+						if herr := g.store().Hold(ctx, pc); herr != nil {
+							err = errors.Join(err, herr)
+						}
+						return nil, nil, false, err
+					}
+				}
+			}
+			recs := r.changeRecords(pc, d.Caller, StageRejected, NewRefusal(CodeRejected, ""))
+			for i := range recs {
+				recs[i].Audit.Reason = cut(d.Reason)
+			}
+			return nil, recs, true, nil
 		}
 		confirmer := d.Caller.clone()
 		confirmer.PendingChange = pc.ID
@@ -104,7 +159,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 		if pc.Batch != nil {
 			value, recs, commit, err = r.batch(ctx, *pc.Batch, inv)
 		} else {
-			inv.name, inv.params = pc.Action, json.RawMessage(pc.Parameters)
+			inv.name, inv.params, inv.expect = pc.Action, json.RawMessage(pc.givenText()), pc.Parameters
 			if pc.Alias != "" {
 				inv.name = pc.Alias
 			}
@@ -130,7 +185,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 func (r *Registry) changeRecords(pc PendingChange, caller *Caller, stage Stage, err error) []Record {
 	audit := Audit{At: r.gateOf().opts.Now(), Caller: caller, PendingChange: pc.ID, Stage: stage, Alias: pc.Alias, Code: CodeOf(err)}
 	if pc.Batch == nil {
-		entry := RunEntry{Action: pc.Action, Steps: []RunStep{}}.refused(err, pc.Parameters)
+		entry := RunEntry{Action: pc.Action, Steps: []RunStep{}}.refused(err, pc.givenText())
 		return []Record{{Entry: entry, Audit: audit}}
 	}
 	audit.Alias, audit.Batch = "", true
@@ -151,11 +206,12 @@ func (r *Registry) decisionKey(ctx context.Context, d Decision) *UnitKey {
 	if r.opts.Store == nil {
 		return nil
 	}
-	pc, err := r.gateOf().store().Get(ctx, d.Change)
-	if err != nil || pc.IdempotencyKey == "" || pc.Proposer.Principal != d.Caller.Principal {
+	g := r.gateOf()
+	pc, err := g.store().Get(ctx, d.Change)
+	if err != nil || pc.IdempotencyKey == "" || g.mayDecide(pc, d.Caller, r.definitionOf) != nil {
 		return nil
 	}
-	k := &UnitKey{Principal: pc.Proposer.Principal, Action: pc.Action, Key: pc.IdempotencyKey, Digest: digestOf(pc.Parameters), Replace: true, Wait: r.opts.KeyWait}
+	k := &UnitKey{Principal: pc.Proposer.Principal, Action: pc.Action, Key: pc.IdempotencyKey, Digest: digestOf(pc.givenText()), Replace: true, Wait: r.opts.KeyWait}
 	if pc.Batch != nil {
 		k.Action = batchKeyAction
 		text, _ := exactText(*pc.Batch)

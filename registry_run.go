@@ -199,8 +199,10 @@ type invocation struct {
 	caller     *Caller
 	toolCallID string
 	key        string // the call's idempotency key
-	// confirming is the pending change a confirmation runs.
+	// confirming is the pending change a confirmation runs; expect is
+	// its checked parameters, as the person was shown them.
 	confirming string
+	expect     string
 	// replay: the gate decides who may call (surface, capability,
 	// scope, confirmation) but counts no rate and reads no serving
 	// switch, and a held call stores no change.
@@ -266,8 +268,15 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 			return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
 		}
 	}
+	if !ok && inv.caller != nil && !inv.replay {
+		// A call naming no action counts as a refused one (see
+		// gate.limitRefused), as a call of a hidden action does.
+		if err := g.limitRefused(ctx, inv.caller.Principal); err != nil {
+			return nil, r.refusedRecord(inv.name, inv.params, audit, err), false, err
+		}
+	}
 	holds := ok && reg.action.NeedsConfirmation && inv.caller != nil && inv.confirming == ""
-	if holds && inv.caller.Principal == "" {
+	if holds && inv.caller.Principal == "" && !hasRule(reg.action.Approval) {
 		err := anonymousHold()
 		return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
 	}
@@ -276,15 +285,28 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		resolve = nil // replayed parameters that were resolved already
 	}
 	f := r.frame(inv, 0)
+	held := false
 	if holds {
-		f.hold = func(ctx context.Context, checked string) error {
-			if inv.replay {
+		f.hold = func(ctx context.Context, checked map[string]any, text string) error {
+			a := reg.action.Approval
+			call := CheckedCall{Action: reg.action.ID, Params: checked, Caller: inv.caller}
+			hold, reason := g.shouldHold(ctx, a, call)
+			switch {
+			case !hold:
+				return nil
+			case inv.caller.Principal == "":
+				return anonymousHold()
+			case inv.replay:
+				held = true
 				return Receipt{Action: reg.action.ID}.confirmationRequired()
 			}
-			rec, err := g.hold(ctx, PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: r.givenParameters(inv.params), IdempotencyKey: inv.key}, inv.caller)
+			pc := PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: text, Given: r.givenParameters(inv.params),
+				Reason: reason, Description: describeHeld(ctx, a, call), IdempotencyKey: inv.key}
+			rec, err := g.hold(ctx, pc, inv.caller)
 			if err != nil {
 				return err
 			}
+			held = true
 			audit.PendingChange = rec.ID
 			return rec.confirmationRequired()
 		}
@@ -293,7 +315,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 	if err != nil {
 		audit.Code = hostCode(err)
 		entry.Error = audit.Code
-		if holds && CodeOf(err) == CodeConfirmationRequired {
+		if held {
 			audit.Stage = StageHeld
 			return nil, Record{Entry: entry, Audit: audit}, true, err
 		}
@@ -324,8 +346,9 @@ type frame struct {
 	inv   invocation
 	depth int
 	// hold, set for a top-level call that needs confirmation, holds the
-	// checked call as a pending change and returns its refusal.
-	hold func(ctx context.Context, checked string) error
+	// checked call (text: its canonical JSON) as a pending change and
+	// returns its refusal, or nil when the approval rule lets it run.
+	hold func(ctx context.Context, checked map[string]any, text string) error
 }
 
 // run runs one call at the frame's depth, resolving its refs with
@@ -352,9 +375,14 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 	if entry.Parameters, err = canonicalString(checked); err != nil {
 		return nil, entry.refused(err, "null"), err
 	}
-	if f.hold != nil {
-		err = f.hold(ctx, entry.Parameters)
+	if f.depth == 0 && f.inv.expect != "" && entry.Parameters != f.inv.expect {
+		err = staleChange()
 		return nil, entry.refused(err, entry.Parameters), err
+	}
+	if f.hold != nil {
+		if err = f.hold(ctx, checked, entry.Parameters); err != nil {
+			return nil, entry.refused(err, entry.Parameters), err
+		}
 	}
 	ctx, lim := r.limitTime(ctx, &reg.action)
 	defer lim.stop()

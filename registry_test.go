@@ -1153,14 +1153,25 @@ func entriesOf(recs []Record) []RunEntry {
 
 // confirm3 confirms the pending change id as caller c.
 func confirm3(reg *Registry, ctx context.Context, id string, c *Caller) (any, RunEntry, error) {
-	res, err := reg.Decide(ctx, Decision{Change: id, Confirm: true, Caller: c})
+	res, err := reg.Decide(ctx, Decision{Change: id, Confirm: true, Caller: onUI(c)})
 	return res.Value, res.Entry(), err
 }
 
 // reject rejects the pending change id as caller c.
 func reject(reg *Registry, ctx context.Context, id string, c *Caller) error {
-	_, err := reg.Decide(ctx, Decision{Change: id, Caller: c})
+	_, err := reg.Decide(ctx, Decision{Change: id, Caller: onUI(c)})
 	return err
+}
+
+// onUI is c as the host's own screen sees the same person: where a
+// decision comes from by default. Nil stays nil.
+func onUI(c *Caller) *Caller {
+	if c == nil {
+		return nil
+	}
+	cp := c.clone()
+	cp.Surface = SurfaceUI
+	return &cp
 }
 
 // paramsOf is the compiled parameters schema of the action id, for tests.

@@ -47,7 +47,8 @@ func newHeldShop(t *testing.T) *heldShop {
 	h := &heldShop{pending: &actions.MemoryPendingStore{}}
 	h.principal.Store("editor")
 	h.reg = actions.NewRegistry(&actions.Options{
-		Gate: &actions.GateOptions{Pending: h.pending},
+		// Its people may answer in their MCP client (elicitation).
+		Gate: &actions.GateOptions{Pending: h.pending, DecideFrom: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP}},
 		OnRecord: func(rec actions.Record) {
 			h.mu.Lock()
 			h.records = append(h.records, rec)

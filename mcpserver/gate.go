@@ -255,7 +255,11 @@ type renderer func(ctx context.Context, res actions.Result, err error, version s
 
 // held answers a call the registry held as a pending change (refusal r,
 // confirmation_required with its receipt) on the tool name. When the
-// client can ask its person, the server asks: on 2025-11-25 sessions
+// change's approval lets this caller decide it from this surface
+// ([actions.Registry.MayDecide]: by default it does not, since a client
+// may answer an elicitation by itself; the host opts in with
+// actions.GateOptions.DecideFrom or the action's Approval.Surfaces) and
+// the client can ask its person, the server asks: on 2025-11-25 sessions
 // through elicitation/create (ServerSession.Elicit), on 2026-07-28
 // through an input request in the result (multi round-trip), whose
 // request state binds the answer to this change, this principal and
@@ -271,7 +275,13 @@ func (s *server) held(ctx context.Context, req *mcp.CallToolRequest, caller *act
 		// receipt, confirmed later on the host's own screen.
 		return s.toolError(r), nil
 	}
-	ask := &mcp.ElicitParams{Mode: "form", Message: s.question(rc, name, req),
+	if s.r.MayDecide(ctx, rc.ID, caller) != nil {
+		// Not a decision this client may bring (the default, four eyes,
+		// a capability the caller lacks): the receipt, for the person
+		// the policy names, on the surface it names.
+		return s.toolError(r), nil
+	}
+	ask := &mcp.ElicitParams{Mode: "form", Message: s.question(ctx, rc, name, req, caller),
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
 	if req.ProtocolVersion() >= protocolMultiRoundTrip {
 		return &mcp.CallToolResult{
@@ -341,12 +351,14 @@ func (s *server) decide(ctx context.Context, caller *actions.Caller, id string, 
 
 // question is what the person is asked: the action (for a batch, the
 // batch tool, then each step that needs confirmation, by its index, title
-// and tool name), and the exact arguments the client sent (the person's
-// own call, shown to that person), whole, as canonical JSON whose
-// characters that change how text displays (bidi controls, zero-width
-// and other format characters) are written as \u escapes, so that what
-// is shown is what runs.
-func (s *server) question(rc *actions.Receipt, name string, req *mcp.CallToolRequest) string {
+// and tool name), the arguments exactly as the body will receive them
+// (defaults filled, refs resolved: the held change's checked parameters;
+// for a batch, the arguments the client sent), the host's description of
+// the change and the approval rule's reason, whole, with the characters
+// that change how text displays (bidi controls, zero-width and other
+// format characters) written as \u escapes, so that what is shown is
+// what runs.
+func (s *server) question(ctx context.Context, rc *actions.Receipt, name string, req *mcp.CallToolRequest, caller *actions.Caller) string {
 	title := name
 	if d, ok := s.defs[rc.Action]; ok && d.Title != "" {
 		title = d.Title + " (" + name + ")"
@@ -360,8 +372,18 @@ func (s *server) question(rc *actions.Receipt, name string, req *mcp.CallToolReq
 			args = visible(string(c))
 		}
 	}
+	pc, err := s.r.PendingChange(ctx, rc.ID, caller)
+	if err == nil && pc.Parameters != "" {
+		args = visible(pc.Parameters)
+	}
 	var b strings.Builder
 	b.WriteString("Run " + title + " with " + args + "?")
+	if err == nil && pc.Description != "" {
+		b.WriteString(" " + visible(pc.Description))
+	}
+	if err == nil && pc.Reason != "" {
+		b.WriteString(" (Held because: " + visible(pc.Reason) + ")")
+	}
 	if len(rc.Steps) > 0 {
 		b.WriteString(" The batch holds steps that need your confirmation:")
 		for i, st := range rc.Steps {

@@ -36,9 +36,15 @@ type gateShop struct {
 
 func newGateShop(t *testing.T) *gateShop {
 	t.Helper()
+	// Its people may answer in their MCP client (elicitation).
+	return newGateShopWith(t, actions.GateOptions{ResourceMetadata: resourceMetadata, DecideFrom: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP}})
+}
+
+func newGateShopWith(t *testing.T, gate actions.GateOptions) *gateShop {
+	t.Helper()
 	g := &gateShop{}
 	g.reg = actions.NewRegistry(&actions.Options{
-		Gate: &actions.GateOptions{ResourceMetadata: resourceMetadata},
+		Gate: &gate,
 		OnRecord: func(rec actions.Record) {
 			g.mu.Lock()
 			g.audits = append(g.audits, rec.Audit)

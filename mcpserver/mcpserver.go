@@ -1,5 +1,5 @@
 // Package mcpserver serves the visible actions of an [*actions.Registry]
-// (an *actions.Registry) as MCP tools, on the official Go SDK
+// as MCP tools, on the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk, v1.8.0). It is the only package
 // of the module that imports the SDK: the registry itself knows nothing of
 // MCP beyond the tool definitions ([actions.Registry.Tools]).
@@ -26,7 +26,8 @@
 //     true, a text listing the code, each issue's path, keyword and
 //     message, and the next action (MCP SEP-1303), and, on every tool,
 //     the refusal as structuredContent: {"code", "message", "issues",
-//     "retry", "nextAction"}, with "pending" for a held call's receipt;
+//     "retry", "nextAction"}, with "pending" for a held call's receipt
+//     (and "confirmUrl" when Options.ConfirmURL is set);
 //   - a result that breaks the tool's output schema (output_invalid):
 //     JSON-RPC error -32603, the refusal with its issues going to OnError;
 //   - a body's plain error: isError true with a generic text; the error
@@ -546,6 +547,10 @@ func refusalText(r *actions.Refusal, confirmURL string) string {
 			b.WriteString(is.Message)
 		}
 	}
+	if r.Reason != "" {
+		b.WriteString("\nreason given: ")
+		b.WriteString(r.Reason)
+	}
 	if retry := r.Policy().Retry; retry != "" {
 		b.WriteString("\nretry: ")
 		b.WriteString(string(retry))
@@ -570,13 +575,15 @@ type refusalJSON struct {
 	Scopes  []string         `json:"scopes,omitempty"`
 	RetryAt time.Time        `json:"retryAt,omitzero"`
 	Pending *actions.Receipt `json:"pending,omitempty"`
+	// Reason is a rejecting person's reason (rejected).
+	Reason string `json:"reason,omitempty"`
 	// ConfirmURL is where the person confirms a held call ([Options].ConfirmURL).
 	ConfirmURL string `json:"confirmUrl,omitempty"`
 }
 
 func refusalData(r *actions.Refusal) refusalJSON {
 	return refusalJSON{Code: r.Code, Message: r.Message, Issues: r.Issues, Retry: r.Policy().Retry, NextAction: r.NextAction,
-		Scopes: r.Scopes, RetryAt: r.RetryAt, Pending: r.Pending}
+		Scopes: r.Scopes, RetryAt: r.RetryAt, Pending: r.Pending, Reason: r.Reason}
 }
 
 // protocolError is a JSON-RPC error whose data holds the refusal's code,

@@ -43,6 +43,10 @@ type Tasks struct {
 	// PollInterval is the pollIntervalMs suggested to clients (0: one
 	// second).
 	PollInterval time.Duration
+	// MaxRunning bounds one principal's tasks running at once in this
+	// process (0: 16; negative: no bound): past it a call is answered
+	// with a rate_limited result (isError), and no task is made.
+	MaxRunning int
 }
 
 // The task methods.
@@ -119,7 +123,7 @@ func (h *toolHandler) startTask(ctx context.Context, req *mcp.CallToolRequest, c
 		return false, nil, nil
 	}
 	call.Progress = nil
-	task, err := h.srv.r.Start(ctx, call, actions.TaskOptions{TTL: h.srv.tasks().TTL})
+	task, err := h.srv.r.Start(ctx, call, actions.TaskOptions{TTL: h.srv.tasks().TTL, MaxRunning: h.srv.tasks().MaxRunning})
 	if err != nil {
 		res, rerr := h.refused(ctx, err)
 		return true, res, rerr

@@ -221,7 +221,7 @@ type discarded struct {
 func TestTypedToolHeldForConfirmation(t *testing.T) {
 	for _, accept := range []bool{false, true} {
 		t.Run(map[bool]string{false: "no elicitation", true: "accepted"}[accept], func(t *testing.T) {
-			reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{}})
+			reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{DecideFrom: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP}}})
 			reg.MustRegister(actions.Typed(actions.Definition{ID: "shop/discard", Effect: actions.EffectDelete, Capability: "stock.write", NeedsConfirmation: true},
 				func(_ context.Context, p discardParams, _ *actions.Trace) (discarded, error) {
 					return discarded{Item: p.Item}, nil

@@ -39,6 +39,10 @@ type change struct {
 	// Calls are the held calls, in order: one for a single call, each
 	// step for a held batch (confirming runs them all).
 	Calls []call
+	// Summary is the host's description of the held call
+	// (actions.Approval.Describe), Reason the approval rule's; either
+	// may be empty.
+	Summary, Reason string
 }
 
 // call is one held call of a change.
@@ -49,8 +53,9 @@ type call struct {
 	// destructiveness (MCP destructiveHint).
 	Effect      string
 	Destructive bool
-	// Parameters is the JSON text of the parameters as given: what the
-	// person confirms.
+	// Parameters is the JSON text of the parameters exactly as the body
+	// will receive them (defaults filled, refs resolved): what the person
+	// confirms. For a step of a held batch, its "with" as written.
 	Parameters string
 }
 
@@ -126,17 +131,27 @@ type replayed struct {
 // maxPage bounds a page of records.
 const maxPage = 200
 
-// pending lists the changes c may decide, newest first.
+// pending lists the changes c proposed or may decide (an approver's
+// list: actions.Registry.ChangesToDecide), newest first, each once.
 func (h *Handler) pending(ctx context.Context, c *actions.Caller) ([]change, error) {
-	pcs, err := h.reg.PendingChanges(ctx, c)
+	own, err := h.reg.PendingChanges(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	theirs, err := h.reg.ChangesToDecide(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	defs := h.definitions()
-	out := make([]change, len(pcs))
-	for i, pc := range pcs {
-		out[i] = changeOf(pc, defs)
+	seen := map[string]bool{}
+	var out []change
+	for _, pc := range append(own, theirs...) {
+		if !seen[pc.ID] {
+			seen[pc.ID] = true
+			out = append(out, changeOf(pc, defs))
+		}
 	}
+	slices.SortStableFunc(out, func(a, b change) int { return b.Created.Compare(a.Created) })
 	return out, nil
 }
 
@@ -152,7 +167,7 @@ func (h *Handler) definitions() map[string]actions.Definition {
 // step of a held batch (a step's parameters are its "with" as the batch
 // wrote it, placeholders included).
 func changeOf(pc actions.PendingChange, defs map[string]actions.Definition) change {
-	c := change{ID: pc.ID, Proposer: whoOf(&pc.Proposer), Created: pc.Created, Expires: pc.Expires}
+	c := change{ID: pc.ID, Proposer: whoOf(&pc.Proposer), Created: pc.Created, Expires: pc.Expires, Summary: pc.Description, Reason: pc.Reason}
 	if pc.Batch == nil {
 		c.Calls = []call{callOf(pc.Action, pc.Alias, pc.Parameters, defs)}
 		return c

@@ -469,7 +469,9 @@ func TestKeyKeptWhateverTheOutcome(t *testing.T) {
 		wait   bool
 		code   actions.Code
 	}{
-		{name: "timeout", def: actions.Definition{Timeout: time.Millisecond}, wait: true, code: actions.CodeTimeout},
+		// A second: the body surely starts before the deadline, even on
+		// a loaded machine.
+		{name: "timeout", def: actions.Definition{Timeout: time.Second}, wait: true, code: actions.CodeTimeout},
 		{name: "output_invalid", def: actions.Definition{OutputSchema: `{"type":"object","required":["receipt"]}`}, result: map[string]any{"charged": 1}, code: actions.CodeOutputInvalid},
 		{name: "result_too_large", def: actions.Definition{MaxResultBytes: 20}, result: map[string]any{"charged": strings.Repeat("x", 100)}, code: actions.CodeResultTooLarge},
 		{name: "body_error", err: errors.New("the bank hung up"), code: actions.CodeInternal},

@@ -155,3 +155,15 @@ func TestOpenSQLiteQueuesWriters(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, recs, 160)
 }
+
+// TestOpenSQLiteRefusesMemory: ":memory:" (or an empty path) would give
+// each pool its own empty database, so that reads find no tables; it is
+// refused rather than opened.
+func TestOpenSQLiteRefusesMemory(t *testing.T) {
+	for _, path := range []string{":memory:", "", "file::memory:?cache=shared"} {
+		w, r, err := sqlstore.OpenSQLite("sqlite", path)
+		require.Error(t, err, path)
+		assert.Nil(t, w)
+		assert.Nil(t, r)
+	}
+}

@@ -111,6 +111,16 @@ func (p *PendingStore) Take(ctx context.Context, id string) (actions.PendingChan
 
 // List returns the changes principal proposed, newest first.
 func (p *PendingStore) List(ctx context.Context, principal string) ([]actions.PendingChange, error) {
+	return p.list(ctx, "SELECT change FROM actions_pending WHERE principal = "+p.s.param(1), principal)
+}
+
+// ListAll returns every change the table holds, newest first (expired
+// ones until a Hold drops them).
+func (p *PendingStore) ListAll(ctx context.Context) ([]actions.PendingChange, error) {
+	return p.list(ctx, "SELECT change FROM actions_pending")
+}
+
+func (p *PendingStore) list(ctx context.Context, query string, args ...any) ([]actions.PendingChange, error) {
 	if err := p.made(); err != nil {
 		return nil, err
 	}
@@ -120,7 +130,7 @@ func (p *PendingStore) List(ctx context.Context, principal string) ([]actions.Pe
 	if !ok {
 		return nil, errors.New("sqlstore: the transaction cannot query")
 	}
-	rows, err := q.QueryContext(ctx, "SELECT change FROM actions_pending WHERE principal = "+p.s.param(1)+"", principal)
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -64,10 +64,16 @@ func (q queue) leave() {
 // snapshots beside it. driverName is the database/sql driver the host
 // imported ("sqlite" for modernc.org/sqlite, which the pragmas are
 // written for); path is the file, with no "file:" prefix and no query.
-// The caller closes both. Errors: sql.Open's, or a path holding '?'.
+// It is not ":memory:" nor empty: each pool would open its own empty
+// database (for SQLite in memory, pass New one pool on one connection,
+// no Readers). The caller closes both. Errors: sql.Open's, or a path
+// that is empty, ":memory:" or holds '?'.
 func OpenSQLite(driverName, path string) (write, read *sql.DB, err error) {
 	if strings.ContainsRune(path, '?') {
 		return nil, nil, errors.New("sqlstore: OpenSQLite takes a path, not a DSN with a query")
+	}
+	if path == "" || path == ":memory:" || strings.Contains(path, "mode=memory") {
+		return nil, nil, errors.New("sqlstore: OpenSQLite takes a file's path; each of its pools would open its own empty in-memory database (for SQLite in memory, give New one pool on one connection)")
 	}
 	const pragmas = "?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)&_pragma=foreign_keys(1)"
 	if write, err = sql.Open(driverName, "file:"+path+pragmas+"&_txlock=immediate"); err != nil {

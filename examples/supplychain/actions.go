@@ -143,9 +143,12 @@ func definitions(m *Model) []actions.Action {
 func NewRegistry(model *Model, onRecord func(actions.Record)) (*actions.Registry, error) {
 	store := model.Store()
 	reg := actions.NewRegistry(&actions.Options{
-		Resolve:  model.ResolveRef,
-		Store:    store,
-		Gate:     &actions.GateOptions{Pending: store.Pending()},
+		Resolve: model.ResolveRef,
+		Store:   store,
+		// The demo's people answer in their own MCP client (elicitation)
+		// as well as on the host's screen. A host whose clients may
+		// answer by themselves leaves DecideFrom nil: ui alone.
+		Gate:     &actions.GateOptions{Pending: store.Pending(), DecideFrom: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP}},
 		OnRecord: onRecord,
 		Observer: observer(), // telemetry.go
 	})

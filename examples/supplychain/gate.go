@@ -65,8 +65,15 @@ func protect(mux *http.ServeMux, mcpHandler http.Handler, reg *actions.Registry)
 	bearer := auth.RequireBearerToken(verifyToken, nil)
 	mux.Handle("/mcp", bearer(mcpserver.ScopeChallenge(reg, &mcpserver.Options{Caller: callerOf})(mcpHandler)))
 	mux.Handle("POST /pending/{id}/{decision}", bearer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller := callerOf(r.Context(), auth.TokenInfoFromContext(r.Context()), r.Header)
+		token := auth.TokenInfoFromContext(r.Context())
+		caller := callerOf(r.Context(), token, r.Header)
 		caller.Surface = actions.SurfaceUI // the host's own screen
+		// The token's scopes, as mcpserver gives them to the gate: a
+		// decision is checked as the token allows, as a call is.
+		caller.Token = token != nil
+		if token != nil {
+			caller.Scopes = append([]string(nil), token.Scopes...)
+		}
 		d := actions.Decision{Change: r.PathValue("id"), Caller: caller}
 		switch r.PathValue("decision") {
 		case "confirm":
@@ -80,6 +87,13 @@ func protect(mux *http.ServeMux, mcpHandler http.Handler, reg *actions.Registry)
 		res, err := reg.Decide(r.Context(), d)
 		w.Header().Set("Content-Type", "application/json")
 		var rf *actions.Refusal
+		if errors.As(err, &rf) && rf.Code == actions.CodeInsufficientScope {
+			// The same answer a call over MCP gets (RFC 6750 §3.1).
+			w.Header().Set("WWW-Authenticate", rf.Challenge)
+			w.WriteHeader(http.StatusForbidden)
+			_ = json.NewEncoder(w).Encode(map[string]any{"code": rf.Code, "message": rf.Message})
+			return
+		}
 		if errors.As(err, &rf) && rf.Code != actions.CodeInternal {
 			w.WriteHeader(http.StatusConflict)
 			_ = json.NewEncoder(w).Encode(map[string]any{"code": rf.Code, "message": rf.Message})

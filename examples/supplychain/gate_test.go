@@ -120,6 +120,13 @@ func TestViewerAndEditor(t *testing.T) {
 	require.NotEmpty(t, held.Pending.ID)
 	assert.Contains(t, text, "pending change: "+held.Pending.ID, "the text names the change too")
 
+	// The editor's token with the read scope only confirms nothing, and
+	// rejects nothing: 403 with the scope challenge, as over MCP.
+	for _, decision := range []string{"confirm", "reject"} {
+		status, out := decide(t, url, "editor-read-demo-token", held.Pending.ID, decision)
+		assert.Equal(t, http.StatusForbidden, status, "%s: %v", decision, out)
+		assert.Equal(t, "insufficient_scope", out["code"], decision)
+	}
 	status, out := decide(t, url, "viewer-demo-token", held.Pending.ID, "confirm")
 	assert.Equal(t, http.StatusConflict, status, "only the person who proposed it confirms")
 	assert.Equal(t, "unknown_change", out["code"])

@@ -1,0 +1,85 @@
+package actions_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/actionreg/actions"
+)
+
+// helpdeskDelete is a delete that an agent may propose and that only a
+// supervisor holding tickets.approve may decide (four eyes), on the
+// host's own screen; tickets numbered 100 and up are held, the others run.
+func helpdeskDelete() *actions.Registry {
+	reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{}})
+	reg.MustRegister(actions.New(actions.Definition{
+		ID: "tickets/delete", Effect: actions.EffectDelete, Capability: "tickets.write", NeedsConfirmation: true,
+		Approval: &actions.Approval{
+			Capability: "tickets.approve",
+			Proposer:   actions.ProposerNever,
+			When: func(_ context.Context, c actions.CheckedCall) (bool, string, error) {
+				n, err := c.Params["id"].(json.Number).Int64()
+				return n >= 100, "archived tickets need a supervisor", err
+			},
+			Describe: func(_ context.Context, c actions.CheckedCall) (string, error) {
+				return fmt.Sprintf("ticket #%v, Printer on fire, 3 comments", c.Params["id"]), nil
+			},
+		},
+		Parameters: `{"type":"object","properties":{"id":{"type":"integer"},"note":{"type":"string","default":"none"}},"required":["id"]}`,
+	}, func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+		return "deleted " + fmt.Sprint(p["id"]), nil
+	}))
+	return reg
+}
+
+func ExampleApproval() {
+	reg := helpdeskDelete()
+	ctx := context.Background()
+	agent := &actions.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: actions.SurfaceMCP}
+	supervisor := &actions.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: actions.SurfaceUI}
+
+	// The rule lets ticket 7 through; ticket 120 is held.
+	res, err := reg.Run(ctx, actions.Call{Action: "tickets/delete", Params: `{"id":7}`, Caller: agent})
+	fmt.Println(res.Value, err)
+	_, err = reg.Run(ctx, actions.Call{Action: "tickets/delete", Params: `{"id":120}`, Caller: agent})
+	var r *actions.Refusal
+	errors.As(err, &r)
+	fmt.Println(r.Code)
+
+	// The agent may not decide its own change, not even from the screen.
+	agentOnScreen := *agent
+	agentOnScreen.Surface = actions.SurfaceUI
+	_, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: &agentOnScreen})
+	fmt.Println(err)
+
+	// The supervisor sees it in the list, as it will run, and confirms.
+	list, _ := reg.ChangesToDecide(ctx, supervisor)
+	fmt.Println(len(list), list[0].Parameters, list[0].Description, "/", list[0].Reason)
+	res, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: supervisor})
+	fmt.Println(res.Value, err, res.Records[0].Audit.Caller.Principal)
+	// Output:
+	// deleted 7 <nil>
+	// confirmation_required
+	// forbidden_proposer: the change needs another person's decision
+	// 1 {"id":120,"note":"none"} ticket #120, Printer on fire, 3 comments / archived tickets need a supervisor
+	// deleted 120 <nil> sam
+}
+
+func ExampleRegistry_MayDecide() {
+	reg := helpdeskDelete()
+	ctx := context.Background()
+	agent := &actions.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: actions.SurfaceMCP}
+	_, err := reg.Run(ctx, actions.Call{Action: "tickets/delete", Params: `{"id":300}`, Caller: agent})
+	var r *actions.Refusal
+	errors.As(err, &r)
+
+	supervisorInClient := &actions.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: actions.SurfaceMCP}
+	fmt.Println(reg.MayDecide(ctx, r.Pending.ID, supervisorInClient))
+	stranger := &actions.Caller{Principal: "eve", Capabilities: []string{"tickets.write"}, Surface: actions.SurfaceUI}
+	fmt.Println(reg.MayDecide(ctx, r.Pending.ID, stranger))
+	// Output:
+	// forbidden_surface: the change may not be decided from this surface
+	// unknown_change: no pending change of this caller has this id
+}

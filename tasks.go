@@ -216,7 +216,8 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 // records it.
 //
 // Errors (nothing is kept): internal when c.Caller is not nil and has no
-// principal (an anonymous caller owns no task); the gate's refusals (forbidden_surface,
+// principal (an anonymous caller owns no task); unknown_action; the
+// gate's refusals (forbidden_surface,
 // forbidden_capability, insufficient_scope, not_serving, read_only,
 // rate_limited...); invalid_parameters for a batch call or a malformed
 // key; idempotency_conflict; rate_limited when o.MaxRunning tasks of the
@@ -248,17 +249,21 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 	if c.Caller != nil {
 		t.Principal = c.Caller.Principal
 	}
-	var gated *gateDecision
-	if reg, ok := r.lookup(c.Action); ok {
-		t.Action = reg.action.ID
-		// The gate decides before a task is kept (its rate counted
-		// once, here): a caller it refuses keeps no task, and its call
-		// is recorded refused as Run records it.
-		gated = &gateDecision{err: r.gateOf().check(ctx, &reg.action.Definition, c.Caller)}
-		if gated.err != nil {
-			_, err := r.run(ctx, c, gated)
-			return Task{}, err
-		}
+	reg, ok := r.lookup(c.Action)
+	if !ok {
+		// No such action: refused and recorded as Run refuses it, with
+		// no task kept under a name nothing serves.
+		_, err := r.Run(ctx, c)
+		return Task{}, err
+	}
+	t.Action = reg.action.ID
+	// The gate decides before a task is kept (its rate counted once,
+	// here): a caller it refuses keeps no task, and its call is recorded
+	// refused as Run records it.
+	gated := &gateDecision{err: r.gateOf().check(ctx, &reg.action.Definition, c.Caller)}
+	if gated.err != nil {
+		_, err := r.run(ctx, c, gated)
+		return Task{}, err
 	}
 	if c.IdempotencyKey != "" {
 		if err := checkKey(c.IdempotencyKey); err != nil {

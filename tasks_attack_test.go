@@ -2,6 +2,7 @@ package actions_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,6 +52,9 @@ func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
 	_, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: stranger}, actions.TaskOptions{})
 	require.Error(t, err, "a caller without the capability is refused at once")
 	assert.Zero(t, log.created.Load(), "and no task is kept")
+	_, err = reg.Start(ctx, actions.Call{Action: "reports/" + strings.Repeat("x", 10000), Caller: &actions.Caller{Principal: "mallory", Surface: actions.SurfaceUI}}, actions.TaskOptions{})
+	assert.ErrorIs(t, err, actions.CodeUnknownAction, "an action nothing serves is refused at once")
+	assert.Zero(t, log.created.Load(), "and keeps no task under its name")
 
 	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI, Capabilities: []string{"reports"}}
 	first, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, actions.TaskOptions{})
@@ -70,7 +74,7 @@ func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, log.created.Load(), "calls over the rate keep no task")
 	assert.EqualValues(t, 1, ran.Load())
-	assert.EqualValues(t, 6, refused.Load(), "each refused call is recorded, as Run records it")
+	assert.EqualValues(t, 7, refused.Load(), "each refused call is recorded, as Run records it")
 }
 
 // A caller without a principal (anonymous) owns no task and finds none:

@@ -2,6 +2,7 @@ package actions_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -149,4 +150,34 @@ func TestTaskCancelledBeforeItsCallStarts(t *testing.T) {
 	got, err := reg.Task(ctx, task.ID, ann)
 	require.NoError(t, err)
 	assert.Equal(t, actions.TaskCancelled, got.Status)
+}
+
+// The in-memory log does not keep ended, expired tasks without end: a
+// client that starts tasks and never reads them back would otherwise
+// grow the host's memory for as long as it runs.
+func TestRunLogForgetsExpiredTasks(t *testing.T) {
+	log := actions.NewRunLog()
+	ctx := context.Background()
+	then := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	var old []string
+	for i := range 200 {
+		id := fmt.Sprintf("old-%d", i)
+		_, _, err := log.CreateTask(ctx, actions.Task{ID: id, Principal: "eve", Status: actions.TaskCompleted, Created: then, Updated: then, TTL: time.Minute})
+		require.NoError(t, err)
+		old = append(old, id)
+	}
+	running := actions.Task{ID: "running", Principal: "ann", Status: actions.TaskWorking, Created: then, Updated: then, TTL: time.Minute}
+	_, _, err := log.CreateTask(ctx, running)
+	require.NoError(t, err)
+	later := then.Add(time.Hour)
+	for i := range 400 {
+		_, _, err := log.CreateTask(ctx, actions.Task{ID: fmt.Sprintf("new-%d", i), Principal: "eve", Status: actions.TaskWorking, Created: later, Updated: later, TTL: time.Minute})
+		require.NoError(t, err)
+	}
+	for _, id := range old {
+		_, err := log.TaskByID(ctx, id)
+		require.ErrorIs(t, err, actions.ErrTaskNotFound, "an ended task past its TTL is forgotten")
+	}
+	_, err = log.TaskByID(ctx, "running")
+	assert.NoError(t, err, "a running task is kept whatever its TTL")
 }

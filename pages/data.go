@@ -236,7 +236,7 @@ func (h *Handler) whyUnknown(ctx context.Context, id string, c *actions.Caller) 
 		return errNotFound
 	}
 	recs, err := h.store.Read(ctx, sqlstore.Filter{PendingChange: id, Principal: c.Principal,
-		Stages: []actions.Stage{actions.StageConfirmed, actions.StageRejected}, Limit: 1})
+		Stages: []actions.Stage{actions.StageConfirmed, actions.StageRejected, actions.StageEdited}, Limit: 1})
 	if err == nil && len(recs) > 0 {
 		return errDecided
 	}

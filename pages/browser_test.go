@@ -534,5 +534,27 @@ func TestBrowserSupervisorConfirms(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, recs, 1)
 		assert.Equal(t, "boss", recs[0].Audit.Caller.Principal)
+
+		// An edit: the supervisor opens the form, writes other
+		// arguments and confirms them; the answer shows the difference.
+		f.reg.MustRegister(actions.New(actions.Definition{ID: "shop/trim", Title: "Trim an aisle", Capability: "shop.write",
+			Effect: actions.EffectDelete, NeedsConfirmation: true, Approval: &actions.Approval{Capability: "shop.approve"},
+			Parameters: `{"type":"object","properties":{"aisle":{"type":"integer"},"keep":{"type":"string","default":"labels"}}}`},
+			func(context.Context, map[string]any, *actions.Trace) (any, error) { ran++; return "trimmed", nil }))
+		_, err = f.reg.Run(context.Background(), actions.Call{Action: "shop/trim", Params: `{"aisle":7}`, Caller: agent})
+		require.ErrorAs(t, err, &r)
+		tb.open("/ui/changes/" + r.Pending.ID)
+		tb.do(chromedp.Click(chromedp.CSS(`details.edit summary`), chromedp.NodeVisible))
+		tb.do(chromedp.SetValue(chromedp.CSS(`#edit-params`), `{"aisle":8,"keep":"nothing"}`))
+		tb.axNames("the edit form")
+		tb.click(`details.edit button`)
+		assert.Equal(t, "Done", tb.text("h1"))
+		diff := tb.text("table.diff")
+		for _, want := range []string{"aisle", "7", "8", "keep", "labels", "nothing"} {
+			assert.Contains(t, diff, want)
+		}
+		assert.Equal(t, 2, ran)
+		tb.shot("approver-edited")
+		tb.quiet("the edit's answer")
 	})
 }

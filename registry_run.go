@@ -203,6 +203,9 @@ type invocation struct {
 	// its checked parameters, as the person was shown them.
 	confirming string
 	expect     string
+	// edit, when confirming, is the change the person edits: the call
+	// is their new proposal of its action (see Decision.Params).
+	edit *PendingChange
 	// replay: the gate decides who may call (surface, capability,
 	// scope, confirmation) but counts no rate and reads no serving
 	// switch, and a held call stores no change.
@@ -237,6 +240,9 @@ func (r *Registry) audit(inv invocation) Audit {
 	if inv.confirming != "" {
 		a.Stage = StageConfirmed
 	}
+	if inv.edit != nil {
+		a.Stage, a.Original = StageEdited, inv.edit.Parameters
+	}
 	return a
 }
 
@@ -260,7 +266,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		if err == nil {
 			err = needsKey(&reg.action.Definition, inv)
 		}
-		if err == nil && !inv.noResolve && inv.confirming == "" {
+		if err == nil && !inv.noResolve && (inv.confirming == "" || inv.edit != nil) {
 			// The body sees the position the caller's cursor stands for.
 			inv.params, err = r.openParams(reg, inv.caller, inv.params)
 		}
@@ -275,7 +281,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 			return nil, r.refusedRecord(inv.name, inv.params, audit, err), false, err
 		}
 	}
-	holds := ok && reg.action.NeedsConfirmation && inv.caller != nil && inv.confirming == ""
+	holds := ok && reg.action.NeedsConfirmation && inv.caller != nil && (inv.confirming == "" || inv.edit != nil)
 	if holds && inv.caller.Principal == "" && !hasRule(reg.action.Approval) {
 		err := anonymousHold()
 		return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
@@ -294,6 +300,10 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 			switch {
 			case !hold:
 				return nil
+			case inv.edit != nil && g.mayDecideOne(&reg.action.Definition, inv.caller.Principal, inv.caller) == nil:
+				// The editor may decide a change of their own: the
+				// decision confirms the edited call.
+				return nil
 			case inv.caller.Principal == "":
 				return anonymousHold()
 			case inv.replay:
@@ -308,6 +318,9 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 			}
 			held = true
 			audit.PendingChange = rec.ID
+			if inv.edit != nil {
+				audit.Replaces = inv.edit.ID
+			}
 			return rec.confirmationRequired()
 		}
 	}

@@ -227,4 +227,3 @@ func footprint(t *testing.T) int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.Sys)
 }
-

@@ -6,6 +6,7 @@ require (
 	github.com/actionreg/actions v0.0.0
 	github.com/stretchr/testify v1.12.1
 	modernc.org/quickjs v0.27.0
+	modernc.org/sqlite v1.62.0
 )
 
 require (

@@ -157,29 +157,59 @@ func Run(ctx context.Context, reg *actions.Registry, caller *actions.Caller, sou
 	if err != nil {
 		return Result{}, fmt.Errorf("programs: the caller's actions: %w", err)
 	}
-	vm, err := quickjs.NewVM()
-	if err != nil {
-		return Result{}, fmt.Errorf("programs: the engine: %w", err)
+	var (
+		last   *run // the last attempt's (a store may run the unit again)
+		engine error
+	)
+	ures, err := reg.RunUnit(ctx, caller, func(ctx context.Context, call actions.UnitCall) (any, error) {
+		vm, err := quickjs.NewVM()
+		if err != nil {
+			engine = fmt.Errorf("programs: the engine: %w", err)
+			return nil, engine
+		}
+		defer vm.Close()
+		vm.SetMemoryLimit(uintptr(o.MaxMemoryBytes))
+		last = &run{ctx: ctx, call: call, opts: o, vm: vm, source: source}
+		return last.run(tools)
+	})
+	res := Result{Value: ures.Value, Text: ures.Text, Records: ures.Records}
+	if last != nil {
+		res.Calls = last.calls
 	}
-	defer vm.Close()
-	vm.SetMemoryLimit(uintptr(o.MaxMemoryBytes))
-	r := &run{ctx: ctx, reg: reg, caller: caller, opts: o, vm: vm, source: source}
-	return r.run(tools)
+	if err == nil {
+		return res, nil
+	}
+	res.Value, res.Text = nil, ""
+	var pe *Error
+	switch {
+	case engine != nil:
+		return res, engine
+	case errors.As(err, &pe):
+		return res, pe
+	case last != nil && last.firstRefused >= 0:
+		// The program went on after a refused call: the unit is undone
+		// all the same.
+		i := last.firstRefused
+		return res, &Error{Code: CodeFailed, Call: i + 1, cause: err,
+			Message: fmt.Sprintf("call %d of the program was refused %s, so nothing the program did is kept", i+1, actions.CodeOf(err))}
+	case errors.Is(err, actions.CodeCancelled):
+		return res, &Error{Code: CodeCancelled, Message: "the program was cancelled", cause: err}
+	}
+	return res, err
 }
 
 // run is one program's state, used on the engine's goroutine only
 // (except stopped and vm.Interrupt, which the clock and ctx use).
 type run struct {
 	ctx    context.Context
-	reg    *actions.Registry
-	caller *actions.Caller
+	call   actions.UnitCall
 	opts   Options
 	vm     *quickjs.VM
 	source string
 
-	calls   int
-	records []actions.Record
-	refused []error // the error of each refused call, by its index
+	calls        int
+	refused      []error // the error of each call, by its index (nil: done)
+	firstRefused int     // the index of the first refused call, -1 for none
 
 	mu      sync.Mutex
 	stopped Code // the bound that stopped the engine, "" while none
@@ -260,7 +290,10 @@ type outcome struct {
 	} `json:"thrown"`
 }
 
-func (r *run) run(tools []actions.Tool) (Result, error) {
+// run runs the program in r.vm: its value, in JSON's Go types, or its
+// refusal (*Error).
+func (r *run) run(tools []actions.Tool) (any, error) {
+	r.firstRefused = -1
 	namespaces := map[string]map[string]string{}
 	for _, t := range tools {
 		id, err := actions.ActionID(t.Name)
@@ -279,7 +312,7 @@ func (r *run) run(tools []actions.Tool) (Result, error) {
 		return Result{}, fmt.Errorf("programs: %w", err)
 	}
 	for name, fn := range map[string]quickjs.HostFunc{
-		"__call":       r.call,
+		"__call":       r.hostCall,
 		"__source":     func([]any) (any, error) { return r.source, nil },
 		"__namespaces": func([]any) (any, error) { return string(nsJSON), nil },
 	} {
@@ -310,68 +343,65 @@ func (r *run) run(tools []actions.Tool) (Result, error) {
 		}
 	}
 	r.pause()
-	res := Result{Calls: r.calls, Records: r.records}
 	if code := r.stoppedBy(); code != "" {
-		return res, r.bound(code)
+		return nil, r.bound(code)
 	}
 	if evalErr != nil {
 		if strings.Contains(evalErr.Error(), "out of memory") {
-			return res, r.bound(CodeMemoryLimit)
+			return nil, r.bound(CodeMemoryLimit)
 		}
-		return res, &Error{Code: CodeFailed, Message: "the program's engine stopped it", Thrown: evalErr.Error()}
+		return nil, &Error{Code: CodeFailed, Message: "the program's engine stopped it", Thrown: evalErr.Error()}
 	}
 	text, err := r.vm.Eval(`globalThis.__outcome`, quickjs.EvalGlobal)
 	s, ok := text.(string)
 	if err != nil || !ok {
 		if err != nil && strings.Contains(err.Error(), "out of memory") {
-			return res, r.bound(CodeMemoryLimit)
+			return nil, r.bound(CodeMemoryLimit)
 		}
 		// The program's promise never settled: it awaited something
 		// that no call will resolve.
-		return res, &Error{Code: CodeFailed, Message: "the program ended without returning (a promise it awaited never settled)"}
+		return nil, &Error{Code: CodeFailed, Message: "the program ended without returning (a promise it awaited never settled)"}
 	}
 	if len(s) > r.opts.MaxOutputBytes+len(`{"value":}`) {
-		return res, &Error{Code: CodeOutputLimit, Message: fmt.Sprintf("the program's result is over %d bytes", r.opts.MaxOutputBytes)}
+		return nil, &Error{Code: CodeOutputLimit, Message: fmt.Sprintf("the program's result is over %d bytes", r.opts.MaxOutputBytes)}
 	}
 	var out outcome
 	if err := json.Unmarshal([]byte(s), &out); err != nil {
-		return res, &Error{Code: CodeOutputLimit, Message: "the program's result has no JSON form"}
+		return nil, &Error{Code: CodeOutputLimit, Message: "the program's result has no JSON form"}
 	}
 	switch {
 	case out.Syntax != nil:
-		return res, &Error{Code: CodeTooLarge, Message: "the program is not a valid program body", Thrown: *out.Syntax}
+		return nil, &Error{Code: CodeTooLarge, Message: "the program is not a valid program body", Thrown: *out.Syntax}
 	case out.Thrown != nil && out.Thrown.Name == "InternalError" && out.Thrown.Message == "out of memory":
-		return res, r.bound(CodeMemoryLimit)
+		return nil, r.bound(CodeMemoryLimit)
 	case out.Thrown != nil:
 		e := &Error{Code: CodeFailed, Message: "the program threw " + safeName(out.Thrown.Name) + " and did not catch it", Thrown: out.Thrown.Message}
 		if c := out.Thrown.Call; out.Thrown.Name == "RefusalError" && c >= 0 && c < len(r.refused) && r.refused[c] != nil {
 			e.Message = fmt.Sprintf("call %d of the program was refused %s, and the program did not catch it", c+1, actions.CodeOf(r.refused[c]))
 			e.Call, e.cause = c+1, r.refused[c]
 		}
-		return res, e
+		return nil, e
 	}
 	if out.Value == nil {
-		return res, nil
+		return nil, nil
 	}
+	var value any
 	if len(out.Value) > r.opts.MaxOutputBytes {
-		return res, &Error{Code: CodeOutputLimit, Message: fmt.Sprintf("the program's result is over %d bytes", r.opts.MaxOutputBytes)}
+		return nil, &Error{Code: CodeOutputLimit, Message: fmt.Sprintf("the program's result is over %d bytes", r.opts.MaxOutputBytes)}
 	}
-	if err := json.Unmarshal(out.Value, &res.Value); err != nil {
-		return res, &Error{Code: CodeOutputLimit, Message: "the program's result has no JSON form"}
+	if err := json.Unmarshal(out.Value, &value); err != nil {
+		return nil, &Error{Code: CodeOutputLimit, Message: "the program's result has no JSON form"}
 	}
-	canon, err := actions.CanonicalJSON(res.Value)
-	if err != nil {
-		res.Value = nil
-		return res, &Error{Code: CodeOutputLimit, Message: "the program's result has no canonical JSON form"}
+	if _, err := actions.CanonicalJSON(value); err != nil {
+		return nil, &Error{Code: CodeOutputLimit, Message: "the program's result has no canonical JSON form"}
 	}
-	res.Text = string(canon)
-	return res, nil
+	return value, nil
 }
 
-// call is the host function behind every action function: it makes one
+// hostCall is the host function behind every action function: it makes one
 // Registry.Run and answers JSON text, {"value": ...}, {} or
 // {"refused": {"code", "message", "call"}}.
-func (r *run) call(args []any) (any, error) {
+func (r *run) hostCall(args []any) (any, error) {
 	r.pause()
 	defer r.resume()
 	if r.calls >= r.opts.MaxCalls {
@@ -385,10 +415,12 @@ func (r *run) call(args []any) (any, error) {
 	params, _ := args[1].(string)
 	idx := r.calls
 	r.calls++
-	res, err := r.reg.Run(r.ctx, actions.Call{Action: id, Params: params, Caller: r.caller})
-	r.records = append(r.records, res.Records...)
+	res, err := r.call(id, params)
 	r.refused = append(r.refused, err)
 	if err != nil {
+		if r.firstRefused < 0 {
+			r.firstRefused = idx
+		}
 		msg := err.Error()
 		var ref *actions.Refusal
 		if errors.As(err, &ref) {

@@ -79,15 +79,20 @@ func TestEveryCallIsGated(t *testing.T) {
 	assert.Equal(t, `["function","undefined"]`, res.Text)
 
 	// Reaching the host function by hand is refused by the gate, call by
-	// call, as a call from any other entry point is.
+	// call, as a call from any other entry point is; the program is then
+	// refused whole, though it went on.
 	res, err = programs.Run(ctx, reg, reader, `
+		await supply.list_actors({});
 		const r = JSON.parse(__call("supply/rename", '{"id":"a1","name":"Zed"}'));
 		return r.refused.code;
 	`, nil)
-	require.NoError(t, err)
-	assert.Equal(t, `"unknown_action"`, res.Text)
-	require.Len(t, res.Records, 1)
-	assert.Equal(t, actions.CodeForbiddenCapability, res.Records[0].Audit.Code, "the record tells the host why")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, programs.CodeFailed)
+	assert.ErrorIs(t, err, actions.CodeUnknownAction)
+	assert.Nil(t, res.Value)
+	require.Len(t, res.Records, 2)
+	assert.Equal(t, actions.CodeForbiddenCapability, res.Records[1].Audit.Code, "the record tells the host why")
+	assert.True(t, res.Records[0].RolledBack && res.Records[1].RolledBack)
 
 	// The writer may rename; its parameters are checked as any call's.
 	_, err = programs.Run(ctx, reg, writer, `await supply.rename({id: "a1"});`, nil)
@@ -104,14 +109,19 @@ func TestEveryCallIsGated(t *testing.T) {
 	assert.Equal(t, `"renamed"`, res.Text)
 }
 
-func TestRefusalIsCatchable(t *testing.T) {
+func TestRefusalIsCatchableButRefusesTheUnit(t *testing.T) {
 	res, err := programs.Run(context.Background(), supply(t), writer, `
 		try { await supply.get_actor({nope: 1}); return "went through"; }
-		catch (e) { return [e.name, e.code]; }
+		catch (e) { if (e.name !== "RefusalError" || e.code !== "invalid_parameters") throw e; }
+		return (await supply.list_actors()).items.length;
 	`, nil)
-	require.NoError(t, err)
-	assert.Equal(t, `["RefusalError","invalid_parameters"]`, res.Text)
-	assert.Equal(t, 1, res.Calls)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, programs.CodeFailed)
+	assert.ErrorIs(t, err, actions.CodeInvalidParameters)
+	assert.Equal(t, 2, res.Calls, "the program went on after catching")
+	var pe *programs.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 1, pe.Call)
 }
 
 func TestProgramThatLoopsForeverIsStopped(t *testing.T) {

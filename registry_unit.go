@@ -3,9 +3,7 @@
 
 package actions
 
-import (
-	"context"
-)
+import "context"
 
 // UnitCall makes one call inside a unit of [Registry.RunUnit]: the
 // action's id (or alias) and its parameters, as [Call].Action and
@@ -100,4 +98,3 @@ func safeUnit(ctx context.Context, fn func(context.Context, UnitCall) (any, erro
 	}
 	return v, err
 }
-

@@ -55,7 +55,6 @@ func stockOnSQLite(t *testing.T) (*actions.Registry, func() int) {
 	return reg, count
 }
 
-
 func TestProgramIsOneUnit(t *testing.T) {
 	reg, count := stockOnSQLite(t)
 	ctx := context.Background()

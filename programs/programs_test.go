@@ -237,3 +237,16 @@ func footprint(t *testing.T) int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.Sys)
 }
+
+func TestDeepRecursionIsCaught(t *testing.T) {
+	reg := supply(t)
+	res, err := programs.Run(context.Background(), reg, reader, `
+		function f(n) { return f(n + 1) + 1; }
+		try { f(0); } catch (e) { return e.name; }
+	`, nil)
+	require.NoError(t, err)
+	assert.Equal(t, `"InternalError"`, res.Text)
+	_, err = programs.Run(context.Background(), reg, reader, `function f() { return f(); } f();`, nil)
+	assert.ErrorIs(t, err, programs.CodeFailed)
+	assertHostWorks(t, reg)
+}

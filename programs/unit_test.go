@@ -2,31 +2,31 @@ package programs_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	_ "modernc.org/sqlite"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/programs"
 	"github.com/actionreg/actions/sqlstore"
 )
 
-// stockOnSQLite is a registry on a SQLite store with an action that adds
-// a row to a table of the same database, in the unit's transaction.
-func stockOnSQLite(t *testing.T) (*actions.Registry, func() int) {
+// stockOn is a registry on a store in db with an action that adds a
+// row to a table of the same database, in the unit's transaction.
+func stockOn(t *testing.T, db *dbtest.DB) (*actions.Registry, func() int) {
 	t.Helper()
 	ctx := context.Background()
-	write, read, err := sqlstore.OpenSQLite("sqlite", filepath.Join(t.TempDir(), "p.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { write.Close(); read.Close() })
-	store, err := sqlstore.New(write, sqlstore.SQLite, &sqlstore.Options{Readers: read})
+	store, err := sqlstore.New(db.DB, db.Dialect, nil)
 	require.NoError(t, err)
 	require.NoError(t, store.Migrate(ctx))
-	_, err = write.ExecContext(ctx, `CREATE TABLE stock (item TEXT NOT NULL)`)
+	_, err = db.ExecContext(ctx, `CREATE TABLE stock (item TEXT NOT NULL)`)
 	require.NoError(t, err)
+	insert := `INSERT INTO stock (item) VALUES (?)`
+	if db.Dialect == sqlstore.PostgreSQL {
+		insert = `INSERT INTO stock (item) VALUES ($1)`
+	}
 	reg := actions.NewRegistry(&actions.Options{Store: store})
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "stock/add", Effect: actions.EffectWrite, Additive: true, Capability: "stock.write",
@@ -36,7 +36,7 @@ func stockOnSQLite(t *testing.T) (*actions.Registry, func() int) {
 				if !ok {
 					return nil, actions.NewRefusal(actions.CodeInternal, "no transaction")
 				}
-				_, err := tx.ExecContext(ctx, `INSERT INTO stock (item) VALUES (?)`, p["item"])
+				_, err := tx.ExecContext(ctx, insert, p["item"])
 				return "added", err
 			}),
 		actions.New(actions.Definition{ID: "stock/count", Effect: actions.EffectRead, Capability: "stock.read"},
@@ -49,14 +49,18 @@ func stockOnSQLite(t *testing.T) (*actions.Registry, func() int) {
 	)
 	count := func() int {
 		var n int
-		require.NoError(t, write.QueryRowContext(ctx, `SELECT count(*) FROM stock`).Scan(&n))
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM stock`).Scan(&n))
 		return n
 	}
 	return reg, count
 }
 
 func TestProgramIsOneUnit(t *testing.T) {
-	reg, count := stockOnSQLite(t)
+	dbtest.Each(t, testProgramIsOneUnit)
+}
+
+func testProgramIsOneUnit(t *testing.T, db *dbtest.DB) {
+	reg, count := stockOn(t, db)
 	ctx := context.Background()
 	stocker := &actions.Caller{Principal: "sam", Capabilities: []string{"stock.read", "stock.write"}, Surface: actions.SurfaceAI}
 

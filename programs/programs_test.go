@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -240,13 +241,16 @@ func footprint(t *testing.T) int64 {
 
 func TestDeepRecursionIsCaught(t *testing.T) {
 	reg := supply(t)
+	// The stack bound, not the time bound, ends these (the race
+	// detector makes the engine much slower).
+	slow := &programs.Options{MaxTime: time.Minute}
 	res, err := programs.Run(context.Background(), reg, reader, `
 		function f(n) { return f(n + 1) + 1; }
 		try { f(0); } catch (e) { return e.name; }
-	`, nil)
+	`, slow)
 	require.NoError(t, err)
 	assert.Equal(t, `"InternalError"`, res.Text)
-	_, err = programs.Run(context.Background(), reg, reader, `function f() { return f(); } f();`, nil)
+	_, err = programs.Run(context.Background(), reg, reader, `function f() { return f(); } f();`, slow)
 	assert.ErrorIs(t, err, programs.CodeFailed)
 	assertHostWorks(t, reg)
 }

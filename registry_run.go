@@ -212,6 +212,10 @@ type invocation struct {
 	replay bool
 	// noResolve: the parameters were recorded resolved (replay).
 	noResolve bool
+	// noHold: a call that needs confirmation is refused
+	// confirmation_required and stores no change (a call of
+	// [Registry.RunUnit], which cannot be confirmed call by call).
+	noHold bool
 	// step: the call is a step of a batch.
 	step bool
 	// asHost: a nested call the body made as the host (Trace.CallAsHost).
@@ -306,7 +310,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 				return nil
 			case inv.caller.Principal == "":
 				return anonymousHold()
-			case inv.replay:
+			case inv.replay, inv.noHold:
 				held = true
 				return Receipt{Action: reg.action.ID}.confirmationRequired()
 			}

@@ -175,6 +175,8 @@ func TestReplicasShareOnePostgreSQL(t *testing.T) {
 //     entry again and ends on the database's model.
 //
 // On SQLite both orders are the commit order; the test holds there too.
+// It runs again with the hosts opened as "serve -serial" opens them
+// (sqlstore.Options.Serial), the option kept for hosts that want it.
 func TestReplicasSideBySide(t *testing.T) {
 	if testing.Short() {
 		t.Skip("256 calls from 16 clients")
@@ -183,13 +185,22 @@ func TestReplicasSideBySide(t *testing.T) {
 		replicas, clients, calls = 2, 8, 16
 		period                   = "2031" // no row yet: the first writers insert
 	)
+	for _, serial := range []bool{false, true} {
+		name := map[bool]string{false: "locks", true: "serial"}[serial]
+		t.Run(name, func(t *testing.T) { sideBySide(t, serial, replicas, clients, calls, period) })
+	}
+}
+
+// sideBySide is TestReplicasSideBySide with the hosts' stores serial or
+// not.
+func sideBySide(t *testing.T, serial bool, replicas, clients, calls int, period string) {
 	eachEngine(t, []engine{sqliteFile, postgres}, func(t *testing.T, eng engine) {
 		ctx := context.Background()
 		dsn := eng.fresh(t)
 		var regs []*actions.Registry
 		var models []*Model
 		for r := range replicas {
-			model, reg, err := setupDB(ctx, dsn, fmt.Sprintf("replica%d", r), nil)
+			model, reg, err := setupDBOrder(ctx, dsn, fmt.Sprintf("replica%d", r), serial, nil)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = model.Close() })
 			regs, models = append(regs, reg), append(models, model)
@@ -319,7 +330,7 @@ func TestReplicasSideBySide(t *testing.T) {
 		assert.Equal(t, 2+calls/4, rows, "emission rows written")
 
 		n := replayCommand(t, dsn)
-		t.Logf("%s: %d replicas x %d clients x %d calls: no update lost, replay of %d entries the same, model: same", eng.name, replicas, clients, calls, n)
+		t.Logf("%s serial=%v: %d replicas x %d clients x %d calls: no update lost, replay of %d entries the same, model: same", eng.name, serial, replicas, clients, calls, n)
 		// Kept: two records, a batch's two, per client and round of 4 calls,
 		// and one creation per contested id (an id_taken refusal rolls its
 		// unit back, and a replay applies kept units only).

@@ -21,12 +21,16 @@ import (
 //   - idKey(id), nameKey(name): whether an id, a display name, belongs
 //     to an actor, as a ref resolves and create_actor checks; create and
 //     delete change it.
-//   - emissionKey(actor, period): one emission, which may not exist yet:
-//     its writers take it before reading the row, so that two inserting
-//     it wait for one another.
-//   - actorEmissionsKey(actor), periodKey(period): the emissions of an
-//     actor (get_actor) and of a period (total_emissions), as ranges an
-//     insert enters and clear_emissions empties.
+//   - periodKey(period): the emissions of a period, which
+//     total_emissions sums. Every write of an emission (insert, update,
+//     delete) takes it exclusively, first: the writers of one period run
+//     one at a time. Row locks would let them run side by side, but a
+//     unit that writes a row and then sums the period (a batch does)
+//     would then deadlock with another doing the same on another row,
+//     each holding the row the other must read: PostgreSQL detects it
+//     only after deadlock_timeout (1 s) and aborts one for a retry.
+//   - actorEmissionsKey(actor): the emissions of an actor, as get_actor
+//     reads them; an insert enters the range, clear_emissions empties it.
 //
 // Outside a unit, in a View and on SQLite (one writer at a time) they do
 // nothing.
@@ -36,9 +40,6 @@ func idKey(id string) string                { return "supplychain actor id " + i
 func nameKey(name string) string            { return "supplychain actor name " + name }
 func actorEmissionsKey(actor string) string { return "supplychain emissions of actor " + actor }
 func periodKey(period string) string        { return "supplychain emissions of period " + period }
-func emissionKey(actor, period string) string {
-	return "supplychain emission " + actor + " " + period
-}
 
 // lock takes each key with take (sqlstore.Lock or sqlstore.LockShared),
 // in order, when ctx belongs to a unit; outside one it does nothing.

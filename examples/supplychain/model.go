@@ -478,18 +478,18 @@ func (m *Model) DeleteActor(ctx context.Context, key string) (bool, error) {
 // SetEmissions sets an actor's emissions for a period and returns the
 // previous value (ok false when there was none).
 //
-// Inside a unit it locks the row's key before reading the row FOR
-// UPDATE (two units inserting the same row wait for one another rather
-// than one failing on the primary key), and an insert locks the ranges
-// the row enters: the actor's emissions and the period's (locks.go).
+// Inside a unit it locks the period's emissions before reading the row
+// FOR UPDATE (two units inserting the same row wait for one another
+// rather than one failing on the primary key), and an insert locks the
+// actor's emissions, the range the row enters (locks.go).
 func (m *Model) SetEmissions(ctx context.Context, key, period string, co2t float64) (previous float64, ok bool, err error) {
-	if err := lock(ctx, sqlstore.Lock, emissionKey(key, period)); err != nil {
+	if err := lock(ctx, sqlstore.Lock, periodKey(period)); err != nil {
 		return 0, false, err
 	}
 	err = m.q.QueryRowContext(ctx, m.bind("SELECT co2_t FROM sc_emissions WHERE actor_key = ? AND period = ?"+sqlstore.ForUpdate(ctx)), key, period).Scan(&previous)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		if err := lock(ctx, sqlstore.Lock, actorEmissionsKey(key), periodKey(period)); err != nil {
+		if err := lock(ctx, sqlstore.Lock, actorEmissionsKey(key)); err != nil {
 			return 0, false, err
 		}
 		_, err = m.q.ExecContext(ctx, m.bind("INSERT INTO sc_emissions (actor_key, period, co2_t) VALUES (?, ?, ?)"), key, period, co2t)
@@ -502,10 +502,48 @@ func (m *Model) SetEmissions(ctx context.Context, key, period string, co2t float
 }
 
 // ClearEmissions removes every emission of an actor and returns how many.
-// Inside a unit it locks the actor's emissions, as a range.
+// Inside a unit it locks, exclusively, the period of each of them (in
+// order, as writers take them before the actor's emissions), then the
+// actor's emissions, then the period of a row inserted meanwhile, if any.
 func (m *Model) ClearEmissions(ctx context.Context, key string) (int, error) {
-	if err := lock(ctx, sqlstore.Lock, actorEmissionsKey(key)); err != nil {
-		return 0, err
+	if _, ok := sqlstore.Tx(ctx); ok {
+		locked := map[string]bool{}
+		lockPeriods := func() error {
+			rows, err := m.q.QueryContext(ctx, m.bind("SELECT period FROM sc_emissions WHERE actor_key = ? ORDER BY period"), key)
+			if err != nil {
+				return err
+			}
+			var periods []string
+			for rows.Next() {
+				var p string
+				if err := rows.Scan(&p); err != nil {
+					rows.Close()
+					return err
+				}
+				if !locked[p] {
+					periods, locked[p] = append(periods, p), true
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, p := range periods {
+				if err := sqlstore.Lock(ctx, periodKey(p)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := lockPeriods(); err != nil {
+			return 0, err
+		}
+		if err := sqlstore.Lock(ctx, actorEmissionsKey(key)); err != nil {
+			return 0, err
+		}
+		if err := lockPeriods(); err != nil {
+			return 0, err
+		}
 	}
 	res, err := m.q.ExecContext(ctx, m.bind("DELETE FROM sc_emissions WHERE actor_key = ?"), key)
 	if err != nil {
@@ -548,8 +586,9 @@ func (m *Model) Emissions(ctx context.Context, key string) ([]Emission, error) {
 // ("" for all), and the number of actors counted. The sum is made here,
 // in key order, so that it is the same double on every database.
 //
-// Inside a unit it locks the period's emissions shared, and reads the
-// rows (emissions and actors) FOR SHARE.
+// Inside a unit it locks the period's emissions shared: every write of
+// one takes that key exclusively (locks.go), so the rows need no lock of
+// their own.
 func (m *Model) Total(ctx context.Context, period, typ string) (co2t float64, actors int, err error) {
 	if err := lock(ctx, sqlstore.LockShared, periodKey(period)); err != nil {
 		return 0, 0, err
@@ -560,7 +599,7 @@ func (m *Model) Total(ctx context.Context, period, typ string) (co2t float64, ac
 		q += " AND a.type = ?"
 		args = append(args, typ)
 	}
-	list, err := m.emissions(ctx, q+" ORDER BY e.actor_key"+sqlstore.ForShare(ctx), args...)
+	list, err := m.emissions(ctx, q+" ORDER BY e.actor_key", args...)
 	for _, e := range list {
 		co2t += e.CO2t
 	}

@@ -54,13 +54,20 @@ import (
 //
 // A body sees ctx and must honour its cancellation itself.
 func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
+	return r.run(ctx, c, nil)
+}
+
+// run is Run with the gate's decision on c already made when pre is not
+// nil (a task's call, decided when it was started): the decision is
+// then used as it is, never made twice.
+func (r *Registry) run(ctx context.Context, c Call, pre *gateDecision) (Result, error) {
 	var (
 		key   *UnitKey
-		gated *gateDecision
+		gated = pre
 	)
 	if c.IdempotencyKey != "" {
 		var err error
-		if key, gated, err = r.keyOf(ctx, c); err != nil {
+		if key, gated, err = r.keyOf(ctx, c, pre); err != nil {
 			return Result{}, err
 		}
 	}
@@ -703,9 +710,10 @@ func needsKey(d *Definition, inv invocation) error {
 // may no longer call; the decision is returned for the call's unit to
 // use, never made twice. For a batch, each step's action is admitted
 // (surface, capability, scope, serving); its rate is counted when the
-// step runs. Errors: invalid_parameters for a malformed key; internal
-// when the registry has no Store.
-func (r *Registry) keyOf(ctx context.Context, c Call) (*UnitKey, *gateDecision, error) {
+// step runs. pre, when not nil, is the decision made already (a task's
+// call). Errors: invalid_parameters for a malformed key; internal when
+// the registry has no Store.
+func (r *Registry) keyOf(ctx context.Context, c Call, pre *gateDecision) (*UnitKey, *gateDecision, error) {
 	if err := checkKey(c.IdempotencyKey); err != nil {
 		return nil, nil, err
 	}
@@ -737,7 +745,10 @@ func (r *Registry) keyOf(ctx context.Context, c Call) (*UnitKey, *gateDecision, 
 		if !ok {
 			return nil, nil, nil
 		}
-		gated = &gateDecision{err: g.check(ctx, &reg.action.Definition, c.Caller)}
+		gated = pre
+		if gated == nil {
+			gated = &gateDecision{err: g.check(ctx, &reg.action.Definition, c.Caller)}
+		}
 		if gated.err != nil {
 			return nil, gated, nil
 		}

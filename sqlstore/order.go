@@ -40,8 +40,12 @@ const (
 // the units that read or write it are ordered in the log as they ran. On
 // PostgreSQL it is a transaction-scoped advisory lock on a 64-bit hash
 // of key (FNV-1a); two keys of one hash share a lock, which orders more
-// than needed and never less. On SQLite, whose writers run one at a
-// time, it does nothing. Errors: outside a unit; the database's.
+// than needed and never less. The store's isolation must be read
+// committed: at repeatable read or serializable a read after the lock
+// still sees the snapshot the unit's first statement took, which may
+// predate the commit of the unit it waited for (docs/database.md). On
+// SQLite, whose writers run one at a time, and in a [Store.View], it
+// does nothing. Errors: outside a unit; the database's.
 func Lock(ctx context.Context, key string) error {
 	return advisory(ctx, key, "SELECT pg_advisory_xact_lock($1)", "Lock")
 }
@@ -52,8 +56,9 @@ func Lock(ctx context.Context, key string) error {
 // that would enter the range takes it with Lock: readers never wait for
 // one another, and the log orders each reader against every insert it
 // could have seen. On PostgreSQL it is pg_advisory_xact_lock_shared on
-// the key's FNV-1a hash, held to the unit's end; on SQLite it does
-// nothing. Errors: outside a unit; the database's.
+// the key's FNV-1a hash, held to the unit's end, under read committed
+// as Lock; on SQLite and in a View it does nothing. Errors: outside a
+// unit; the database's.
 func LockShared(ctx context.Context, key string) error {
 	return advisory(ctx, key, "SELECT pg_advisory_xact_lock_shared($1)", "LockShared")
 }

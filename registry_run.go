@@ -54,13 +54,20 @@ import (
 //
 // A body sees ctx and must honour its cancellation itself.
 func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
+	return r.run(ctx, c, nil)
+}
+
+// run is Run with the gate's decision on c already made when pre is not
+// nil (a task's call, decided when it was started): the decision is
+// then used as it is, never made twice.
+func (r *Registry) run(ctx context.Context, c Call, pre *gateDecision) (Result, error) {
 	var (
 		key   *UnitKey
-		gated *gateDecision
+		gated = pre
 	)
 	if c.IdempotencyKey != "" {
 		var err error
-		if key, gated, err = r.keyOf(ctx, c); err != nil {
+		if key, gated, err = r.keyOf(ctx, c, pre); err != nil {
 			return Result{}, err
 		}
 	}
@@ -196,12 +203,19 @@ type invocation struct {
 	// its checked parameters, as the person was shown them.
 	confirming string
 	expect     string
+	// edit, when confirming, is the change the person edits: the call
+	// is their new proposal of its action (see Decision.Params).
+	edit *PendingChange
 	// replay: the gate decides who may call (surface, capability,
 	// scope, confirmation) but counts no rate and reads no serving
 	// switch, and a held call stores no change.
 	replay bool
 	// noResolve: the parameters were recorded resolved (replay).
 	noResolve bool
+	// noHold: a call that needs confirmation is refused
+	// confirmation_required and stores no change (a call of
+	// [Registry.RunUnit], which cannot be confirmed call by call).
+	noHold bool
 	// step: the call is a step of a batch.
 	step bool
 	// asHost: a nested call the body made as the host (Trace.CallAsHost).
@@ -230,6 +244,9 @@ func (r *Registry) audit(inv invocation) Audit {
 	if inv.confirming != "" {
 		a.Stage = StageConfirmed
 	}
+	if inv.edit != nil {
+		a.Stage, a.Original = StageEdited, inv.edit.Parameters
+	}
 	return a
 }
 
@@ -253,7 +270,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		if err == nil {
 			err = needsKey(&reg.action.Definition, inv)
 		}
-		if err == nil && !inv.noResolve && inv.confirming == "" {
+		if err == nil && !inv.noResolve && (inv.confirming == "" || inv.edit != nil) {
 			// The body sees the position the caller's cursor stands for.
 			inv.params, err = r.openParams(reg, inv.caller, inv.params)
 		}
@@ -268,7 +285,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 			return nil, r.refusedRecord(inv.name, inv.params, audit, err), false, err
 		}
 	}
-	holds := ok && reg.action.NeedsConfirmation && inv.caller != nil && inv.confirming == ""
+	holds := ok && reg.action.NeedsConfirmation && inv.caller != nil && (inv.confirming == "" || inv.edit != nil)
 	if holds && inv.caller.Principal == "" && !hasRule(reg.action.Approval) {
 		err := anonymousHold()
 		return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
@@ -287,9 +304,13 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 			switch {
 			case !hold:
 				return nil
+			case inv.edit != nil && g.mayDecideOne(&reg.action.Definition, inv.caller.Principal, inv.caller) == nil:
+				// The editor may decide a change of their own: the
+				// decision confirms the edited call.
+				return nil
 			case inv.caller.Principal == "":
 				return anonymousHold()
-			case inv.replay:
+			case inv.replay, inv.noHold:
 				held = true
 				return Receipt{Action: reg.action.ID}.confirmationRequired()
 			}
@@ -301,6 +322,9 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 			}
 			held = true
 			audit.PendingChange = rec.ID
+			if inv.edit != nil {
+				audit.Replaces = inv.edit.ID
+			}
 			return rec.confirmationRequired()
 		}
 	}
@@ -703,9 +727,10 @@ func needsKey(d *Definition, inv invocation) error {
 // may no longer call; the decision is returned for the call's unit to
 // use, never made twice. For a batch, each step's action is admitted
 // (surface, capability, scope, serving); its rate is counted when the
-// step runs. Errors: invalid_parameters for a malformed key; internal
-// when the registry has no Store.
-func (r *Registry) keyOf(ctx context.Context, c Call) (*UnitKey, *gateDecision, error) {
+// step runs. pre, when not nil, is the decision made already (a task's
+// call). Errors: invalid_parameters for a malformed key; internal when
+// the registry has no Store.
+func (r *Registry) keyOf(ctx context.Context, c Call, pre *gateDecision) (*UnitKey, *gateDecision, error) {
 	if err := checkKey(c.IdempotencyKey); err != nil {
 		return nil, nil, err
 	}
@@ -737,7 +762,10 @@ func (r *Registry) keyOf(ctx context.Context, c Call) (*UnitKey, *gateDecision, 
 		if !ok {
 			return nil, nil, nil
 		}
-		gated = &gateDecision{err: g.check(ctx, &reg.action.Definition, c.Caller)}
+		gated = pre
+		if gated == nil {
+			gated = &gateDecision{err: g.check(ctx, &reg.action.Definition, c.Caller)}
+		}
 		if gated.err != nil {
 			return nil, gated, nil
 		}

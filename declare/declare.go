@@ -204,3 +204,10 @@ func sortedKeys(m map[string]any) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Global returns the name of the global object the declarations give an
+// action namespace: the namespace itself, or with a trailing underscore
+// for a reserved word of TypeScript or a global of the ECMAScript
+// library ("new" gives "new_"). A runtime that runs programs written
+// against the declarations binds each namespace under this name.
+func Global(namespace string) string { return ident(namespace) }

@@ -65,3 +65,10 @@ func ExampleTypeScript() {
 	//   order(params: shop.OrderParams): Promise<shop.OrderResult>;
 	// };
 }
+
+// The global a program finds a namespace's functions under.
+func ExampleGlobal() {
+	fmt.Println(declare.Global("supply"), declare.Global("new"), declare.Global("Promise"))
+	// Output:
+	// supply new_ Promise_
+}

@@ -1,0 +1,473 @@
+// Package programs runs a short JavaScript program that calls a
+// registry's actions, for agents that write code against the TypeScript
+// declarations of package declare rather than call tools one by one
+// ("code mode").
+//
+// The program runs in process in a pure-Go QuickJS (modernc.org/quickjs),
+// one fresh engine per program, with no I/O: no modules, no network, no
+// files, no timers; its only way out is a function per action the caller
+// may see, bound as the declarations name them (`supply.list_actors`).
+// Each such function makes one [actions.Registry.Run] as the caller: the
+// gate, the parameters, the records and the bounds of the one call path.
+// The program is bounded as a whole by [Options]. See docs/programs.md.
+//
+// A program is not one unit of the store: each call is its own unit,
+// committed when it is done. docs/programs.md says why.
+package programs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/declare"
+	"modernc.org/quickjs"
+)
+
+// Defaults of [Options]: a zero field means its default.
+const (
+	DefaultMaxProgramBytes = 64 << 10
+	DefaultMaxMemoryBytes  = 32 << 20
+	DefaultMaxTime         = 2 * time.Second
+	DefaultMaxCalls        = 100
+	DefaultMaxOutputBytes  = 64 << 10
+)
+
+// minMemoryBytes is the least memory cap honoured: the engine needs some
+// of its own before a program runs (its globals, the error of an
+// exhausted heap).
+const minMemoryBytes = 1 << 20
+
+// Options bound one program. A nil *Options, and a zero field, mean the
+// documented default; there is no way to lift a bound altogether.
+type Options struct {
+	// MaxProgramBytes bounds the program's source, in bytes (default
+	// 64 KiB); a longer one is refused program_too_large before the
+	// engine starts.
+	MaxProgramBytes int
+	// MaxMemoryBytes caps the engine's heap, in bytes (default 32 MiB,
+	// at least 1 MiB): the engine's allocator refuses any allocation
+	// past it, and the program ends program_memory_limit.
+	MaxMemoryBytes int
+	// MaxTime bounds the time the engine spends running the program's
+	// own code (default 2 s), the time spent inside the actions it
+	// calls not counted (each action has its own timeout): past it the
+	// engine is interrupted and the program ends program_time_limit.
+	// The time is read on the monotonic clock while the engine runs, so
+	// on a loaded machine it is an upper bound of the CPU time used.
+	MaxTime time.Duration
+	// MaxCalls bounds the number of action calls (default 100); the
+	// call past it is not made and the program ends program_call_limit.
+	MaxCalls int
+	// MaxOutputBytes bounds the program's result, as JSON text, in
+	// bytes (default 64 KiB); a larger one is refused
+	// program_output_too_large.
+	MaxOutputBytes int
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.MaxProgramBytes <= 0 {
+		v.MaxProgramBytes = DefaultMaxProgramBytes
+	}
+	if v.MaxMemoryBytes <= 0 {
+		v.MaxMemoryBytes = DefaultMaxMemoryBytes
+	}
+	v.MaxMemoryBytes = max(v.MaxMemoryBytes, minMemoryBytes)
+	if v.MaxTime <= 0 {
+		v.MaxTime = DefaultMaxTime
+	}
+	if v.MaxCalls <= 0 {
+		v.MaxCalls = DefaultMaxCalls
+	}
+	if v.MaxOutputBytes <= 0 {
+		v.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	return v
+}
+
+// Result is what a program gave back.
+type Result struct {
+	// Value is the value the program returned, in JSON's Go types
+	// (map[string]any, []any, string, float64, bool, nil); nil also when
+	// it returned nothing.
+	Value any
+	// Text is the canonical JSON (RFC 8785) of Value, empty when the
+	// program returned nothing (undefined).
+	Text string
+	// Calls is the number of action calls the program made, refused
+	// ones included.
+	Calls int
+	// Records are the records of those calls, in order, as the
+	// registry's store kept them (each call is its own unit).
+	Records []actions.Record
+}
+
+// Run runs source, a program, as caller against reg, bounded by opts
+// (nil for the defaults).
+//
+// The program is the body of an async function, in strict mode: it may
+// use await at its top level and return a value, which is its result;
+// `import` and `export` are not available. Each action the caller may
+// see ([actions.Registry.Tools] with its Caller) is a function of the
+// global object [declare.Global] names for its namespace, taking the
+// call's parameters (an object, omitted for {}) and returning a promise
+// of the action's result:
+//
+//	const r = await supply.list_actors({});
+//	for (const a of r.items) { ... }
+//	return r.items.length;
+//
+// Each call is a [actions.Registry.Run] of the action as caller; a
+// refused call rejects its promise with an Error whose name is
+// "RefusalError", whose code is the refusal's code and whose message is
+// the refusal's, which the program may catch.
+//
+// Run returns the program's result and the records of its calls, or an
+// error that is a *[Error], with Records of the calls made all the
+// same:
+//   - program_too_large: the source is over MaxProgramBytes, or is
+//     not a program (a syntax error); nothing ran;
+//   - program_time_limit, program_memory_limit, program_call_limit:
+//     the program reached a bound of opts and was stopped;
+//   - program_output_too_large: the result's JSON is over
+//     MaxOutputBytes, or the result has no JSON form;
+//   - program_failed: the program threw and did not catch it; when
+//     what it threw was a refused call's error, [Error.Unwrap] gives
+//     that call's error (errors.Is(err, actions.CodeForbiddenCapability)
+//     and the like then hold);
+//   - cancelled: ctx ended; [Error.Unwrap] gives ctx's cause.
+//
+// The engine's own failure (it could not be made) is a plain error.
+// Run is safe for concurrent use: each program has its own engine.
+func Run(ctx context.Context, reg *actions.Registry, caller *actions.Caller, source string, opts *Options) (Result, error) {
+	o := opts.withDefaults()
+	if len(source) > o.MaxProgramBytes {
+		return Result{}, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("the program is over %d bytes", o.MaxProgramBytes)}
+	}
+	tools, err := reg.Tools(&actions.ToolOptions{Caller: caller})
+	if err != nil {
+		return Result{}, fmt.Errorf("programs: the caller's actions: %w", err)
+	}
+	var (
+		last   *run // the last attempt's (a store may run the unit again)
+		engine error
+	)
+	ures, err := reg.RunUnit(ctx, caller, func(ctx context.Context, call actions.UnitCall) (any, error) {
+		vm, err := quickjs.NewVM()
+		if err != nil {
+			engine = fmt.Errorf("programs: the engine: %w", err)
+			return nil, engine
+		}
+		defer vm.Close()
+		vm.SetMemoryLimit(uintptr(o.MaxMemoryBytes))
+		last = &run{ctx: ctx, call: call, opts: o, vm: vm, source: source}
+		return last.run(tools)
+	})
+	res := Result{Value: ures.Value, Text: ures.Text, Records: ures.Records}
+	if last != nil {
+		res.Calls = last.calls
+	}
+	if err == nil {
+		return res, nil
+	}
+	res.Value, res.Text = nil, ""
+	var pe *Error
+	switch {
+	case engine != nil:
+		return res, engine
+	case errors.As(err, &pe):
+		return res, pe
+	case last != nil && last.firstRefused >= 0:
+		// The program went on after a refused call: the unit is undone
+		// all the same.
+		i := last.firstRefused
+		return res, &Error{Code: CodeFailed, Call: i + 1, cause: err,
+			Message: fmt.Sprintf("call %d of the program was refused %s, so nothing the program did is kept", i+1, actions.CodeOf(err))}
+	case errors.Is(err, actions.CodeCancelled):
+		return res, &Error{Code: CodeCancelled, Message: "the program was cancelled", cause: err}
+	}
+	return res, err
+}
+
+// run is one program's state, used on the engine's goroutine only
+// (except stopped and vm.Interrupt, which the clock and ctx use).
+type run struct {
+	ctx    context.Context
+	call   actions.UnitCall
+	opts   Options
+	vm     *quickjs.VM
+	source string
+
+	calls        int
+	refused      []error // the error of each call, by its index (nil: done)
+	firstRefused int     // the index of the first refused call, -1 for none
+
+	mu      sync.Mutex
+	stopped Code // the bound that stopped the engine, "" while none
+	clock   *time.Timer
+	left    time.Duration
+	since   time.Time
+}
+
+// stop interrupts the engine for the reason code, the first reason kept.
+func (r *run) stop(code Code) {
+	r.mu.Lock()
+	if r.stopped == "" {
+		r.stopped = code
+	}
+	r.mu.Unlock()
+	r.vm.Interrupt()
+}
+
+func (r *run) stoppedBy() Code {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
+}
+
+// resume starts the engine's clock with the time left.
+func (r *run) resume() {
+	r.since = time.Now()
+	r.clock = time.AfterFunc(r.left, func() { r.stop(CodeTimeLimit) })
+}
+
+// pause stops the engine's clock (the program called out).
+func (r *run) pause() {
+	r.clock.Stop()
+	r.left -= time.Since(r.since)
+	if r.left <= 0 {
+		r.stop(CodeTimeLimit)
+	}
+}
+
+// harness is the code run before the program: the namespaces, the call
+// wrapper, and the program as an async function whose outcome lands in
+// globalThis.__outcome.
+const harness = `"use strict";
+(() => {
+  const call = __call, source = __source;
+  const invoke = async (id, params) => {
+    const r = JSON.parse(call(id, params === undefined ? "{}" : JSON.stringify(params)));
+    if (r.refused) {
+      const e = new Error(r.refused.message);
+      e.name = "RefusalError"; e.code = r.refused.code; e.call = r.refused.call;
+      throw e;
+    }
+    return r.value;
+  };
+  for (const [global, fns] of Object.entries(JSON.parse(__namespaces()))) {
+    const ns = {};
+    for (const [name, id] of Object.entries(fns)) ns[name] = (params) => invoke(id, params);
+    Object.defineProperty(globalThis, global, {value: Object.freeze(ns), enumerable: true});
+  }
+  const AsyncFunction = (async () => {}).constructor;
+  let program;
+  try { program = new AsyncFunction('"use strict";\n' + source()); }
+  catch (e) { globalThis.__outcome = JSON.stringify({syntax: String(e && e.message)}); return; }
+  program().then(
+    (v) => { globalThis.__outcome = v === undefined ? "{}" : '{"value":' + JSON.stringify(v) + '}'; },
+    (e) => { globalThis.__outcome = JSON.stringify({thrown: {name: String(e && e.name), message: String(e && e.message), call: e && typeof e.call === "number" ? e.call : -1}}); });
+})();
+`
+
+// outcome is what the harness leaves in globalThis.__outcome.
+type outcome struct {
+	Value  json.RawMessage `json:"value"`
+	Syntax *string         `json:"syntax"`
+	Thrown *struct {
+		Name    string `json:"name"`
+		Message string `json:"message"`
+		Call    int    `json:"call"`
+	} `json:"thrown"`
+}
+
+// run runs the program in r.vm: its value, in JSON's Go types, or its
+// refusal (*Error).
+func (r *run) run(tools []actions.Tool) (any, error) {
+	r.firstRefused = -1
+	namespaces := map[string]map[string]string{}
+	for _, t := range tools {
+		id, err := actions.ActionID(t.Name)
+		if err != nil {
+			continue // not an action's tool
+		}
+		ns, name, _ := strings.Cut(id, "/")
+		g := declare.Global(ns)
+		if namespaces[g] == nil {
+			namespaces[g] = map[string]string{}
+		}
+		namespaces[g][name] = id
+	}
+	nsJSON, err := json.Marshal(namespaces)
+	if err != nil {
+		return Result{}, fmt.Errorf("programs: %w", err)
+	}
+	for name, fn := range map[string]quickjs.HostFunc{
+		"__call":       r.hostCall,
+		"__source":     func([]any) (any, error) { return r.source, nil },
+		"__namespaces": func([]any) (any, error) { return string(nsJSON), nil },
+	} {
+		if err := r.vm.RegisterHostFunc(name, fn); err != nil {
+			return Result{}, fmt.Errorf("programs: the engine: %w", err)
+		}
+	}
+
+	r.left = r.opts.MaxTime
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-r.ctx.Done():
+			r.stop(CodeCancelled)
+		case <-done:
+		}
+	}()
+	r.resume()
+	_, evalErr := r.vm.Eval(harness, quickjs.EvalGlobal)
+	for evalErr == nil && r.stoppedBy() == "" {
+		n, jerr := r.vm.ExecutePendingJobs()
+		if jerr != nil {
+			evalErr = jerr
+		}
+		if n == 0 {
+			break
+		}
+	}
+	r.pause()
+	if code := r.stoppedBy(); code != "" {
+		return nil, r.bound(code)
+	}
+	if evalErr != nil {
+		if strings.Contains(evalErr.Error(), "out of memory") {
+			return nil, r.bound(CodeMemoryLimit)
+		}
+		return nil, &Error{Code: CodeFailed, Message: "the program's engine stopped it", Thrown: evalErr.Error()}
+	}
+	text, err := r.vm.Eval(`globalThis.__outcome`, quickjs.EvalGlobal)
+	s, ok := text.(string)
+	if err != nil || !ok {
+		if err != nil && strings.Contains(err.Error(), "out of memory") {
+			return nil, r.bound(CodeMemoryLimit)
+		}
+		// The program's promise never settled: it awaited something
+		// that no call will resolve.
+		return nil, &Error{Code: CodeFailed, Message: "the program ended without returning (a promise it awaited never settled)"}
+	}
+	if len(s) > r.opts.MaxOutputBytes+len(`{"value":}`) {
+		return nil, &Error{Code: CodeOutputLimit, Message: fmt.Sprintf("the program's result is over %d bytes", r.opts.MaxOutputBytes)}
+	}
+	var out outcome
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		return nil, &Error{Code: CodeOutputLimit, Message: "the program's result has no JSON form"}
+	}
+	switch {
+	case out.Syntax != nil:
+		return nil, &Error{Code: CodeTooLarge, Message: "the program is not a valid program body", Thrown: *out.Syntax}
+	case out.Thrown != nil && out.Thrown.Name == "InternalError" && out.Thrown.Message == "out of memory":
+		return nil, r.bound(CodeMemoryLimit)
+	case out.Thrown != nil:
+		e := &Error{Code: CodeFailed, Message: "the program threw " + safeName(out.Thrown.Name) + " and did not catch it", Thrown: out.Thrown.Message}
+		if c := out.Thrown.Call; out.Thrown.Name == "RefusalError" && c >= 0 && c < len(r.refused) && r.refused[c] != nil {
+			e.Message = fmt.Sprintf("call %d of the program was refused %s, and the program did not catch it", c+1, actions.CodeOf(r.refused[c]))
+			e.Call, e.cause = c+1, r.refused[c]
+		}
+		return nil, e
+	}
+	if out.Value == nil {
+		return nil, nil
+	}
+	var value any
+	if len(out.Value) > r.opts.MaxOutputBytes {
+		return nil, &Error{Code: CodeOutputLimit, Message: fmt.Sprintf("the program's result is over %d bytes", r.opts.MaxOutputBytes)}
+	}
+	if err := json.Unmarshal(out.Value, &value); err != nil {
+		return nil, &Error{Code: CodeOutputLimit, Message: "the program's result has no JSON form"}
+	}
+	if _, err := actions.CanonicalJSON(value); err != nil {
+		return nil, &Error{Code: CodeOutputLimit, Message: "the program's result has no canonical JSON form"}
+	}
+	return value, nil
+}
+
+// hostCall is the host function behind every action function: it makes one
+// Registry.Run and answers JSON text, {"value": ...}, {} or
+// {"refused": {"code", "message", "call"}}.
+func (r *run) hostCall(args []any) (any, error) {
+	r.pause()
+	defer r.resume()
+	if r.calls >= r.opts.MaxCalls {
+		r.stop(CodeCallLimit)
+		return nil, errors.New("the program made too many calls")
+	}
+	if r.stoppedBy() != "" {
+		return nil, errors.New("the program was stopped")
+	}
+	id, _ := args[0].(string)
+	params, _ := args[1].(string)
+	idx := r.calls
+	r.calls++
+	res, err := r.call(id, params)
+	r.refused = append(r.refused, err)
+	if err != nil {
+		if r.firstRefused < 0 {
+			r.firstRefused = idx
+		}
+		msg := err.Error()
+		var ref *actions.Refusal
+		if errors.As(err, &ref) {
+			msg = ref.Message
+		}
+		b, _ := json.Marshal(map[string]any{"refused": map[string]any{"code": string(actions.CodeOf(err)), "message": msg, "call": idx}})
+		return string(b), nil
+	}
+	if res.Text == "" {
+		return "{}", nil
+	}
+	text := res.Text
+	if _, bounded := res.Value.(*actions.Bounded); bounded {
+		b, jerr := json.Marshal(res.Value)
+		if jerr != nil {
+			return "{}", nil
+		}
+		text = string(b)
+	}
+	return `{"value":` + text + `}`, nil
+}
+
+// bound is the refusal of a program stopped at a bound.
+func (r *run) bound(code Code) *Error {
+	switch code {
+	case CodeTimeLimit:
+		return &Error{Code: code, Message: fmt.Sprintf("the program ran past its time limit of %s", r.opts.MaxTime)}
+	case CodeMemoryLimit:
+		return &Error{Code: code, Message: fmt.Sprintf("the program used more than its memory limit of %d bytes", r.opts.MaxMemoryBytes)}
+	case CodeCallLimit:
+		return &Error{Code: code, Message: fmt.Sprintf("the program made more than its limit of %d calls", r.opts.MaxCalls)}
+	case CodeCancelled:
+		return &Error{Code: code, Message: "the program was cancelled", cause: context.Cause(r.ctx)}
+	}
+	return &Error{Code: code, Message: "the program was stopped"}
+}
+
+// safeName is an exception's name as the message may carry it: an
+// identifier of at most 40 bytes, else "an exception".
+func safeName(s string) string {
+	if s == "" || len(s) > 40 {
+		return "an exception"
+	}
+	for i, c := range s {
+		if !(c == '_' || c == '$' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (i > 0 && c >= '0' && c <= '9')) {
+			return "an exception"
+		}
+	}
+	return s
+}

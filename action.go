@@ -69,6 +69,18 @@ type Definition struct {
 	// retry verdict; a body refusing with a code not listed gets never.
 	// They are listed, in one sentence, in the tool's description.
 	Refusals []DeclaredRefusal `json:"refusals,omitempty"`
+	// AppOnly marks a helper tool of an MCP Apps view (the MCP Apps
+	// extension, io.modelcontextprotocol/ui): a tool the view calls, as
+	// a quantity changed or a page turned, and the model never should.
+	// Its tool says so in _meta.ui.visibility ["app"], which a client of
+	// the extension reads to keep it out of the model's tool list; it is
+	// never offered on the ai surface (a model API's tools: profiles'
+	// exports leave it out, a model's call is refused as unknown), and
+	// mcpserver's tool_search never finds it. It is offered on mcp,
+	// where the view calls it: a listing the client honours, not a
+	// security boundary (the gate decides who may call). Registration
+	// refuses one whose surfaces list ai or leave out mcp.
+	AppOnly bool `json:"appOnly,omitempty"`
 	// DeprecatedAliases are old ids the action still answers to. A call
 	// by an alias runs the action and is recorded under its id (the
 	// alias is in the [Audit]); aliases are never listed as tools.
@@ -426,6 +438,9 @@ func (d *Definition) Offers(s Surface) bool {
 	if (s == SurfaceMCP || s == SurfaceAI) && slices.Contains(d.PersonalData, PersonalProtected) {
 		return false
 	}
+	if s == SurfaceAI && d.AppOnly {
+		return false
+	}
 	surfaces := d.Surfaces
 	if surfaces == nil {
 		surfaces = allSurfaces
@@ -507,6 +522,9 @@ func (d *Definition) checkPolicy() []Issue {
 		add("/needsConfirmation", "needsConfirmation", "an action that needs confirmation must be offered on the ui surface")
 	}
 	issues = append(issues, d.checkApproval()...)
+	if d.AppOnly && (slices.Contains(d.Surfaces, SurfaceAI) || !d.Offers(SurfaceMCP)) {
+		add("/appOnly", "appOnly", "an app-only tool is offered on mcp, where its view calls it, and never on ai")
+	}
 	if d.Effect == EffectDelete && d.Additive {
 		add("/additive", "additive", "a delete is never additive")
 	}

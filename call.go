@@ -83,6 +83,20 @@ type Decision struct {
 	Change string
 	// Confirm runs the change; false rejects it.
 	Confirm bool
+	// Params, when not nil, edits the change: the person's own
+	// arguments for the change's action (a JSON object as Call.Params
+	// takes it: a map, a struct, json.RawMessage or a string), a new
+	// proposal of the same action by the deciding person. Confirm is
+	// then ignored. The edited call is checked as the deciding person
+	// like any call of the action (the gate's checks, defaults, schema,
+	// refs, the approval rule); it runs under this decision when the
+	// action's [Approval] would let that person decide a change they
+	// proposed themselves, and is otherwise held as their own new
+	// pending change (four eyes: another person decides it). The action
+	// is always the change's: nothing in a decision names another. A
+	// held batch is confirmed or rejected whole, never edited
+	// (constraint_violation).
+	Params any
 	// Reason, for a rejection, is the person's reason, for the caller
 	// to read (at most MaxDescriptionBytes, cut beyond): recorded in the
 	// rejection's audit and given, in the rejected refusal's Reason, to

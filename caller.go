@@ -73,6 +73,14 @@ type Audit struct {
 	// Reason is the person's reason for a rejection (stage rejected,
 	// [Decision].Reason).
 	Reason string `json:"reason,omitempty"`
+	// Original, on the record of an edited change (stage edited, or
+	// held again as the editor's new proposal), is the canonical JSON
+	// of the parameters the person replaced, as they were held; the
+	// entry's Parameters are the edited ones. Replaces, on an edit held
+	// again, is the id of the change it replaced (PendingChange is then
+	// the new one's).
+	Original string `json:"original,omitempty"`
+	Replaces string `json:"replaces,omitempty"`
 	// Batch is true for a step of a batch.
 	Batch bool `json:"batch,omitempty"`
 	// ToolCallID is the id the client gave the call ([Call].ToolCallID).
@@ -106,4 +114,8 @@ const (
 	StageHeld      Stage = "held"
 	StageConfirmed Stage = "confirmed"
 	StageRejected  Stage = "rejected"
+	// StageEdited: the person replaced the held call's arguments with
+	// their own ([Decision].Params) and the edited call ran (or was
+	// refused) under that decision.
+	StageEdited Stage = "edited"
 )

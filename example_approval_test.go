@@ -83,3 +83,24 @@ func ExampleRegistry_MayDecide() {
 	// forbidden_surface: the change may not be decided from this surface
 	// unknown_change: no pending change of this caller has this id
 }
+
+// A supervisor edits an agent's held delete: the edited arguments are a
+// new call of the same action, checked in full; the rule lets ticket 7
+// run under the decision, and the record says what the edit replaced.
+func ExampleDecision_edit() {
+	reg := helpdeskDelete()
+	ctx := context.Background()
+	agent := &actions.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: actions.SurfaceMCP}
+	sam := &actions.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: actions.SurfaceUI}
+
+	_, err := reg.Run(ctx, actions.Call{Action: "tickets/delete", Params: `{"id":107}`, Caller: agent})
+	var r *actions.Refusal
+	errors.As(err, &r)
+	res, err := reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Params: `{"id":7}`, Caller: sam})
+	fmt.Println(res.Value, err)
+	a := res.Records[0].Audit
+	fmt.Println(a.Stage, a.Caller.Principal, a.Original, "->", res.Records[0].Entry.Parameters)
+	// Output:
+	// deleted 7 <nil>
+	// edited sam {"id":107,"note":"none"} -> {"id":7,"note":"none"}
+}

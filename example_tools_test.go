@@ -121,3 +121,18 @@ func ExampleToolName() {
 	// scflow/create_actor <nil>
 	// unknown_action: the tool name does not come from an action id: a tool name is namespace-name with both parts identifiers
 }
+
+// An MCP Apps view's helper tool: listed with _meta.ui.visibility ["app"]
+// for the view, never offered on ai (a model API's tools).
+func ExampleTool_AppOnly() {
+	reg := actions.NewRegistry(nil)
+	reg.MustRegister(actions.New(actions.Definition{ID: "cart/set_quantity", AppOnly: true},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
+	tools, _ := reg.Tools(nil)
+	fmt.Println(tools[0].Name, tools[0].AppOnly(), tools[0].Meta)
+	forModel, _ := reg.Tools(&actions.ToolOptions{Caller: &actions.Caller{Principal: "m", Surface: actions.SurfaceAI}})
+	fmt.Println(len(forModel))
+	// Output:
+	// cart-set_quantity true map[ui:map[visibility:[app]]]
+	// 0
+}

@@ -85,8 +85,8 @@ func (r *Registry) MayDecide(ctx context.Context, id string, caller *Caller) err
 	return g.mayDecide(pc, caller, r.definitionOf)
 }
 
-// Decide confirms or rejects the pending change d.Change as d.Caller, in
-// one unit of the store, and records it.
+// Decide confirms, rejects or edits the pending change d.Change as
+// d.Caller, in one unit of the store, and records it.
 //
 // Who may decide is the approval policy of the change's action (for a
 // batch, of every step held; see [Approval]): by default its proposer
@@ -105,6 +105,14 @@ func (r *Registry) MayDecide(ctx context.Context, id string, caller *Caller) err
 // confirmation that is refused uses nothing up: the change waits, until
 // it expires, for another try.
 //
+// Editing (d.Params set) takes the change and runs, in its place, a new
+// call of the same action with the person's arguments, checked as the
+// person from the start (gate, defaults, schema, refs, approval rule);
+// it runs under the decision when the approval lets the person decide a
+// change of their own, and is held as their new change otherwise. Its
+// record says stage edited (or held) with the replaced parameters in
+// [Audit].Original.
+//
 // Rejecting drops the change: nothing runs, and one record per call held
 // says rejected (code rejected). The gate's checks of who may call each
 // held action (surface, capability, scope) are made as the person first.
@@ -115,8 +123,11 @@ func (r *Registry) MayDecide(ctx context.Context, id string, caller *Caller) err
 // forbidden_proposer (four eyes: the proposer decides its own change),
 // forbidden_capability (a proposer without the capability
 // [ProposerNeedsCapability] asks) and forbidden_surface (a surface the
-// approval does not list), with no record either; otherwise those of
-// [Registry.Run] for the call confirmed.
+// approval does not list), with no record either; constraint_violation
+// for an edit of a held batch (the change waits); otherwise those of
+// [Registry.Run] for the call confirmed or edited (invalid_parameters
+// for edited arguments the schema refuses, confirmation_required with
+// the new receipt for an edit held again).
 func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 	if d.Caller == nil || d.Caller.Principal == "" {
 		return Result{}, unknownChange()
@@ -128,7 +139,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 		if err != nil {
 			return nil, nil, false, err
 		}
-		if !d.Confirm {
+		if !d.Confirm && d.Params == nil {
 			// A rejection runs nothing, yet it is a write by the person:
 			// the gate's checks of who may call each held action
 			// (surface, capability, scope) are made as that person.
@@ -156,7 +167,24 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 			recs   []Record
 			commit bool
 		)
-		if pc.Batch != nil {
+		if d.Params != nil {
+			if pc.Batch != nil {
+				var err error = refusef(CodeConstraintViolation, "a held batch is confirmed or rejected whole; it cannot be edited",
+					Issue{Path: "", Keyword: "edit", Message: "a batch is not edited"})
+				if herr := g.store().Hold(ctx, pc); herr != nil {
+					err = errors.Join(err, herr)
+				}
+				return nil, nil, false, err
+			}
+			// An edit is a new proposal of the change's action (its id,
+			// never the alias, never a name from the decision) by the
+			// deciding person.
+			edited := pc
+			inv.name, inv.params, inv.edit = pc.Action, d.Params, &edited
+			var rec Record
+			value, rec, commit, err = r.answer(inv)(r.top(ctx, inv))
+			recs = []Record{rec}
+		} else if pc.Batch != nil {
 			value, recs, commit, err = r.batch(ctx, *pc.Batch, inv)
 		} else {
 			inv.name, inv.params, inv.expect = pc.Action, json.RawMessage(pc.givenText()), pc.Parameters

@@ -54,13 +54,20 @@ import (
 //
 // A body sees ctx and must honour its cancellation itself.
 func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
+	return r.run(ctx, c, nil)
+}
+
+// run is Run with the gate's decision on c already made when pre is not
+// nil (a task's call, decided when it was started): the decision is
+// then used as it is, never made twice.
+func (r *Registry) run(ctx context.Context, c Call, pre *gateDecision) (Result, error) {
 	var (
 		key   *UnitKey
-		gated *gateDecision
+		gated = pre
 	)
 	if c.IdempotencyKey != "" {
 		var err error
-		if key, gated, err = r.keyOf(ctx, c); err != nil {
+		if key, gated, err = r.keyOf(ctx, c, pre); err != nil {
 			return Result{}, err
 		}
 	}
@@ -196,6 +203,9 @@ type invocation struct {
 	// its checked parameters, as the person was shown them.
 	confirming string
 	expect     string
+	// edit, when confirming, is the change the person edits: the call
+	// is their new proposal of its action (see Decision.Params).
+	edit *PendingChange
 	// replay: the gate decides who may call (surface, capability,
 	// scope, confirmation) but counts no rate and reads no serving
 	// switch, and a held call stores no change.
@@ -234,6 +244,9 @@ func (r *Registry) audit(inv invocation) Audit {
 	if inv.confirming != "" {
 		a.Stage = StageConfirmed
 	}
+	if inv.edit != nil {
+		a.Stage, a.Original = StageEdited, inv.edit.Parameters
+	}
 	return a
 }
 
@@ -257,7 +270,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		if err == nil {
 			err = needsKey(&reg.action.Definition, inv)
 		}
-		if err == nil && !inv.noResolve && inv.confirming == "" {
+		if err == nil && !inv.noResolve && (inv.confirming == "" || inv.edit != nil) {
 			// The body sees the position the caller's cursor stands for.
 			inv.params, err = r.openParams(reg, inv.caller, inv.params)
 		}
@@ -272,7 +285,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 			return nil, r.refusedRecord(inv.name, inv.params, audit, err), false, err
 		}
 	}
-	holds := ok && reg.action.NeedsConfirmation && inv.caller != nil && inv.confirming == ""
+	holds := ok && reg.action.NeedsConfirmation && inv.caller != nil && (inv.confirming == "" || inv.edit != nil)
 	if holds && inv.caller.Principal == "" && !hasRule(reg.action.Approval) {
 		err := anonymousHold()
 		return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
@@ -291,6 +304,10 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 			switch {
 			case !hold:
 				return nil
+			case inv.edit != nil && g.mayDecideOne(&reg.action.Definition, inv.caller.Principal, inv.caller) == nil:
+				// The editor may decide a change of their own: the
+				// decision confirms the edited call.
+				return nil
 			case inv.caller.Principal == "":
 				return anonymousHold()
 			case inv.replay, inv.noHold:
@@ -305,6 +322,9 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 			}
 			held = true
 			audit.PendingChange = rec.ID
+			if inv.edit != nil {
+				audit.Replaces = inv.edit.ID
+			}
 			return rec.confirmationRequired()
 		}
 	}
@@ -707,9 +727,10 @@ func needsKey(d *Definition, inv invocation) error {
 // may no longer call; the decision is returned for the call's unit to
 // use, never made twice. For a batch, each step's action is admitted
 // (surface, capability, scope, serving); its rate is counted when the
-// step runs. Errors: invalid_parameters for a malformed key; internal
-// when the registry has no Store.
-func (r *Registry) keyOf(ctx context.Context, c Call) (*UnitKey, *gateDecision, error) {
+// step runs. pre, when not nil, is the decision made already (a task's
+// call). Errors: invalid_parameters for a malformed key; internal when
+// the registry has no Store.
+func (r *Registry) keyOf(ctx context.Context, c Call, pre *gateDecision) (*UnitKey, *gateDecision, error) {
 	if err := checkKey(c.IdempotencyKey); err != nil {
 		return nil, nil, err
 	}
@@ -741,7 +762,10 @@ func (r *Registry) keyOf(ctx context.Context, c Call) (*UnitKey, *gateDecision, 
 		if !ok {
 			return nil, nil, nil
 		}
-		gated = &gateDecision{err: g.check(ctx, &reg.action.Definition, c.Caller)}
+		gated = pre
+		if gated == nil {
+			gated = &gateDecision{err: g.check(ctx, &reg.action.Definition, c.Caller)}
+		}
 		if gated.err != nil {
 			return nil, gated, nil
 		}

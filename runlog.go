@@ -17,6 +17,7 @@ type RunLog struct {
 	records []Record
 	keys    runLogKeys // the units run under idempotency keys
 	tasks   map[string]Task
+	swept   int // how many tasks the last sweep of expired ones left
 }
 
 // NewRunLog returns an empty log.

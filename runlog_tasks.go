@@ -1,8 +1,12 @@
 package actions
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
-// CreateTask keeps t in memory; see [TaskStore].
+// CreateTask keeps t in memory; see [TaskStore]. It deletes the tasks
+// that expired, from time to time, as it keeps new ones.
 func (l *RunLog) CreateTask(_ context.Context, t Task) (Task, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -16,8 +20,25 @@ func (l *RunLog) CreateTask(_ context.Context, t Task) (Task, bool, error) {
 			}
 		}
 	}
+	l.sweepTasks(t.Created)
 	l.tasks[t.ID] = t.clone()
 	return t, true, nil
+}
+
+// sweepTasks deletes the tasks expired at now once the log holds twice
+// as many as the last sweep left (and at least 64): tasks nobody reads
+// again are not kept without end, at a cost spread over the creations.
+// Called with l.mu held.
+func (l *RunLog) sweepTasks(now time.Time) {
+	if len(l.tasks) < 64 || len(l.tasks) < 2*l.swept {
+		return
+	}
+	for id, o := range l.tasks {
+		if o.Expired(now) {
+			delete(l.tasks, id)
+		}
+	}
+	l.swept = len(l.tasks)
 }
 
 // TaskByID returns the task id, or [ErrTaskNotFound]; see [TaskStore].

@@ -160,6 +160,8 @@ func tasksOf(s Store) (TaskStore, error) {
 	return ts, nil
 }
 
+var errAnonymousTask = errors.New("actions: Registry.Start was given a caller with no principal (run the call with Registry.Run, or give the caller a principal)")
+
 var errNoTaskStore = errors.New("actions: Options.Store does not keep tasks (give the registry a RunLog or a sqlstore.Store)")
 
 // endOf is the terminal state a call's answer gives its task: completed
@@ -208,13 +210,29 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 // task is kept gets that task, and nothing runs again (a retry with
 // other parameters is refused idempotency_conflict).
 //
-// Errors (nothing is kept): invalid_parameters for a batch call or a
-// malformed key; idempotency_conflict; rate_limited when
-// o.MaxRunning tasks of the principal run in this process; internal when
-// the Store keeps no tasks ([TaskStore]) or fails.
+// The gate decides the call before any task is kept, as Run's would
+// (surface, capability, scope, serving, the principal's rate, counted
+// once): a refused call keeps no task, and is recorded refused as Run
+// records it.
+//
+// Errors (nothing is kept): internal when c.Caller is not nil and has no
+// principal (an anonymous caller owns no task); unknown_action; the
+// gate's refusals (forbidden_surface,
+// forbidden_capability, insufficient_scope, not_serving, read_only,
+// rate_limited...); invalid_parameters for a batch call or a malformed
+// key; idempotency_conflict; rate_limited when o.MaxRunning tasks of the
+// principal run in this process; internal when the Store keeps no tasks
+// ([TaskStore]) or fails.
 func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, error) {
 	if c.Batch != nil {
 		return Task{}, NewRefusal(CodeInvalidParameters, "a batch cannot run as a task")
+	}
+	if c.Caller != nil && c.Caller.Principal == "" {
+		// Its empty principal is the host's: nobody but the host could
+		// read the task, and the caller would share it with the host.
+		rf := internalRefusal("a caller without identity cannot own a task", errAnonymousTask)
+		rf.Retry = RetryNever
+		return Task{}, rf
 	}
 	ts, err := tasksOf(r.opts.Store)
 	if err != nil {
@@ -231,8 +249,21 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 	if c.Caller != nil {
 		t.Principal = c.Caller.Principal
 	}
-	if reg, ok := r.lookup(c.Action); ok {
-		t.Action = reg.action.ID
+	reg, ok := r.lookup(c.Action)
+	if !ok {
+		// No such action: refused and recorded as Run refuses it, with
+		// no task kept under a name nothing serves.
+		_, err := r.Run(ctx, c)
+		return Task{}, err
+	}
+	t.Action = reg.action.ID
+	// The gate decides before a task is kept (its rate counted once,
+	// here): a caller it refuses keeps no task, and its call is recorded
+	// refused as Run records it.
+	gated := &gateDecision{err: r.gateOf().check(ctx, &reg.action.Definition, c.Caller)}
+	if gated.err != nil {
+		_, err := r.run(ctx, c, gated)
+		return Task{}, err
 	}
 	if c.IdempotencyKey != "" {
 		if err := checkKey(c.IdempotencyKey); err != nil {
@@ -257,7 +288,7 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 		}
 		return r.withProgress(kept), nil
 	}
-	r.runTask(ctx, ts, t, c, run)
+	r.runTask(ctx, ts, t, c, run, gated)
 	return t, nil
 }
 
@@ -299,10 +330,15 @@ func (r *Registry) dropTask(id string) {
 }
 
 // runTask runs c for the task t in the background.
-func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, run *taskRun) {
+func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, run *taskRun, gated *gateDecision) {
 	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	r.tasks.mu.Lock()
 	run.cancel = cancel
+	if run.cancelled {
+		// Cancelled once kept, before this: CancelTask found no cancel
+		// function to call and ended the task in the store only.
+		cancel(errTaskCancelled)
+	}
 	r.tasks.mu.Unlock()
 	c.Progress = func(p Progress) {
 		r.tasks.mu.Lock()
@@ -319,7 +355,7 @@ func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, ru
 			r.dropTask(t.ID)
 			cancel(nil)
 		}()
-		res, err := r.Run(tctx, c)
+		res, err := r.run(tctx, c, gated)
 		r.tasks.mu.Lock()
 		cancelled := run.cancelled
 		r.tasks.mu.Unlock()
@@ -364,7 +400,8 @@ func endInUnit(ctx context.Context, now time.Time, v any, u *Unit) {
 }
 
 // Task returns the task id as caller sees it: only its owner (the same
-// principal; nil is the host, who sees every task) finds it. A task that
+// principal; nil is the host, who sees every task; a caller without a
+// principal finds none) finds it. A task that
 // is terminal and past its TTL is deleted and not found. While the task
 // runs in this process, its Message is the last progress report's.
 //
@@ -382,7 +419,8 @@ func (r *Registry) Task(ctx context.Context, id string, caller *Caller) (Task, e
 	if err != nil {
 		return Task{}, storeFailure(err)
 	}
-	if caller != nil && caller.Principal != t.Principal {
+	if caller != nil && (caller.Principal == "" || caller.Principal != t.Principal) {
+		// An anonymous caller owns no task: "" is the host's principal.
 		return Task{}, ErrTaskNotFound
 	}
 	if t.Expired(r.gateOf().opts.Now()) {

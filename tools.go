@@ -2,6 +2,7 @@ package actions
 
 import (
 	"github.com/actionreg/actions/internal/tooltext"
+	"slices"
 
 	"fmt"
 	"sort"
@@ -38,9 +39,20 @@ type Tool struct {
 	// Annotations are the hints MCP clients read; both are always written.
 	Annotations ToolAnnotations `json:"annotations"`
 	// Meta is the tool's _meta: {IdempotencyKeyMeta: "required"} for an
-	// action that needs an idempotency key, nil otherwise. The caller's
-	// own copy.
+	// action that needs an idempotency key, and {"ui": {"visibility":
+	// ["app"]}} for an app-only one ([Definition].AppOnly; MCP Apps), nil
+	// for neither. The caller's own copy.
 	Meta map[string]any `json:"_meta,omitempty"`
+}
+
+// AppOnly reports whether t is an app-only tool of an MCP Apps view: its
+// Meta's ui.visibility lists "app" and not "model" (the extension's
+// default, when absent, is both). A connector offering tools to a model
+// leaves such a tool out.
+func (t Tool) AppOnly() bool {
+	ui, _ := t.Meta["ui"].(map[string]any)
+	v, ok := ui["visibility"].([]any)
+	return ok && slices.Contains(v, any("app")) && !slices.Contains(v, any("model"))
 }
 
 // ToolAnnotations are the behaviour hints of a tool (MCP schema
@@ -191,6 +203,12 @@ func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o tool
 	if def.NeedsIdempotencyKey {
 		desc = tooltext.Append(desc, keySentence)
 		meta = map[string]any{IdempotencyKeyMeta: "required"}
+	}
+	if def.AppOnly {
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta["ui"] = map[string]any{"visibility": []any{"app"}}
 	}
 	return Tool{
 		Meta:         meta,

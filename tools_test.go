@@ -529,3 +529,36 @@ func TestToolMCPSchemasRefuseBrokenTools(t *testing.T) {
 		}
 	}
 }
+
+// An app-only action is exported with _meta.ui.visibility ["app"], never
+// offered on ai (a model's call reads as unknown), and refused at
+// registration when its surfaces list ai or leave out mcp.
+func TestAppOnlyAction(t *testing.T) {
+	echo := func(_ context.Context, p map[string]any, _ *Trace) (any, error) { return p, nil }
+	reg := NewRegistry(&Options{Gate: &GateOptions{}})
+	reg.MustRegister(New(Definition{ID: "cart/set_quantity", AppOnly: true}, echo), New(Definition{ID: "cart/show", Effect: EffectRead}, echo))
+	tools, err := reg.Tools(nil)
+	require.NoError(t, err)
+	require.Len(t, tools, 2)
+	assert.Equal(t, "cart-set_quantity", tools[0].Name)
+	assert.True(t, tools[0].AppOnly())
+	assert.Equal(t, map[string]any{"ui": map[string]any{"visibility": []any{"app"}}}, tools[0].Meta)
+	assert.False(t, tools[1].AppOnly())
+
+	model := &Caller{Principal: "m", Surface: SurfaceAI}
+	tools, err = reg.Tools(&ToolOptions{Caller: model})
+	require.NoError(t, err)
+	require.Len(t, tools, 1)
+	assert.Equal(t, "cart-show", tools[0].Name)
+	_, err = reg.Run(context.Background(), Call{Action: "cart/set_quantity", Caller: model})
+	assert.ErrorIs(t, err, CodeUnknownAction)
+	_, err = reg.Run(context.Background(), Call{Action: "cart/set_quantity", Caller: &Caller{Principal: "v", Surface: SurfaceMCP}})
+	assert.NoError(t, err)
+
+	for _, s := range [][]Surface{{SurfaceMCP, SurfaceAI}, {SurfaceUI}} {
+		err := NewRegistry(nil).Register(New(Definition{ID: "cart/bad", AppOnly: true, Surfaces: s}, echo))
+		assert.ErrorIs(t, err, CodeConstraintViolation, "%v", s)
+	}
+	// A tool whose visibility lists the model too is not app-only.
+	assert.False(t, Tool{Meta: map[string]any{"ui": map[string]any{"visibility": []any{"model", "app"}}}}.AppOnly())
+}

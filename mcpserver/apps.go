@@ -54,7 +54,12 @@ func (srv *server) addConfirmView(s *mcp.Server, tools []*mcp.Tool) {
 		if t.Meta == nil {
 			t.Meta = mcp.Meta{}
 		}
-		t.Meta["ui"] = map[string]any{"resourceUri": ConfirmViewURI}
+		ui, _ := t.Meta["ui"].(map[string]any)
+		if ui == nil {
+			ui = map[string]any{}
+		}
+		ui["resourceUri"] = ConfirmViewURI
+		t.Meta["ui"] = ui
 	}
 }
 

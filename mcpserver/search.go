@@ -17,6 +17,9 @@ import (
 // on demand, for registries too large to list whole (every listed tool
 // costs the model context on each turn). With it, tools/list shows only
 // the Pinned tools the caller may see, the batch tool when there is one,
+// the app-only tools of MCP Apps views (actions.Definition.AppOnly:
+// listed for their view, which the client keeps from the model, and
+// never found nor described by the two tools below),
 // and two tools of this package:
 //
 //   - tool_search {"query": string, "limit"?: integer} finds the caller's
@@ -93,6 +96,12 @@ func newSearcher(srv *server, ts *ToolSearch, tools []*mcp.Tool, ids []string, s
 	s.max = min(s.max, 50)
 	for i, t := range tools {
 		s.byName[t.Name] = t
+		if s.source[t.Name].AppOnly() {
+			// A view's helper: always listed (the client keeps it
+			// from the model), never found nor described to one.
+			s.pinned[t.Name] = true
+			continue
+		}
 		if slices.Contains(ts.Pinned, t.Name) || slices.Contains(ts.Pinned, ids[i]) {
 			s.pinned[t.Name] = true
 		}
@@ -226,6 +235,9 @@ func (s *searcher) describe(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 	_ = json.Unmarshal(rawArguments(req), &in)
 	t := s.byName[in.Name]
+	if t != nil && s.source[t.Name].AppOnly() {
+		t = nil // described to no model, as a missing tool is not
+	}
 	if t != nil {
 		id, err := actions.ActionID(t.Name)
 		if err != nil || !s.srv.sees(id, s.srv.callerNow(ctx, req)) {

@@ -2,7 +2,9 @@ package pages_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"testing"
@@ -59,5 +61,62 @@ func TestSupervisorConfirmsOnThePages(t *testing.T) {
 		_ = res.Body.Close()
 		assert.Less(t, res.StatusCode, 400)
 		assert.Equal(t, 1, ran)
+	})
+}
+
+// TestSupervisorEditsOnThePages: on SQLite and PostgreSQL, the screen
+// offers the supervisor an edit of the agent's change; the edited
+// arguments run (checked again, defaults filled) and the answer shows
+// what changed; arguments the schema refuses run nothing; under four
+// eyes the edit waits for another person.
+func TestSupervisorEditsOnThePages(t *testing.T) {
+	people["boss"] = &actions.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: actions.SurfaceUI}
+	t.Cleanup(func() { delete(people, "boss") })
+	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+		var ran []any
+		body := func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
+			ran = append(ran, p["aisle"])
+			return "purged", nil
+		}
+		params := `{"type":"object","properties":{"aisle":{"type":"integer"},"keep":{"type":"string","default":"labels"}},"required":["aisle"]}`
+		f.reg.MustRegister(
+			actions.New(actions.Definition{ID: "shop/purge", Title: "Purge an aisle", Capability: "shop.write", Effect: actions.EffectDelete,
+				NeedsConfirmation: true, Approval: &actions.Approval{Capability: "shop.approve"}, Parameters: params}, body),
+			actions.New(actions.Definition{ID: "shop/purge4", Title: "Purge an aisle, four eyes", Capability: "shop.write", Effect: actions.EffectDelete,
+				NeedsConfirmation: true, Approval: &actions.Approval{Capability: "shop.approve", Proposer: actions.ProposerNever}, Parameters: params}, body))
+		hold := func(action string) string {
+			_, err := f.reg.Run(context.Background(), actions.Call{Action: action, Params: `{"aisle":4}`, Caller: people["editor"]})
+			var r *actions.Refusal
+			require.ErrorAs(t, err, &r)
+			return r.Pending.ID
+		}
+		post := func(id, text string) (int, string) {
+			_, page := get(t, f.client("boss"), f.srv.URL+"/ui/changes/"+id)
+			form, ok := forms(page)["edit"]
+			require.True(t, ok, "the screen offers an edit")
+			res, err := f.client("boss").PostForm(f.srv.URL+form[0], url.Values{"csrf": {form[1]}, "params": {text}})
+			require.NoError(t, err)
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			return res.StatusCode, string(b)
+		}
+
+		id := hold("shop/purge")
+		code, page := post(id, `{"aisle":"four"}`)
+		assert.Equal(t, http.StatusOK, code)
+		assert.Contains(t, page, "invalid_parameters")
+		assert.Empty(t, ran)
+		code, page = post(id, `{"aisle":5}`)
+		assert.Equal(t, http.StatusOK, code)
+		assert.Contains(t, page, "What your edit changed")
+		assert.Contains(t, page, "<del>4</del>")
+		assert.Contains(t, page, "<ins>5</ins>")
+		assert.Equal(t, []any{json.Number("5")}, ran)
+
+		id = hold("shop/purge4")
+		code, page = post(id, `{"aisle":6}`)
+		assert.Equal(t, http.StatusOK, code)
+		assert.Contains(t, page, "it waits for another person")
+		assert.Len(t, ran, 1)
 	})
 }

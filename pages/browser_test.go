@@ -19,7 +19,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/pages"
+	"github.com/actionreg/actions/sqlstore"
 )
 
 // The browser tests drive Debian's chromium, headless, through chromedp.
@@ -473,5 +475,86 @@ func TestBrowserRunLog(t *testing.T) {
 		tb.open("/ui/log")
 		assert.Contains(t, tb.text("main"), "No record matches", "the viewer sees only their own calls")
 		tb.quiet("the viewer's log")
+	})
+}
+
+// TestBrowserSupervisorConfirms: an agent (on mcp) proposes a purge whose
+// approval reserves the decision to holders of shop.approve, never the
+// proposer (four eyes). In headless Chromium the supervisor finds it in
+// their list, with the proposer, opens the screen (the host's
+// description, the arguments with their default), confirms it and sees
+// it done; the log says who confirmed.
+func TestBrowserSupervisorConfirms(t *testing.T) {
+	people["boss"] = &actions.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: actions.SurfaceUI}
+	t.Cleanup(func() { delete(people, "boss") })
+	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+		ran := 0
+		f.reg.MustRegister(actions.New(actions.Definition{ID: "shop/purge", Title: "Purge an aisle", Capability: "shop.write",
+			Description: "Removes every item of an aisle from the stock.",
+			Effect:      actions.EffectDelete, NeedsConfirmation: true,
+			Approval: &actions.Approval{Capability: "shop.approve", Proposer: actions.ProposerNever,
+				Describe: func(_ context.Context, c actions.CheckedCall) (string, error) {
+					return fmt.Sprintf("Aisle %v: 41 items, last counted on Monday", c.Params["aisle"]), nil
+				}},
+			Parameters: `{"type":"object","properties":{"aisle":{"type":"integer"},"keep":{"type":"string","default":"labels"}}}`},
+			func(context.Context, map[string]any, *actions.Trace) (any, error) { ran++; return "purged", nil }))
+		agent := &actions.Caller{Principal: "agent", Capabilities: []string{"shop.read", "shop.write"}, Surface: actions.SurfaceMCP}
+		_, err := f.reg.Run(context.Background(), actions.Call{Action: "shop/purge", Params: `{"aisle":4}`, Caller: agent})
+		var r *actions.Refusal
+		require.ErrorAs(t, err, &r)
+		id := r.Pending.ID
+
+		tb := newTab(t, f)
+		tb.open("/login/boss")
+		list := tb.text("main")
+		assert.Contains(t, list, "Purge an aisle", "the agent's change is in the supervisor's list")
+		assert.Contains(t, list, "agent")
+		tb.shot("approver-list")
+		tb.quiet("the approver's list")
+
+		tb.click(`a.change-link`)
+		assert.Equal(t, "/ui/changes/"+id, eval[string](tb, `location.pathname`))
+		main := tb.text("main")
+		for _, want := range []string{"Purge an aisle", "Aisle 4: 41 items, last counted on Monday", "agent", "labels"} {
+			assert.Contains(t, main, want)
+		}
+		assert.Contains(t, tb.axNames("the approver's screen")["button"], "Confirm and delete")
+		tb.shot("approver-change")
+		tb.quiet("the approver's screen")
+		assert.Zero(t, ran)
+
+		tb.click(`button.danger`)
+		assert.Equal(t, "Done", tb.text("h1"))
+		assert.Equal(t, 1, ran)
+		tb.quiet("the done page")
+		tb.open("/ui/")
+		assert.NotContains(t, tb.text("main"), "Purge an aisle", "decided: gone from the list")
+
+		recs, err := f.store.Read(context.Background(), sqlstore.Filter{PendingChange: id, Stages: []actions.Stage{actions.StageConfirmed}})
+		require.NoError(t, err)
+		require.Len(t, recs, 1)
+		assert.Equal(t, "boss", recs[0].Audit.Caller.Principal)
+
+		// An edit: the supervisor opens the form, writes other
+		// arguments and confirms them; the answer shows the difference.
+		f.reg.MustRegister(actions.New(actions.Definition{ID: "shop/trim", Title: "Trim an aisle", Capability: "shop.write",
+			Effect: actions.EffectDelete, NeedsConfirmation: true, Approval: &actions.Approval{Capability: "shop.approve"},
+			Parameters: `{"type":"object","properties":{"aisle":{"type":"integer"},"keep":{"type":"string","default":"labels"}}}`},
+			func(context.Context, map[string]any, *actions.Trace) (any, error) { ran++; return "trimmed", nil }))
+		_, err = f.reg.Run(context.Background(), actions.Call{Action: "shop/trim", Params: `{"aisle":7}`, Caller: agent})
+		require.ErrorAs(t, err, &r)
+		tb.open("/ui/changes/" + r.Pending.ID)
+		tb.do(chromedp.Click(chromedp.CSS(`details.edit summary`), chromedp.NodeVisible))
+		tb.do(chromedp.SetValue(chromedp.CSS(`#edit-params`), `{"aisle":8,"keep":"nothing"}`))
+		tb.axNames("the edit form")
+		tb.click(`details.edit button`)
+		assert.Equal(t, "Done", tb.text("h1"))
+		diff := tb.text("table.diff")
+		for _, want := range []string{"aisle", "7", "8", "keep", "labels", "nothing"} {
+			assert.Contains(t, diff, want)
+		}
+		assert.Equal(t, 2, ran)
+		tb.shot("approver-edited")
+		tb.quiet("the edit's answer")
 	})
 }

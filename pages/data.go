@@ -43,6 +43,9 @@ type change struct {
 	// (actions.Approval.Describe), Reason the approval rule's; either
 	// may be empty.
 	Summary, Reason string
+	// Editable: a single call (not a batch), which the person may
+	// replace with their own arguments (actions.Decision.Params).
+	Editable bool
 }
 
 // call is one held call of a change.
@@ -69,6 +72,10 @@ type who struct {
 // decision is what came of a confirmation or a rejection.
 type decision struct {
 	Confirmed bool
+	// Edited: the person's own arguments ran (or were held again, Held)
+	// in place of the change's; Changes are the members that differ.
+	Edited, Held bool
+	Changes      []memberChange
 	// Outcome is "done" or "refused" for a confirmation.
 	Outcome string
 	// Result is the canonical JSON of a done call's result; Code and
@@ -169,6 +176,7 @@ func (h *Handler) definitions() map[string]actions.Definition {
 func changeOf(pc actions.PendingChange, defs map[string]actions.Definition) change {
 	c := change{ID: pc.ID, Proposer: whoOf(&pc.Proposer), Created: pc.Created, Expires: pc.Expires, Summary: pc.Description, Reason: pc.Reason}
 	if pc.Batch == nil {
+		c.Editable = true
 		c.Calls = []call{callOf(pc.Action, pc.Alias, pc.Parameters, defs)}
 		return c
 	}
@@ -236,21 +244,53 @@ func (h *Handler) whyUnknown(ctx context.Context, id string, c *actions.Caller) 
 		return errNotFound
 	}
 	recs, err := h.store.Read(ctx, sqlstore.Filter{PendingChange: id, Principal: c.Principal,
-		Stages: []actions.Stage{actions.StageConfirmed, actions.StageRejected}, Limit: 1})
+		Stages: []actions.Stage{actions.StageConfirmed, actions.StageRejected, actions.StageEdited}, Limit: 1})
 	if err == nil && len(recs) > 0 {
 		return errDecided
 	}
 	return errNotFound
 }
 
-// decide confirms or rejects c's change id through the registry. A
-// confirmed call that is then refused is not an error: the refusal is in
-// the decision.
-func (h *Handler) decide(ctx context.Context, id string, confirm bool, c *actions.Caller) (decision, error) {
+// memberChange is one top-level member an edit changed: its value before
+// and after as canonical JSON, "" when absent on that side.
+type memberChange struct {
+	Member, Before, After string
+}
+
+// diffMembers lists the top-level members whose values differ between
+// the canonical JSON objects before and after, by name.
+func diffMembers(before, after string) []memberChange {
+	var a, b map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(before), &a)
+	_ = json.Unmarshal([]byte(after), &b)
+	var out []memberChange
+	for k, v := range a {
+		if w, ok := b[k]; !ok || string(w) != string(v) {
+			out = append(out, memberChange{Member: k, Before: string(v), After: string(b[k])})
+		}
+	}
+	for k, w := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, memberChange{Member: k, After: string(w)})
+		}
+	}
+	slices.SortFunc(out, func(x, y memberChange) int { return strings.Compare(x.Member, y.Member) })
+	return out
+}
+
+// decide confirms, rejects or edits (edit not nil: the person's
+// arguments, JSON text) c's change id through the registry. A confirmed
+// call that is then refused is not an error: the refusal is in the
+// decision.
+func (h *Handler) decide(ctx context.Context, id string, confirm bool, edit *string, c *actions.Caller) (decision, error) {
 	if _, err := h.change(ctx, id, c); err != nil {
 		return decision{}, err
 	}
-	res, err := h.reg.Decide(ctx, actions.Decision{Change: id, Confirm: confirm, Caller: c})
+	d := actions.Decision{Change: id, Confirm: confirm, Caller: c}
+	if edit != nil {
+		d.Params, confirm = *edit, true
+	}
+	res, err := h.reg.Decide(ctx, d)
 	if err != nil && len(res.Records) == 0 {
 		if errors.Is(err, actions.CodeUnknownChange) {
 			if _, cerr := h.change(ctx, id, c); cerr != nil {
@@ -264,23 +304,32 @@ func (h *Handler) decide(ctx context.Context, id string, confirm bool, c *action
 		return decision{}, nil
 	}
 	entry := res.Entry()
-	d := decision{Confirmed: true, Outcome: string(entry.Outcome), Result: entry.Result, Record: h.confirmation(ctx, id)}
+	out := decision{Confirmed: true, Outcome: string(entry.Outcome), Result: entry.Result}
+	if edit != nil && len(res.Records) > 0 {
+		a := res.Records[0].Audit
+		out.Edited, out.Held = true, errors.Is(err, actions.CodeConfirmationRequired)
+		out.Changes = diffMembers(a.Original, entry.Parameters)
+		out.Record = h.confirmation(ctx, id, actions.StageEdited)
+	} else {
+		out.Record = h.confirmation(ctx, id, actions.StageConfirmed)
+	}
 	if err != nil {
 		var r *actions.Refusal
 		if errors.As(err, &r) {
-			d.Code, d.Message = string(r.Code), r.Message
+			out.Code, out.Message = string(r.Code), r.Message
 		} else {
-			d.Code, d.Message = string(actions.CodeOf(err)), "the call failed"
+			out.Code, out.Message = string(actions.CodeOf(err)), "the call failed"
 		}
-		d.Outcome = string(actions.OutcomeRefused)
+		out.Outcome = string(actions.OutcomeRefused)
 	}
-	return d, nil
+	return out, nil
 }
 
-// confirmation is the seq of the newest record confirming change id, ""
+// confirmation is the seq of the newest record of change id at stage
+// (confirmed, or edited), ""
 // when the log holds none.
-func (h *Handler) confirmation(ctx context.Context, id string) string {
-	recs, err := h.store.Read(ctx, sqlstore.Filter{PendingChange: id, Stages: []actions.Stage{actions.StageConfirmed},
+func (h *Handler) confirmation(ctx context.Context, id string, stage actions.Stage) string {
+	recs, err := h.store.Read(ctx, sqlstore.Filter{PendingChange: id, Stages: []actions.Stage{stage},
 		Kept: sqlstore.KeptAndUndone, Newest: true, Limit: 1})
 	if err != nil || len(recs) == 0 {
 		return ""

@@ -121,8 +121,10 @@ type changeView struct {
 	Flags         int
 	Confirm       string // the form's target
 	Reject        string
+	Edit          string // "" when the change may not be edited (a batch)
 	ConfirmToken  string
 	RejectToken   string
+	EditToken     string
 	PendingLink   string
 	ConfirmButton string
 }
@@ -147,6 +149,10 @@ func (h *Handler) changeScreen(w http.ResponseWriter, r *http.Request) {
 	v.Reject = h.link("changes", c.ID, "reject")
 	v.ConfirmToken = h.token(who, v.Confirm)
 	v.RejectToken = h.token(who, v.Reject)
+	if c.Editable {
+		v.Edit = h.link("changes", c.ID, "edit")
+		v.EditToken = h.token(who, v.Edit)
+	}
 	v.ConfirmButton = "Confirm"
 	if v.Destructive {
 		v.ConfirmButton = "Confirm and " + verb(c.Calls)
@@ -196,9 +202,13 @@ func (h *Handler) decidePost(w http.ResponseWriter, r *http.Request) {
 	who := h.who(r)
 	id := r.PathValue("id")
 	var confirm bool
+	var edit *string
 	switch r.PathValue("decision") {
 	case "confirm":
 		confirm = true
+	case "edit":
+		text := r.PostFormValue("params")
+		edit = &text
 	case "reject":
 	default:
 		h.fail(w, r, http.StatusNotFound)
@@ -208,7 +218,7 @@ func (h *Handler) decidePost(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusForbidden)
 		return
 	}
-	d, err := h.decide(r.Context(), id, confirm, who)
+	d, err := h.decide(r.Context(), id, confirm, edit, who)
 	if err != nil {
 		h.undecidable(w, r, id, err)
 		return
@@ -221,6 +231,9 @@ func (h *Handler) decidePost(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !d.Confirmed:
 		v.Kind = "rejected"
+	case d.Held:
+		v.Kind = "held"
+		title = "Edited: it waits for another person"
 	case d.Outcome == string(actions.OutcomeDone):
 		v.Kind = "done"
 		v.Result = (&tree{}).parse(d.Result)

@@ -32,7 +32,7 @@ func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
 	return res, string(b)
 }
 
-var csrfRe = regexp.MustCompile(`action="([^"]+/(confirm|reject|replay))">\s*<input type="hidden" name="csrf" value="([^"]+)"`)
+var csrfRe = regexp.MustCompile(`action="([^"]+/(confirm|reject|edit|replay))">\s*<input type="hidden" name="csrf" value="([^"]+)"`)
 
 // forms returns the forms' targets and tokens of a page, by decision.
 func forms(body string) map[string][2]string {

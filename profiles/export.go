@@ -31,7 +31,8 @@ type Export struct {
 }
 
 // exportAll exports tools, which Registry.Tools gave sorted by name, each
-// with the parameters schema of its action (docs, by id).
+// with the parameters schema of its action (docs, by id), leaving out the
+// app-only ones (actions.Definition.AppOnly), which no model is offered.
 func exportAll(rules *profileRules, tools []actions.Tool, docs map[string]map[string]any) (*Export, error) {
 	out := &Export{Profile: rules.profile, Tools: make([]map[string]any, 0, len(tools)), Losses: []Loss{}}
 	var budget *strictBudget
@@ -39,6 +40,9 @@ func exportAll(rules *profileRules, tools []actions.Tool, docs map[string]map[st
 		budget = &strictBudget{}
 	}
 	for i := range tools {
+		if tools[i].AppOnly() {
+			continue // a view's helper (MCP Apps): never offered to a model
+		}
 		id, err := actions.ActionID(tools[i].Name)
 		if err != nil {
 			return nil, fmt.Errorf("profiles: exporting the tool %s: %w", tools[i].Name, err)

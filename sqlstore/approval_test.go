@@ -10,6 +10,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/internal/dbtest"
+	"github.com/actionreg/actions/sqlstore"
 )
 
 // TestApproverDecidesInSQL: on both databases, ListAll returns every
@@ -67,5 +68,69 @@ func TestApproverDecidesInSQL(t *testing.T) {
 		assert.ErrorIs(t, err, actions.ErrNoPendingChange)
 		_, err = s.Pending().Get(ctx, second)
 		require.NoError(t, err, "a refused decision leaves the change")
+	})
+}
+
+// TestEditDecisionInSQL: on both databases, a supervisor's edit of an
+// agent's change runs the edited arguments in one transaction with its
+// record, which the log keeps as stage edited with the replaced
+// parameters; under four eyes the edit is held again as the
+// supervisor's change, replacing the agent's, and the log says which.
+func TestEditDecisionInSQL(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		ctx := context.Background()
+		s := newStore(t, db, nil)
+		reg := actions.NewRegistry(&actions.Options{Store: s, Gate: &actions.GateOptions{Pending: s.Pending()}})
+		var ran atomic.Int32
+		body := func(context.Context, map[string]any, *actions.Trace) (any, error) {
+			ran.Add(1)
+			return "deleted", nil
+		}
+		params := `{"type":"object","properties":{"n":{"type":"integer"},"why":{"type":"string","default":"cleanup"}},"required":["n"]}`
+		reg.MustRegister(
+			actions.New(actions.Definition{ID: "t/delete", Effect: actions.EffectDelete, NeedsConfirmation: true,
+				Approval: &actions.Approval{Capability: "t.approve"}, Parameters: params}, body),
+			actions.New(actions.Definition{ID: "t/purge", Effect: actions.EffectDelete, NeedsConfirmation: true,
+				Approval: &actions.Approval{Capability: "t.approve", Proposer: actions.ProposerNever}, Parameters: params}, body))
+		agent := &actions.Caller{Principal: "agent", Surface: actions.SurfaceMCP}
+		boss := &actions.Caller{Principal: "boss", Capabilities: []string{"t.approve"}, Surface: actions.SurfaceUI}
+		hold := func(action string) string {
+			_, err := reg.Run(ctx, actions.Call{Action: action, Params: `{"n":1}`, Caller: agent})
+			require.ErrorIs(t, err, actions.CodeConfirmationRequired)
+			return err.(*actions.Refusal).Pending.ID
+		}
+
+		first := hold("t/delete")
+		_, err := reg.Decide(ctx, actions.Decision{Change: first, Params: `{"n":"one"}`, Caller: boss})
+		require.ErrorIs(t, err, actions.CodeInvalidParameters)
+		_, err = s.Pending().Get(ctx, first)
+		require.NoError(t, err, "the refused edit rolled back: the change waits")
+		_, err = reg.Decide(ctx, actions.Decision{Change: first, Params: `{"n":2}`, Caller: boss})
+		require.NoError(t, err)
+		assert.Equal(t, int32(1), ran.Load())
+		recs, err := s.Read(ctx, sqlstore.Filter{PendingChange: first, Stages: []actions.Stage{actions.StageEdited}})
+		require.NoError(t, err)
+		require.Len(t, recs, 1)
+		assert.Equal(t, `{"n":2,"why":"cleanup"}`, recs[0].Entry.Parameters)
+		assert.Equal(t, `{"n":1,"why":"cleanup"}`, recs[0].Audit.Original)
+		assert.Equal(t, "boss", recs[0].Audit.Caller.Principal)
+		assert.Equal(t, actions.OutcomeDone, recs[0].Entry.Outcome)
+
+		second := hold("t/purge")
+		_, err = reg.Decide(ctx, actions.Decision{Change: second, Params: `{"n":3}`, Caller: boss})
+		require.ErrorIs(t, err, actions.CodeConfirmationRequired)
+		next := err.(*actions.Refusal).Pending.ID
+		_, err = s.Pending().Get(ctx, second)
+		assert.ErrorIs(t, err, actions.ErrNoPendingChange)
+		pc, err := s.Pending().Get(ctx, next)
+		require.NoError(t, err)
+		assert.Equal(t, "boss", pc.Proposer.Principal)
+		assert.Equal(t, `{"n":3,"why":"cleanup"}`, pc.Parameters)
+		recs, err = s.Read(ctx, sqlstore.Filter{PendingChange: next})
+		require.NoError(t, err)
+		require.Len(t, recs, 1)
+		assert.Equal(t, actions.StageHeld, recs[0].Audit.Stage)
+		assert.Equal(t, second, recs[0].Audit.Replaces)
+		assert.Equal(t, int32(1), ran.Load())
 	})
 }

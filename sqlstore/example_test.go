@@ -212,3 +212,29 @@ func ExampleStore_FailTasks() {
 	// 1 <nil>
 	// failed internal
 }
+
+// The clauses a body under OrderLocks ends its reads with: a row it reads
+// and keeps (FOR SHARE), a row it reads and then writes (FOR UPDATE). They
+// are empty outside a unit of a PostgreSQL store, as here: SQLite, one
+// writer at a time, needs neither, and a View is read only.
+func ExampleForShare() {
+	ctx := context.Background()
+	fmt.Printf("%q\n", "SELECT n FROM stock WHERE item = ?"+sqlstore.ForShare(ctx))
+	fmt.Printf("%q\n", "SELECT n FROM stock WHERE item = ?"+sqlstore.ForUpdate(ctx))
+	// Output:
+	// "SELECT n FROM stock WHERE item = ?"
+	// "SELECT n FROM stock WHERE item = ?"
+}
+
+// A report reads a range shared (readers side by side), and each insert
+// into that range takes the same key exclusively: under OrderLocks the
+// log then orders every report against every insert it could have seen.
+// Outside a unit there is no transaction to hold the lock.
+func ExampleLockShared() {
+	ctx := context.Background()
+	fmt.Println(sqlstore.LockShared(ctx, "stock of period 2025"))
+	fmt.Println(sqlstore.Lock(ctx, "stock of period 2025"))
+	// Output:
+	// sqlstore: LockShared outside a unit
+	// sqlstore: Lock outside a unit
+}

@@ -40,12 +40,35 @@ const (
 // the units that read or write it are ordered in the log as they ran. On
 // PostgreSQL it is a transaction-scoped advisory lock on a 64-bit hash
 // of key (FNV-1a); two keys of one hash share a lock, which orders more
-// than needed and never less. On SQLite, whose writers run one at a
-// time, it does nothing. Errors: outside a unit; the database's.
+// than needed and never less. The store's isolation must be read
+// committed: at repeatable read or serializable a read after the lock
+// still sees the snapshot the unit's first statement took, which may
+// predate the commit of the unit it waited for (docs/database.md). On
+// SQLite, whose writers run one at a time, and in a [Store.View], it
+// does nothing. Errors: outside a unit; the database's.
 func Lock(ctx context.Context, key string) error {
+	return advisory(ctx, key, "SELECT pg_advisory_xact_lock($1)", "Lock")
+}
+
+// LockShared is [Lock] in shared mode: units holding key shared run side
+// by side, and wait only for a unit holding it with [Lock] (which waits
+// for them). A reader of a range takes it shared, each writer of a row
+// that would enter the range takes it with Lock: readers never wait for
+// one another, and the log orders each reader against every insert it
+// could have seen. On PostgreSQL it is pg_advisory_xact_lock_shared on
+// the key's FNV-1a hash, held to the unit's end, under read committed
+// as Lock; on SQLite and in a View it does nothing. Errors: outside a
+// unit; the database's.
+func LockShared(ctx context.Context, key string) error {
+	return advisory(ctx, key, "SELECT pg_advisory_xact_lock_shared($1)", "LockShared")
+}
+
+// advisory takes the transaction-scoped advisory lock query on key's hash
+// in the unit of ctx; name is the caller's, for the error.
+func advisory(ctx context.Context, key, query, name string) error {
 	tx, ok := Tx(ctx)
 	if !ok {
-		return errors.New("sqlstore: Lock outside a unit")
+		return errors.New("sqlstore: " + name + " outside a unit")
 	}
 	d, _ := ctx.Value(dialectKey{}).(Dialect)
 	if d != PostgreSQL {
@@ -53,8 +76,42 @@ func Lock(ctx context.Context, key string) error {
 	}
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(key))
-	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64()))
+	_, err := tx.ExecContext(ctx, query, int64(h.Sum64()))
 	return err
+}
+
+// ForShare is the clause a SELECT ends with to lock the rows it reads in
+// shared mode until the unit ends, as a body under [OrderLocks] reads a
+// row it does not write: " FOR SHARE" in a unit on PostgreSQL; "" on
+// SQLite (one writer at a time, whose transaction holds the database),
+// in a [Store.View] (read only, its snapshot fixed) and outside a unit,
+// so that one query serves all four. PostgreSQL refuses the clause with
+// an aggregate, DISTINCT or GROUP BY: select the rows and count or sum
+// them in Go.
+func ForShare(ctx context.Context) string {
+	if inPostgresUnit(ctx) {
+		return " FOR SHARE"
+	}
+	return ""
+}
+
+// ForUpdate is [ForShare] in exclusive mode (" FOR UPDATE"), for a row
+// the unit reads and then writes or deletes: taking the write lock at
+// the read spares two units the deadlock of each holding the row shared
+// and waiting to write it.
+func ForUpdate(ctx context.Context) string {
+	if inPostgresUnit(ctx) {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// inPostgresUnit tells whether ctx belongs to a unit of a PostgreSQL
+// store (a View carries no dialect).
+func inPostgresUnit(ctx context.Context) bool {
+	_, ok := Tx(ctx)
+	d, _ := ctx.Value(dialectKey{}).(Dialect)
+	return ok && d == PostgreSQL
 }
 
 // dialectKey is the context key of the unit's dialect, for Lock.

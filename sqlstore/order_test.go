@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"hash/fnv"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -166,4 +167,61 @@ func TestOpenSQLiteRefusesMemory(t *testing.T) {
 		assert.Nil(t, w)
 		assert.Nil(t, r)
 	}
+}
+
+// TestLockSharedAndClauses holds a key shared and another exclusively in
+// a unit, and asks from another connection, without waiting, for each:
+// a shared lock of the shared key is granted, an exclusive one is not,
+// and the exclusive key is refused both ways. In the unit the clauses are
+// " FOR SHARE" and " FOR UPDATE" on PostgreSQL, empty on SQLite (where
+// the locks do nothing), and empty in a View and outside a unit.
+func TestLockSharedAndClauses(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		ctx := context.Background()
+		s := newStore(t, db, &sqlstore.Options{Order: sqlstore.OrderLocks})
+		pg := db.Dialect == sqlstore.PostgreSQL
+		hash := func(key string) int64 {
+			h := fnv.New64a()
+			_, _ = h.Write([]byte(key))
+			return int64(h.Sum64())
+		}
+		try := func(fn string, key string) bool {
+			conn, err := db.Conn(ctx)
+			require.NoError(t, err)
+			defer conn.Close()
+			var ok bool
+			require.NoError(t, conn.QueryRowContext(ctx, "SELECT "+fn+"($1)", hash(key)).Scan(&ok))
+			if ok {
+				_, err = conn.ExecContext(ctx, "SELECT pg_advisory_unlock_all()")
+				require.NoError(t, err)
+			}
+			return ok
+		}
+		_, err := s.Atomic(ctx, func(ctx context.Context) actions.Unit {
+			require.NoError(t, sqlstore.LockShared(ctx, "report"))
+			require.NoError(t, sqlstore.Lock(ctx, "row"))
+			if !pg {
+				assert.Empty(t, sqlstore.ForShare(ctx))
+				assert.Empty(t, sqlstore.ForUpdate(ctx))
+				return actions.Unit{Commit: true}
+			}
+			assert.Equal(t, " FOR SHARE", sqlstore.ForShare(ctx))
+			assert.Equal(t, " FOR UPDATE", sqlstore.ForUpdate(ctx))
+			assert.True(t, try("pg_try_advisory_lock_shared", "report"), "shared beside shared")
+			assert.False(t, try("pg_try_advisory_lock", "report"), "exclusive beside shared")
+			assert.False(t, try("pg_try_advisory_lock_shared", "row"), "shared beside exclusive")
+			return actions.Unit{Commit: true}
+		})
+		require.NoError(t, err)
+		if pg {
+			assert.True(t, try("pg_try_advisory_lock", "report"), "released at the unit's end")
+			assert.True(t, try("pg_try_advisory_lock", "row"), "released at the unit's end")
+		}
+		require.NoError(t, s.View(ctx, func(ctx context.Context) error {
+			assert.Empty(t, sqlstore.ForShare(ctx), "a View is read only")
+			return sqlstore.LockShared(ctx, "report")
+		}))
+		assert.Empty(t, sqlstore.ForShare(ctx))
+		assert.ErrorContains(t, sqlstore.LockShared(ctx, "report"), "outside a unit")
+	})
 }

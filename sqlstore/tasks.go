@@ -248,7 +248,9 @@ func (s *Store) PurgeTasks(ctx context.Context, now time.Time) (int64, error) {
 // A task runs in the process that created it; when that process dies,
 // nothing ends its task. Call FailTasks when a replica starts, before it
 // serves, with its own origin (none of its tasks can be running then),
-// or for a replica that is gone for good. Such a task answers tasks/get
+// or for a replica that is gone for good. Replicas sharing a database
+// need an origin each: with the empty origin shared, one replica's
+// FailTasks ends the tasks the others are running. Such a task answers tasks/get
 // as failed with an internal error (MCP: JSON-RPC -32603): whether its
 // call's unit had committed is known from the run log, and a unit that
 // commits later (a process that was only slow) finds the task ended and

@@ -302,9 +302,14 @@ func createActor(ctx context.Context, p map[string]any, env *Env) (any, error) {
 }
 
 func deleteActor(ctx context.Context, p actorParams, env *Env) (*deletion, error) {
-	a, err := actorOf(ctx, p.Actor, env)
+	// The actor held for the delete (its row FOR UPDATE) before its
+	// emissions go: no call records an emission of it meanwhile.
+	a, ok, err := env.Model.LockActor(ctx, p.Actor)
 	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		return nil, actorGone()
 	}
 	// The emissions go first, through the hidden action: its entry is a
 	// step of this one. It is offered on no surface, so no caller may call
@@ -369,11 +374,17 @@ func actorOf(ctx context.Context, key string, env *Env) (Actor, error) {
 		return Actor{}, err
 	}
 	if !ok {
-		r := actions.NewRefusal("not_found", "the actor was deleted meanwhile")
-		r.NextAction = "Call supply-list_actors to see the actors that remain."
-		return Actor{}, r
+		return Actor{}, actorGone()
 	}
 	return a, nil
+}
+
+// actorGone is the refusal of a call whose actor was deleted after its
+// ref was resolved.
+func actorGone() error {
+	r := actions.NewRefusal("not_found", "the actor was deleted meanwhile")
+	r.NextAction = "Call supply-list_actors to see the actors that remain."
+	return r
 }
 
 // nameIn is the actor's name in lang, else in the source language, else

@@ -7,7 +7,7 @@
 //	supplychain [-db DB] [-batch FILE]   run a batch and print what it did
 //	supplychain serve [-db DB]           serve the actions as MCP tools on stdio
 //	supplychain serve -http ADDR         serve them over streamable HTTP at http://ADDR/mcp
-//	supplychain serve -http ADDR -stateless [-replica NAME]
+//	supplychain serve -http ADDR -stateless [-replica NAME] [-serial]
 //	                                     the same, each request on its own (for replicas)
 //	supplychain replay -db DB            replay the database's run log on a fresh model
 //
@@ -205,7 +205,17 @@ func setup() (*Model, *actions.Registry, error) {
 // embedded model when empty) and registers the actions; origin names the
 // writer in the run log, and onRecord (may be nil) sees each record.
 func setupDB(ctx context.Context, dsn, origin string, onRecord func(actions.Record)) (*Model, *actions.Registry, error) {
-	model, err := OpenModel(ctx, dsn, modelJSON, origin)
+	return setupDBOrder(ctx, dsn, origin, false, onRecord)
+}
+
+// setupDBOrder is setupDB whose store runs one unit at a time when serial
+// (OpenModelSerial), side by side otherwise (OpenModel).
+func setupDBOrder(ctx context.Context, dsn, origin string, serial bool, onRecord func(actions.Record)) (*Model, *actions.Registry, error) {
+	open := OpenModel
+	if serial {
+		open = OpenModelSerial
+	}
+	model, err := open(ctx, dsn, modelJSON, origin)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -258,6 +268,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	stateless := fs.Bool("stateless", false, "with -http: no sessions, each request served on its own, so that replicas can share clients")
 	dsn := dbFlag(fs)
 	replica := fs.String("replica", "", "this server's name in the run log (its origin), for replicas sharing a database")
+	serial := fs.Bool("serial", false, "run one call at a time across every replica sharing the database, instead of side by side under the locks each call takes")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -269,7 +280,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	// Each record, once its unit is settled, as a line of canonical JSON.
 	records := actions.NewEntryWriter(stderr)
-	model, reg, err := setupDB(ctx, *dsn, *replica, records.Write)
+	model, reg, err := setupDBOrder(ctx, *dsn, *replica, *serial, records.Write)
 	if err != nil {
 		return err
 	}

@@ -130,8 +130,20 @@ func openDB(dsn string) (db, read *sql.DB, dialect sqlstore.Dialect, err error) 
 // model's tables and the run log's when they are missing, and seeds the
 // model from the model file seed when it is empty. Replicas may open one
 // database at once: one seeds, the others find it seeded. origin names
-// the writer in the run log.
+// the writer in the run log. The store runs its units side by side
+// (sqlstore.OrderLocks); see OpenModelSerial for one at a time.
 func OpenModel(ctx context.Context, dsn string, seed []byte, origin string) (*Model, error) {
+	return openModel(ctx, dsn, seed, origin, false)
+}
+
+// OpenModelSerial is OpenModel whose store runs one unit at a time across
+// every process sharing the database (sqlstore.Options.Serial), as
+// "serve -serial" does: the strongest order, and the slowest.
+func OpenModelSerial(ctx context.Context, dsn string, seed []byte, origin string) (*Model, error) {
+	return openModel(ctx, dsn, seed, origin, true)
+}
+
+func openModel(ctx context.Context, dsn string, seed []byte, origin string, serial bool) (*Model, error) {
 	file, err := readModelFile(seed)
 	if err != nil {
 		return nil, err
@@ -141,12 +153,18 @@ func OpenModel(ctx context.Context, dsn string, seed []byte, origin string) (*Mo
 		return nil, err
 	}
 	m := &Model{db: db, read: read, dialect: dialect, q: db, languages: file.Languages}
-	// Serial: one call at a time across replicas, so that the log's order
-	// is the order the calls saw the model in, and replays are exact.
-	// (OrderLocks would let replicas commit side by side, but it asks
-	// each body to lock what it reads, and these read with plain SELECTs:
-	// docs/database.md.)
-	m.store, err = sqlstore.New(db, dialect, &sqlstore.Options{Origin: origin, Serial: true, Readers: read})
+	// OrderLocks: units run and commit side by side, on every replica,
+	// and the log's Seq is drawn under the locks each unit holds; the
+	// bodies lock what they read (locks.go), so that replaying the log in
+	// Seq order gives every read what it saw. Read committed: each
+	// statement sees what committed before it, in particular what the
+	// unit whose lock it waited for wrote (docs/database.md). Serial
+	// instead runs one unit at a time.
+	opts := &sqlstore.Options{Origin: origin, Readers: read, Order: sqlstore.OrderLocks, Isolation: sql.LevelReadCommitted}
+	if serial {
+		opts = &sqlstore.Options{Origin: origin, Readers: read, Serial: true}
+	}
+	m.store, err = sqlstore.New(db, dialect, opts)
 	if err == nil {
 		err = m.store.Migrate(ctx)
 	}
@@ -347,7 +365,11 @@ func (m *Model) ResolveRef(ctx context.Context, schema, value string) (actions.R
 		m = m.On(tx)
 	}
 	// Two indexed lookups: the actor whose id is value, the actors one of
-	// whose names is value.
+	// whose names is value. Each is locked shared first (lockIDs): a create
+	// or a delete of that id or name waits, or is waited for.
+	if err := lock(ctx, sqlstore.LockShared, idKey(value), nameKey(value)); err != nil {
+		return actions.RefMatches{}, err
+	}
 	var found actions.RefMatches
 	var key string
 	switch err := m.q.QueryRowContext(ctx, m.bind("SELECT actor_key FROM sc_actors WHERE id = ?"), value).Scan(&key); {
@@ -373,8 +395,10 @@ func (m *Model) ResolveRef(ctx context.Context, schema, value string) (actions.R
 }
 
 // Actor returns the actor of a key; ok is false when there is none.
+// Inside a unit the row is read FOR SHARE: a delete of it waits for the
+// unit, or the unit for the delete.
 func (m *Model) Actor(ctx context.Context, key string) (Actor, bool, error) {
-	list, err := m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors WHERE actor_key = ?", key)
+	list, err := m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors WHERE actor_key = ?"+sqlstore.ForShare(ctx), key)
 	if err != nil || len(list) == 0 {
 		return Actor{}, false, err
 	}
@@ -399,14 +423,24 @@ func (m *Model) ActorsAfter(ctx context.Context, typ, after string, limit int) (
 	if limit > 0 {
 		q, args = q+" LIMIT ?", append(args, limit)
 	}
-	return m.actors(ctx, q, args...)
+	// The set of actors, which creates and deletes change: locked shared.
+	if err := lock(ctx, sqlstore.LockShared, actorsKey); err != nil {
+		return nil, err
+	}
+	return m.actors(ctx, q+sqlstore.ForShare(ctx), args...)
 }
 
 // CreateActor adds an actor and returns it with its new key; errIDTaken
 // when the id is used. The key comes from the counter row, updated in the
 // call's transaction: two calls at once conflict there, and the one
 // retried takes the next key.
+//
+// Inside a unit it locks, exclusively, the set of actors, the id and each
+// name (locks.go), before it reads whether the id is taken.
 func (m *Model) CreateActor(ctx context.Context, id, typ string, names map[string]string) (Actor, error) {
+	if err := lockActor(ctx, id, names); err != nil {
+		return Actor{}, err
+	}
 	var taken int
 	if err := m.q.QueryRowContext(ctx, m.bind("SELECT count(*) FROM sc_actors WHERE id = ?"), id).Scan(&taken); err != nil {
 		return Actor{}, err
@@ -422,8 +456,14 @@ func (m *Model) CreateActor(ctx context.Context, id, typ string, names map[strin
 	return a, m.insertActor(ctx, a)
 }
 
-// DeleteActor removes an actor; false when there was none.
+// DeleteActor removes an actor; false when there was none. Inside a unit
+// it takes the actor's row FOR UPDATE, then locks its id and names as
+// CreateActor does; a body deleting emissions first calls LockActor
+// before.
 func (m *Model) DeleteActor(ctx context.Context, key string) (bool, error) {
+	if _, ok, err := m.LockActor(ctx, key); err != nil || !ok {
+		return false, err
+	}
 	if _, err := m.q.ExecContext(ctx, m.bind("DELETE FROM sc_actor_names WHERE actor_key = ?"), key); err != nil {
 		return false, err
 	}
@@ -437,10 +477,21 @@ func (m *Model) DeleteActor(ctx context.Context, key string) (bool, error) {
 
 // SetEmissions sets an actor's emissions for a period and returns the
 // previous value (ok false when there was none).
+//
+// Inside a unit it locks the period's emissions before reading the row
+// FOR UPDATE (two units inserting the same row wait for one another
+// rather than one failing on the primary key), and an insert locks the
+// actor's emissions, the range the row enters (locks.go).
 func (m *Model) SetEmissions(ctx context.Context, key, period string, co2t float64) (previous float64, ok bool, err error) {
-	err = m.q.QueryRowContext(ctx, m.bind("SELECT co2_t FROM sc_emissions WHERE actor_key = ? AND period = ?"), key, period).Scan(&previous)
+	if err := lock(ctx, sqlstore.Lock, periodKey(period)); err != nil {
+		return 0, false, err
+	}
+	err = m.q.QueryRowContext(ctx, m.bind("SELECT co2_t FROM sc_emissions WHERE actor_key = ? AND period = ?"+sqlstore.ForUpdate(ctx)), key, period).Scan(&previous)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
+		if err := lock(ctx, sqlstore.Lock, actorEmissionsKey(key)); err != nil {
+			return 0, false, err
+		}
 		_, err = m.q.ExecContext(ctx, m.bind("INSERT INTO sc_emissions (actor_key, period, co2_t) VALUES (?, ?, ?)"), key, period, co2t)
 		return 0, false, err
 	case err != nil:
@@ -451,7 +502,49 @@ func (m *Model) SetEmissions(ctx context.Context, key, period string, co2t float
 }
 
 // ClearEmissions removes every emission of an actor and returns how many.
+// Inside a unit it locks, exclusively, the period of each of them (in
+// order, as writers take them before the actor's emissions), then the
+// actor's emissions, then the period of a row inserted meanwhile, if any.
 func (m *Model) ClearEmissions(ctx context.Context, key string) (int, error) {
+	if _, ok := sqlstore.Tx(ctx); ok {
+		locked := map[string]bool{}
+		lockPeriods := func() error {
+			rows, err := m.q.QueryContext(ctx, m.bind("SELECT period FROM sc_emissions WHERE actor_key = ? ORDER BY period"), key)
+			if err != nil {
+				return err
+			}
+			var periods []string
+			for rows.Next() {
+				var p string
+				if err := rows.Scan(&p); err != nil {
+					rows.Close()
+					return err
+				}
+				if !locked[p] {
+					periods, locked[p] = append(periods, p), true
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, p := range periods {
+				if err := sqlstore.Lock(ctx, periodKey(p)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := lockPeriods(); err != nil {
+			return 0, err
+		}
+		if err := sqlstore.Lock(ctx, actorEmissionsKey(key)); err != nil {
+			return 0, err
+		}
+		if err := lockPeriods(); err != nil {
+			return 0, err
+		}
+	}
 	res, err := m.q.ExecContext(ctx, m.bind("DELETE FROM sc_emissions WHERE actor_key = ?"), key)
 	if err != nil {
 		return 0, err
@@ -480,14 +573,26 @@ func (m *Model) emissions(ctx context.Context, q string, args ...any) ([]Emissio
 }
 
 // Emissions returns an actor's emissions, sorted by period.
+// Inside a unit it locks the actor's emissions shared, and reads the rows
+// FOR SHARE.
 func (m *Model) Emissions(ctx context.Context, key string) ([]Emission, error) {
-	return m.emissions(ctx, "SELECT actor_key, period, co2_t FROM sc_emissions WHERE actor_key = ? ORDER BY period", key)
+	if err := lock(ctx, sqlstore.LockShared, actorEmissionsKey(key)); err != nil {
+		return nil, err
+	}
+	return m.emissions(ctx, "SELECT actor_key, period, co2_t FROM sc_emissions WHERE actor_key = ? ORDER BY period"+sqlstore.ForShare(ctx), key)
 }
 
 // Total returns the emissions of a period summed over the actors of a type
 // ("" for all), and the number of actors counted. The sum is made here,
 // in key order, so that it is the same double on every database.
+//
+// Inside a unit it locks the period's emissions shared: every write of
+// one takes that key exclusively (locks.go), so the rows need no lock of
+// their own.
 func (m *Model) Total(ctx context.Context, period, typ string) (co2t float64, actors int, err error) {
+	if err := lock(ctx, sqlstore.LockShared, periodKey(period)); err != nil {
+		return 0, 0, err
+	}
 	q := "SELECT e.actor_key, e.period, e.co2_t FROM sc_emissions e JOIN sc_actors a ON a.actor_key = e.actor_key WHERE e.period = ?"
 	args := []any{period}
 	if typ != "" {

@@ -79,7 +79,7 @@ func TestConfirmViewInABrowser(t *testing.T) {
 	}
 	inFrame := `document.getElementById("v").contentDocument`
 	// Wait for the handshake and the render (polled: no time asserted).
-	for range 200 {
+	for range 4800 { // 25 ms each: up to the tab's 2-minute deadline, on a loaded machine
 		if eval(inFrame+`.getElementById("open").hidden ? "" : "shown"`) == "shown" {
 			break
 		}
@@ -90,7 +90,7 @@ func TestConfirmViewInABrowser(t *testing.T) {
 	assert.Equal(t, "step 1: shop/discard", eval(inFrame+`.getElementById("steps").textContent`))
 	assert.Equal(t, "Open the confirmation screen", eval(inFrame+`.getElementById("open").getAttribute("aria-label")`))
 	eval(inFrame + `.getElementById("open").click(), ""`)
-	for range 200 {
+	for range 4800 { // 25 ms each: up to the tab's 2-minute deadline, on a loaded machine
 		if eval(`window.opened`) != "" {
 			break
 		}

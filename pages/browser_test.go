@@ -125,7 +125,7 @@ func (tb *tab) click(sel string) {
 func (tb *tab) settle() {
 	tb.t.Helper()
 	tb.do(chromedp.Sleep(150*time.Millisecond), chromedp.WaitReady(chromedp.CSS("body")))
-	for range 50 {
+	for range 1200 { // 50 ms each: up to a minute, on a loaded machine
 		if eval[string](tb, `document.readyState`) == "complete" {
 			return
 		}

@@ -100,11 +100,20 @@ type Definition struct {
 	// ends and the call is refused with timeout ([CodeTimeout]), its
 	// unit rolled back. Zero means the registry's Options.Timeout;
 	// negative means no limit. A nested call runs within the smaller of
-	// its own limit and what is left of its caller's. The registry waits
-	// for the body to return (it must honour ctx); a body that returns
-	// after the limit passed is refused all the same. Set in Go: a
-	// manifest's JSON declares none.
+	// its own limit and what is left of its caller's. A body with a
+	// limit runs on a goroutine of its own: the call is answered timeout
+	// at the deadline, and its unit rolled back then, even if the body
+	// ignores ctx and runs on (its later statements on the unit's
+	// transaction fail; docs/registry.md, time limits). A body that
+	// returns after the deadline by the registry's clock is refused all
+	// the same. Set in Go: a manifest's JSON declares none.
 	Timeout time.Duration `json:"-"`
+	// Long: a call may run for minutes (an import, a report). Over MCP,
+	// a client that declares the Tasks extension on its call gets a task
+	// handle at once and polls for the answer (see [Registry.Start] and
+	// docs/tasks.md); any other caller waits for the answer as usual.
+	// Set in Go: a manifest's JSON declares none.
+	Long bool `json:"-"`
 }
 
 // Action is a definition with its body. The body receives the call's

@@ -70,6 +70,9 @@ func recordedBytes(t *testing.T, store *sqlstore.Store) (int, int) {
 // bytes allocated while the batch ran (an upper bound of its peak heap)
 // stay a small multiple of it.
 func TestBatchBytesBoundsACopyingBatch(t *testing.T) {
+	if raceEnabled {
+		t.Skip("copies 4 MB five times (minutes under -race); CI runs it without the race detector, TestBatchBytesScaled under it")
+	}
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		ctx := context.Background()
 		store, err := sqlstore.New(db.DB, db.Dialect, nil)

@@ -67,6 +67,11 @@ func answerOf(k *UnitKey, v any, recs []Record, err error) Answer {
 			if n := len(recs); n > 0 && recs[n-1].Entry.Error != "" {
 				code = recs[n-1].Entry.Error
 			}
+			if code == CodeInProgress || code == CodeIdempotencyConflict {
+				// A body's own error with a key's code: its retry must not
+				// read as a refusal about the key.
+				code = CodeInternal
+			}
 			rf = NewRefusal(code, "the call made with this idempotency key failed")
 		}
 		cp := *rf

@@ -31,6 +31,7 @@ type Registry struct {
 	// empty.
 	drawKey   sync.Once
 	randomKey []byte
+	tasks     taskRuns // the tasks running in this process
 }
 
 type registered struct {

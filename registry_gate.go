@@ -83,7 +83,8 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 	if d.Caller == nil || d.Caller.Principal == "" {
 		return Result{}, unknownChange()
 	}
-	return r.observeDecide(ctx, d, r.decisionKey(ctx, d), func(ctx context.Context) (any, []Record, bool, error) {
+	st := &unitState{} // a failed confirmation keeps no key: the change waits for another try
+	return r.observeDecide(ctx, d, r.decisionKey(ctx, d), st, func(ctx context.Context) (any, []Record, bool, error) {
 		g := r.gateOf()
 		pc, err := g.take(ctx, d.Change, d.Caller)
 		if err != nil {
@@ -94,7 +95,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 		}
 		confirmer := d.Caller.clone()
 		confirmer.PendingChange = pc.ID
-		inv := invocation{caller: &confirmer, confirming: pc.ID, key: pc.IdempotencyKey}
+		inv := invocation{caller: &confirmer, confirming: pc.ID, key: pc.IdempotencyKey, state: st}
 		var (
 			value  any
 			recs   []Record
@@ -166,9 +167,9 @@ func (r *Registry) decisionKey(ctx context.Context, d Decision) *UnitKey {
 
 // observeDecide runs fn, the decision d, in one unit, observed as one
 // OpDecide.
-func (r *Registry) observeDecide(ctx context.Context, d Decision, key *UnitKey, fn unitWork) (Result, error) {
+func (r *Registry) observeDecide(ctx context.Context, d Decision, key *UnitKey, st *unitState, fn unitWork) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpDecide, Decision: d, Step: -1})
-	res, err := r.unit(ctx, key, nil, fn) // a decision keeps no failed outcome: the change waits for another try
+	res, err := r.unit(ctx, key, st, fn)
 	ob.end(res, err)
 	return res, err
 }

@@ -65,12 +65,12 @@ func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
 	}
 	p := r.newProgress(c.Progress)
 	defer p.close()
-	started := new(atomic.Bool)
+	st := &unitState{keepStarted: true}
 	if c.Batch != nil {
-		return r.observeBatch(ctx, c, key, p, started)
+		return r.observeBatch(ctx, c, key, p, st)
 	}
-	return r.unit(ctx, key, started, func(ctx context.Context) (any, []Record, bool, error) {
-		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, started: started, gated: gated}
+	return r.unit(ctx, key, st, func(ctx context.Context) (any, []Record, bool, error) {
+		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, state: st, gated: gated}
 		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
 		return v, []Record{rec}, commit, err
 	})
@@ -80,24 +80,43 @@ func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
 // its error.
 type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, err error)
 
+// unitState is what the calls of one unit tell it, whichever goroutine
+// they run on.
+type unitState struct {
+	// keepStarted: a keyed unit whose body started keeps its key whatever
+	// its outcome ([Unit].Keep); false for a decision, whose change waits
+	// for another try.
+	keepStarted bool
+	// started is set when a body of the unit starts (the call's own, a
+	// step's, a nested call's).
+	started atomic.Bool
+	// overran is set when the unit stopped waiting for a body at its
+	// deadline: the body runs on, and may still write, so the unit must
+	// not commit.
+	overran atomic.Bool
+}
+
 // unit runs fn in one unit of the store, at most once under k when k is
-// not nil, and delivers its records. started, when not nil, is set once
-// a body of the unit has started: from then on a keyed unit keeps its
-// key whatever its outcome ([Unit].Keep).
-func (r *Registry) unit(ctx context.Context, k *UnitKey, started *atomic.Bool, fn unitWork) (Result, error) {
+// not nil, and delivers its records; st is told what the unit's calls
+// did.
+func (r *Registry) unit(ctx context.Context, k *UnitKey, st *unitState, fn unitWork) (Result, error) {
 	var (
 		value   any
 		unitErr error // the last attempt's own error, as the calls gave it
 	)
 	attempt := func(ctx context.Context) Unit {
-		if started != nil {
-			started.Store(false) // a store may run the unit again
-		}
+		st.started.Store(false) // a store may run the unit again
+		st.overran.Store(false)
 		v, recs, commit, err := fn(ctx)
+		if commit && st.overran.Load() {
+			// A body left running at its deadline may write yet: the
+			// unit is undone rather than kept half done.
+			commit, err = false, overranRefusal(err)
+		}
 		value, unitErr = v, err
 		stamp(ctx, observed{}, recs)
 		u := Unit{Records: recs, Commit: commit, Err: err}
-		if k != nil && !commit && started != nil && started.Load() {
+		if k != nil && !commit && st.keepStarted && st.started.Load() {
 			u.Keep = true
 		}
 		if k != nil && (commit || u.Keep) {
@@ -106,6 +125,7 @@ func (r *Registry) unit(ctx context.Context, k *UnitKey, started *atomic.Bool, f
 				u.Answer.Value, u.Answer.Steps, u.Answer.Bounded = "", nil, false
 			}
 		}
+		endInUnit(ctx, r.gateOf().opts.Now(), v, &u)
 		return u
 	}
 	var (
@@ -182,9 +202,8 @@ type invocation struct {
 	// recorded are the recorded steps of the call a replay runs again,
 	// whose values the body's trace gives back (Trace.Value).
 	recorded []RunStep
-	// started, when not nil, is set when a body of the unit starts (the
-	// call's own, a step's, a nested call's).
-	started *atomic.Bool
+	// state is the unit's (nil outside one: a replay).
+	state *unitState
 	// gated, when not nil, is the gate's decision on the top-level call,
 	// made before its unit (a keyed call: the gate passes before the
 	// store may answer from the record); top does not decide again.
@@ -321,24 +340,43 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 		err = f.hold(ctx, entry.Parameters)
 		return nil, entry.refused(err, entry.Parameters), err
 	}
-	ctx, stop := r.limitTime(ctx, &reg.action)
-	defer stop()
+	ctx, lim := r.limitTime(ctx, &reg.action)
+	defer lim.stop()
 	if err := ctx.Err(); err != nil {
 		err = endedRefusal(ctx, err)
 		return nil, entry.refused(err, entry.Parameters), err
 	}
-	if f.inv.started != nil {
-		f.inv.started.Store(true)
+	if f.inv.state != nil {
+		f.inv.state.started.Store(true)
 	}
 	t := &f.Trace
 	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
 	t.progress, t.recorded, t.now = f.inv.progress, f.inv.recorded, r.gateOf().opts.Now
-	if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, t) }); perr != nil {
-		err = perr
+	result, err, overran := lim.run(ctx, func() (result any, err error) {
+		if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, t) }); perr != nil {
+			err = perr
+		}
+		return result, err
+	})
+	if overran {
+		// The body runs on past its deadline: the call is answered now,
+		// with the steps recorded so far, and the unit may not commit.
+		if f.inv.state != nil {
+			f.inv.state.overran.Store(true)
+		}
+		entry = t.abandon()
+		terr := timeoutRefusal(ctx.Err())
+		return nil, entry.refused(terr, entry.Parameters), terr
 	}
 	t.close()
 	entry = t.entry
 	if terr := timedOut(ctx, err); terr != nil {
+		return nil, entry.refused(terr, entry.Parameters), terr
+	}
+	if lim.passed() {
+		// Done, but after the deadline by the clock, before the
+		// context's timer said so: not accepted as done.
+		terr := timeoutRefusal(errors.Join(context.DeadlineExceeded, err))
 		return nil, entry.refused(terr, entry.Parameters), terr
 	}
 	if err != nil {
@@ -559,16 +597,19 @@ func (r *Registry) bounder(inv invocation) boundFunc {
 // limitOf is the result bound of the action called as name.
 func (r *Registry) limitOf(name string) int { return resultLimitOf(r, name, r.Limits()) }
 
-// limitTime returns the context a body of the action a runs in: ended
-// after the action's timeout (or the registry's default) with the cause
-// errTimedOut; a deadline ctx already has that comes sooner stays. stop
-// releases the timer.
-func (r *Registry) limitTime(ctx context.Context, a *Action) (context.Context, context.CancelFunc) {
+// limitTime returns the context a body of the action a runs in, and its
+// time limit: the context ends after the action's timeout (or the
+// registry's default) with the cause errTimedOut; a deadline ctx already
+// has that comes sooner stays. The limit's stop releases the timer.
+func (r *Registry) limitTime(ctx context.Context, a *Action) (context.Context, *timeLimit) {
 	d := timeoutOf(a.Timeout, r.opts.Timeout)
 	if d <= 0 {
-		return ctx, func() {}
+		return ctx, &timeLimit{stop: func() {}}
 	}
-	return context.WithTimeoutCause(ctx, d, errTimedOut)
+	now := r.gateOf().opts.Now
+	lim := &timeLimit{now: now, deadline: now().Add(d)}
+	ctx, lim.stop = context.WithTimeoutCause(ctx, d, errTimedOut)
+	return ctx, lim
 }
 
 // needsKey refuses, as idempotency_key_required, a caller's call of an
@@ -679,10 +720,10 @@ func callOp(inv invocation) Operation {
 }
 
 // observeBatch runs the batch of c in one unit, observed as one OpBatch.
-func (r *Registry) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress, started *atomic.Bool) (Result, error) {
+func (r *Registry) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress, st *unitState) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, Call: Call{Batch: c.Batch, Caller: c.Caller, ToolCallID: c.ToolCallID}, Step: -1})
-	res, err := r.unit(ctx, key, started, func(ctx context.Context) (any, []Record, bool, error) {
-		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, started: started})
+	res, err := r.unit(ctx, key, st, func(ctx context.Context) (any, []Record, bool, error) {
+		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, state: st})
 	})
 	ob.end(res, err)
 	return res, err

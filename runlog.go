@@ -16,6 +16,7 @@ type RunLog struct {
 	mu      sync.Mutex
 	records []Record
 	keys    runLogKeys // the units run under idempotency keys
+	tasks   map[string]Task
 }
 
 // NewRunLog returns an empty log.

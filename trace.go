@@ -167,6 +167,16 @@ func (t *Trace) close() {
 	t.inflight.Wait()
 }
 
+// abandon ends the trace of a body left running past its deadline: no
+// new call or command is recorded, the nested calls running are not
+// waited for, and the entry as recorded so far is returned (a copy).
+func (t *Trace) abandon() RunEntry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closing = true
+	return t.entry.clone()
+}
+
 // fromNestedCall reports whether r is a refusal a nested call returned to
 // the body, rather than one the body raised itself.
 func (t *Trace) fromNestedCall(r *Refusal) bool {

@@ -33,8 +33,9 @@ type Ref<Kind extends string> = string & { readonly __ref: Kind };
 // TypeScript returns the declarations of tools, which
 // [actions.Registry.Tools] gave (any order): [Preamble], then for each
 // action namespace, in name order, a `declare namespace` holding the
-// types of its actions (<Name>Params and <Name>Result, and one type per
-// $defs entry, <Name>_<def>) and a `declare const` of the same name
+// types of its actions (<Name>Params and <Name>Result, <Name> the action
+// name in Pascal case, or T_<name> for the later of two actions that
+// give the same; and one type per $defs entry, <Name>_<def>) and a `declare const` of the same name
 // holding one function per action, in name order:
 //
 //	name(params: NsName.NameParams): Promise<NsName.NameResult>
@@ -60,7 +61,9 @@ type Ref<Kind extends string> = string & { readonly __ref: Kind };
 // stay valid and shadow nothing; the tool name is unchanged. An action
 // name needs no change: it is a member name, where any word is allowed.
 //
-// Errors ("declare: ..."): a tool whose name no action id gives.
+// Errors: a tool whose name no action id gives (a search or batch tool
+// of mcpserver, say) is the *actions.Refusal unknown_action of
+// [actions.ActionID], wrapped as "declare: ..."; nothing is written.
 func TypeScript(tools []actions.Tool) (string, error) {
 	byNS := map[string][]*fn{}
 	for i := range tools {

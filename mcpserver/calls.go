@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/overrun"
 )
 
 // Why a call's context is done, when the server ended it: the cause
@@ -147,24 +148,39 @@ func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (conte
 	// notifications/cancelled, a broken connection, the request of a
 	// 2026-07-28 call), or when the tracker ends it, with a cause the body
 	// and OnError can tell apart.
+	//
+	// A keyed call on a stateless server is the exception: it is not cut
+	// short by its client leaving (its request ending), so that an effect
+	// outside the database does not happen half, and the client's retry
+	// (on this replica or another) waits for it and gets its answer. It
+	// ends with its own time limit (the action's Timeout), the server's
+	// shutdown, or its body.
 	rctx, stateless := parent.Value(requestKey{}).(context.Context)
+	detached := stateless && idempotencyKey(req) != ""
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
-	stopParent := context.AfterFunc(parent, func() {
-		if stateless && rctx.Err() != nil {
-			cancel(ErrClientGone)
-		} else {
-			cancel(context.Cause(parent))
-		}
-	})
+	stopParent := func() bool { return false }
+	if !detached {
+		stopParent = context.AfterFunc(parent, func() {
+			if stateless && rctx.Err() != nil {
+				cancel(ErrClientGone)
+			} else {
+				cancel(context.Cause(parent))
+			}
+		})
+	}
 	t.seq++
 	key := t.seq
 	sc.cancels[key] = cancel
 	sc.n++
 	t.running.add(1)
 	t.mu.Unlock()
+	// A body the registry stopped waiting for at its deadline runs on:
+	// the call keeps its place in the bounds until that body returns.
+	bodies := &overrun.Group{}
+	ctx = overrun.With(ctx, bodies)
 
 	stopRequest := func() bool { return false }
-	if stateless {
+	if stateless && !detached {
 		// A stateless session lives in one HTTP request: when it ends, the
 		// client is gone, and so is anyone to answer.
 		stopRequest = context.AfterFunc(rctx, func() { cancel(ErrClientGone) })
@@ -182,16 +198,18 @@ func (t *tracker) begin(parent context.Context, req *mcp.CallToolRequest) (conte
 				req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{})
 			}
 		}
-		t.mu.Lock()
-		t.releaseLocked(size)
-		delete(sc.cancels, key)
-		sc.n--
-		if sc.n == 0 {
-			delete(t.sessions, ss)
-		}
-		t.mu.Unlock()
-		t.running.add(-1)
 		cancel(nil)
+		bodies.End(func() {
+			t.mu.Lock()
+			t.releaseLocked(size)
+			delete(sc.cancels, key)
+			sc.n--
+			if sc.n == 0 {
+				delete(t.sessions, ss)
+			}
+			t.mu.Unlock()
+			t.running.add(-1)
+		})
 	}
 	return ctx, end, nil
 }

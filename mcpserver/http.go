@@ -67,7 +67,10 @@ type HTTPOptions struct {
 	MaxSessions int
 	// MaxCallsInFlight bounds the tool calls one session runs at once (0:
 	// 32); a call past it gets JSON-RPC error
-	// -32000 and does not run. A negative bound turns it off.
+	// -32000 and does not run. A negative bound turns it off. A call
+	// answered timeout while its body runs on past the deadline keeps
+	// its place here (and in the server-wide bounds) until the body
+	// returns.
 	MaxCallsInFlight int
 	// MaxServerCalls bounds the tool calls the handler runs at once, all
 	// sessions together (0: 1024; negative: no bound),

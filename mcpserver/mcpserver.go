@@ -150,6 +150,10 @@ type Options struct {
 	// others on demand (see [ToolSearch]). Nil: tools/list shows every
 	// tool the caller may see.
 	ToolSearch *ToolSearch
+	// Tasks configures the MCP Tasks extension (see [Tasks]): a call of
+	// a long action ([actions.Definition].Long) from a client declaring
+	// the extension on its request becomes a task. Nil: the defaults.
+	Tasks *Tasks
 }
 
 // AddTools adds each visible action of r to s as a tool, named and
@@ -255,7 +259,9 @@ func AddTools(s *mcp.Server, r *actions.Registry, opts *Options) error {
 		s.AddReceivingMiddleware(listOutputSchemas(later))
 	}
 	s.AddReceivingMiddleware(scrubErrors)
-	return nil
+	// Outside scrubErrors: the task methods' errors quote nothing sent,
+	// and -32021 keeps its data.
+	return srv.addTasks(s, handlers)
 }
 
 // server is what every tool of one AddTools shares: the registry, the
@@ -370,7 +376,11 @@ func (h *toolHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res *
 	if req.Params != nil && req.Params.RequestState != "" {
 		return h.srv.resume(ctx, req, caller, h.id, h.name, h.render) // the answer to a confirmation
 	}
-	result, runErr := h.srv.r.Run(ctx, actions.Call{Action: h.id, Params: arguments(req), Caller: caller, Progress: progressOf(ctx, req), IdempotencyKey: idempotencyKey(req)})
+	call := actions.Call{Action: h.id, Params: arguments(req), Caller: caller, Progress: progressOf(ctx, req), IdempotencyKey: idempotencyKey(req)}
+	if isTask, res, err := h.startTask(ctx, req, call); isTask {
+		return res, err // a task handle (tasks.go), or the refusal to start one
+	}
+	result, runErr := h.srv.r.Run(ctx, call)
 	if rf := (*actions.Refusal)(nil); errors.As(runErr, &rf) && rf.Code == actions.CodeConfirmationRequired && rf.Pending != nil {
 		return h.srv.held(ctx, req, caller, rf, h.name, h.render)
 	}

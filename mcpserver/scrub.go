@@ -36,6 +36,16 @@ func scrubError(e *jsonrpc.Error) *jsonrpc.Error {
 		return e
 	}
 	out := &jsonrpc.Error{Code: e.Code, Message: scrubbedMessage(e.Code)}
+	if e.Code == CodeMissingCapability {
+		// What the client must declare: the server's words, not the
+		// client's.
+		var d struct {
+			Required json.RawMessage `json:"requiredCapabilities"`
+		}
+		if json.Unmarshal(e.Data, &d) == nil && d.Required != nil {
+			out.Data, _ = json.Marshal(map[string]json.RawMessage{"requiredCapabilities": d.Required})
+		}
+	}
 	if e.Code == codeUnsupportedVersion {
 		var d struct {
 			Supported []string `json:"supported"`
@@ -65,6 +75,8 @@ func scrubbedMessage(code int64) string {
 		return "internal error"
 	case codeUnsupportedVersion:
 		return "unsupported protocol version: see the versions this server supports"
+	case CodeMissingCapability:
+		return "missing required client capability"
 	case -32002:
 		return "resource not found"
 	case 0:

@@ -36,14 +36,18 @@ fi
   # 10,000 actions registered and listed (per action time, heap held).
   bench -count "$(( (count + 4) / 5 ))" -bench 'BenchmarkRegister'
   # The SQL store (docs/database.md): entries appended per second, one
-  # writer and eight, and the store's cost per call, on SQLite (a WAL file
+  # writer and eight, and the store's cost per call (against the host's
+  # transaction with no record, and against hand-tx), on SQLite (a WAL file
   # in a temp dir) and on PostgreSQL (ACTIONS_TEST_POSTGRES, or a
   # throwaway cluster started here with fsync on). Few samples: each
   # commit waits on the disk.
   go test -run XXX -benchmem -count "$(( (count + 4) / 5 ))" -bench 'BenchmarkAppend|BenchmarkCallStore' ./sqlstore
-  # The store's cost per call with no disk under it (SQLite in memory):
-  # a call against the same call in the host's transaction with the
-  # RunLog, and a batch's time per step, 1,000 steps against 10.
+  # The store's cost per call against the floor a host would write by
+  # hand (hand-tx: one transaction doing the body's same UPDATE and
+  # inserting the same record's bytes into a table), in the group above
+  # on an SQLite file and PostgreSQL, and here with no disk under it
+  # (SQLite in memory); and a batch's time per step, 1,000 steps
+  # against 10.
   pkg=./sqlstore rep -bench 'BenchmarkCallMemory|BenchmarkBatchMemory'
   # The load benchmark (clients, replicas, tails) is scripts/load.sh.
 } | tee "$out" | grep '^Benchmark' >&2

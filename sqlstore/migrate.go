@@ -91,6 +91,12 @@ var migrations = []migration{
 			stageIndex, pendingChangeIndex,
 		},
 	},
+	{
+		// Tasks: calls whose answer is deferred (tasks.go).
+		version: 6,
+		sqlite:  []string{tasksTable("INTEGER"), tasksKeyIndex},
+		pg:      []string{tasksTable("BIGINT"), tasksKeyIndex},
+	},
 }
 
 const (
@@ -122,7 +128,7 @@ var indexes = []string{
 // SchemaVersion is the version of the store's tables that this package
 // writes and reads: the last step of migrations (a new step raises it
 // too, or the next Migrate refuses the schema the previous one wrote).
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // Migrate creates the store's tables and indexes, or brings them to
 // [SchemaVersion], in one transaction. It is idempotent: run it at every

@@ -89,8 +89,11 @@ func Tx(ctx context.Context) (tx *sql.Tx, ok bool) {
 	return tx, ok
 }
 
-// rolledBackTimeout bounds the write of a rolled-back unit's records.
-const rolledBackTimeout = 10 * time.Second
+// rolledBackTimeout bounds the write of a rolled-back unit's records:
+// generous, since a unit may leave megabytes of them (a batch stopped at
+// its byte bound) on a loaded machine, and its records are the audit
+// trail.
+const rolledBackTimeout = time.Minute
 
 // Atomic runs fn, one unit of a registry's work (a call, a batch, a
 // decision), in one transaction of the store's database opened with the

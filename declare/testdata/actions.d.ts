@@ -32,19 +32,23 @@ declare const new_: {
 };
 
 declare namespace shop {
+  /** The parameters of shop.List_items. */
+  type ListItemsParams = {
+    page?: number;
+  };
   /** The parameters of shop.delete. */
   type DeleteParams = {
     /** The id or the exact display name of an Order. */
     order: Ref<"Order">;
   };
   /** The parameters of shop.list_items. */
-  type ListItemsParams = Record<string, never>;
-  type ListItemsResult_item = {
+  type T_list_itemsParams = Record<string, never>;
+  type T_list_itemsResult_item = {
     id: string;
-    parts?: ListItemsResult_item[];
+    parts?: T_list_itemsResult_item[];
   };
   /** What shop.list_items gives. */
-  type ListItemsResult = ListItemsResult_item[];
+  type T_list_itemsResult = T_list_itemsResult_item[];
   type Order_address = {
     city: string;
     street?: string;
@@ -84,6 +88,14 @@ declare namespace shop {
 
 declare const shop: {
   /**
+   * A name whose type name another action (list_items) also gives: the second in name order, list_items, has its types named T_list_items.
+   *
+   * Reads only.
+   *
+   * Tool: shop-List_items.
+   */
+  List_items(params?: shop.ListItemsParams): Promise<unknown>;
+  /**
    * An action named with a reserved word.
    *
    * Destructive: it may delete or overwrite.
@@ -98,7 +110,7 @@ declare const shop: {
    *
    * Tool: shop-list_items.
    */
-  list_items(params?: shop.ListItemsParams): Promise<shop.ListItemsResult>;
+  list_items(params?: shop.T_list_itemsParams): Promise<shop.T_list_itemsResult>;
   /**
    * Order an item.
    *

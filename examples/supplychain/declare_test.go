@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -32,4 +33,7 @@ func TestDeclarationsGolden(t *testing.T) {
 	want, err := os.ReadFile(path)
 	require.NoError(t, err, "run go test -run TestDeclarationsGolden -update")
 	assert.Equal(t, string(want), got)
+	text, err := json.Marshal(tools)
+	require.NoError(t, err)
+	t.Logf("%d tools: %d bytes of declarations, %d bytes of tool JSON", len(tools), len(got), len(text))
 }

@@ -114,7 +114,7 @@ declare namespace supply {
   };
   /** The parameters of supply.list_actors. */
   type ListActorsParams = {
-    /** Where to start: give the cursor a previous answer's next or nextCall holds; leave it out for the first page. */
+    /** Where to start: give the cursor a previous answer's next or nextCall holds, as it is; leave it out for the first page. */
     cursor?: string;
     /**
      * The language of the names.

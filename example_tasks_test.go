@@ -1,0 +1,52 @@
+package actions_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/actionreg/actions"
+)
+
+// A long call run as a task: the handle comes back at once, the answer
+// later, to its owner only.
+func ExampleRegistry_Start() {
+	release := make(chan struct{})
+	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog()})
+	_ = reg.Register(actions.Action{
+		Definition: actions.Definition{ID: "reports/build", Long: true},
+		Run: func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+			select {
+			case <-release:
+				return map[string]any{"pages": 12}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		},
+	})
+	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+	ctx := context.Background()
+
+	task, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, actions.TaskOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(task.Status)
+	_, err = reg.Task(ctx, task.ID, &actions.Caller{Principal: "bob"})
+	fmt.Println(err)
+
+	close(release)
+	t, _ := reg.Task(ctx, task.ID, ann)
+	for !t.Status.Terminal() { // a client polls
+		time.Sleep(time.Millisecond)
+		t, _ = reg.Task(ctx, task.ID, ann)
+	}
+	res, _ := t.Result()
+	fmt.Println(t.Status, res.Text)
+	fmt.Println(reg.CancelTask(ctx, task.ID, ann), t.Status) // too late: it stays completed
+	// Output:
+	// working
+	// actions: task not found
+	// completed {"pages":12}
+	// <nil> completed
+}

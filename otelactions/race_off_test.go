@@ -1,0 +1,5 @@
+//go:build !race
+
+package otelactions_test
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package actions_test
+
+const raceEnabled = false

@@ -1,0 +1,401 @@
+// Tasks: a call whose answer is deferred (the MCP Tasks extension,
+// io.modelcontextprotocol/tasks), kept in the registry's Store.
+
+package actions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"sync"
+	"time"
+)
+
+// TaskStatus is where a task stands (MCP Tasks extension, "Task
+// Status"): working, then one of the terminal statuses completed,
+// cancelled or failed. input_required is part of the vocabulary; the
+// registry never sets it today.
+type TaskStatus string
+
+// The statuses of a task.
+const (
+	TaskWorking       TaskStatus = "working"
+	TaskInputRequired TaskStatus = "input_required"
+	// TaskCompleted: the call ended with an answer, a value or a refusal
+	// whose transport is tool-result (an MCP result with isError).
+	TaskCompleted TaskStatus = "completed"
+	// TaskCancelled: the task was cancelled before the call ended;
+	// nothing it changed was kept (on a store with transactions).
+	TaskCancelled TaskStatus = "cancelled"
+	// TaskFailed: the call ended with a refusal whose transport is
+	// protocol (internal, output_invalid...): a JSON-RPC error in MCP.
+	TaskFailed TaskStatus = "failed"
+)
+
+// Terminal reports whether s is completed, cancelled or failed: a
+// terminal status is never changed again.
+func (s TaskStatus) Terminal() bool {
+	return s == TaskCompleted || s == TaskCancelled || s == TaskFailed
+}
+
+// Task is a call whose answer is deferred, as a [TaskStore] keeps it.
+// It holds no credential: the owner's principal only.
+type Task struct {
+	// ID is the task's id: 43 characters of base64url without padding,
+	// 256 bits from crypto/rand, unguessable.
+	ID string `json:"taskId"`
+	// Principal is the owner: the principal of the call's caller ("" for
+	// the host). Only the owner sees the task.
+	Principal string `json:"principal"`
+	// Action is the id of the action called.
+	Action string `json:"action"`
+	// Key is the call's idempotency key ("" for none), and Digest the
+	// hex SHA-256 of its parameters' canonical JSON (with a key only): a
+	// retry under the same key gets this task.
+	Key    string `json:"key,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	// Status is where the task stands; Message says it for a person (the
+	// last progress report's message while working).
+	Status  TaskStatus `json:"status"`
+	Message string     `json:"statusMessage,omitempty"`
+	// Created and Updated are when the task was created and last changed.
+	Created time.Time `json:"createdAt"`
+	Updated time.Time `json:"lastUpdatedAt"`
+	// TTL is how long the task is kept, counted from Created; 0 keeps it
+	// until deleted. A task that is not terminal is kept whatever its TTL.
+	TTL time.Duration `json:"ttl,omitempty"`
+	// Answer is the call's answer once the task is completed or failed:
+	// its value's canonical JSON, or its refusal (for failed, always a
+	// refusal). Nil otherwise.
+	Answer *Answer `json:"answer,omitempty"`
+}
+
+// Expired reports whether t, terminal, outlived its TTL at now. A task
+// still running never expires.
+func (t Task) Expired(now time.Time) bool {
+	return t.Status.Terminal() && t.TTL > 0 && !now.Before(t.Created.Add(t.TTL))
+}
+
+// TaskStore keeps tasks. [RunLog] and sqlstore.Store implement it; a
+// registry runs tasks only when its Store does. A TaskStore is safe for
+// concurrent use.
+type TaskStore interface {
+	// CreateTask keeps t, durably: once it returns, TaskByID finds t
+	// from any process sharing the store. When t.Key is set and a task
+	// of the same principal, action and key is kept and not expired at
+	// t.Created, it keeps nothing and returns that task with created
+	// false (the caller compares digests).
+	CreateTask(ctx context.Context, t Task) (kept Task, created bool, err error)
+	// TaskByID returns the task id, or [ErrTaskNotFound].
+	TaskByID(ctx context.Context, id string) (Task, error)
+	// EndTask moves the task id to the terminal status of end (with its
+	// Message, Answer and Updated) only if it is not terminal yet, and
+	// reports whether it did: a terminal status is never overwritten.
+	// Inside a unit of the store (ctx a unit's context) it writes in the
+	// unit's transaction, so that the status commits with the unit.
+	EndTask(ctx context.Context, id string, end Task) (bool, error)
+	// DeleteTask forgets the task id (no error when it is unknown).
+	DeleteTask(ctx context.Context, id string) error
+}
+
+// ErrTaskNotFound is the error of a task that does not exist, expired,
+// or belongs to another principal: the three are one answer.
+var ErrTaskNotFound = errors.New("actions: task not found")
+
+// TaskOptions are the options of one [Registry.Start].
+type TaskOptions struct {
+	// TTL is how long the task is kept after its creation once it ended
+	// (0: one hour; negative: until deleted).
+	TTL time.Duration
+}
+
+// defaultTaskTTL is the TTL of a task whose options give none.
+const defaultTaskTTL = time.Hour
+
+// taskRuns are the tasks running in this process: their cancel
+// functions and their last progress message.
+type taskRuns struct {
+	mu   sync.Mutex
+	runs map[string]*taskRun
+}
+
+type taskRun struct {
+	cancel    context.CancelCauseFunc
+	cancelled bool
+	message   string
+}
+
+// errTaskCancelled is the cause of a task's context cancelled by
+// Registry.CancelTask.
+var errTaskCancelled = errors.New("actions: the task was cancelled")
+
+// taskKey is the context key of the task a unit runs for.
+type taskKey struct{}
+
+// newTaskID returns 256 bits from crypto/rand as base64url.
+func newTaskID() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// tasksOf returns the registry's task store, or an internal refusal.
+func tasksOf(s Store) (TaskStore, error) {
+	ts, ok := s.(TaskStore)
+	if !ok || s == nil {
+		rf := internalRefusal("the host keeps no tasks", errNoTaskStore)
+		rf.Retry = RetryNever
+		return nil, rf
+	}
+	return ts, nil
+}
+
+var errNoTaskStore = errors.New("actions: Options.Store does not keep tasks (give the registry a RunLog or a sqlstore.Store)")
+
+// endOf is the terminal state a call's answer gives its task: completed
+// for a value or a refusal the caller acts on (tool-result), cancelled
+// for a call the task's cancellation ended, failed for a refusal whose
+// transport is protocol.
+func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task {
+	end := Task{Updated: now, Status: TaskCompleted}
+	if err != nil && cancelled && isCancel(err) {
+		end.Status, end.Message = TaskCancelled, "the task was cancelled"
+		return end
+	}
+	if err != nil && asRefusal(err) == nil {
+		// A body's plain error: its text stays with the host.
+		rf := NewRefusal(CodeOf(err), "the action failed; the server logged the cause")
+		rf.Transport = TransportToolResult
+		err = rf
+	}
+	if rf := asRefusal(err); rf != nil {
+		cp := *rf
+		cp.cause = nil
+		a := Answer{Refusal: &cp}
+		end.Answer = &a
+		if cp.Policy().Transport == TransportProtocol {
+			end.Status, end.Message = TaskFailed, "the call failed"
+		}
+		return end
+	}
+	a := answerOf(&UnitKey{}, v, recs, nil)
+	end.Answer = &a
+	return end
+}
+
+// Start runs c, a call of one action, as a task: it keeps a new task
+// (working, owned by c.Caller's principal) in the registry's Store,
+// durably, then runs c as [Registry.Run] does in the background and
+// returns the task at once. The call's unit ends the task in its own
+// transaction (sqlstore.Store): the task is completed with the unit's
+// changes and records, or the unit is undone when the task was ended
+// meanwhile (a cancellation from another process). Its ctx is ctx's
+// values without its cancellation: only [Registry.CancelTask] and the
+// action's timeout end it. c.Progress is replaced: each report's message
+// becomes the task's Message.
+//
+// With c.IdempotencyKey, a retry under the same key while the first
+// task is kept gets that task, and nothing runs again (a retry with
+// other parameters is refused idempotency_conflict).
+//
+// Errors (nothing is kept): invalid_parameters for a batch call or a
+// malformed key; idempotency_conflict; internal when the Store keeps no
+// tasks ([TaskStore]) or fails.
+func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, error) {
+	if c.Batch != nil {
+		return Task{}, NewRefusal(CodeInvalidParameters, "a batch cannot run as a task")
+	}
+	ts, err := tasksOf(r.opts.Store)
+	if err != nil {
+		return Task{}, err
+	}
+	now := r.gateOf().opts.Now()
+	t := Task{ID: newTaskID(), Action: c.Action, Status: TaskWorking, Created: now, Updated: now, TTL: o.TTL}
+	switch {
+	case t.TTL == 0:
+		t.TTL = defaultTaskTTL
+	case t.TTL < 0:
+		t.TTL = 0
+	}
+	if c.Caller != nil {
+		t.Principal = c.Caller.Principal
+	}
+	if reg, ok := r.lookup(c.Action); ok {
+		t.Action = reg.action.ID
+	}
+	if c.IdempotencyKey != "" {
+		if err := checkKey(c.IdempotencyKey); err != nil {
+			return Task{}, err
+		}
+		t.Key, t.Digest = c.IdempotencyKey, digestOf(r.givenParameters(c.Params))
+	}
+	kept, created, err := ts.CreateTask(ctx, t)
+	if err != nil {
+		return Task{}, storeFailure(err)
+	}
+	if !created {
+		if kept.Digest != t.Digest {
+			return Task{}, UnitKey{}.Conflict()
+		}
+		return r.withProgress(kept), nil
+	}
+	r.runTask(ctx, ts, t, c)
+	return t, nil
+}
+
+// runTask runs c for the task t in the background.
+func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call) {
+	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	run := &taskRun{cancel: cancel}
+	r.tasks.mu.Lock()
+	if r.tasks.runs == nil {
+		r.tasks.runs = map[string]*taskRun{}
+	}
+	r.tasks.runs[t.ID] = run
+	r.tasks.mu.Unlock()
+	c.Progress = func(p Progress) {
+		r.tasks.mu.Lock()
+		run.message = p.Message
+		r.tasks.mu.Unlock()
+	}
+	tctx = context.WithValue(tctx, taskKey{}, &taskUnit{id: t.ID, store: ts, cancelled: func() bool {
+		r.tasks.mu.Lock()
+		defer r.tasks.mu.Unlock()
+		return run.cancelled
+	}})
+	go func() {
+		defer func() {
+			r.tasks.mu.Lock()
+			delete(r.tasks.runs, t.ID)
+			r.tasks.mu.Unlock()
+			cancel(nil)
+		}()
+		res, err := r.Run(tctx, c)
+		r.tasks.mu.Lock()
+		cancelled := run.cancelled
+		r.tasks.mu.Unlock()
+		// A unit that committed ended the task in its transaction; any
+		// other answer ends it here (a no-op when it is terminal).
+		end := endOf(res.Value, res.Records, err, cancelled, r.gateOf().opts.Now())
+		if err == nil && res.Text != "" {
+			end.Answer = &Answer{Value: res.Text}
+			_, end.Answer.Bounded = res.Value.(*Bounded)
+		}
+		_, _ = ts.EndTask(context.WithoutCancel(ctx), t.ID, end)
+	}()
+}
+
+// taskUnit is what a unit run for a task needs to end it.
+type taskUnit struct {
+	id        string
+	store     TaskStore
+	cancelled func() bool
+}
+
+// endInUnit ends the task of ctx, if any, inside the unit whose attempt
+// gives u (v the value, err the unit's error): a unit that commits
+// completes its task in its own transaction, or, when the task was ended
+// meanwhile, commits nothing and answers cancelled.
+func endInUnit(ctx context.Context, now time.Time, v any, u *Unit) {
+	tu, _ := ctx.Value(taskKey{}).(*taskUnit)
+	if tu == nil || !u.Commit {
+		return
+	}
+	end := endOf(v, u.Records, u.Err, tu.cancelled(), now)
+	ok, err := tu.store.EndTask(ctx, tu.id, end)
+	switch {
+	case err != nil:
+		u.Commit, u.Err = false, errors.Join(u.Err, err)
+	case !ok:
+		u.Commit = false
+		if u.Err == nil {
+			u.Err = cancelRefusal(context.Canceled)
+		}
+	}
+}
+
+// Task returns the task id as caller sees it: only its owner (the same
+// principal; nil is the host, who sees every task) finds it. A task that
+// is terminal and past its TTL is deleted and not found. While the task
+// runs in this process, its Message is the last progress report's.
+//
+// Errors: [ErrTaskNotFound] (unknown, expired, or another principal's:
+// one answer); internal when the Store keeps no tasks or fails.
+func (r *Registry) Task(ctx context.Context, id string, caller *Caller) (Task, error) {
+	ts, err := tasksOf(r.opts.Store)
+	if err != nil {
+		return Task{}, err
+	}
+	t, err := ts.TaskByID(ctx, id)
+	if errors.Is(err, ErrTaskNotFound) {
+		return Task{}, ErrTaskNotFound
+	}
+	if err != nil {
+		return Task{}, storeFailure(err)
+	}
+	if caller != nil && caller.Principal != t.Principal {
+		return Task{}, ErrTaskNotFound
+	}
+	if t.Expired(r.gateOf().opts.Now()) {
+		_ = ts.DeleteTask(ctx, id)
+		return Task{}, ErrTaskNotFound
+	}
+	return r.withProgress(t), nil
+}
+
+// withProgress sets t's message to its last progress report when it
+// runs in this process.
+func (r *Registry) withProgress(t Task) Task {
+	if t.Status.Terminal() {
+		return t
+	}
+	r.tasks.mu.Lock()
+	defer r.tasks.mu.Unlock()
+	if run := r.tasks.runs[t.ID]; run != nil && run.message != "" {
+		t.Message = run.message
+	}
+	return t
+}
+
+// CancelTask asks the task id to stop, as caller (only its owner may):
+// its body's ctx is cancelled when it runs in this process (cause: the
+// task's cancellation), and the task ends cancelled with nothing kept,
+// unless the call ended first: a terminal status stays as it is. When the
+// task runs elsewhere (another replica), it is ended cancelled in the
+// store, and that replica's unit, finding it ended, commits nothing.
+// Cancelling is cooperative: a body that ignores ctx runs on.
+//
+// Errors: those of [Registry.Task].
+func (r *Registry) CancelTask(ctx context.Context, id string, caller *Caller) error {
+	t, err := r.Task(ctx, id, caller)
+	if err != nil || t.Status.Terminal() {
+		return err
+	}
+	r.tasks.mu.Lock()
+	run := r.tasks.runs[id]
+	if run != nil {
+		run.cancelled = true
+	}
+	r.tasks.mu.Unlock()
+	if run != nil {
+		run.cancel(errTaskCancelled)
+		return nil // the run ends its task
+	}
+	ts, _ := tasksOf(r.opts.Store)
+	if _, err := ts.EndTask(ctx, id, Task{Status: TaskCancelled, Message: "the task was cancelled", Updated: r.gateOf().opts.Now()}); err != nil {
+		return storeFailure(err)
+	}
+	return nil
+}
+
+// Result returns what the task's call answered, as [Registry.Run] would
+// have returned it: its value (Value, Text) or its refusal. A task that
+// has not ended has no answer: the error is then a refusal with code
+// in_progress.
+func (t Task) Result() (Result, error) {
+	if t.Answer == nil {
+		return Result{}, inProgress(time.Time{})
+	}
+	return answeredFrom(&Recorded{Answer: *t.Answer})
+}

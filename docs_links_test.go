@@ -477,3 +477,47 @@ func isTypeName(pkg *goPackage, name string) bool {
 	}
 	return false
 }
+
+// citesOutside matches what a reader of the repository cannot follow: a
+// file of the sessions that built it (seeds/, research/, /work/), "the
+// reference" or "the seed" they worked from, an issue number of this
+// project's own tracker.
+var citesOutside = regexp.MustCompile(`(?i)\bseeds/|\bresearch/|/work/|\bthe reference's\b|\bas in the reference\b|\bthe seed's\b|\bplugin sdk seed\b|\bissues? \d+\b`)
+
+// publicIssue is an issue of another public project, named with it, as a
+// source is (docs/profiles.md cites provider SDKs' issues).
+var publicIssue = regexp.MustCompile(`[\w./-]+ issue \d+`)
+
+// TestDocsCiteNothingOutside reads the README, the docs pages and every
+// Go file's comments and strings for citations a reader cannot follow.
+func TestDocsCiteNothingOutside(t *testing.T) {
+	var files []string
+	for _, f := range markdownFiles(t) {
+		if !strings.HasPrefix(f, "testdata/") {
+			files = append(files, f)
+		}
+	}
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && p != "." || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".go") && p != "docs_links_test.go" {
+			files = append(files, filepath.ToSlash(p))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for i, line := range strings.Split(string(b), "\n") {
+			line = publicIssue.ReplaceAllString(line, "")
+			if m := citesOutside.FindString(line); m != "" {
+				assert.Fail(t, "a citation a reader cannot follow", "%s:%d: %q", f, i+1, m)
+			}
+		}
+	}
+}

@@ -16,8 +16,8 @@ import (
 // surface. It refines [Definition].NeedsConfirmation, which it requires.
 // An action needing confirmation without an Approval is decided by its
 // proposer alone, from the surfaces of [GateOptions].DecideFrom (the
-// host's own screen, ui, by default): the reference's rule that a person
-// confirms a change on the platform's own screen and a plugin never does.
+// host's own screen, ui, by default): a person confirms a change on the
+// host's own screen, and a plugin or a model never does.
 //
 // [Registry.Decide] enforces it whatever the entry point (a page, the
 // host's own endpoint, an MCP elicitation or input request): a person

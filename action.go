@@ -431,10 +431,10 @@ func (d *Definition) IsDestructive() bool {
 	return !d.Additive
 }
 
-// Offers reports whether the definition may be offered on surface s: s is
+// offers reports whether the definition may be offered on surface s: s is
 // in Surfaces (every surface when Surfaces is nil), and s is not mcp or ai
 // for an action touching protected personal data.
-func (d *Definition) Offers(s Surface) bool {
+func (d *Definition) offers(s Surface) bool {
 	if (s == SurfaceMCP || s == SurfaceAI) && slices.Contains(d.PersonalData, PersonalProtected) {
 		return false
 	}
@@ -516,13 +516,13 @@ func (d *Definition) checkPolicy() []Issue {
 	if d.Effect == EffectRead && d.NeedsConfirmation {
 		add("/needsConfirmation", "needsConfirmation", "a read needs no confirmation")
 	}
-	if d.NeedsConfirmation && !d.Offers(SurfaceUI) {
+	if d.NeedsConfirmation && !d.offers(SurfaceUI) {
 		// The person confirms on the host's own screen: an action that
 		// screen is not offered could never be confirmed there.
 		add("/needsConfirmation", "needsConfirmation", "an action that needs confirmation must be offered on the ui surface")
 	}
 	issues = append(issues, d.checkApproval()...)
-	if d.AppOnly && (slices.Contains(d.Surfaces, SurfaceAI) || !d.Offers(SurfaceMCP)) {
+	if d.AppOnly && (slices.Contains(d.Surfaces, SurfaceAI) || !d.offers(SurfaceMCP)) {
 		add("/appOnly", "appOnly", "an app-only tool is offered on mcp, where its view calls it, and never on ai")
 	}
 	if d.Effect == EffectDelete && d.Additive {

@@ -272,7 +272,7 @@ func TestRunLogKeyKeptWhateverTheOutcome(t *testing.T) {
 func TestRunLogKeyHeldCallExpired(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	clock := func() time.Time { return now }
-	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog(), Gate: &actions.GateOptions{Now: clock, PendingFor: time.Hour}})
+	reg := actions.NewRegistry(&actions.Options{Now: clock, Store: actions.NewRunLog(), Gate: &actions.GateOptions{PendingFor: time.Hour}})
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/refund", NeedsConfirmation: true},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "refunded", nil }))
 	call := actions.Call{Action: "shop/refund", Caller: payer, IdempotencyKey: "r"}

@@ -141,7 +141,7 @@ func (r *Registry) unit(ctx context.Context, k *UnitKey, st *unitState, fn unitW
 				u.Answer.Value, u.Answer.Steps, u.Answer.Bounded = "", nil, false
 			}
 		}
-		endInUnit(ctx, r.gateOf().opts.Now(), v, &u)
+		endInUnit(ctx, r.gateOf().now(), v, &u)
 		return u
 	}
 	var (
@@ -240,7 +240,7 @@ type gateDecision struct{ err error }
 
 // audit starts the audit record of inv.
 func (r *Registry) audit(inv invocation) Audit {
-	a := Audit{At: r.gateOf().opts.Now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID, IdempotencyKey: inv.key}
+	a := Audit{At: r.gateOf().now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID, IdempotencyKey: inv.key}
 	if inv.confirming != "" {
 		a.Stage = StageConfirmed
 	}
@@ -412,7 +412,7 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 	}
 	t := &f.Trace
 	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
-	t.progress, t.recorded, t.now = f.inv.progress, f.inv.recorded, r.gateOf().opts.Now
+	t.progress, t.recorded, t.now = f.inv.progress, f.inv.recorded, r.gateOf().now
 	result, err, overran := lim.run(ctx, func() (result any, err error) {
 		if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, t) }); perr != nil {
 			err = perr
@@ -632,7 +632,7 @@ func resultLimitOf(r *Registry, name string, l Limits) int {
 // boundFor bounds text, a result of a call of inv, to limit, and seals
 // the cursors it gives: form is nil when the result fits (or limit is
 // negative), and sealed is the result's text as its caller gets it, its
-// "next" sealed (see [CursorParam]).
+// "next" sealed (see [cursorParam]).
 func (r *Registry) boundFor(inv invocation, text string, limit int) (form *Bounded, sealed string, err error) {
 	var next *pager
 	if reg, ok := r.lookup(inv.name); ok && reg.cursor {
@@ -687,7 +687,7 @@ func (r *Registry) limitOf(name string) int { return resultLimitOf(r, name, r.Li
 // has that comes sooner stays. The limit's stop releases the timer.
 func (r *Registry) limitTime(ctx context.Context, a *Action) (context.Context, *timeLimit) {
 	d := timeoutOf(a.Timeout, r.opts.Timeout)
-	now := r.gateOf().opts.Now
+	now := r.gateOf().now
 	outer, _ := ctx.Value(deadlineKey{}).(time.Time) // a caller's limit, if any
 	if d <= 0 {
 		// No limit of its own: a nested call still runs within its
@@ -785,7 +785,7 @@ func (r *Registry) stampKey(k *UnitKey) {
 	if k.Wait <= 0 {
 		k.Wait = defaultKeyWait
 	}
-	k.Now = r.gateOf().opts.Now()
+	k.Now = r.gateOf().now()
 	k.Expires = k.Now.Add(window)
 }
 
@@ -838,7 +838,7 @@ func (r *Registry) newProgress(fn func(Progress)) *progress {
 	if every == 0 {
 		every = defaultProgressInterval
 	}
-	return &progress{fn: fn, every: every, now: r.gateOf().opts.Now}
+	return &progress{fn: fn, every: every, now: r.gateOf().now}
 }
 
 var (

@@ -90,7 +90,7 @@ func newFixture(t *testing.T, db *dbtest.DB, opts *pages.Options) *fixture {
 	o.SeesAll = func(who *actions.Caller) bool { return who.Principal == "editor" }
 	// Replays run on a registry of their own, in memory: a replay that
 	// matches is kept, which the live store must not get.
-	o.Replayer = newRegistry(actions.NewRunLog(), &actions.MemoryPendingStore{}, f.clock)
+	o.Replayer = newRegistry(actions.NewRunLog(), nil, f.clock)
 	f.pages, err = pages.New(f.reg, f.store, &o)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
@@ -106,7 +106,7 @@ func newFixture(t *testing.T, db *dbtest.DB, opts *pages.Options) *fixture {
 
 // newRegistry registers the fixture's actions on store.
 func newRegistry(store actions.Store, pending actions.PendingStore, c *clock) *actions.Registry {
-	reg := actions.NewRegistry(&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: pending, Now: c.Now}})
+	reg := actions.NewRegistry(&actions.Options{Now: c.Now, Store: store, Gate: &actions.GateOptions{Pending: pending}})
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/discard", Title: "Discard stock",
 			Description: "Removes items from the stock for good, with a note saying why.",

@@ -92,7 +92,7 @@ type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, 
 // they run on.
 type unitState struct {
 	// keepStarted: a keyed unit whose body started keeps its key whatever
-	// its outcome ([Unit].Keep); false for a decision, whose change waits
+	// its outcome (settleKey); false for a decision, whose change waits
 	// for another try.
 	keepStarted bool
 	// started is set when a body of the unit starts (the call's own, a

@@ -42,7 +42,7 @@ type httpConfig struct {
 // hot are the actors every client's record_emissions writes, in period
 // hotPeriod (which the model does not seed), so that the writes of all
 // clients and replicas conflict.
-var hot = []string{"lyon_plant", "north_warehouse"}
+var hot = []string{"lyon_plant", "north_warehouse", "marseille_depot", "le_havre_depot", "bordeaux_supplier"}
 
 const hotPeriod = "2025"
 
@@ -412,13 +412,13 @@ func callOf(work string, c, i int) (params *mcp.CallToolParams, checked bool) {
 	// A figure no other call of the cell writes: the check follows them.
 	figure := float64(c*1_000_000 + i + 1)
 	emission := &mcp.CallToolParams{Name: "carbon-record_emissions",
-		Arguments: map[string]any{"actor": hot[(c+i)%2], "period": hotPeriod, "co2_t": figure}}
+		Arguments: map[string]any{"actor": hot[(c+i)%len(hot)], "period": hotPeriod, "co2_t": figure}}
 	if work != "mix" {
 		return emission, true
 	}
 	switch i % 10 {
 	case 5, 6:
-		return &mcp.CallToolParams{Name: "supply-get_actor", Arguments: map[string]any{"actor": hot[i%2]}}, false
+		return &mcp.CallToolParams{Name: "supply-get_actor", Arguments: map[string]any{"actor": hot[i%len(hot)]}}, false
 	case 7:
 		return &mcp.CallToolParams{Name: "carbon-total_emissions", Arguments: map[string]any{"period": hotPeriod}}, false
 	case 8:

@@ -10,7 +10,7 @@
 //
 // Usage:
 //
-//	baresdk -db FILE -model MODEL.json [-http ADDR] [-stateless]
+//	baresdk -db FILE -model MODEL.json [-http ADDR] [-stateless] [-cpuprofile FILE]
 //
 // It creates the example's tables in FILE when they are missing and seeds
 // the actors and emissions of MODEL.json (the example's model.json) when
@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"syscall"
 
@@ -41,11 +42,24 @@ func main() {
 	path := flag.String("db", "", "the SQLite file")
 	model := flag.String("model", "", "the model file to seed an empty database from (examples/supplychain/model.json)")
 	stateless := flag.Bool("stateless", false, "no sessions, each request served on its own")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile (runtime/pprof) of the whole run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "baresdk:", err)
+			os.Exit(1)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *addr, *path, *model, *stateless); err != nil {
 		fmt.Fprintln(os.Stderr, "baresdk:", err)
+		stop()
 		os.Exit(1)
 	}
 }

@@ -36,15 +36,24 @@ type httpConfig struct {
 	replicas []int
 	works    []string
 	dur      time.Duration
-	profile  string // a folder for the host's CPU profiles; "" for none
+	profile  string // a folder for the servers' CPU profiles; "" for none
+	rounds   int
 }
 
 // hot are the actors every client's record_emissions writes, in period
 // hotPeriod (which the model does not seed), so that the writes of all
-// clients and replicas conflict.
-var hot = []string{"lyon_plant", "north_warehouse", "marseille_depot", "le_havre_depot", "bordeaux_supplier"}
+// clients and replicas conflict; work spread writes them in the periods
+// of spread too (none seeded either).
+var (
+	hot    = []string{"lyon_plant", "north_warehouse", "marseille_depot", "le_havre_depot", "bordeaux_supplier"}
+	spread = []string{"2025", "2026", "2027", "2028"}
+)
 
 const hotPeriod = "2025"
+
+// batchPeriod is the period the batches of work mix write and sum: their
+// writes are not in the lost-update check (the replay checks them).
+const batchPeriod = "2030"
 
 // httpTable builds the servers, runs the cells and prints the table.
 func httpTable(cfg httpConfig) {
@@ -73,16 +82,18 @@ func httpTable(cfg httpConfig) {
 	for _, work := range cfg.works {
 		for _, engine := range cfg.engines {
 			for _, r := range cfg.replicas {
-				for _, c := range cfg.clients {
-					for _, s := range cfg.servers {
-						if s == "bare" && (engine != "file" || r != 1 || work != "emissions") {
-							continue
+				for range max(cfg.rounds, 1) {
+					for _, c := range cfg.clients {
+						for _, s := range cfg.servers {
+							if s == "bare" && (engine != "file" || r != 1 || work != "emissions") {
+								continue
+							}
+							row, err := httpCell(cfg, s, bins[s], engine, work, r, c)
+							if err != nil {
+								fail(fmt.Errorf("%s %s %s r=%d c=%d: %w", s, engine, work, r, c, err))
+							}
+							fmt.Println(row)
 						}
-						row, err := httpCell(cfg, s, bins[s], engine, work, r, c)
-						if err != nil {
-							fail(fmt.Errorf("%s %s %s r=%d c=%d: %w", s, engine, work, r, c, err))
-						}
-						fmt.Println(row)
 					}
 				}
 			}
@@ -103,12 +114,12 @@ func httpCell(cfg httpConfig, server, bin, engine, work string, nrep, nclients i
 		var args []string
 		if server == "host" {
 			args = []string{"serve", "-http", "127.0.0.1:0", "-stateless", "-db", dsn, "-replica", "r" + strconv.Itoa(i)}
-			if cfg.profile != "" {
-				name := fmt.Sprintf("host-%s-%s-r%dc%d-%d.pprof", engine, work, nrep, nclients, i)
-				args = append(args, "-cpuprofile", filepath.Join(cfg.profile, name))
-			}
 		} else {
 			args = []string{"-http", "127.0.0.1:0", "-stateless", "-db", dsn, "-model", filepath.Join(cfg.root, "examples", "supplychain", "model.json")}
+		}
+		if cfg.profile != "" {
+			name := fmt.Sprintf("%s-%s-%s-r%dc%d-%d.pprof", server, engine, work, nrep, nclients, i)
+			args = append(args, "-cpuprofile", filepath.Join(cfg.profile, name))
 		}
 		// The replicas start one after the other: the first seeds the
 		// database.
@@ -404,16 +415,22 @@ func driveHTTP(ctx context.Context, sessions []*mcp.ClientSession, work string, 
 
 // callOf is client c's call number i; checked is true for a
 // record_emissions of a hot actor, whose answer the lost-update check
-// reads. Work emissions: every call one. Work mix, in ten calls: five of
-// those, two get_actor, one total_emissions, one create_actor of a new
-// id, and one batch that records an emission of a third actor (which
-// every client's batches write) and sums the period.
+// reads. Work emissions: every call one, all in one period. Work spread:
+// the same over four periods (the host's writers of one period run one
+// at a time). Work mix, in ten calls: five of those of emissions, two get_actor, one total_emissions, one create_actor of a new
+// id, and one batch that records an emission of an actor (the same for
+// every client's batches, by its French name) in batchPeriod and then
+// sums that period.
 func callOf(work string, c, i int) (params *mcp.CallToolParams, checked bool) {
 	// A figure no other call of the cell writes: the check follows them.
 	figure := float64(c*1_000_000 + i + 1)
 	emission := &mcp.CallToolParams{Name: "carbon-record_emissions",
 		Arguments: map[string]any{"actor": hot[(c+i)%len(hot)], "period": hotPeriod, "co2_t": figure}}
-	if work != "mix" {
+	switch work {
+	case "emissions":
+		return emission, true
+	case "spread":
+		emission.Arguments.(map[string]any)["period"] = spread[(c+i/len(hot))%len(spread)]
 		return emission, true
 	}
 	switch i % 10 {
@@ -426,15 +443,15 @@ func callOf(work string, c, i int) (params *mcp.CallToolParams, checked bool) {
 			Arguments: map[string]any{"id": fmt.Sprintf("load_%d_%d", c, i), "display_name": fmt.Sprintf("Load site %d %d", c, i)}}, false
 	case 9:
 		return &mcp.CallToolParams{Name: "run_batch", Arguments: map[string]any{"commands": []any{
-			map[string]any{"call": "carbon/record_emissions", "with": map[string]any{"actor": "Fournisseur de Bordeaux", "period": hotPeriod, "co2_t": figure}},
-			map[string]any{"call": "carbon/total_emissions", "with": map[string]any{"period": hotPeriod}},
+			map[string]any{"call": "carbon/record_emissions", "with": map[string]any{"actor": "Fournisseur de Bordeaux", "period": batchPeriod, "co2_t": figure}},
+			map[string]any{"call": "carbon/total_emissions", "with": map[string]any{"period": batchPeriod}},
 		}}}, false
 	}
 	return emission, true
 }
 
-// finalFigures reads the hot actors' figures of hotPeriod from the
-// database once the servers have stopped, by actor id.
+// finalFigures reads the figures of the periods the load writes from the
+// database once the servers have stopped, by actor id and period.
 func finalFigures(engine, dsn string) (map[string]float64, error) {
 	driver := "pgx"
 	if engine == "file" {
@@ -445,7 +462,7 @@ func finalFigures(engine, dsn string) (map[string]float64, error) {
 		return nil, err
 	}
 	defer db.Close()
-	q := "SELECT a.id, e.co2_t FROM sc_emissions e JOIN sc_actors a ON a.actor_key = e.actor_key WHERE e.period = '" + hotPeriod + "'"
+	q := "SELECT a.id, e.period, e.co2_t FROM sc_emissions e JOIN sc_actors a ON a.actor_key = e.actor_key WHERE e.period >= '" + spread[0] + "'"
 	rows, err := db.Query(q)
 	if err != nil {
 		return nil, err
@@ -453,12 +470,12 @@ func finalFigures(engine, dsn string) (map[string]float64, error) {
 	defer rows.Close()
 	out := map[string]float64{}
 	for rows.Next() {
-		var id string
+		var id, period string
 		var v float64
-		if err := rows.Scan(&id, &v); err != nil {
+		if err := rows.Scan(&id, &period, &v); err != nil {
 			return nil, err
 		}
-		out[id] = v
+		out[id+" "+period] = v
 	}
 	return out, rows.Err()
 }
@@ -471,9 +488,9 @@ func finalFigures(engine, dsn string) (map[string]float64, error) {
 // lost update; lost counts the writes off the chain. broken says what
 // was wrong, for the log.
 func lostUpdates(writes []write, final map[string]float64) (lost int, broken string) {
-	byActor := map[string][]write{}
+	byActor := map[string][]write{} // by actor and period
 	for _, w := range writes {
-		byActor[w.Actor] = append(byActor[w.Actor], w)
+		byActor[w.Actor+" "+w.Period] = append(byActor[w.Actor+" "+w.Period], w)
 	}
 	var notes []string
 	for actor, ws := range byActor {

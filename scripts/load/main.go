@@ -46,6 +46,7 @@ func main() {
 	works := flag.String("work", "", "workloads: counter distinct (a row per client), hot (two rows for all); host emissions (record_emissions on two actors from every client), mix (the host's actions: writes, reads, creates, batches); default distinct,hot for counter and emissions for host and bare")
 	modes := flag.String("mode", "", "counter's store setups, per engine: SQLite plain (one pool, no queue) or queue (OpenSQLite); PostgreSQL commit (OrderCommit, serializable), locks (OrderLocks, read committed) or serial (Options.Serial); default queue,commit,locks")
 	dur := flag.Duration("dur", 2*time.Second, "length of each cell")
+	rounds := flag.Int("rounds", 1, "host and bare: run every cell this many times, the rounds one after the other (a ratio taken within a round shares its load)")
 	root := flag.String("root", ".", "the repository's root, where the servers are built from")
 	cpuprofile := flag.String("cpuprofile", "", "host: a folder where each host process writes its CPU profile (serve -cpuprofile), one file per cell and replica")
 	flag.Parse()
@@ -65,7 +66,7 @@ func main() {
 	}
 	httpTable(httpConfig{
 		root: *root, servers: servers, engines: engs, clients: ints(*clients), replicas: ints(*replicas),
-		works: split(def(*works, "emissions")), dur: *dur, profile: *cpuprofile,
+		works: split(def(*works, "emissions")), dur: *dur, profile: *cpuprofile, rounds: *rounds,
 	})
 }
 

@@ -166,23 +166,24 @@ func recordEmissions(ctx context.Context, db *sql.DB, in emissionsParams) (emiss
 // resolve finds the actor's key: the actor whose id is ref, else the one
 // actor one of whose names is ref.
 func resolve(ctx context.Context, tx *sql.Tx, ref string) (string, error) {
-	var key string
-	err := tx.QueryRowContext(ctx, "SELECT actor_key FROM sc_actors WHERE id = ?", ref).Scan(&key)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return "", err
-	}
-	rows, err := tx.QueryContext(ctx, "SELECT actor_key FROM sc_actor_names WHERE name = ? ORDER BY actor_key", ref)
+	rows, err := tx.QueryContext(ctx, "SELECT 0, actor_key FROM sc_actors WHERE id = ? UNION ALL SELECT 1, actor_key FROM sc_actor_names WHERE name = ?", ref, ref)
 	if err != nil {
 		return "", err
 	}
 	defer rows.Close()
+	var key string
 	var byName []string
 	for rows.Next() {
+		var isName int
 		var k string
-		if err := rows.Scan(&k); err != nil {
+		if err := rows.Scan(&isName, &k); err != nil {
 			return "", err
 		}
-		byName = append(byName, k)
+		if isName == 0 {
+			key = k
+		} else {
+			byName = append(byName, k)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return "", err

@@ -162,8 +162,7 @@ func TestKeyToolSays(t *testing.T) {
 // A body's own error that is, wraps or joins the bare code of a key's
 // refusal (in_progress, idempotency_conflict) is the body's: a keyed call
 // gets it as an unkeyed call does, never a refusal about its key (a
-// caller told "still running, retry at" for a call that ended). A store's
-// own refusal, wrapped, still reaches the caller whole.
+// caller told "still running, retry at" for a call that ended).
 func TestBodyBareKeyCode(t *testing.T) {
 	ctx := context.Background()
 	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}

@@ -277,3 +277,39 @@ func TestRunLogKeyHeldCallExpired(t *testing.T) {
 	require.NotNil(t, again.Pending)
 	assert.NotEqual(t, held.Pending.ID, again.Pending.ID, "not the dead receipt")
 }
+
+// TestKeyClaimGivenUp: a keyed call whose store fails before any body
+// ran (here its unit cannot begin) gives its claim up: the retry runs,
+// and is not refused in_progress for a call that never started.
+func TestKeyClaimGivenUp(t *testing.T) {
+	var runs atomic.Int64
+	store := &failFirstUnit{RunLog: actions.NewRunLog()}
+	reg := actions.NewRegistry(&actions.Options{Store: store, KeyWait: time.Minute})
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/pay"},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }))
+	call := actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "k"}
+	_, err := reg.Run(context.Background(), call)
+	require.ErrorIs(t, err, actions.CodeInternal, "the store's failure")
+	assert.Zero(t, runs.Load())
+	res, err := reg.Run(context.Background(), call)
+	require.NoError(t, err)
+	assert.Equal(t, "1", res.Text, "the retry ran")
+	res, err = reg.Run(context.Background(), call)
+	require.NoError(t, err)
+	assert.Equal(t, "1", res.Text, "and is the key's answer")
+	assert.Equal(t, int64(1), runs.Load())
+}
+
+// failFirstUnit is a RunLog whose first unit cannot begin: fn does not
+// run, and Atomic fails.
+type failFirstUnit struct {
+	*actions.RunLog
+	failed atomic.Bool
+}
+
+func (s *failFirstUnit) Atomic(ctx context.Context, fn func(context.Context) actions.Unit) ([]actions.Record, error) {
+	if s.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("the unit could not begin")
+	}
+	return s.RunLog.Atomic(ctx, fn)
+}

@@ -70,8 +70,7 @@ func advisory(ctx context.Context, key, query, name string) error {
 	if !ok {
 		return errors.New("sqlstore: " + name + " outside a unit")
 	}
-	d, _ := ctx.Value(dialectKey{}).(Dialect)
-	if d != PostgreSQL {
+	if unitOf(ctx).dialect != PostgreSQL {
 		return nil
 	}
 	h := fnv.New64a()
@@ -109,10 +108,6 @@ func ForUpdate(ctx context.Context) string {
 // inPostgresUnit tells whether ctx belongs to a unit of a PostgreSQL
 // store (a View carries no dialect).
 func inPostgresUnit(ctx context.Context) bool {
-	_, ok := Tx(ctx)
-	d, _ := ctx.Value(dialectKey{}).(Dialect)
-	return ok && d == PostgreSQL
+	u := unitOf(ctx)
+	return u != nil && u.dialect == PostgreSQL
 }
-
-// dialectKey is the context key of the unit's dialect, for Lock.
-type dialectKey struct{}

@@ -24,7 +24,7 @@ func ExampleAction() {
 			func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
 				return map[string]any{"id": p["id"], "open": p["id"] == "a2"}, nil
 			}),
-		programs.Action(reg, &programs.Options{MaxTime: 10_000_000}),
+		programs.Action(reg, nil),
 	)
 	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
 	res, err := reg.Run(context.Background(), actions.Call{Action: programs.DefaultID, Caller: caller,
@@ -37,11 +37,12 @@ func ExampleAction() {
 		`}})
 	fmt.Println(res.Text, len(res.Entry().Steps), err)
 
-	// A program that never ends is stopped at its time bound.
+	// A program that never ends is stopped at its time bound (2 s of
+	// the engine's time by default).
 	_, err = reg.Run(context.Background(), actions.Call{Action: programs.DefaultID, Caller: caller,
 		Params: map[string]any{"program": `for (;;) {}`}})
 	fmt.Println(errors.Is(err, programs.CodeTimeLimit), err)
 	// Output:
 	// ["a2"] 3 <nil>
-	// true program_time_limit: the program ran past its time limit of 10ms
+	// true program_time_limit: the program ran past its time limit of 2s
 }

@@ -96,7 +96,7 @@ type Decision struct {
 	// proposed themselves, and is otherwise held as their own new
 	// pending change (four eyes: another person decides it). The action
 	// is always the change's: nothing in a decision names another. A
-	// held batch is confirmed or rejected whole, never edited
+	// held batch, or a call held after a preview, is confirmed or rejected whole, never edited
 	// (constraint_violation).
 	Params any
 	// Reason, for a rejection, is the person's reason, for the caller

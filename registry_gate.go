@@ -168,8 +168,8 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 			commit bool
 		)
 		if d.Params != nil {
-			if pc.Batch != nil {
-				var err error = refusef(CodeConstraintViolation, "a held batch is confirmed or rejected whole; it cannot be edited",
+			if pc.Batch != nil || pc.Preview != nil {
+				var err error = refusef(CodeConstraintViolation, "a held batch or previewed call is confirmed or rejected whole; it cannot be edited",
 					Issue{Path: "", Keyword: "edit", Message: "a batch is not edited"})
 				if herr := g.store().Hold(ctx, pc); herr != nil {
 					err = errors.Join(err, herr)
@@ -188,6 +188,11 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 			value, recs, commit, err = r.batch(ctx, *pc.Batch, inv)
 		} else {
 			inv.name, inv.params, inv.expect = pc.Action, json.RawMessage(pc.givenText()), pc.Parameters
+			if pc.Preview != nil {
+				// Run again with the values the preview drew, and kept
+				// only as shown.
+				inv.shown, inv.recorded = pc.Preview, pc.Preview.Steps
+			}
 			if pc.Alias != "" {
 				inv.name = pc.Alias
 			}

@@ -239,10 +239,13 @@ type invocation struct {
 	replay bool
 	// noResolve: the parameters were recorded resolved (replay).
 	noResolve bool
-	// noHold: a call that needs confirmation is refused
-	// confirmation_required and stores no change (a call of
-	// [Registry.RunUnit], which cannot be confirmed call by call).
-	noHold bool
+	// preview is set while the top-level call of an action with
+	// Definition.Preview runs before it may be held; its nested calls
+	// share it and mark it when one needs confirmation.
+	preview *preview
+	// shown, when confirming a change held after a preview, is the
+	// entry the person was shown: the run must give it again.
+	shown *RunEntry
 	// step: the call is a step of a batch.
 	step bool
 	// asHost: a nested call the body made as the host (Trace.CallAsHost).
@@ -323,39 +326,75 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 	}
 	f := r.frame(inv, 0)
 	held := false
-	if holds {
+	// store holds the checked call (text: its canonical JSON) as a
+	// pending change, shown the preview's entry when there was one, and
+	// returns its refusal.
+	store := func(ctx context.Context, call CheckedCall, text, reason string, shown *RunEntry) error {
+		a := reg.action.Approval
+		switch {
+		case inv.caller.Principal == "":
+			return anonymousHold()
+		case inv.replay:
+			held = true
+			return Receipt{Action: reg.action.ID}.confirmationRequired()
+		}
+		pc := PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: text, Given: r.givenParameters(inv.params),
+			Reason: reason, Description: describeHeld(ctx, a, call), IdempotencyKey: inv.key, Preview: shown}
+		rec, err := g.hold(ctx, pc, inv.caller)
+		if err != nil {
+			return err
+		}
+		held = true
+		audit.PendingChange = rec.ID
+		if inv.edit != nil {
+			audit.Replaces = inv.edit.ID
+		}
+		return rec.confirmationRequired()
+	}
+	var pv *preview
+	if ok && reg.action.Preview {
+		pv, err = r.startPreview(ctx, inv)
+	}
+	if err != nil {
+		return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
+	}
+	runCtx := ctx
+	if pv != nil {
+		runCtx, f.inv.preview = pv.ctx, pv
+	}
+	if holds || pv != nil {
 		f.hold = func(ctx context.Context, checked map[string]any, text string) error {
-			a := reg.action.Approval
 			call := CheckedCall{Action: reg.action.ID, Params: checked, Caller: inv.caller}
-			hold, reason := g.shouldHold(ctx, a, call)
+			hold, reason := false, ""
+			if holds {
+				hold, reason = g.shouldHold(ctx, reg.action.Approval, call)
+			}
 			switch {
+			case pv != nil:
+				// Decided now, held (or not) once the body has run.
+				pv.call, pv.text, pv.hold, pv.reason = call, text, hold, reason
+				return nil
 			case !hold:
 				return nil
 			case inv.edit != nil && g.mayDecideOne(&reg.action.Definition, inv.caller.Principal, inv.caller) == nil:
 				// The editor may decide a change of their own: the
 				// decision confirms the edited call.
 				return nil
-			case inv.caller.Principal == "":
-				return anonymousHold()
-			case inv.replay, inv.noHold:
-				held = true
-				return Receipt{Action: reg.action.ID}.confirmationRequired()
 			}
-			pc := PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: text, Given: r.givenParameters(inv.params),
-				Reason: reason, Description: describeHeld(ctx, a, call), IdempotencyKey: inv.key}
-			rec, err := g.hold(ctx, pc, inv.caller)
-			if err != nil {
-				return err
-			}
-			held = true
-			audit.PendingChange = rec.ID
-			if inv.edit != nil {
-				audit.Replaces = inv.edit.ID
-			}
-			return rec.confirmationRequired()
+			return store(ctx, call, text, reason, nil)
 		}
 	}
-	result, entry, err := f.run(ctx, inv.name, inv.params, resolve)
+	result, entry, err := f.run(runCtx, inv.name, inv.params, resolve)
+	if pv != nil {
+		result, entry, err = pv.settle(ctx, result, entry, err, store)
+	}
+	if err == nil && inv.shown != nil {
+		if d := r.diverge("", *inv.shown, entry, 0); d != nil {
+			err = previewStale(d)
+			entry = entry.refused(err, entry.Parameters)
+			result = nil
+		}
+	}
 	if err != nil {
 		audit.Code = hostCode(err)
 		entry.Error = audit.Code
@@ -550,7 +589,12 @@ func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params
 		d := &reg.action.Definition
 		err := f.r.gateOf().admitNested(d, inv.caller)
 		if err == nil && d.NeedsConfirmation && inv.caller != nil && inv.confirming == "" {
-			err = NewRefusal(CodeConfirmationRequired, "a nested call of an action that needs confirmation is not held: the caller must call it")
+			if inv.preview != nil {
+				// Run in the preview, which is undone and held whole.
+				inv.preview.wanted.Store(true)
+			} else {
+				err = NewRefusal(CodeConfirmationRequired, "a nested call of an action that needs confirmation is not held: the caller must call it")
+			}
 		}
 		if err != nil {
 			entry := f.r.refusedGiven(RunEntry{Action: reg.action.ID, Steps: []RunStep{}, AsHost: asHost}, err, params)

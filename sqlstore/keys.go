@@ -112,10 +112,11 @@ func (s *Store) ClaimKey(ctx context.Context, claim actions.KeyRecord, now time.
 // claim ClaimKey committed stays in between: no replica finds the key
 // free while the unit settles. Outside a unit it returns an error.
 func (s *Store) SettleKey(ctx context.Context, done, undone actions.KeyRecord) error {
-	st, _ := ctx.Value(settleKey{}).(*settlement)
-	if st == nil || st.store != s {
+	u := unitOf(ctx)
+	if u == nil || u.settle.store != s {
 		return errors.New("sqlstore: SettleKey called outside a unit of the store")
 	}
+	st := &u.settle
 	st.set, st.done, st.undone = true, done, undone
 	return nil
 }
@@ -126,9 +127,6 @@ type settlement struct {
 	set          bool
 	done, undone actions.KeyRecord
 }
-
-// settleKey is the context key of an attempt's settlement.
-type settleKey struct{}
 
 // writeKey writes row in tx for unit: an upsert when it has an answer;
 // otherwise the deletion of the claim row.Unit names, if any and still

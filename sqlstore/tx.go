@@ -76,8 +76,25 @@ func (s *Store) wait(ctx context.Context, n int) error {
 	}
 }
 
-// txKey is the context key of the unit's transaction.
+// txKey is the context key of the unit's *unitCtx.
 type txKey struct{}
+
+// unitCtx is what a unit's context carries, in one value: its
+// transaction, the store's dialect (zero in a View), its savepoints
+// (nil in a View) and what an attempt settled under a key.
+type unitCtx struct {
+	tx      *sql.Tx
+	dialect Dialect
+	sps     *savepoints
+	own     savepoints // sps of a unit: allocated with it
+	settle  settlement
+}
+
+// unitOf returns the unitCtx ctx carries, or nil.
+func unitOf(ctx context.Context) *unitCtx {
+	u, _ := ctx.Value(txKey{}).(*unitCtx)
+	return u
+}
 
 // Tx returns the transaction of the unit that ctx belongs to: the context
 // the registry's resolver, a body and an [actions.PendingStore] receive
@@ -85,8 +102,10 @@ type txKey struct{}
 // [Store.View] gives. It is the one way a body reaches the transaction.
 // ok is false outside a unit.
 func Tx(ctx context.Context) (tx *sql.Tx, ok bool) {
-	tx, ok = ctx.Value(txKey{}).(*sql.Tx)
-	return tx, ok
+	if u := unitOf(ctx); u != nil {
+		return u.tx, true
+	}
+	return nil, false
 }
 
 // rolledBackTimeout bounds the write of a rolled-back unit's records:
@@ -197,7 +216,9 @@ func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Con
 // answer a cancelled commit with an error although the server committed:
 // records reported rolled back for a change that was kept.)
 func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) (actions.Unit, *settlement, bool, error) {
-	key := &settlement{store: s}
+	uc := &unitCtx{dialect: s.dialect, settle: settlement{store: s}}
+	uc.sps = &uc.own
+	key := &uc.settle
 	if err := ctx.Err(); err != nil {
 		return actions.Unit{}, key, false, err
 	}
@@ -222,7 +243,8 @@ func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Co
 		}
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit; runs before releaseSerial
-	tctx := context.WithValue(context.WithValue(context.WithValue(context.WithValue(ctx, txKey{}, tx), dialectKey{}, s.dialect), savepointsKey{}, &savepoints{}), settleKey{}, key)
+	uc.tx = tx
+	tctx := context.WithValue(ctx, txKey{}, uc)
 	u := fn(tctx)
 	if !u.Commit {
 		return u, key, false, u.Err
@@ -277,7 +299,7 @@ func (s *Store) View(ctx context.Context, fn func(ctx context.Context) error) er
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	return fn(context.WithValue(ctx, txKey{}, tx))
+	return fn(context.WithValue(ctx, txKey{}, &unitCtx{tx: tx}))
 }
 
 // serialConn returns a connection holding the session advisory lock of

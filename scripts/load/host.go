@@ -480,51 +480,42 @@ func finalFigures(engine, dsn string) (map[string]float64, error) {
 	return out, rows.Err()
 }
 
-// lostUpdates checks the hot actors' writes answered done, in no order:
-// each replaced the figure the one before it set, so that they form one
-// chain from the first write (which replaced nothing: the period starts
-// empty) to the figure the database ends with. A write whose figure was
-// replaced by two writes, or by none though it is not the last, is a
-// lost update; lost counts the writes off the chain. broken says what
-// was wrong, for the log.
+// lostUpdates checks the writes answered done, row by row, in no order.
+// Each write sets a figure no other call writes, and answers the figure
+// it replaced: with no update lost, the writes of a row form one chain
+// from the first (which replaced nothing: the periods start empty) to
+// the figure the database ends with. A write whose figure no other
+// write replaced, and which is not the row's final figure, was
+// overwritten unseen: a lost update; so is a final figure no write set.
+// lost counts them; broken says where, for the log.
 func lostUpdates(writes []write, final map[string]float64) (lost int, broken string) {
-	byActor := map[string][]write{} // by actor and period
+	byRow := map[string][]write{}
 	for _, w := range writes {
-		byActor[w.Actor+" "+w.Period] = append(byActor[w.Actor+" "+w.Period], w)
+		byRow[w.Actor+" "+w.Period] = append(byRow[w.Actor+" "+w.Period], w)
 	}
 	var notes []string
-	for actor, ws := range byActor {
-		next := map[float64]write{} // by the figure it replaced
-		var first []write
-		dup := 0
+	for row, ws := range byRow {
+		replaced := map[float64]bool{}
 		for _, w := range ws {
-			if w.Previous == nil {
-				first = append(first, w)
-				continue
-			}
-			if _, ok := next[*w.Previous]; ok {
-				dup++
-				continue
-			}
-			next[*w.Previous] = w
-		}
-		chain := 0
-		last := 0.0
-		if len(first) > 0 {
-			w, ok := first[0], true
-			for ok {
-				chain++
-				last = w.CO2t
-				w, ok = next[w.CO2t]
+			if w.Previous != nil {
+				replaced[*w.Previous] = true
 			}
 		}
-		off := len(ws) - chain
-		if f, ok := final[actor]; !ok || f != last {
+		f, ok := final[row]
+		off, set := 0, false
+		for _, w := range ws {
+			switch {
+			case ok && w.CO2t == f:
+				set = true
+			case !replaced[w.CO2t]:
+				off++
+			}
+		}
+		if ok && !set {
 			off++
-			notes = append(notes, fmt.Sprintf("%s ends at %v, its chain of writes at %v", actor, f, last))
 		}
 		if off > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %d writes, %d on the chain, %d first, %d replaced a figure already replaced", actor, len(ws), chain, len(first), dup))
+			notes = append(notes, fmt.Sprintf("%s: %d writes, %d lost (the database ends at %v, found %t)", row, len(ws), off, f, ok))
 		}
 		lost += off
 	}

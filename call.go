@@ -37,7 +37,9 @@ type Call struct {
 	// the whole batch's key. 1 to 255 printable ASCII bytes (another is
 	// refused invalid_parameters); empty for none, which changes nothing.
 	// A transport that receives a key given empty refuses it instead of
-	// passing "" (mcpserver does): the client meant to send a key.
+	// passing "" (mcpserver does): the client meant to send a key. The
+	// registry's Store must be a [KeyStore]; with another (or none) a
+	// keyed call is refused internal (retry never) and nothing runs.
 	IdempotencyKey string
 }
 

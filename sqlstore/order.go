@@ -77,8 +77,7 @@ func advisory(ctx context.Context, keys []string, fn, name string) error {
 	if !ok {
 		return errors.New("sqlstore: " + name + " outside a unit")
 	}
-	d, _ := ctx.Value(dialectKey{}).(Dialect)
-	if d != PostgreSQL || len(keys) == 0 {
+	if unitOf(ctx).dialect != PostgreSQL || len(keys) == 0 {
 		return nil
 	}
 	var q strings.Builder
@@ -126,10 +125,6 @@ func ForUpdate(ctx context.Context) string {
 // inPostgresUnit tells whether ctx belongs to a unit of a PostgreSQL
 // store (a View carries no dialect).
 func inPostgresUnit(ctx context.Context) bool {
-	_, ok := Tx(ctx)
-	d, _ := ctx.Value(dialectKey{}).(Dialect)
-	return ok && d == PostgreSQL
+	u := unitOf(ctx)
+	return u != nil && u.dialect == PostgreSQL
 }
-
-// dialectKey is the context key of the unit's dialect, for Lock.
-type dialectKey struct{}

@@ -111,6 +111,10 @@ func propose(t *testing.T, reg *actions.Registry, src string) actions.PendingCha
 	assert.False(t, res.Records[0].RolledBack, "the held change is kept")
 	pc, err := reg.PendingChange(context.Background(), rf.Pending.ID, sam)
 	require.NoError(t, err)
+	// Its record replays as held: the preview runs again, undone, and
+	// makes the same calls.
+	_, err = reg.Replay(context.Background(), res.Records[0])
+	require.NoError(t, err)
 	return pc
 }
 

@@ -37,7 +37,9 @@ type Call struct {
 	// the whole batch's key. 1 to 255 printable ASCII bytes (another is
 	// refused invalid_parameters); empty for none, which changes nothing.
 	// A transport that receives a key given empty refuses it instead of
-	// passing "" (mcpserver does): the client meant to send a key.
+	// passing "" (mcpserver does): the client meant to send a key. The
+	// registry's Store must be a [KeyStore]; with another (or none) a
+	// keyed call is refused internal (retry never) and nothing runs.
 	IdempotencyKey string
 }
 
@@ -94,7 +96,7 @@ type Decision struct {
 	// proposed themselves, and is otherwise held as their own new
 	// pending change (four eyes: another person decides it). The action
 	// is always the change's: nothing in a decision names another. A
-	// held batch is confirmed or rejected whole, never edited
+	// held batch, or a call held after a preview, is confirmed or rejected whole, never edited
 	// (constraint_violation).
 	Params any
 	// Reason, for a rejection, is the person's reason, for the caller

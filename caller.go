@@ -94,8 +94,9 @@ type Audit struct {
 	// IdempotencyKey is the key the call came with ([Call].IdempotencyKey).
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	// Answered, on the audit line of a retry a recorded call answered, is
-	// the store's id of the unit that answered it (see
-	// [Recorded.AuditLine]); empty otherwise.
+	// the store's id of the unit that answered it ([KeyRecord].Unit);
+	// empty otherwise. The audit line is the recorded unit's last entry,
+	// with the retry's audit, rolled back: the retry changed nothing.
 	Answered string `json:"answered,omitempty"`
 }
 

@@ -254,7 +254,15 @@ func (w *canonicalWriter) value(v any, depth int) error {
 			return nil
 		}
 		return w.raw(x, depth)
-	case RunEntry, *RunEntry, RunStep, *RunStep, []RunEntry, Record, *Record, []Record:
+	case RunEntry:
+		return w.exactly(func() error { return w.entry(&x, depth) })
+	case *RunEntry:
+		if x == nil {
+			w.buf = append(w.buf, "null"...)
+			return nil
+		}
+		return w.exactly(func() error { return w.entry(x, depth) })
+	case RunStep, *RunStep, []RunEntry, Record, *Record, []Record:
 		// An entry, alone or in its record, is written in the entry's
 		// form whoever writes it: a number a double does not hold keeps
 		// its digits (exactText).
@@ -270,6 +278,16 @@ func (w *canonicalWriter) value(v any, depth int) error {
 		return w.marshal(v, depth)
 	}
 	return nil
+}
+
+// exactly runs write in exact mode: an entry, alone or in its record,
+// is written in the entry's form whoever writes it (see exactText).
+func (w *canonicalWriter) exactly(write func() error) error {
+	exact := w.exact
+	w.exact = true
+	err := write()
+	w.exact = exact
+	return err
 }
 
 // mapValue writes an object, refusing a cycle.

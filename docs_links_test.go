@@ -223,8 +223,10 @@ func recvName(x ast.Expr) string {
 	return ""
 }
 
-// modulePackages parses every package directory of this module (nested
-// modules and test data left out), keyed by import path.
+// modulePackages parses every package directory of the repository (test
+// data left out), keyed by import path. The nested modules are named by
+// their directories, so a directory's import path is the same whichever
+// module holds it.
 func modulePackages(t *testing.T) map[string]*goPackage {
 	t.Helper()
 	pkgs := map[string]*goPackage{}
@@ -238,11 +240,6 @@ func modulePackages(t *testing.T) map[string]*goPackage {
 		base := d.Name()
 		if p != "." && (strings.HasPrefix(base, ".") || base == "testdata" || base == "node_modules") {
 			return filepath.SkipDir
-		}
-		if p != "." {
-			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
-				return filepath.SkipDir
-			}
 		}
 		pkg := parseDir(t, p)
 		if len(pkg.files) > 0 {

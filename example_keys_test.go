@@ -1,25 +1,43 @@
 package actions_test
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/actionreg/actions"
 )
 
-// A held call's answer under a key lasts no longer than its pending
-// change: a store writes UnitKey.Until, not the key's whole window.
-func ExampleUnitKey_Until() {
-	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	k := actions.UnitKey{Key: "refund-1", Now: now, Expires: now.Add(24 * time.Hour)}
+// A call that carries an idempotency key runs at most once: the retry
+// gets the first call's answer. The registry runs the protocol over its
+// Store's KeyStore methods; the store keeps the key's row, which
+// ClaimKey shows to the next claim.
+func ExampleKeyStore() {
+	ctx := context.Background()
+	log := actions.NewRunLog() // a KeyStore, in this process's memory
+	reg := actions.NewRegistry(&actions.Options{Store: log})
+	charges := 0
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge",
+		Parameters: `{"type":"object","properties":{"amount":{"type":"integer"}}}`},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) {
+			charges++
+			return map[string]any{"charged": charges}, nil
+		}))
 
-	done := actions.Answer{Value: `{"refunded":4}`}
-	fmt.Println(k.Until(done).Sub(now))
+	call := actions.Call{Action: "shop/charge", Params: `{"amount":4}`, IdempotencyKey: "order-17"}
+	for range 2 {
+		res, err := reg.Run(ctx, call)
+		fmt.Println(res.Text, err)
+	}
+	fmt.Println("charges:", charges)
 
-	held := actions.NewRefusal(actions.CodeConfirmationRequired, "a person must confirm")
-	held.Pending = &actions.Receipt{ID: "c1", Action: "shop/refund", Expires: now.Add(time.Hour)}
-	fmt.Println(k.Until(actions.Answer{Refusal: held}).Sub(now))
+	// The row under the key, as a store keeps it for the registry.
+	var ks actions.KeyStore = log
+	row, err := ks.ClaimKey(ctx, actions.KeyRecord{Action: "shop/charge", Key: "order-17", Unit: "another claim"}, time.Now())
+	fmt.Println(row.Unit, string(row.Answer), len(row.Records), err)
 	// Output:
-	// 24h0m0s
-	// 1h0m0s
+	// {"charged":1} <nil>
+	// {"charged":1} <nil>
+	// charges: 1
+	// runlog:1 {"value":"{\"charged\":1}"} 1 <nil>
 }

@@ -29,7 +29,9 @@ const CursorSchema = `{"type": "string", "minLength": 1, "maxLength": 512, ` +
 // "items" member is the list cut when over the bound, and its "next" the
 // position of the page after, empty on the last page (its caller gets it
 // as a cursor). A body builds it with [Paginate] (by offset) or
-// [PageAfter] (by key).
+// [PageAfter] (by key). Returned by a typed action ([Typed]), its items
+// are always a JSON array, [] for a nil Items, and its output schema
+// says so ("type": "array", never null).
 type Page[T any] struct {
 	Items []T    `json:"items"`
 	Next  string `json:"next,omitempty"`

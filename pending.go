@@ -32,6 +32,12 @@ type PendingChange struct {
 	// ([Approval].When); either may be empty.
 	Description string `json:"description,omitempty"`
 	Reason      string `json:"reason,omitempty"`
+	// Preview, for an action with [Definition].Preview, is the entry of
+	// the run made before the call was held and then undone: the calls
+	// its body made, each with its parameters as it ran and its result,
+	// in order. Confirming runs the call again and keeps it only when it
+	// gives this entry again (stale_change otherwise).
+	Preview *RunEntry `json:"preview,omitempty"`
 	// Batch is the held batch, when a step of a batch needed
 	// confirmation: confirming runs it whole. Action is then the first
 	// step that needs confirmation.
@@ -184,6 +190,10 @@ func (c PendingChange) clone() PendingChange {
 		c.Batch = &b
 	}
 	c.Held = append([]HeldStep(nil), c.Held...)
+	if c.Preview != nil {
+		e := c.Preview.clone()
+		c.Preview = &e
+	}
 	return c
 }
 

@@ -183,11 +183,6 @@ func (s failingStore) Atomic(ctx context.Context, fn func(context.Context) Unit)
 	return u.Records, errors.Join(u.Err, s.err)
 }
 
-func (s failingStore) AtomicOnce(ctx context.Context, _ UnitKey, fn func(context.Context) Unit) ([]Record, *Recorded, error) {
-	recs, err := s.Atomic(ctx, fn)
-	return recs, nil, err
-}
-
 // TestOneErrorModelCalls: the errors real calls return, one case per way
 // a call fails, each checked against every sentinel, and the record (the
 // host's view) where the caller's code differs from the host's.

@@ -168,8 +168,8 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 			commit bool
 		)
 		if d.Params != nil {
-			if pc.Batch != nil {
-				var err error = refusef(CodeConstraintViolation, "a held batch is confirmed or rejected whole; it cannot be edited",
+			if pc.Batch != nil || pc.Preview != nil {
+				var err error = refusef(CodeConstraintViolation, "a held batch or previewed call is confirmed or rejected whole; it cannot be edited",
 					Issue{Path: "", Keyword: "edit", Message: "a batch is not edited"})
 				if herr := g.store().Hold(ctx, pc); herr != nil {
 					err = errors.Join(err, herr)
@@ -188,6 +188,11 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 			value, recs, commit, err = r.batch(ctx, *pc.Batch, inv)
 		} else {
 			inv.name, inv.params, inv.expect = pc.Action, json.RawMessage(pc.givenText()), pc.Parameters
+			if pc.Preview != nil {
+				// Run again with the values the preview drew, and kept
+				// only as shown.
+				inv.shown, inv.recorded = pc.Preview, pc.Preview.Steps
+			}
 			if pc.Alias != "" {
 				inv.name = pc.Alias
 			}
@@ -230,8 +235,8 @@ func (r *Registry) changeRecords(pc PendingChange, caller *Caller, stage Stage, 
 
 // decisionKey is the key a decision on the pending change id records
 // under: the key the held call came with, or nil.
-func (r *Registry) decisionKey(ctx context.Context, d Decision) *UnitKey {
-	if r.opts.Store == nil {
+func (r *Registry) decisionKey(ctx context.Context, d Decision) *unitKey {
+	if _, ok := r.opts.Store.(KeyStore); !ok {
 		return nil
 	}
 	g := r.gateOf()
@@ -239,11 +244,11 @@ func (r *Registry) decisionKey(ctx context.Context, d Decision) *UnitKey {
 	if err != nil || pc.IdempotencyKey == "" || g.mayDecide(pc, d.Caller, r.definitionOf) != nil {
 		return nil
 	}
-	k := &UnitKey{Principal: pc.Proposer.Principal, Action: pc.Action, Key: pc.IdempotencyKey, Digest: digestOf(pc.givenText()), Replace: true, Wait: r.opts.KeyWait}
+	k := &unitKey{principal: pc.Proposer.Principal, action: pc.Action, key: pc.IdempotencyKey, digest: digestOf(pc.givenText()), replace: true, wait: r.opts.KeyWait}
 	if pc.Batch != nil {
-		k.Action = batchKeyAction
+		k.action = batchKeyAction
 		text, _ := exactText(*pc.Batch)
-		k.Digest = digestOf(text)
+		k.digest = digestOf(text)
 	}
 	r.stampKey(k)
 	return k
@@ -251,7 +256,7 @@ func (r *Registry) decisionKey(ctx context.Context, d Decision) *UnitKey {
 
 // observeDecide runs fn, the decision d, in one unit, observed as one
 // OpDecide.
-func (r *Registry) observeDecide(ctx context.Context, d Decision, key *UnitKey, st *unitState, fn unitWork) (Result, error) {
+func (r *Registry) observeDecide(ctx context.Context, d Decision, key *unitKey, st *unitState, fn unitWork) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpDecide, Decision: d, Step: -1})
 	res, err := r.unit(ctx, key, st, fn)
 	ob.end(res, err)

@@ -62,7 +62,7 @@ func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
 // then used as it is, never made twice.
 func (r *Registry) run(ctx context.Context, c Call, pre *gateDecision) (Result, error) {
 	var (
-		key   *UnitKey
+		key   *unitKey
 		gated = pre
 	)
 	if c.IdempotencyKey != "" {
@@ -92,7 +92,7 @@ type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, 
 // they run on.
 type unitState struct {
 	// keepStarted: a keyed unit whose body started keeps its key whatever
-	// its outcome ([Unit].Keep); false for a decision, whose change waits
+	// its outcome (settleKey); false for a decision, whose change waits
 	// for another try.
 	keepStarted bool
 	// started is set when a body of the unit starts (the call's own, a
@@ -111,10 +111,12 @@ type unitState struct {
 // unit runs fn in one unit of the store, at most once under k when k is
 // not nil, and delivers its records; st is told what the unit's calls
 // did.
-func (r *Registry) unit(ctx context.Context, k *UnitKey, st *unitState, fn unitWork) (Result, error) {
+func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitWork) (Result, error) {
 	var (
 		value   any
 		unitErr error // the last attempt's own error, as the calls gave it
+		ks      KeyStore
+		token   string // the key's claim, when k claimed one
 	)
 	attempt := func(ctx context.Context) Unit {
 		st.started.Store(false) // a store may run the unit again
@@ -132,29 +134,36 @@ func (r *Registry) unit(ctx context.Context, k *UnitKey, st *unitState, fn unitW
 		value, unitErr = v, err
 		stamp(ctx, observed{}, recs)
 		u := Unit{Records: recs, Commit: commit, Err: err}
-		if k != nil && !commit && st.keepStarted && st.started.Load() {
-			u.Keep = true
-		}
-		if k != nil && (commit || u.Keep) {
-			u.Answer = answerOf(k, v, recs, err)
-			if !commit {
-				u.Answer.Value, u.Answer.Steps, u.Answer.Bounded = "", nil, false
-			}
-		}
 		endInUnit(ctx, r.gateOf().now(), v, &u)
+		if ks != nil {
+			settleKey(ctx, ks, k, token, st.keepStarted && st.started.Load(), v, &u)
+		}
 		return u
 	}
 	var (
-		recs []Record
-		err  error
-		rec  *Recorded // the recorded unit that answered a retry
+		recs    []Record
+		err     error
+		retried *Result // a recorded unit's answer to a retry
 	)
 	if r.opts.Store != nil {
 		uctx, ob := r.observe(ctx, Operation{Kind: OpUnit, Step: -1})
-		if k != nil {
-			recs, rec, err = r.opts.Store.AtomicOnce(uctx, *k, attempt)
-		} else {
+		switch {
+		case k == nil:
 			recs, err = r.opts.Store.Atomic(uctx, attempt)
+		default:
+			ks = r.opts.Store.(KeyStore) // keyOf made sure
+			if !k.replace {
+				var found *KeyRecord
+				if token, found, err = claimKey(uctx, ks, k); found != nil {
+					var res Result
+					if recs, res, err = answerRetry(uctx, ks, k, found); err == nil {
+						retried = &res
+					}
+				}
+			}
+			if err == nil && retried == nil {
+				recs, err = r.atomicClaimed(uctx, ks, k, token, st, attempt, &unitErr)
+			}
 		}
 		ob.end(Result{Records: recs}, err)
 		if err != nil && err != unitErr && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == CodeInternal {
@@ -179,8 +188,8 @@ func (r *Registry) unit(ctx context.Context, k *UnitKey, st *unitState, fn unitW
 			}
 		}
 	}
-	if rec != nil && err == nil {
-		return answeredFrom(rec)
+	if retried != nil && err == nil {
+		return *retried, nil
 	}
 	res := Result{Value: value, Records: recs}
 	if a, ok := value.(answered); ok {
@@ -190,6 +199,24 @@ func (r *Registry) unit(ctx context.Context, k *UnitKey, st *unitState, fn unitW
 		res.Value, res.Text, res.StepResults = nil, "", nil
 	}
 	return res, err
+}
+
+// atomicClaimed runs attempt in one unit of ks, under the claim token
+// (none for a decision, which claims nothing). When the store failed
+// and no body started, the claim may be left unsettled: it is given up,
+// so that a retry runs. Once a body started, the claim stays whatever
+// becomes of the unit: a retry is answered from the row, or waits, and
+// never runs the body again (at most once, even if the store failed).
+func (r *Registry) atomicClaimed(ctx context.Context, ks KeyStore, k *unitKey, token string, st *unitState, attempt func(ctx context.Context) Unit, unitErr *error) (recs []Record, err error) {
+	ok := false
+	defer func() {
+		if token != "" && (!ok || err != *unitErr) && !st.started.Load() {
+			giveUpClaim(ctx, ks, k, token)
+		}
+	}()
+	recs, err = ks.Atomic(ctx, attempt)
+	ok = true
+	return recs, err
 }
 
 // invocation is one call as the call path carries it.
@@ -212,10 +239,13 @@ type invocation struct {
 	replay bool
 	// noResolve: the parameters were recorded resolved (replay).
 	noResolve bool
-	// noHold: a call that needs confirmation is refused
-	// confirmation_required and stores no change (a call of
-	// [Registry.RunUnit], which cannot be confirmed call by call).
-	noHold bool
+	// preview is set while the top-level call of an action with
+	// Definition.Preview runs before it may be held; its nested calls
+	// share it and mark it when one needs confirmation.
+	preview *preview
+	// shown, when confirming a change held after a preview, is the
+	// entry the person was shown: the run must give it again.
+	shown *RunEntry
 	// step: the call is a step of a batch.
 	step bool
 	// asHost: a nested call the body made as the host (Trace.CallAsHost).
@@ -296,39 +326,75 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 	}
 	f := r.frame(inv, 0)
 	held := false
-	if holds {
+	// store holds the checked call (text: its canonical JSON) as a
+	// pending change, shown the preview's entry when there was one, and
+	// returns its refusal.
+	store := func(ctx context.Context, call CheckedCall, text, reason string, shown *RunEntry) error {
+		a := reg.action.Approval
+		switch {
+		case inv.caller.Principal == "":
+			return anonymousHold()
+		case inv.replay:
+			held = true
+			return Receipt{Action: reg.action.ID}.confirmationRequired()
+		}
+		pc := PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: text, Given: r.givenParameters(inv.params),
+			Reason: reason, Description: describeHeld(ctx, a, call), IdempotencyKey: inv.key, Preview: shown}
+		rec, err := g.hold(ctx, pc, inv.caller)
+		if err != nil {
+			return err
+		}
+		held = true
+		audit.PendingChange = rec.ID
+		if inv.edit != nil {
+			audit.Replaces = inv.edit.ID
+		}
+		return rec.confirmationRequired()
+	}
+	var pv *preview
+	if ok && reg.action.Preview {
+		pv, err = r.startPreview(ctx, inv)
+	}
+	if err != nil {
+		return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
+	}
+	runCtx := ctx
+	if pv != nil {
+		runCtx, f.inv.preview = pv.ctx, pv
+	}
+	if holds || pv != nil {
 		f.hold = func(ctx context.Context, checked map[string]any, text string) error {
-			a := reg.action.Approval
 			call := CheckedCall{Action: reg.action.ID, Params: checked, Caller: inv.caller}
-			hold, reason := g.shouldHold(ctx, a, call)
+			hold, reason := false, ""
+			if holds {
+				hold, reason = g.shouldHold(ctx, reg.action.Approval, call)
+			}
 			switch {
+			case pv != nil:
+				// Decided now, held (or not) once the body has run.
+				pv.call, pv.text, pv.hold, pv.reason = call, text, hold, reason
+				return nil
 			case !hold:
 				return nil
 			case inv.edit != nil && g.mayDecideOne(&reg.action.Definition, inv.caller.Principal, inv.caller) == nil:
 				// The editor may decide a change of their own: the
 				// decision confirms the edited call.
 				return nil
-			case inv.caller.Principal == "":
-				return anonymousHold()
-			case inv.replay, inv.noHold:
-				held = true
-				return Receipt{Action: reg.action.ID}.confirmationRequired()
 			}
-			pc := PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: text, Given: r.givenParameters(inv.params),
-				Reason: reason, Description: describeHeld(ctx, a, call), IdempotencyKey: inv.key}
-			rec, err := g.hold(ctx, pc, inv.caller)
-			if err != nil {
-				return err
-			}
-			held = true
-			audit.PendingChange = rec.ID
-			if inv.edit != nil {
-				audit.Replaces = inv.edit.ID
-			}
-			return rec.confirmationRequired()
+			return store(ctx, call, text, reason, nil)
 		}
 	}
-	result, entry, err := f.run(ctx, inv.name, inv.params, resolve)
+	result, entry, err := f.run(runCtx, inv.name, inv.params, resolve)
+	if pv != nil {
+		result, entry, err = pv.settle(ctx, result, entry, err, store)
+	}
+	if err == nil && inv.shown != nil {
+		if d := r.diverge("", *inv.shown, entry, 0); d != nil {
+			err = previewStale(d)
+			entry = entry.refused(err, entry.Parameters)
+			result = nil
+		}
+	}
 	if err != nil {
 		audit.Code = hostCode(err)
 		entry.Error = audit.Code
@@ -523,7 +589,12 @@ func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params
 		d := &reg.action.Definition
 		err := f.r.gateOf().admitNested(d, inv.caller)
 		if err == nil && d.NeedsConfirmation && inv.caller != nil && inv.confirming == "" {
-			err = NewRefusal(CodeConfirmationRequired, "a nested call of an action that needs confirmation is not held: the caller must call it")
+			if inv.preview != nil {
+				// Run in the preview, which is undone and held whole.
+				inv.preview.wanted.Store(true)
+			} else {
+				err = NewRefusal(CodeConfirmationRequired, "a nested call of an action that needs confirmation is not held: the caller must call it")
+			}
 		}
 		if err != nil {
 			entry := f.r.refusedGiven(RunEntry{Action: reg.action.ID, Steps: []RunStep{}, AsHost: asHost}, err, params)
@@ -632,7 +703,7 @@ func resultLimitOf(r *Registry, name string, l Limits) int {
 // boundFor bounds text, a result of a call of inv, to limit, and seals
 // the cursors it gives: form is nil when the result fits (or limit is
 // negative), and sealed is the result's text as its caller gets it, its
-// "next" sealed (see [cursorParam]).
+// "next" sealed (see [CursorSchema]).
 func (r *Registry) boundFor(inv invocation, text string, limit int) (form *Bounded, sealed string, err error) {
 	var next *pager
 	if reg, ok := r.lookup(inv.name); ok && reg.cursor {
@@ -722,41 +793,53 @@ func needsKey(d *Definition, inv invocation) error {
 // keyOf returns the unit key of c, or nil when c runs as if it had no
 // key: an unknown action, or one the gate refuses (their refusal is then
 // the same with or without a key). The gate decides a keyed call here,
-// before its unit, so that a retry the store answers from the record
-// passes it as any call does: its rate counted, refused when the caller
-// may no longer call; the decision is returned for the call's unit to
-// use, never made twice. For a batch, each step's action is admitted
-// (surface, capability, scope, serving); its rate is counted when the
-// step runs. pre, when not nil, is the decision made already (a task's
-// call). Errors: invalid_parameters for a malformed key; internal when
-// the registry has no Store.
-func (r *Registry) keyOf(ctx context.Context, c Call, pre *gateDecision) (*UnitKey, *gateDecision, error) {
+// before its unit, so that a retry answered from the record passes it
+// as any call does: its rate counted, refused when the caller may no
+// longer call; the decision is returned for the call's unit to use,
+// never made twice. For a batch, each step's action is admitted
+// (surface, capability, scope, serving) here; the steps' rates are
+// counted when they run, or, for a retry answered from the record, when
+// it is answered. pre, when not nil, is the decision made already (a
+// task's call). Errors: invalid_parameters for a malformed key; internal
+// when the registry's Store keeps no keys (no [KeyStore]).
+func (r *Registry) keyOf(ctx context.Context, c Call, pre *gateDecision) (*unitKey, *gateDecision, error) {
 	if err := checkKey(c.IdempotencyKey); err != nil {
 		return nil, nil, err
 	}
-	if r.opts.Store == nil {
-		rf := internalRefusal("the host keeps no record of calls: an idempotency key cannot be honoured", errNoKeyStore)
+	if _, ok := r.opts.Store.(KeyStore); !ok {
+		cause := errNoKeyStore
+		if r.opts.Store == nil {
+			cause = errNoStore
+		}
+		rf := internalRefusal("the host keeps no idempotency keys: a call with a key cannot be honoured", cause)
 		rf.Retry = RetryNever
 		return nil, nil, rf
 	}
 	g := r.gateOf()
 	var gated *gateDecision
-	k := &UnitKey{Key: c.IdempotencyKey, Wait: r.opts.KeyWait}
+	k := &unitKey{key: c.IdempotencyKey, wait: r.opts.KeyWait}
 	if c.Caller != nil {
-		k.Principal = c.Caller.Principal
+		k.principal = c.Caller.Principal
 	}
 	if c.Batch != nil {
-		k.Action = batchKeyAction
+		k.action = batchKeyAction
 		text, err := exactText(*c.Batch)
 		if err != nil {
 			return nil, nil, nil // refused by the batch's check, as without a key
 		}
-		for _, st := range c.Batch.Steps {
-			if reg, ok := r.lookup(st.Call); ok && g.admit(&reg.action.Definition, c.Caller) != nil {
+		ids := make([]string, len(c.Batch.Steps))
+		for i, st := range c.Batch.Steps {
+			reg, ok := r.lookup(st.Call)
+			if !ok {
+				continue
+			}
+			if g.admit(&reg.action.Definition, c.Caller) != nil {
 				return nil, nil, nil // the batch's own check refuses it
 			}
+			ids[i] = reg.action.ID
 		}
-		k.Digest = digestOf(text)
+		k.digest = digestOf(text)
+		k.admit = r.batchRetryRate(c, ids)
 	} else {
 		reg, ok := r.lookup(c.Action)
 		if !ok {
@@ -769,24 +852,49 @@ func (r *Registry) keyOf(ctx context.Context, c Call, pre *gateDecision) (*UnitK
 		if gated.err != nil {
 			return nil, gated, nil
 		}
-		k.Action, k.Digest = reg.action.ID, digestOf(r.givenParameters(c.Params))
+		k.action, k.digest = reg.action.ID, digestOf(r.givenParameters(c.Params))
 	}
 	r.stampKey(k)
-	k.Audit = r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, step: c.Batch != nil})
+	k.audit = r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, step: c.Batch != nil})
 	return k, gated, nil
 }
 
+// batchRetryRate counts, for the retry of the keyed batch c that the
+// record answers, the rate of each step's action (ids, by step; "" for
+// an unknown action) as the steps would when run. The first refusal
+// stops it; its record is the step's, refused, rolled back.
+func (r *Registry) batchRetryRate(c Call, ids []string) func(ctx context.Context) (Record, error) {
+	if c.Caller == nil {
+		return nil // the host's calls count no rate
+	}
+	return func(ctx context.Context) (Record, error) {
+		g := r.gateOf()
+		for i, id := range ids {
+			if id == "" {
+				continue
+			}
+			if err := g.limit(ctx, id, c.Caller.Principal); err != nil {
+				a := r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, step: true})
+				a.Code = CodeOf(err)
+				entry := RunEntry{Action: id, Steps: []RunStep{}}.refused(err, r.givenParameters(c.Batch.Steps[i].With))
+				return Record{Entry: entry, Audit: a, RolledBack: true}, err
+			}
+		}
+		return Record{}, nil
+	}
+}
+
 // stampKey sets the clock readings and the wait of k.
-func (r *Registry) stampKey(k *UnitKey) {
+func (r *Registry) stampKey(k *unitKey) {
 	window := r.opts.KeyWindow
 	if window <= 0 {
 		window = defaultKeyWindow
 	}
-	if k.Wait <= 0 {
-		k.Wait = defaultKeyWait
+	if k.wait <= 0 {
+		k.wait = defaultKeyWait
 	}
-	k.Now = r.gateOf().now()
-	k.Expires = k.Now.Add(window)
+	k.now = r.gateOf().now()
+	k.expires = k.now.Add(window)
 }
 
 // observe starts op with the registry's observer, if any. The returned
@@ -819,7 +927,7 @@ func callOp(inv invocation) Operation {
 }
 
 // observeBatch runs the batch of c in one unit, observed as one OpBatch.
-func (r *Registry) observeBatch(ctx context.Context, c Call, key *UnitKey, p *progress, st *unitState) (Result, error) {
+func (r *Registry) observeBatch(ctx context.Context, c Call, key *unitKey, p *progress, st *unitState) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, Call: Call{Batch: c.Batch, Caller: c.Caller, ToolCallID: c.ToolCallID}, Step: -1})
 	res, err := r.unit(ctx, key, st, func(ctx context.Context) (any, []Record, bool, error) {
 		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, state: st})
@@ -842,5 +950,6 @@ func (r *Registry) newProgress(fn func(Progress)) *progress {
 }
 
 var (
-	errNoKeyStore = errors.New("actions: Options.Store is nil: an idempotency key cannot be honoured (give the registry a Store, such as NewRunLog())")
+	errNoStore    = errors.New("actions: Options.Store is nil: an idempotency key cannot be honoured (give the registry a KeyStore, such as NewRunLog())")
+	errNoKeyStore = errors.New("actions: Options.Store is no KeyStore: an idempotency key cannot be honoured")
 )

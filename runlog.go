@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"time"
 )
 
 // RunLog keeps records in memory, in the order their units were settled:
@@ -24,13 +23,19 @@ type RunLog struct {
 func NewRunLog() *RunLog { return &RunLog{} }
 
 // Atomic runs fn once and appends a deep copy of its records, marked
-// rolled back unless the unit commits.
+// rolled back unless the unit commits, with what fn settled under a key
+// ([RunLog.SettleKey]).
 func (l *RunLog) Atomic(ctx context.Context, fn func(ctx context.Context) Unit) ([]Record, error) {
-	u := fn(ctx)
+	lu := &runLogUnit{log: l}
+	u := fn(context.WithValue(ctx, runLogUnitKey{}, lu))
 	for i := range u.Records {
 		u.Records[i].RolledBack = !u.Commit
 	}
-	l.add(u.Records...)
+	cp := cloneRecords(u.Records)
+	l.mu.Lock()
+	l.records = append(l.records, cp...)
+	l.settle(lu, u.Commit, u.Records)
+	l.mu.Unlock()
 	return u.Records, u.Err
 }
 
@@ -97,22 +102,4 @@ func (w *EntryWriter) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
-}
-
-// runLogKeys are a RunLog's units run under idempotency keys, by
-// (principal, action, key). Guarded by the RunLog's mu.
-type runLogKeys struct {
-	m     map[runLogKey]*keyedUnit
-	units int // units recorded so far: their ids are "runlog:1", ...
-	swept int // len(m) after the last sweep of expired units
-}
-
-type runLogKey struct{ principal, action, key string }
-
-// keyedUnit is a unit under a key: running (done open), or recorded.
-type keyedUnit struct {
-	digest  string
-	done    chan struct{} // closed when the unit is settled
-	rec     *Recorded     // nil while running
-	expires time.Time
 }

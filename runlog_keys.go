@@ -2,131 +2,107 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 )
 
-// AtomicOnce runs fn at most once under k within its window, as
-// [Store].AtomicOnce says, in this process's memory: a RunLog shared by
-// the registries of one process serves them all, never other processes.
-// A retry waiting for a running unit waits at most k.Wait, or until ctx
-// ends (its error is then returned as it is).
-func (l *RunLog) AtomicOnce(ctx context.Context, k UnitKey, fn func(ctx context.Context) Unit) ([]Record, *Recorded, error) {
-	id := runLogKey{k.Principal, k.Action, k.Key}
-	var timer <-chan time.Time
-	for {
-		l.mu.Lock()
-		ku := l.keys.m[id]
-		if ku != nil && ku.rec != nil && !k.Now.Before(ku.expires) {
-			delete(l.keys.m, id) // the window passed
-			ku = nil
-		}
-		switch {
-		case ku != nil && ku.rec == nil && !k.Replace:
-			done := ku.done
-			l.mu.Unlock()
-			if timer == nil {
-				t := time.NewTimer(k.Wait)
-				defer t.Stop()
-				timer = t.C
-			}
-			select {
-			case <-done:
-				continue
-			case <-timer:
-				return nil, nil, k.InProgress()
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			}
-		case ku != nil && !k.Replace:
-			defer l.mu.Unlock()
-			if ku.digest != k.Digest {
-				return nil, nil, k.Conflict()
-			}
-			line := ku.rec.AuditLine(k.Audit)
-			l.records = append(l.records, line.clone())
-			rec := *ku.rec
-			rec.Records = cloneRecords(ku.rec.Records)
-			return []Record{line}, &rec, nil
-		}
-		claim := &keyedUnit{digest: k.Digest, done: make(chan struct{})}
-		if ku != nil && ku.rec == nil {
-			claim.done = ku.done // a decision replacing a unit still running: rare, share its signal
-		}
-		l.keys.sweep(k.Now)
-		if l.keys.m == nil {
-			l.keys.m = map[runLogKey]*keyedUnit{}
-		}
-		l.keys.m[id] = claim
-		l.mu.Unlock()
-		return l.runKeyed(ctx, k, id, claim, ku, fn)
-	}
+// runLogKeys are a RunLog's rows of idempotency keys, by (principal,
+// action, key). Guarded by the RunLog's mu.
+type runLogKeys struct {
+	m     map[runLogKey]KeyRecord
+	units int // units recorded so far: their ids are "runlog:1", ...
+	swept int // len(m) after the last sweep of expired rows
 }
 
-// runKeyed runs fn for the claim and settles it: recorded when the unit
-// commits or is kept ([Unit].Keep, its records rolled back), dropped (or
-// the replaced unit put back) otherwise.
-func (l *RunLog) runKeyed(ctx context.Context, k UnitKey, id runLogKey, claim, old *keyedUnit, fn func(ctx context.Context) Unit) (recs []Record, _ *Recorded, err error) {
-	settled := false
-	defer func() {
-		if !settled { // fn panicked: free the key
-			l.mu.Lock()
-			l.dropClaim(id, claim, old)
-			l.mu.Unlock()
-		}
-	}()
-	u := fn(ctx)
-	for i := range u.Records {
-		u.Records[i].RolledBack = !u.Commit
-	}
-	cp := cloneRecords(u.Records)
+type runLogKey struct{ principal, action, key string }
+
+func keyOfRecord(r KeyRecord) runLogKey { return runLogKey{r.Principal, r.Action, r.Key} }
+
+// runLogUnit is what the attempt of a RunLog's unit tells it beside its
+// records: what it leaves under a key ([RunLog.SettleKey]).
+type runLogUnit struct {
+	log          *RunLog
+	settled      bool
+	done, undone KeyRecord
+}
+
+type runLogUnitKey struct{}
+
+// ClaimKey claims the key of claim, as [KeyStore] says, in this
+// process's memory: a RunLog shared by the registries of one process
+// serves them all, never other processes. A claim is kept as soon as it
+// is made.
+func (l *RunLog) ClaimKey(_ context.Context, claim KeyRecord, now time.Time) (*KeyRecord, error) {
+	id := keyOfRecord(claim)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	settled = true
-	l.records = append(l.records, cp...)
-	if !u.Commit && !u.Keep {
-		l.dropClaim(id, claim, old)
-		return u.Records, nil, u.Err
+	if row, ok := l.keys.m[id]; ok && row.Expires.After(now) {
+		row.Answer = append([]byte(nil), row.Answer...)
+		row.Records = cloneRecords(row.Records)
+		return &row, nil
 	}
-	l.keys.units++
-	claim.rec = &Recorded{Unit: "runlog:" + strconv.Itoa(l.keys.units), Answer: u.Answer, Records: cloneRecords(u.Records)}
-	claim.expires = k.Until(u.Answer)
-	if l.keys.m[id] == claim {
-		closeOnce(claim.done)
+	l.keys.sweep(now)
+	if l.keys.m == nil {
+		l.keys.m = map[runLogKey]KeyRecord{}
 	}
-	return u.Records, nil, u.Err
+	claim.Answer, claim.Records = nil, nil
+	l.keys.m[id] = claim
+	return nil, nil
 }
 
-// dropClaim frees the key of a unit that did not commit: the unit it
-// replaced, if any, answers again. Called with mu held.
-func (l *RunLog) dropClaim(id runLogKey, claim, old *keyedUnit) {
-	if l.keys.m[id] == claim {
-		if old != nil && old.rec != nil {
-			l.keys.m[id] = old
-		} else {
+// SettleKey says, inside a unit of l ([RunLog.Atomic]), what the unit
+// leaves under a key, as [KeyStore] says: the row is written when the
+// unit's records are appended, under the same lock, so that a retry
+// never finds an answer without its records. The unit's id is
+// "runlog:N"; the row keeps a copy of its records.
+func (l *RunLog) SettleKey(ctx context.Context, done, undone KeyRecord) error {
+	lu, _ := ctx.Value(runLogUnitKey{}).(*runLogUnit)
+	if lu == nil || lu.log != l {
+		return errNotInUnit
+	}
+	lu.settled, lu.done, lu.undone = true, done, undone
+	return nil
+}
+
+var errNotInUnit = errors.New("actions: RunLog.SettleKey called outside a unit of the log")
+
+// settle writes what the unit's attempt settled under a key, with its
+// records recs (rolled back unless commit). Called with mu held.
+func (l *RunLog) settle(lu *runLogUnit, commit bool, recs []Record) {
+	if !lu.settled {
+		return
+	}
+	row := lu.undone
+	if commit {
+		row = lu.done
+	}
+	switch {
+	case row.Answer != nil:
+		l.keys.units++
+		row.Unit = "runlog:" + strconv.Itoa(l.keys.units)
+		row.Answer = append([]byte(nil), row.Answer...)
+		row.Records = cloneRecords(recs)
+		if l.keys.m == nil {
+			l.keys.m = map[runLogKey]KeyRecord{}
+		}
+		l.keys.m[keyOfRecord(row)] = row
+	case row.Unit != "":
+		id := keyOfRecord(row)
+		if cur, ok := l.keys.m[id]; ok && cur.Answer == nil && cur.Unit == row.Unit {
 			delete(l.keys.m, id)
 		}
 	}
-	closeOnce(claim.done)
 }
 
-// closeOnce closes a channel that may be closed already.
-func closeOnce(c chan struct{}) {
-	select {
-	case <-c:
-	default:
-		close(c)
-	}
-}
-
-// sweep drops the units whose window passed, when the map doubled since
+// sweep drops the rows whose window passed, when the map doubled since
 // the last sweep: the cost stays constant per call.
 func (ks *runLogKeys) sweep(now time.Time) {
 	if len(ks.m) < 64 || len(ks.m) < 2*ks.swept {
 		return
 	}
-	for id, ku := range ks.m {
-		if ku.rec != nil && !now.Before(ku.expires) {
+	for id, row := range ks.m {
+		if !row.Expires.After(now) {
 			delete(ks.m, id)
 		}
 	}

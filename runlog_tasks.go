@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -78,13 +79,7 @@ func (l *RunLog) DeleteTask(_ context.Context, id string) error {
 // clone copies t with its answer.
 func (t Task) clone() Task {
 	if t.Answer != nil {
-		a := *t.Answer
-		if a.Refusal != nil {
-			rf := *a.Refusal
-			a.Refusal = &rf
-		}
-		a.Steps = append([]AnswerStep(nil), a.Steps...)
-		t.Answer = &a
+		t.Answer = append(json.RawMessage(nil), t.Answer...)
 	}
 	return t
 }

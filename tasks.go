@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -64,10 +65,12 @@ type Task struct {
 	// TTL is how long the task is kept, counted from Created; 0 keeps it
 	// until deleted. A task that is not terminal is kept whatever its TTL.
 	TTL time.Duration `json:"ttl,omitempty"`
-	// Answer is the call's answer once the task is completed or failed:
-	// its value's canonical JSON, or its refusal (for failed, always a
-	// refusal). Nil otherwise.
-	Answer *Answer `json:"answer,omitempty"`
+	// Answer is the call's answer once the task is completed or failed,
+	// as canonical JSON that a TaskStore keeps as it is ([Task.Result]
+	// reads it): a JSON object with the value's canonical JSON text
+	// ("value") or the refusal ("refusal"; for failed, always). Nil
+	// otherwise.
+	Answer json.RawMessage `json:"answer,omitempty"`
 }
 
 // Expired reports whether t, terminal, outlived its TTL at now. A task
@@ -182,15 +185,13 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 	if rf := asRefusal(err); rf != nil {
 		cp := *rf
 		cp.cause = nil
-		a := Answer{Refusal: &cp}
-		end.Answer = &a
+		end.Answer = answerText(answer{Refusal: &cp})
 		if cp.Policy().Transport == TransportProtocol {
 			end.Status, end.Message = TaskFailed, "the call failed"
 		}
 		return end
 	}
-	a := answerOf(&UnitKey{}, v, recs, nil)
-	end.Answer = &a
+	end.Answer = answerText(answerOf(nil, v, recs, nil))
 	return end
 }
 
@@ -283,7 +284,7 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 	}
 	if !created {
 		if kept.Digest != t.Digest {
-			return Task{}, UnitKey{}.Conflict()
+			return Task{}, keyConflict()
 		}
 		return r.withProgress(kept), nil
 	}
@@ -362,8 +363,8 @@ func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, ru
 		// other answer ends it here (a no-op when it is terminal).
 		end := endOf(res.Value, res.Records, err, cancelled, r.gateOf().now())
 		if err == nil && res.Text != "" {
-			end.Answer = &Answer{Value: res.Text}
-			_, end.Answer.Bounded = res.Value.(*Bounded)
+			_, bounded := res.Value.(*Bounded)
+			end.Answer = answerText(answer{Value: res.Text, Bounded: bounded})
 		}
 		_, _ = ts.EndTask(context.WithoutCancel(ctx), t.ID, end)
 	}()
@@ -484,5 +485,5 @@ func (t Task) Result() (Result, error) {
 	if t.Answer == nil {
 		return Result{}, inProgress(time.Time{})
 	}
-	return answeredFrom(&Recorded{Answer: *t.Answer})
+	return answeredFrom(t.Answer, nil)
 }

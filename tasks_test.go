@@ -2,6 +2,7 @@ package actions_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestRunLogTaskTerminalStays(t *testing.T) {
 	_, created, err := log.CreateTask(ctx, actions.Task{ID: "t", Status: actions.TaskWorking, Created: now, Updated: now})
 	require.NoError(t, err)
 	require.True(t, created)
-	ok, err := log.EndTask(ctx, "t", actions.Task{Status: actions.TaskCompleted, Updated: now, Answer: &actions.Answer{Value: "1"}})
+	ok, err := log.EndTask(ctx, "t", actions.Task{Status: actions.TaskCompleted, Updated: now, Answer: json.RawMessage(`{"value":"1"}`)})
 	require.NoError(t, err)
 	assert.True(t, ok)
 	ok, err = log.EndTask(ctx, "t", actions.Task{Status: actions.TaskCancelled, Updated: now})
@@ -59,5 +60,7 @@ func TestRunLogTaskTerminalStays(t *testing.T) {
 	got, err := log.TaskByID(ctx, "t")
 	require.NoError(t, err)
 	assert.Equal(t, actions.TaskCompleted, got.Status)
-	assert.Equal(t, "1", got.Answer.Value)
+	res, err := got.Result()
+	require.NoError(t, err)
+	assert.Equal(t, "1", res.Text)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/big"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -432,7 +433,8 @@ func (w *typeWalk) planStruct(d *decoder, t reflect.Type, ptr string) error {
 		}
 		d.byName[m.name] = len(d.fields)
 		d.fields = append(d.fields, goField{name: m.name, goName: goName, index: m.index, dec: fd,
-			ref: tag.ref, tag: tag, omitEmpty: m.omitEmpty, omitZero: m.omitZero})
+			ref: tag.ref, tag: tag, omitEmpty: m.omitEmpty, omitZero: m.omitZero,
+			array: m.name == "items" && isPage(t) && fd.kind == decSlice})
 	}
 	if w.custom {
 		return nil // inference refuses the type anyway
@@ -492,6 +494,9 @@ func nullMaps(doc map[string]any, dec *decoder, keep bool) {
 		props, _ := doc["properties"].(map[string]any)
 		for _, f := range dec.fields {
 			if p, ok := props[f.name].(map[string]any); ok {
+				if f.array {
+					p["type"] = "array" // written [] when nil
+				}
 				// omitempty and omitzero leave a nil map out: never null.
 				nullMaps(p, f.dec, f.omitEmpty || f.omitZero)
 			}
@@ -593,4 +598,13 @@ func (w *typeWalk) typeSchemas() map[reflect.Type]*jsonschema.Schema {
 		over[k] = v
 	}
 	return over
+}
+
+// pagePkg is the package path of [Page].
+var pagePkg = reflect.TypeFor[Page[int]]().PkgPath()
+
+// isPage reports whether t is an instance of [Page], whose items are
+// always a JSON array.
+func isPage(t reflect.Type) bool {
+	return t.PkgPath() == pagePkg && strings.HasPrefix(t.Name(), "Page[")
 }

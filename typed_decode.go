@@ -61,6 +61,9 @@ type goField struct {
 	tag    fieldTag // the whole actions tag
 
 	omitEmpty, omitZero bool // the json options, for encoding a result
+	// array: a nil slice is written [] and described as an array, never
+	// null (the items of a [Page]).
+	array bool
 }
 
 // decodeState gathers the issues of one decoding, and the path to the

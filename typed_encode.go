@@ -178,6 +178,10 @@ func (d *decoder) encodeStruct(v reflect.Value, depth int) (any, error) {
 		if (f.omitEmpty && isEmptyValue(fv)) || (f.omitZero && isZeroValue(fv)) {
 			continue
 		}
+		if f.array && fv.IsNil() {
+			out[f.name] = []any{}
+			continue
+		}
 		e, err := f.dec.encode(fv, depth+1)
 		if err != nil {
 			return nil, err

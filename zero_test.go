@@ -43,7 +43,7 @@ func TestZeroEntryWriter(t *testing.T) {
 	assert.NotEmpty(t, buf.String())
 }
 
-func TestZeroMemoryPendingStore(t *testing.T) {
+func TestZeroMemoryPendingStoreIsEmpty(t *testing.T) {
 	var s memoryPendingStore
 	ctx := context.Background()
 	_, err := s.Get(ctx, "x")

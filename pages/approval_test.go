@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/pagestest"
 )
 
 // TestSupervisorConfirmsOnThePages: on SQLite and PostgreSQL, an agent's
@@ -21,11 +22,11 @@ import (
 // arguments as they will run and the host's description; the supervisor
 // confirms it on the page; the agent, its proposer, cannot.
 func TestSupervisorConfirmsOnThePages(t *testing.T) {
-	people["boss"] = &actions.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: actions.SurfaceUI}
-	t.Cleanup(func() { delete(people, "boss") })
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+	pagestest.People["boss"] = &actions.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: actions.SurfaceUI}
+	t.Cleanup(func() { delete(pagestest.People, "boss") })
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
 		ran := 0
-		f.reg.MustRegister(actions.New(actions.Definition{ID: "shop/purge", Title: "Purge an aisle", Capability: "shop.write",
+		f.Reg.MustRegister(actions.New(actions.Definition{ID: "shop/purge", Title: "Purge an aisle", Capability: "shop.write",
 			Effect: actions.EffectDelete, NeedsConfirmation: true,
 			Approval: &actions.Approval{Capability: "shop.approve", Proposer: actions.ProposerNever,
 				Describe: func(_ context.Context, c actions.CheckedCall) (string, error) {
@@ -33,22 +34,22 @@ func TestSupervisorConfirmsOnThePages(t *testing.T) {
 				}},
 			Parameters: `{"type":"object","properties":{"aisle":{"type":"integer"},"keep":{"type":"string","default":"labels"}}}`},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { ran++; return "purged", nil }))
-		_, err := f.reg.Run(context.Background(), actions.Call{Action: "shop/purge", Params: `{"aisle":4}`, Caller: people["editor"]})
+		_, err := f.Reg.Run(context.Background(), actions.Call{Action: "shop/purge", Params: `{"aisle":4}`, Caller: pagestest.People["editor"]})
 		var r *actions.Refusal
 		require.ErrorAs(t, err, &r)
 		id := r.Pending.ID
 
-		_, list := get(t, f.client("boss"), f.srv.URL+"/ui/")
+		_, list := get(t, f.Client("boss"), f.Srv.URL+"/ui/")
 		assert.Contains(t, list, id, "the approver's list holds the agent's change")
-		res, page := get(t, f.client("boss"), f.srv.URL+"/ui/changes/"+id)
+		res, page := get(t, f.Client("boss"), f.Srv.URL+"/ui/changes/"+id)
 		require.Equal(t, http.StatusOK, res.StatusCode)
 		assert.Contains(t, page, "Aisle 4: 41 items, last counted on Monday")
 		assert.Contains(t, page, "labels", "the default the body will receive is shown")
 
 		// The proposer sees its change and cannot confirm it.
-		_, own := get(t, f.client("editor"), f.srv.URL+"/ui/changes/"+id)
+		_, own := get(t, f.Client("editor"), f.Srv.URL+"/ui/changes/"+id)
 		if form, ok := forms(own)["confirm"]; ok {
-			res, err := f.client("editor").PostForm(f.srv.URL+form[0], url.Values{"csrf": {form[1]}})
+			res, err := f.Client("editor").PostForm(f.Srv.URL+form[0], url.Values{"csrf": {form[1]}})
 			require.NoError(t, err)
 			_ = res.Body.Close()
 			assert.NotEqual(t, http.StatusOK, res.StatusCode)
@@ -56,7 +57,7 @@ func TestSupervisorConfirmsOnThePages(t *testing.T) {
 		assert.Zero(t, ran)
 
 		form := forms(page)["confirm"]
-		res, err = f.client("boss").PostForm(f.srv.URL+form[0], url.Values{"csrf": {form[1]}})
+		res, err = f.Client("boss").PostForm(f.Srv.URL+form[0], url.Values{"csrf": {form[1]}})
 		require.NoError(t, err)
 		_ = res.Body.Close()
 		assert.Less(t, res.StatusCode, 400)
@@ -70,31 +71,31 @@ func TestSupervisorConfirmsOnThePages(t *testing.T) {
 // what changed; arguments the schema refuses run nothing; under four
 // eyes the edit waits for another person.
 func TestSupervisorEditsOnThePages(t *testing.T) {
-	people["boss"] = &actions.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: actions.SurfaceUI}
-	t.Cleanup(func() { delete(people, "boss") })
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+	pagestest.People["boss"] = &actions.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: actions.SurfaceUI}
+	t.Cleanup(func() { delete(pagestest.People, "boss") })
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
 		var ran []any
 		body := func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
 			ran = append(ran, p["aisle"])
 			return "purged", nil
 		}
 		params := `{"type":"object","properties":{"aisle":{"type":"integer"},"keep":{"type":"string","default":"labels"}},"required":["aisle"]}`
-		f.reg.MustRegister(
+		f.Reg.MustRegister(
 			actions.New(actions.Definition{ID: "shop/purge", Title: "Purge an aisle", Capability: "shop.write", Effect: actions.EffectDelete,
 				NeedsConfirmation: true, Approval: &actions.Approval{Capability: "shop.approve"}, Parameters: params}, body),
 			actions.New(actions.Definition{ID: "shop/purge4", Title: "Purge an aisle, four eyes", Capability: "shop.write", Effect: actions.EffectDelete,
 				NeedsConfirmation: true, Approval: &actions.Approval{Capability: "shop.approve", Proposer: actions.ProposerNever}, Parameters: params}, body))
 		hold := func(action string) string {
-			_, err := f.reg.Run(context.Background(), actions.Call{Action: action, Params: `{"aisle":4}`, Caller: people["editor"]})
+			_, err := f.Reg.Run(context.Background(), actions.Call{Action: action, Params: `{"aisle":4}`, Caller: pagestest.People["editor"]})
 			var r *actions.Refusal
 			require.ErrorAs(t, err, &r)
 			return r.Pending.ID
 		}
 		post := func(id, text string) (int, string) {
-			_, page := get(t, f.client("boss"), f.srv.URL+"/ui/changes/"+id)
+			_, page := get(t, f.Client("boss"), f.Srv.URL+"/ui/changes/"+id)
 			form, ok := forms(page)["edit"]
 			require.True(t, ok, "the screen offers an edit")
-			res, err := f.client("boss").PostForm(f.srv.URL+form[0], url.Values{"csrf": {form[1]}, "params": {text}})
+			res, err := f.Client("boss").PostForm(f.Srv.URL+form[0], url.Values{"csrf": {form[1]}, "params": {text}})
 			require.NoError(t, err)
 			defer res.Body.Close()
 			b, _ := io.ReadAll(res.Body)

@@ -33,3 +33,25 @@ func TestChangeOfHeldBatch(t *testing.T) {
 	assert.True(t, c.Calls[1].Destructive)
 	assert.Equal(t, `{"actor":"${a.id}"}`, c.Calls[1].Parameters)
 }
+
+// A call held after its preview (a program) shows the call, then every
+// call the preview made, with its parameters as they ran; it is not
+// editable.
+func TestChangeOfPreviewedCall(t *testing.T) {
+	defs := map[string]actions.Definition{
+		"programs/run_program": {ID: "programs/run_program", Title: "Run a program", Effect: actions.EffectWrite},
+		"supply/delete_actor":  {ID: "supply/delete_actor", Title: "Delete an actor", Effect: actions.EffectDelete, NeedsConfirmation: true},
+	}
+	pc := actions.PendingChange{ID: "c1", Action: "programs/run_program", Parameters: `{"program":"await supply.delete_actor({id: \"a1\"});"}`,
+		Preview: &actions.RunEntry{Action: "programs/run_program", Steps: []actions.RunStep{
+			{Command: json.RawMessage(`{"value":"now"}`), Result: `"2026-12-02T00:00:00Z"`},
+			{Call: &actions.RunEntry{Action: "supply/delete_actor", Parameters: `{"id":"a1"}`, Outcome: actions.OutcomeDone}},
+		}}}
+	c := changeOf(pc, defs)
+	assert.False(t, c.Editable)
+	require.Len(t, c.Calls, 2)
+	assert.Equal(t, "programs/run_program", c.Calls[0].Action)
+	assert.Equal(t, "supply/delete_actor", c.Calls[1].Action)
+	assert.Equal(t, `{"id":"a1"}`, c.Calls[1].Parameters)
+	assert.True(t, c.Calls[1].Destructive)
+}

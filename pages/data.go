@@ -176,8 +176,17 @@ func (h *Handler) definitions() map[string]actions.Definition {
 func changeOf(pc actions.PendingChange, defs map[string]actions.Definition) change {
 	c := change{ID: pc.ID, Proposer: whoOf(&pc.Proposer), Created: pc.Created, Expires: pc.Expires, Summary: pc.Description, Reason: pc.Reason}
 	if pc.Batch == nil {
-		c.Editable = true
+		c.Editable = pc.Preview == nil
 		c.Calls = []call{callOf(pc.Action, pc.Alias, pc.Parameters, defs)}
+		if pc.Preview != nil {
+			// A call held after its preview (a program): every call it
+			// made, in order, with its parameters as they ran.
+			for _, st := range pc.Preview.Steps {
+				if st.Call != nil {
+					c.Calls = append(c.Calls, callOf(st.Call.Action, "", st.Call.Parameters, defs))
+				}
+			}
+		}
 		return c
 	}
 	for _, st := range pc.Batch.Steps {

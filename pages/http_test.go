@@ -3,7 +3,6 @@ package pages_test
 import (
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
@@ -12,15 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// client returns an HTTP client signed in as who.
-func (f *fixture) client(who string) *http.Client {
-	jar, _ := cookiejar.New(nil)
-	u, _ := url.Parse(f.srv.URL)
-	jar.SetCookies(u, []*http.Cookie{{Name: "who", Value: who, Path: "/"}})
-	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
+	"github.com/actionreg/actions/internal/pagestest"
+)
 
 func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
 	t.Helper()
@@ -46,12 +39,12 @@ func forms(body string) map[string][2]string {
 // TestEveryPageSendsItsHeaders: CSP without script, no framing, no store,
 // on every page including errors.
 func TestEveryPageSendsItsHeaders(t *testing.T) {
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
-		id := f.hold("editor", map[string]any{"item": "apples"})
-		c := f.client("editor")
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
+		id := f.Hold("editor", map[string]any{"item": "apples"})
+		c := f.Client("editor")
 		for _, path := range []string{"/ui/", "/ui/changes/" + id, "/ui/log", "/ui/log/1", "/ui/nope", "/ui/changes/unknown"} {
 			t.Run(path, func(t *testing.T) {
-				res, body := get(t, c, f.srv.URL+path)
+				res, body := get(t, c, f.Srv.URL+path)
 				csp := res.Header.Get("Content-Security-Policy")
 				assert.Contains(t, csp, "default-src 'none'")
 				assert.Contains(t, csp, "frame-ancestors 'none'")
@@ -68,28 +61,28 @@ func TestEveryPageSendsItsHeaders(t *testing.T) {
 // TestOnlyTheProposerSeesAChange: another editor, a viewer and nobody get
 // the same 404 as an unknown id, with no detail of the change.
 func TestOnlyTheProposerSeesAChange(t *testing.T) {
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
-		id := f.hold("editor", map[string]any{"item": "secret-pears"})
-		_, unknown := get(t, f.client("alice"), f.srv.URL+"/ui/changes/0123456789abcdef0123456789abcdef")
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
+		id := f.Hold("editor", map[string]any{"item": "secret-pears"})
+		_, unknown := get(t, f.Client("alice"), f.Srv.URL+"/ui/changes/0123456789abcdef0123456789abcdef")
 		for _, who := range []string{"alice", "viewer"} {
-			res, body := get(t, f.client(who), f.srv.URL+"/ui/changes/"+id)
+			res, body := get(t, f.Client(who), f.Srv.URL+"/ui/changes/"+id)
 			assert.Equal(t, http.StatusNotFound, res.StatusCode, who)
 			assert.NotContains(t, body, "secret-pears", who)
 			assert.NotContains(t, body, "shop/discard", who)
 			assert.Equal(t, strings.ReplaceAll(unknown, "alice", who), body, "%s: the same page as for an unknown id", who)
-			_, list := get(t, f.client(who), f.srv.URL+"/ui/")
+			_, list := get(t, f.Client(who), f.Srv.URL+"/ui/")
 			assert.NotContains(t, list, id, who)
 		}
-		res, _ := get(t, http.DefaultClient, f.srv.URL+"/ui/changes/"+id)
+		res, _ := get(t, http.DefaultClient, f.Srv.URL+"/ui/changes/"+id)
 		assert.Equal(t, http.StatusUnauthorized, res.StatusCode)
 		// Nor can they decide it, even with the editor's form.
-		_, page := get(t, f.client("editor"), f.srv.URL+"/ui/changes/"+id)
+		_, page := get(t, f.Client("editor"), f.Srv.URL+"/ui/changes/"+id)
 		form := forms(page)["confirm"]
-		res, err := f.client("alice").PostForm(f.srv.URL+form[0], url.Values{"csrf": {form[1]}})
+		res, err := f.Client("alice").PostForm(f.Srv.URL+form[0], url.Values{"csrf": {form[1]}})
 		require.NoError(t, err)
 		_ = res.Body.Close()
 		assert.Equal(t, http.StatusForbidden, res.StatusCode, "the token is the editor's")
-		_, page = get(t, f.client("editor"), f.srv.URL+"/ui/changes/"+id)
+		_, page = get(t, f.Client("editor"), f.Srv.URL+"/ui/changes/"+id)
 		assert.Contains(t, page, "secret-pears", "still pending")
 	})
 }
@@ -97,15 +90,15 @@ func TestOnlyTheProposerSeesAChange(t *testing.T) {
 // TestForgedPostsAreRefused: no token, a token for another change, an old
 // token, a cross-site request: 403, and the change is still pending.
 func TestForgedPostsAreRefused(t *testing.T) {
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
-		id := f.hold("editor", map[string]any{"item": "apples"})
-		other := f.hold("editor", map[string]any{"item": "pears"})
-		c := f.client("editor")
-		_, page := get(t, c, f.srv.URL+"/ui/changes/"+other)
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
+		id := f.Hold("editor", map[string]any{"item": "apples"})
+		other := f.Hold("editor", map[string]any{"item": "pears"})
+		c := f.Client("editor")
+		_, page := get(t, c, f.Srv.URL+"/ui/changes/"+other)
 		otherTok := forms(page)["confirm"][1]
-		_, page = get(t, c, f.srv.URL+"/ui/changes/"+id)
+		_, page = get(t, c, f.Srv.URL+"/ui/changes/"+id)
 		tok := forms(page)["confirm"][1]
-		target := f.srv.URL + "/ui/changes/" + id + "/confirm"
+		target := f.Srv.URL + "/ui/changes/" + id + "/confirm"
 		post := func(form url.Values, header http.Header) int {
 			req, _ := http.NewRequest("POST", target, strings.NewReader(form.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -121,10 +114,10 @@ func TestForgedPostsAreRefused(t *testing.T) {
 		assert.Equal(t, http.StatusForbidden, post(url.Values{"csrf": {"garbage"}}, nil), "garbage")
 		assert.Equal(t, http.StatusForbidden, post(url.Values{"csrf": {otherTok}}, nil), "another change's token")
 		assert.Equal(t, http.StatusForbidden, post(url.Values{"csrf": {tok}}, http.Header{"Sec-Fetch-Site": {"cross-site"}}), "cross-site")
-		f.clock.Add(13 * time.Hour)
+		f.Clock.Add(13 * time.Hour)
 		assert.Equal(t, http.StatusForbidden, post(url.Values{"csrf": {tok}}, nil), "an old token")
-		f.clock.Add(-13 * time.Hour)
-		res, body := get(t, c, f.srv.URL+"/ui/changes/"+id)
+		f.Clock.Add(-13 * time.Hour)
+		res, body := get(t, c, f.Srv.URL+"/ui/changes/"+id)
 		assert.Equal(t, http.StatusOK, res.StatusCode)
 		assert.Contains(t, body, "apples", "still pending")
 		assert.Equal(t, http.StatusOK, post(url.Values{"csrf": {tok}}, nil), "the page's own token")
@@ -134,18 +127,18 @@ func TestForgedPostsAreRefused(t *testing.T) {
 // TestEntryJSONIsWhole: the link of a cut value gives the entry's
 // canonical text byte for byte.
 func TestEntryJSONIsWhole(t *testing.T) {
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
 		long := strings.Repeat("x", 20000)
-		require.NoError(t, f.call("editor", "shop/count", map[string]any{"item": long}))
-		c := f.client("editor")
-		_, page := get(t, c, f.srv.URL+"/ui/log/1")
+		require.NoError(t, f.Call("editor", "shop/count", map[string]any{"item": long}))
+		c := f.Client("editor")
+		_, page := get(t, c, f.Srv.URL+"/ui/log/1")
 		assert.Contains(t, page, "more not shown")
 		assert.NotContains(t, page, long)
-		res, body := get(t, c, f.srv.URL+"/ui/log/1/entry.json")
+		res, body := get(t, c, f.Srv.URL+"/ui/log/1/entry.json")
 		assert.Equal(t, "application/json; charset=utf-8", res.Header.Get("Content-Type"))
 		assert.Contains(t, body, long)
 		assert.True(t, strings.HasPrefix(body, `{"action":"shop/count"`), body[:40])
-		res, _ = get(t, f.client("viewer"), f.srv.URL+"/ui/log/1/entry.json")
+		res, _ = get(t, f.Client("viewer"), f.Srv.URL+"/ui/log/1/entry.json")
 		assert.Equal(t, http.StatusNotFound, res.StatusCode, "the viewer reads only their own calls")
 	})
 }
@@ -157,14 +150,14 @@ func TestEntryJSONIsWhole(t *testing.T) {
 // (refused: the refused confirmation, not the held call nor the
 // rejection).
 func TestRefusedConfirmation(t *testing.T) {
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
-		id := f.hold("editor", map[string]any{"item": "locked"})
-		c := f.client("editor")
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
+		id := f.Hold("editor", map[string]any{"item": "locked"})
+		c := f.Client("editor")
 		post := func(decision string) (int, string) {
-			_, page := get(t, c, f.srv.URL+"/ui/changes/"+id)
+			_, page := get(t, c, f.Srv.URL+"/ui/changes/"+id)
 			form := forms(page)[decision]
 			require.NotEmpty(t, form[0], "the %s form", decision)
-			res, err := c.PostForm(f.srv.URL+form[0], url.Values{"csrf": {form[1]}})
+			res, err := c.PostForm(f.Srv.URL+form[0], url.Values{"csrf": {form[1]}})
 			require.NoError(t, err)
 			b, err := io.ReadAll(res.Body)
 			require.NoError(t, err)
@@ -177,20 +170,20 @@ func TestRefusedConfirmation(t *testing.T) {
 		assert.Contains(t, body, "stock_locked")
 		m := regexp.MustCompile(`href="(/ui/log/\d+)"`).FindStringSubmatch(body)
 		require.NotNil(t, m, "a link to the confirmation's record")
-		res, rec := get(t, c, f.srv.URL+m[1])
+		res, rec := get(t, c, f.Srv.URL+m[1])
 		assert.Equal(t, http.StatusOK, res.StatusCode)
 		assert.Contains(t, rec, "stock_locked")
 
-		res, _ = get(t, c, f.srv.URL+"/ui/changes/"+id)
+		res, _ = get(t, c, f.Srv.URL+"/ui/changes/"+id)
 		assert.Equal(t, http.StatusOK, res.StatusCode, "still pending")
 		status, body = post("reject")
 		require.Equal(t, http.StatusOK, status)
 		assert.Contains(t, body, "Rejected: nothing ran")
-		res, _ = get(t, c, f.srv.URL+"/ui/changes/"+id)
+		res, _ = get(t, c, f.Srv.URL+"/ui/changes/"+id)
 		assert.Equal(t, http.StatusConflict, res.StatusCode, "decided")
 
 		for outcome, want := range map[string]string{"held": "held", "refused": "confirmed · refused: stock_locked", "confirmed": "confirmed · refused: stock_locked", "rejected": "rejected"} {
-			_, log := get(t, c, f.srv.URL+"/ui/log?outcome="+outcome)
+			_, log := get(t, c, f.Srv.URL+"/ui/log?outcome="+outcome)
 			assert.Equal(t, 1, strings.Count(log, "<tr>")-1, "%s: one record beside the head row", outcome)
 			assert.Contains(t, log, want, outcome)
 		}

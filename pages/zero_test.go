@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/pagestest"
 	"github.com/actionreg/actions/pages"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -30,11 +31,11 @@ func TestZeroHandler(t *testing.T) {
 // Options.Caller is asked once per request, whatever the page asks of
 // the person afterwards (its list, its forms' tokens, its header).
 func TestCallerAskedOncePerRequest(t *testing.T) {
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
-		id := f.hold("editor", map[string]any{"item": "apples"})
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
+		id := f.Hold("editor", map[string]any{"item": "apples"})
 		n := 0
-		h, err := pages.New(f.reg, f.store, &pages.Options{Base: "/ui", Now: f.clock.Now,
-			Caller: func(r *http.Request) *actions.Caller { n++; return callerOf(r) }})
+		h, err := pages.New(f.Reg, f.Store, &pages.Options{Base: "/ui", Now: f.Clock.Now,
+			Caller: func(r *http.Request) *actions.Caller { n++; return pagestest.CallerOf(r) }})
 		require.NoError(t, err)
 		for _, path := range []string{"/ui/", "/ui/changes/" + id, "/ui/log"} {
 			n = 0

@@ -2,28 +2,26 @@
 
 package programs
 
-// Code is the code of a program's refusal. A Code is an error, so that
-// errors.Is(err, programs.CodeTimeLimit) tests a refusal's code.
-type Code string
+import "github.com/actionreg/actions"
 
-// The codes of [Error].
+// The codes of [Error], as [actions.Code] values: errors.Is(err,
+// programs.CodeTimeLimit) tests a program's refusal, whichever entry
+// point gave it.
 const (
-	CodeTooLarge    Code = "program_too_large"        // over MaxProgramBytes, or not a program body
-	CodeTimeLimit   Code = "program_time_limit"       // ran past MaxTime
-	CodeMemoryLimit Code = "program_memory_limit"     // allocated past MaxMemoryBytes
-	CodeCallLimit   Code = "program_call_limit"       // called more than MaxCalls actions
-	CodeOutputLimit Code = "program_output_too_large" // a result over MaxOutputBytes, or without JSON form
-	CodeFailed      Code = "program_failed"           // threw and did not catch it
-	CodeCancelled   Code = "cancelled"                // its context ended
+	CodeTooLarge    actions.Code = "program_too_large"        // over MaxProgramBytes, or not a program body
+	CodeTimeLimit   actions.Code = "program_time_limit"       // ran past MaxTime
+	CodeMemoryLimit actions.Code = "program_memory_limit"     // allocated past MaxMemoryBytes
+	CodeCallLimit   actions.Code = "program_call_limit"       // called more than MaxCalls actions
+	CodeOutputLimit actions.Code = "program_output_too_large" // a result over MaxOutputBytes, or without JSON form
+	CodeFailed      actions.Code = "program_failed"           // threw and did not catch it, or a call was refused
+	CodeCancelled                = actions.CodeCancelled      // its context ended
 )
-
-func (c Code) Error() string { return string(c) }
 
 // Error is a program's refusal. Its message never holds the program's
 // text or values; what the program threw is in Thrown, for the caller
 // that wrote it.
 type Error struct {
-	Code    Code
+	Code    actions.Code
 	Message string // lower case, no value of the program
 	// Thrown is the message of what the program threw (or of its syntax
 	// error), as the program's engine gives it: the program's own words.
@@ -42,3 +40,21 @@ func (e *Error) Is(target error) bool { return target == e.Code }
 // Unwrap returns the refused call's error (for program_failed after a
 // refused call) or ctx's cause (for cancelled), else nil.
 func (e *Error) Unwrap() error { return e.cause }
+
+// As gives e as an *actions.Refusal (its code and message, retry
+// after-edit, or never for cancelled), so that a transport that knows
+// refusals only (an MCP server) answers it as one.
+func (e *Error) As(target any) bool {
+	p, ok := target.(**actions.Refusal)
+	if !ok {
+		return false
+	}
+	r := actions.NewRefusal(e.Code, e.Message)
+	if e.Code == CodeCancelled {
+		r = actions.NewRefusal(actions.CodeCancelled, e.Message)
+	} else {
+		r.Retry = actions.RetryAfterEdit
+	}
+	*p = r
+	return true
+}

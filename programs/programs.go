@@ -3,20 +3,24 @@
 // declarations of package declare rather than call tools one by one
 // ("code mode").
 //
-// The program runs in process in a pure-Go QuickJS (modernc.org/quickjs),
-// one fresh engine per program, with no I/O: no modules, no network, no
-// files, no timers; its only way out is a function per action the caller
-// may see, bound as the declarations name them (`supply.list_actors`).
-// Each such function makes one [actions.Registry.Run] as the caller: the
-// gate, the parameters, the records and the bounds of the one call path.
-// The program is bounded as a whole by [Options]. See docs/programs.md.
-//
-// A program is not one unit of the store: each call is its own unit,
-// committed when it is done. docs/programs.md says why.
+// [Action] is the action that runs programs (the run_program tool once
+// a host registers it): its body runs the program in process in a
+// pure-Go QuickJS (modernc.org/quickjs), one fresh engine per program,
+// with no I/O: no modules, no network, no files, no timers; its only way
+// out is a function per action the caller may see, bound as the
+// declarations name them (`supply.list_actors`). Each such function is a
+// nested call of the run's [actions.Trace] as the caller: the gate, the
+// parameters, the records and the bounds of the one call path. The
+// whole program is the one unit of that call: recorded as one entry
+// whose steps are its calls, kept or undone whole, replayable, held
+// whole for a person's confirmation. The program is bounded as a whole
+// by [Options]. See docs/programs.md.
 package programs
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +32,10 @@ import (
 	"github.com/actionreg/actions/declare"
 	"modernc.org/quickjs"
 )
+
+// DefaultID is the id of [Action] when [Options].ID is empty: its tool
+// over MCP is programs-run_program.
+const DefaultID = "programs/run_program"
 
 // Defaults of [Options]: a zero field means its default.
 const (
@@ -43,9 +51,12 @@ const (
 // exhausted heap).
 const minMemoryBytes = 1 << 20
 
-// Options bound one program. A nil *Options, and a zero field, mean the
-// documented default; there is no way to lift a bound altogether.
+// Options configure the action of [Action] and bound each program it
+// runs. A nil *Options, and a zero field, mean the documented default;
+// there is no way to lift a bound altogether.
 type Options struct {
+	// ID is the action's id (default [DefaultID]).
+	ID string
 	// MaxProgramBytes bounds the program's source, in bytes (default
 	// 64 KiB); a longer one is refused program_too_large before the
 	// engine starts.
@@ -75,6 +86,9 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		v = *o
 	}
+	if v.ID == "" {
+		v.ID = DefaultID
+	}
 	if v.MaxProgramBytes <= 0 {
 		v.MaxProgramBytes = DefaultMaxProgramBytes
 	}
@@ -94,115 +108,131 @@ func (o *Options) withDefaults() Options {
 	return v
 }
 
-// Result is what a program gave back.
-type Result struct {
-	// Value is the value the program returned, in JSON's Go types
-	// (map[string]any, []any, string, float64, bool, nil); nil also when
-	// it returned nothing.
-	Value any
-	// Text is the canonical JSON (RFC 8785) of Value, empty when the
-	// program returned nothing (undefined).
-	Text string
-	// Calls is the number of action calls the program made, refused
-	// ones included.
-	Calls int
-	// Records are the records of those calls, in order, as the
-	// registry's store kept them (each call is its own unit).
-	Records []actions.Record
-}
+// description is the action's text for people and models.
+const description = `Runs a short JavaScript program that calls the other tools, for work of many steps: one round trip instead of one per call. ` +
+	`The program is the body of an async function (strict mode): use await at its top level and return a JSON value, which is the result. ` +
+	`Each tool you may call is a function of a global object named for its namespace, taking the tool's arguments as one object and returning a promise of its result: the tool supply-list_actors is supply.list_actors({...}). ` +
+	`A refused call rejects with an Error whose name is "RefusalError" and whose code is the refusal's code. ` +
+	`The program runs as one unit: if any call is refused, or the program throws, nothing it did is kept. ` +
+	`There is no I/O besides these functions (no fetch, timers, console or modules); Date and Math.random work and are recorded. ` +
+	`Bounds: source size, time, memory, number of calls and result size; past one the program is stopped and nothing is kept.`
 
-// Run runs source, a program, as caller against reg, bounded by opts
-// (nil for the defaults).
+// Action returns the action that runs programs against reg, the
+// registry the host registers it in: its parameters are
+// {"program": string}, the program's source; its result is what the
+// program returns (JSON values; none for undefined).
 //
 // The program is the body of an async function, in strict mode: it may
 // use await at its top level and return a value, which is its result;
 // `import` and `export` are not available. Each action the caller may
-// see ([actions.Registry.Tools] with its Caller) is a function of the
-// global object [declare.Global] names for its namespace, taking the
-// call's parameters (an object, omitted for {}) and returning a promise
-// of the action's result:
+// see ([actions.Registry.Tools] with the call's Caller), but the
+// action itself, is a function of the global object [declare.Global]
+// names for its namespace, taking the call's parameters (an object,
+// omitted for {}) and returning a promise of the action's result:
 //
 //	const r = await supply.list_actors({});
 //	for (const a of r.items) { ... }
 //	return r.items.length;
 //
-// Each call is a [actions.Registry.Run] of the action as caller; a
-// refused call rejects its promise with an Error whose name is
-// "RefusalError", whose code is the refusal's code and whose message is
-// the refusal's, which the program may catch.
+// Each call is a nested call of the run ([actions.Trace.Call]), made as
+// the caller: the gate (surface, capability, scope, serving) decides it
+// as it would the caller's own call, its parameters are checked, and
+// its entry is a step of the program's. A refused call rejects its
+// promise with an Error whose name is "RefusalError", whose code is the
+// refusal's code (the one the caller would get: unknown_action for a
+// hidden action) and whose message is the refusal's; the program may
+// catch it, but the program is then refused all the same. Date and
+// Math.random are the engine's own, drawn through [actions.Trace.Value]
+// (the time once per program, a random seed): they are recorded, and a
+// replay or a confirmation gives them back.
 //
-// Run returns the program's result and the records of its calls, or an
-// error that is a *[Error], with Records of the calls made all the
-// same:
+// The action has [actions.Definition].Preview: with a store that has
+// savepoints (sqlstore), a program that calls an action needing
+// confirmation runs first as a preview that is undone, and is held whole
+// for the person, who sees every call; confirming runs it again, kept
+// only if it makes the same calls (see docs/programs.md).
+//
+// The action's body refuses with a *[Error] (which errors.As also gives
+// as an *actions.Refusal, with retry after-edit, for transports):
 //   - program_too_large: the source is over MaxProgramBytes, or is
 //     not a program (a syntax error); nothing ran;
 //   - program_time_limit, program_memory_limit, program_call_limit:
-//     the program reached a bound of opts and was stopped;
+//     the program reached a bound and was stopped;
 //   - program_output_too_large: the result's JSON is over
 //     MaxOutputBytes, or the result has no JSON form;
-//   - program_failed: the program threw and did not catch it; when
-//     what it threw was a refused call's error, [Error.Unwrap] gives
-//     that call's error (errors.Is(err, actions.CodeForbiddenCapability)
-//     and the like then hold);
+//   - program_failed: the program threw and did not catch it, or a call
+//     was refused (caught or not); [Error.Unwrap] then gives that call's
+//     error (errors.Is(err, actions.CodeForbiddenCapability) and the like
+//     hold) and [Error].Call its number;
 //   - cancelled: ctx ended; [Error.Unwrap] gives ctx's cause.
 //
-// The engine's own failure (it could not be made) is a plain error.
-// Run is safe for concurrent use: each program has its own engine.
-func Run(ctx context.Context, reg *actions.Registry, caller *actions.Caller, source string, opts *Options) (Result, error) {
+// The engine's own failure (it could not be made) is a plain error. The
+// body is safe for concurrent use: each program has its own engine.
+func Action(reg *actions.Registry, opts *Options) actions.Action {
 	o := opts.withDefaults()
-	if len(source) > o.MaxProgramBytes {
-		return Result{}, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("the program is over %d bytes", o.MaxProgramBytes)}
+	refusals := make([]actions.DeclaredRefusal, 0, 6)
+	for _, c := range []actions.Code{CodeTooLarge, CodeTimeLimit, CodeMemoryLimit, CodeCallLimit, CodeOutputLimit, CodeFailed} {
+		refusals = append(refusals, actions.DeclaredRefusal{Code: c, Retry: actions.RetryAfterEdit})
 	}
-	tools, err := reg.Tools(&actions.ToolOptions{Caller: caller})
-	if err != nil {
-		return Result{}, fmt.Errorf("programs: the caller's actions: %w", err)
+	def := actions.Definition{
+		ID:          o.ID,
+		Title:       "Run a program",
+		Description: description,
+		Effect:      actions.EffectWrite,
+		Preview:     true,
+		Refusals:    refusals,
+		Parameters: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"program": map[string]any{"type": "string", "minLength": 1,
+					"description": "the program: the body of an async JavaScript function"},
+			},
+			"required":             []any{"program"},
+			"additionalProperties": false,
+		},
 	}
-	var (
-		last   *run // the last attempt's (a store may run the unit again)
-		engine error
-	)
-	ures, err := reg.RunUnit(ctx, caller, func(ctx context.Context, call actions.UnitCall) (any, error) {
-		vm, err := quickjs.NewVM()
-		if err != nil {
-			engine = fmt.Errorf("programs: the engine: %w", err)
-			return nil, engine
-		}
-		defer vm.Close()
-		vm.SetMemoryLimit(uintptr(o.MaxMemoryBytes))
-		last = &run{ctx: ctx, call: call, opts: o, vm: vm, source: source}
-		return last.run(tools)
+	return actions.New(def, func(ctx context.Context, p map[string]any, t *actions.Trace) (any, error) {
+		source, _ := p["program"].(string)
+		return runProgram(ctx, reg, t, source, o)
 	})
-	res := Result{Value: ures.Value, Text: ures.Text, Records: ures.Records}
-	if last != nil {
-		res.Calls = last.calls
+}
+
+// runProgram runs source as the body of the action o.ID, its calls made
+// through t.
+func runProgram(ctx context.Context, reg *actions.Registry, t *actions.Trace, source string, o Options) (any, error) {
+	if len(source) > o.MaxProgramBytes {
+		return nil, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("the program is over %d bytes", o.MaxProgramBytes)}
 	}
-	if err == nil {
-		return res, nil
+	tools, err := reg.Tools(&actions.ToolOptions{Caller: t.Caller()})
+	if err != nil {
+		return nil, fmt.Errorf("programs: the caller's actions: %w", err)
 	}
-	res.Value, res.Text = nil, ""
-	var pe *Error
-	switch {
-	case engine != nil:
-		return res, engine
-	case errors.As(err, &pe):
-		return res, pe
-	case last != nil && last.firstRefused >= 0:
-		// The program went on after a refused call: the unit is undone
-		// all the same.
-		i := last.firstRefused
-		return res, &Error{Code: CodeFailed, Call: i + 1, cause: err,
-			Message: fmt.Sprintf("call %d of the program was refused %s, so nothing the program did is kept", i+1, actions.CodeOf(err))}
-	case errors.Is(err, actions.CodeCancelled):
-		return res, &Error{Code: CodeCancelled, Message: "the program was cancelled", cause: err}
+	vm, err := quickjs.NewVM()
+	if err != nil {
+		return nil, fmt.Errorf("programs: the engine: %w", err)
 	}
-	return res, err
+	defer vm.Close()
+	vm.SetMemoryLimit(uintptr(o.MaxMemoryBytes))
+	r := &run{ctx: ctx, trace: t, opts: o, vm: vm, source: source}
+	v, err := r.run(tools)
+	if err != nil {
+		return nil, err
+	}
+	if r.firstRefused >= 0 {
+		// The program went on after a refused call: it is refused all
+		// the same, and nothing it did is kept.
+		i := r.firstRefused
+		return nil, &Error{Code: CodeFailed, Call: i + 1, cause: r.refused[i],
+			Message: fmt.Sprintf("call %d of the program was refused %s, so nothing the program did is kept", i+1, actions.CodeOf(r.refused[i]))}
+	}
+	return v, nil
 }
 
 // run is one program's state, used on the engine's goroutine only
 // (except stopped and vm.Interrupt, which the clock and ctx use).
 type run struct {
 	ctx    context.Context
-	call   actions.UnitCall
+	trace  *actions.Trace
 	opts   Options
 	vm     *quickjs.VM
 	source string
@@ -212,14 +242,14 @@ type run struct {
 	firstRefused int     // the index of the first refused call, -1 for none
 
 	mu      sync.Mutex
-	stopped Code // the bound that stopped the engine, "" while none
+	stopped actions.Code // the bound that stopped the engine, "" while none
 	clock   *time.Timer
 	left    time.Duration
 	since   time.Time
 }
 
 // stop interrupts the engine for the reason code, the first reason kept.
-func (r *run) stop(code Code) {
+func (r *run) stop(code actions.Code) {
 	r.mu.Lock()
 	if r.stopped == "" {
 		r.stopped = code
@@ -228,7 +258,7 @@ func (r *run) stop(code Code) {
 	r.vm.Interrupt()
 }
 
-func (r *run) stoppedBy() Code {
+func (r *run) stoppedBy() actions.Code {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.stopped
@@ -254,7 +284,7 @@ func (r *run) pause() {
 // globalThis.__outcome.
 const harness = `"use strict";
 (() => {
-  const call = __call, source = __source;
+  const call = __call, source = __source, __seed = globalThis.__seed, __now = globalThis.__now;
   const invoke = async (id, params) => {
     const r = JSON.parse(call(id, params === undefined ? "{}" : JSON.stringify(params)));
     if (r.refused) {
@@ -269,6 +299,22 @@ const harness = `"use strict";
     for (const [name, id] of Object.entries(fns)) ns[name] = (params) => invoke(id, params);
     Object.defineProperty(globalThis, global, {value: Object.freeze(ns), enumerable: true});
   }
+  let seed, now;
+  Object.defineProperty(Math, "random", {value: () => {
+    if (!seed) seed = JSON.parse(__seed());
+    let t = seed[3]; const s = seed[0];
+    seed[3] = seed[2]; seed[2] = seed[1]; seed[1] = s;
+    t ^= t << 11; t ^= t >>> 8;
+    seed[0] = (t ^ s ^ (s >>> 19)) >>> 0;
+    return seed[0] / 4294967296;
+  }, writable: true, configurable: true});
+  const clock = () => { if (now === undefined) now = Number(__now()); return now; };
+  const RealDate = Date;
+  class ProgramDate extends RealDate {
+    constructor(...a) { if (a.length === 0) super(clock()); else super(...a); }
+    static now() { return clock(); }
+  }
+  globalThis.Date = ProgramDate;
   const AsyncFunction = (async () => {}).constructor;
   let program;
   try { program = new AsyncFunction('"use strict";\n' + source()); }
@@ -300,6 +346,9 @@ func (r *run) run(tools []actions.Tool) (any, error) {
 		if err != nil {
 			continue // not an action's tool
 		}
+		if id == r.opts.ID {
+			continue // a program does not run programs
+		}
 		ns, name, _ := strings.Cut(id, "/")
 		g := declare.Global(ns)
 		if namespaces[g] == nil {
@@ -309,15 +358,17 @@ func (r *run) run(tools []actions.Tool) (any, error) {
 	}
 	nsJSON, err := json.Marshal(namespaces)
 	if err != nil {
-		return Result{}, fmt.Errorf("programs: %w", err)
+		return nil, fmt.Errorf("programs: %w", err)
 	}
 	for name, fn := range map[string]quickjs.HostFunc{
 		"__call":       r.hostCall,
 		"__source":     func([]any) (any, error) { return r.source, nil },
 		"__namespaces": func([]any) (any, error) { return string(nsJSON), nil },
+		"__seed":       r.hostSeed,
+		"__now":        r.hostNow,
 	} {
 		if err := r.vm.RegisterHostFunc(name, fn); err != nil {
-			return Result{}, fmt.Errorf("programs: the engine: %w", err)
+			return nil, fmt.Errorf("programs: the engine: %w", err)
 		}
 	}
 
@@ -415,7 +466,7 @@ func (r *run) hostCall(args []any) (any, error) {
 	params, _ := args[1].(string)
 	idx := r.calls
 	r.calls++
-	res, err := r.call(id, params)
+	v, err := r.trace.Call(r.ctx, id, json.RawMessage(params))
 	r.refused = append(r.refused, err)
 	if err != nil {
 		if r.firstRefused < 0 {
@@ -429,22 +480,48 @@ func (r *run) hostCall(args []any) (any, error) {
 		b, _ := json.Marshal(map[string]any{"refused": map[string]any{"code": string(actions.CodeOf(err)), "message": msg, "call": idx}})
 		return string(b), nil
 	}
-	if res.Text == "" {
+	if v == nil {
 		return "{}", nil
 	}
-	text := res.Text
-	if _, bounded := res.Value.(*actions.Bounded); bounded {
-		b, jerr := json.Marshal(res.Value)
-		if jerr != nil {
-			return "{}", nil
-		}
-		text = string(b)
+	text, err := actions.CanonicalJSON(v)
+	if err != nil {
+		return "{}", nil // recorded: the call's entry says what it gave
 	}
-	return `{"value":` + text + `}`, nil
+	return `{"value":` + string(text) + `}`, nil
+}
+
+// hostSeed is the seed of the program's Math.random: four random 32-bit
+// words, drawn once per program through the trace, so that a replay and
+// a confirmation draw the same numbers.
+func (r *run) hostSeed([]any) (any, error) {
+	r.pause()
+	defer r.resume()
+	v, err := r.trace.Value("seed", func() (any, error) {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		seed := make([]any, 4)
+		for i := range seed {
+			seed[i] = binary.LittleEndian.Uint32(b[4*i:]) | 1
+		}
+		return seed, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// hostNow is the program's clock, in milliseconds since 1970: the
+// trace's time ([actions.Trace.Now]), read once per program.
+func (r *run) hostNow([]any) (any, error) {
+	r.pause()
+	defer r.resume()
+	return fmt.Sprint(r.trace.Now().UnixMilli()), nil
 }
 
 // bound is the refusal of a program stopped at a bound.
-func (r *run) bound(code Code) *Error {
+func (r *run) bound(code actions.Code) *Error {
 	switch code {
 	case CodeTimeLimit:
 		return &Error{Code: code, Message: fmt.Sprintf("the program ran past its time limit of %s", r.opts.MaxTime)}

@@ -49,7 +49,7 @@ var (
 
 func TestProgramListsAndLoops(t *testing.T) {
 	reg := supply(t)
-	res, err := programs.Run(context.Background(), reg, reader, `
+	res, err := run(t, reg, reader, `
 		const r = await supply.list_actors({});
 		let total = 0;
 		const names = [];
@@ -62,27 +62,32 @@ func TestProgramListsAndLoops(t *testing.T) {
 	`, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `{"names":["Ann","Bo","Cy"],"total":6}`, res.Text)
-	assert.Equal(t, 4, res.Calls)
-	require.Len(t, res.Records, 4)
+	made := calls(res)
+	require.Len(t, made, 4)
 	for i, want := range []string{"supply/list_actors", "supply/get_actor", "supply/get_actor", "supply/get_actor"} {
-		assert.Equal(t, want, res.Records[i].Entry.Action)
-		assert.Equal(t, "rita", res.Records[i].Audit.Caller.Principal, "each call is made as the caller")
+		assert.Equal(t, want, made[i].Action)
+		assert.Equal(t, actions.OutcomeDone, made[i].Outcome)
 	}
+	// The program is one call: one record, the caller's, its calls the
+	// entry's steps.
+	require.Len(t, res.Records, 1)
+	assert.Equal(t, programs.DefaultID, res.Records[0].Entry.Action)
+	assert.Equal(t, "rita", res.Records[0].Audit.Caller.Principal)
+	assert.Equal(t, `{"id":"a2"}`, made[2].Parameters)
 }
 
 func TestEveryCallIsGated(t *testing.T) {
 	reg := supply(t)
-	ctx := context.Background()
 
 	// The reader is given no function for what it may not call.
-	res, err := programs.Run(ctx, reg, reader, `return [typeof supply.list_actors, typeof supply.rename];`, nil)
+	res, err := run(t, reg, reader, `return [typeof supply.list_actors, typeof supply.rename];`, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `["function","undefined"]`, res.Text)
 
 	// Reaching the host function by hand is refused by the gate, call by
 	// call, as a call from any other entry point is; the program is then
 	// refused whole, though it went on.
-	res, err = programs.Run(ctx, reg, reader, `
+	res, err = run(t, reg, reader, `
 		await supply.list_actors({});
 		const r = JSON.parse(__call("supply/rename", '{"id":"a1","name":"Zed"}'));
 		return r.refused.code;
@@ -91,12 +96,14 @@ func TestEveryCallIsGated(t *testing.T) {
 	assert.ErrorIs(t, err, programs.CodeFailed)
 	assert.ErrorIs(t, err, actions.CodeUnknownAction)
 	assert.Nil(t, res.Value)
-	require.Len(t, res.Records, 2)
-	assert.Equal(t, actions.CodeForbiddenCapability, res.Records[1].Audit.Code, "the record tells the host why")
-	assert.True(t, res.Records[0].RolledBack && res.Records[1].RolledBack)
+	made := calls(res)
+	require.Len(t, made, 2)
+	assert.Equal(t, actions.CodeForbiddenCapability, made[1].Error, "the entry tells the host why")
+	require.Len(t, res.Records, 1)
+	assert.True(t, res.Records[0].RolledBack)
 
 	// The writer may rename; its parameters are checked as any call's.
-	_, err = programs.Run(ctx, reg, writer, `await supply.rename({id: "a1"});`, nil)
+	_, err = run(t, reg, writer, `await supply.rename({id: "a1"});`, nil)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, programs.CodeFailed)
 	assert.ErrorIs(t, err, actions.CodeInvalidParameters, "the refused call's error is unwrapped")
@@ -105,13 +112,13 @@ func TestEveryCallIsGated(t *testing.T) {
 	assert.Equal(t, 1, pe.Call)
 	assert.NotContains(t, err.Error(), "a1")
 
-	res, err = programs.Run(ctx, reg, writer, `return await supply.rename({id: "a1", name: "Zed"});`, nil)
+	res, err = run(t, reg, writer, `return await supply.rename({id: "a1", name: "Zed"});`, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `"renamed"`, res.Text)
 }
 
 func TestRefusalIsCatchableButRefusesTheUnit(t *testing.T) {
-	res, err := programs.Run(context.Background(), supply(t), writer, `
+	res, err := run(t, supply(t), writer, `
 		try { await supply.get_actor({nope: 1}); return "went through"; }
 		catch (e) { if (e.name !== "RefusalError" || e.code !== "invalid_parameters") throw e; }
 		return (await supply.list_actors()).items.length;
@@ -119,7 +126,7 @@ func TestRefusalIsCatchableButRefusesTheUnit(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, programs.CodeFailed)
 	assert.ErrorIs(t, err, actions.CodeInvalidParameters)
-	assert.Equal(t, 2, res.Calls, "the program went on after catching")
+	assert.Equal(t, 2, len(calls(res)), "the program went on after catching")
 	var pe *programs.Error
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, 1, pe.Call)
@@ -132,7 +139,7 @@ func TestProgramThatLoopsForeverIsStopped(t *testing.T) {
 		`await supply.list_actors({}); for (;;) {}`,
 		`try { while (true) {} } catch (e) { return "caught"; }`,
 	} {
-		_, err := programs.Run(context.Background(), reg, reader, src, &programs.Options{MaxTime: 50_000_000})
+		_, err := run(t, reg, reader, src, &programs.Options{MaxTime: 50_000_000})
 		require.Error(t, err, src)
 		assert.ErrorIs(t, err, programs.CodeTimeLimit, src)
 	}
@@ -143,7 +150,7 @@ func TestProgramThatAllocatesWithoutEndIsStopped(t *testing.T) {
 	reg := supply(t)
 	const limit = 8 << 20
 	runOnce := func() {
-		_, err := programs.Run(context.Background(), reg, reader, `
+		_, err := run(t, reg, reader, `
 			const a = [];
 			for (let i = 0; ; i++) a.push("x".repeat(1000) + i);
 		`, &programs.Options{MaxMemoryBytes: limit, MaxTime: 60_000_000_000})
@@ -167,31 +174,29 @@ func TestProgramThatAllocatesWithoutEndIsStopped(t *testing.T) {
 
 func TestProgramThatMakes10000CallsIsStopped(t *testing.T) {
 	reg := supply(t)
-	res, err := programs.Run(context.Background(), reg, reader, `
+	res, err := run(t, reg, reader, `
 		let n = 0;
 		for (let i = 0; i < 10000; i++) { try { await supply.list_actors({}); n++; } catch (e) {} }
 		return n;
 	`, nil)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, programs.CodeCallLimit)
-	assert.Equal(t, programs.DefaultMaxCalls, res.Calls)
-	assert.Len(t, res.Records, programs.DefaultMaxCalls)
+	assert.Equal(t, programs.DefaultMaxCalls, len(calls(res)))
 	assertHostWorks(t, reg)
 }
 
 func TestProgramBounds(t *testing.T) {
 	reg := supply(t)
-	ctx := context.Background()
-	_, err := programs.Run(ctx, reg, reader, strings.Repeat(" ", 101), &programs.Options{MaxProgramBytes: 100})
+	_, err := run(t, reg, reader, strings.Repeat(" ", 101), &programs.Options{MaxProgramBytes: 100})
 	assert.ErrorIs(t, err, programs.CodeTooLarge)
 
-	_, err = programs.Run(ctx, reg, reader, `return (;`, nil)
+	_, err = run(t, reg, reader, `return (;`, nil)
 	assert.ErrorIs(t, err, programs.CodeTooLarge)
 
-	_, err = programs.Run(ctx, reg, reader, `return "y".repeat(200);`, &programs.Options{MaxOutputBytes: 100})
+	_, err = run(t, reg, reader, `return "y".repeat(200);`, &programs.Options{MaxOutputBytes: 100})
 	assert.ErrorIs(t, err, programs.CodeOutputLimit)
 
-	_, err = programs.Run(ctx, reg, reader, `throw new Error("secret 42");`, nil)
+	_, err = run(t, reg, reader, `throw new Error("secret 42");`, nil)
 	assert.ErrorIs(t, err, programs.CodeFailed)
 	assert.NotContains(t, err.Error(), "secret")
 	var pe *programs.Error
@@ -199,15 +204,15 @@ func TestProgramBounds(t *testing.T) {
 	assert.Equal(t, "secret 42", pe.Thrown)
 
 	// No I/O: no modules, no fetch, no timers.
-	res, err := programs.Run(ctx, reg, reader, `return [typeof fetch, typeof setTimeout, typeof require, typeof std, typeof os];`, nil)
+	res, err := run(t, reg, reader, `return [typeof fetch, typeof setTimeout, typeof require, typeof std, typeof os];`, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `["undefined","undefined","undefined","undefined","undefined"]`, res.Text)
-	_, err = programs.Run(ctx, reg, reader, `const m = await import("os"); return 1;`, nil)
+	_, err = run(t, reg, reader, `const m = await import("os"); return 1;`, nil)
 	assert.ErrorIs(t, err, programs.CodeFailed)
 
-	cancelled, cancel := context.WithCancel(ctx)
+	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = programs.Run(cancelled, reg, reader, `while (true) {}`, nil)
+	_, err = runCtx(cancelled, t, reg, reader, `while (true) {}`, nil)
 	assert.ErrorIs(t, err, programs.CodeCancelled)
 	assert.ErrorIs(t, err, context.Canceled)
 }
@@ -216,7 +221,7 @@ func TestProgramBounds(t *testing.T) {
 // after a program was stopped.
 func assertHostWorks(t *testing.T, reg *actions.Registry) {
 	t.Helper()
-	res, err := programs.Run(context.Background(), reg, reader, `return (await supply.list_actors()).items.length;`, nil)
+	res, err := run(t, reg, reader, `return (await supply.list_actors()).items.length;`, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "3", res.Text)
 }
@@ -244,13 +249,13 @@ func TestDeepRecursionIsCaught(t *testing.T) {
 	// The stack bound, not the time bound, ends these (the race
 	// detector makes the engine much slower).
 	slow := &programs.Options{MaxTime: time.Minute}
-	res, err := programs.Run(context.Background(), reg, reader, `
+	res, err := run(t, reg, reader, `
 		function f(n) { return f(n + 1) + 1; }
 		try { f(0); } catch (e) { return e.name; }
 	`, slow)
 	require.NoError(t, err)
 	assert.Equal(t, `"InternalError"`, res.Text)
-	_, err = programs.Run(context.Background(), reg, reader, `function f() { return f(); } f();`, slow)
+	_, err = run(t, reg, reader, `function f() { return f(); } f();`, slow)
 	assert.ErrorIs(t, err, programs.CodeFailed)
 	assertHostWorks(t, reg)
 }

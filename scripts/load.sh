@@ -5,8 +5,10 @@
 # cluster started here by scripts/pg-cluster.sh unless
 # ACTIONS_TEST_POSTGRES is set), and prints one table row per cell.
 # Arguments go to the program: -dur 2s (per cell), -engines, -mode,
-# -clients, -replicas, -work. It prints nproc and the load average
-# first: the figures mean little without them.
+# -clients, -replicas, -work; -target host,bare drives the example host
+# and the bare-SDK server over HTTP instead (docs/performance.md). It
+# prints nproc and the load average first: the figures mean little
+# without them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${ACTIONS_TEST_POSTGRES:-}" ]; then

@@ -629,3 +629,156 @@ func TestKeyHeldCallExpired(t *testing.T) {
 		assert.Equal(t, 1, chargeCount(t, db))
 	})
 }
+
+// TestKeyKeptFailureClaimDurable: a keyed call whose body ran and then
+// failed keeps its key from the moment its body started, on every
+// replica: while replica A settles the failed unit (its rollback, then
+// the write of its rolled-back records, held back here by a client
+// that takes A's one connection the moment the rollback frees it), a
+// retry on replica B finds the key claimed, waits, and gets A's outcome;
+// the body (a card charged, outside the database) ran once.
+func TestKeyKeptFailureClaimDurable(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		var card atomic.Int64
+		started, proceed := make(chan struct{}), make(chan struct{})
+		replica := func() (*actions.Registry, *sql.DB) {
+			sqlDB, err := sql.Open(db.Driver, db.DSN)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = sqlDB.Close() })
+			sqlDB.SetMaxOpenConns(1)
+			s, err := sqlstore.New(sqlDB, db.Dialect, nil)
+			require.NoError(t, err)
+			require.NoError(t, s.Migrate(context.Background()))
+			reg := actions.NewRegistry(&actions.Options{Store: s, KeyWait: time.Minute})
+			reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/pay", Parameters: `{"type":"object"}`, NeedsIdempotencyKey: true},
+				Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
+					if card.Add(1) == 1 {
+						close(started)
+						<-proceed
+					}
+					return nil, actions.NewRefusal("card_declined", "the card was declined")
+				}})
+			return reg, sqlDB
+		}
+		a, aPool := replica()
+		b, _ := replica()
+		call := actions.Call{Action: "shop/pay", Caller: ann, IdempotencyKey: "pay-1"}
+
+		aDone := make(chan error, 1)
+		go func() { _, err := a.Run(context.Background(), call); aDone <- err }()
+		<-started
+		// A client of A's pool waits for its one connection, which A's
+		// unit holds: it gets it when the unit rolls back, and keeps it
+		// until B's retry is answered (or a second passed), so that A
+		// cannot yet write what its failed unit leaves.
+		bDone := make(chan error, 1)
+		held := make(chan struct{})
+		go func() {
+			conn, err := aPool.Conn(context.Background())
+			if err == nil {
+				close(held)
+				select {
+				case err := <-bDone:
+					bDone <- err
+				case <-time.After(time.Second):
+				}
+				_ = conn.Close()
+			}
+		}()
+		require.Eventually(t, func() bool { return aPool.Stats().WaitCount > 0 }, time.Minute, time.Millisecond, "the client waits for A's connection")
+		go func() { _, err := b.Run(context.Background(), call); bDone <- err }()
+		close(proceed)
+		<-held
+		for i, err := range []error{<-aDone, <-bDone} {
+			assert.Equal(t, actions.Code("card_declined"), actions.CodeOf(err), "call %d: %v", i, err)
+		}
+		_, err := b.Run(context.Background(), call)
+		assert.Equal(t, actions.Code("card_declined"), actions.CodeOf(err), "a later retry")
+		assert.Equal(t, int64(1), card.Load(), "the card was charged once")
+	})
+}
+
+// TestKeyBatchRetryPassesTheRate: a keyed batch's retry answered from
+// the record counts its steps' rates as the batch did when it ran: with
+// Burst 4 (a clock that does not move) and two steps, the first batch
+// and one retry pass, the other 39 retries are limited, and so is a
+// fresh call after them; the steps ran once.
+func TestKeyBatchRetryPassesTheRate(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		s, err := sqlstore.New(db.DB, db.Dialect, nil)
+		require.NoError(t, err)
+		require.NoError(t, s.Migrate(context.Background()))
+		clock := &keyClock{t: time.Unix(1e9, 0)}
+		var recs []actions.Record
+		var mu sync.Mutex
+		reg := actions.NewRegistry(&actions.Options{Store: s, Now: clock.now, Gate: &actions.GateOptions{Rate: 1, Burst: 4},
+			OnRecord: func(r actions.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
+		var runs atomic.Int64
+		reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/pay", Parameters: `{"type":"object"}`},
+			Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }})
+		b := actions.Batch{Steps: []actions.Step{{Call: "shop/pay"}, {Call: "shop/pay"}}}
+		call := actions.Call{Batch: &b, Caller: ann, IdempotencyKey: "batch-1"}
+		_, err = reg.Run(context.Background(), call)
+		require.NoError(t, err)
+		answered, limited := 0, 0
+		for range 40 {
+			_, err := reg.Run(context.Background(), call)
+			switch actions.CodeOf(err) {
+			case "":
+				answered++
+			case actions.CodeRateLimited:
+				limited++
+			default:
+				t.Fatalf("unexpected %v", err)
+			}
+		}
+		assert.Equal(t, 1, answered, "the burst's last two tokens")
+		assert.Equal(t, 39, limited)
+		_, err = reg.Run(context.Background(), actions.Call{Action: "shop/pay", Caller: ann, IdempotencyKey: "pay-2"})
+		require.ErrorIs(t, err, actions.CodeRateLimited, "the retries counted")
+		assert.Equal(t, int64(2), runs.Load())
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, recs, 2+1+39+1, "each call leaves its records")
+		for _, r := range recs[3 : 3+39] {
+			assert.True(t, r.RolledBack)
+			assert.Equal(t, actions.CodeRateLimited, r.Audit.Code)
+		}
+	})
+}
+
+// TestKeyCommitFailureKeepsKey: a keyed call whose body ran and whose
+// unit then failed to commit (here Options.BeforeCommit fails) keeps its
+// key: the retry is answered internal, the unit's writes were undone,
+// and the body ran once.
+func TestKeyCommitFailureKeepsKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		var fail atomic.Bool
+		fail.Store(true)
+		s, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{BeforeCommit: func(context.Context, *sql.Tx) error {
+			if fail.Load() {
+				return errors.New("the disk is full")
+			}
+			return nil
+		}})
+		require.NoError(t, err)
+		require.NoError(t, s.Migrate(context.Background()))
+		var card atomic.Int64
+		reg := actions.NewRegistry(&actions.Options{Store: s})
+		reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/pay", Parameters: `{"type":"object"}`},
+			Run: func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+				card.Add(1)
+				_, err := txOf(ctx).ExecContext(ctx, "INSERT INTO charges (amount) VALUES ('7')")
+				return "paid", err
+			}})
+		call := actions.Call{Action: "shop/pay", Caller: ann, IdempotencyKey: "pay-1"}
+		_, err = reg.Run(context.Background(), call)
+		require.ErrorIs(t, err, actions.CodeInternal)
+		fail.Store(false)
+		_, err = reg.Run(context.Background(), call)
+		require.ErrorIs(t, err, actions.CodeInternal, "the retry gets the kept outcome")
+		assert.Equal(t, int64(1), card.Load(), "the body ran once")
+		assert.Zero(t, chargeCount(t, db), "its writes were undone")
+	})
+}

@@ -97,6 +97,27 @@ var migrations = []migration{
 		sqlite:  []string{tasksTable("INTEGER"), tasksKeyIndex},
 		pg:      []string{tasksTable("BIGINT"), tasksKeyIndex},
 	},
+	{
+		// Fewer B-trees written per record: the stage, pending change
+		// and outcome indexes become partial, holding only the rows
+		// their filters look for (most calls touch no pending change
+		// and are done), so that an ordinary record skips all three.
+		version: 7,
+		sqlite:  partialIndexes,
+		pg:      partialIndexes,
+	},
+}
+
+// partialIndexes replace the stage, pending change and outcome indexes
+// with partial ones. A query uses one only when its WHERE clause holds
+// the index's own condition (Filter.where writes it).
+var partialIndexes = []string{
+	`DROP INDEX IF EXISTS actions_run_log_stage`,
+	`DROP INDEX IF EXISTS actions_run_log_pending_change`,
+	`DROP INDEX IF EXISTS actions_run_log_outcome`,
+	`CREATE INDEX IF NOT EXISTS actions_run_log_staged ON actions_run_log (stage, seq) WHERE stage <> ''`,
+	`CREATE INDEX IF NOT EXISTS actions_run_log_pending ON actions_run_log (pending_change, seq) WHERE pending_change <> ''`,
+	`CREATE INDEX IF NOT EXISTS actions_run_log_refused ON actions_run_log (seq) WHERE outcome = 'refused'`,
 }
 
 const (
@@ -128,7 +149,7 @@ var indexes = []string{
 // SchemaVersion is the version of the store's tables that this package
 // writes and reads: the last step of migrations (a new step raises it
 // too, or the next Migrate refuses the schema the previous one wrote).
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // Migrate creates the store's tables and indexes, or brings them to
 // [SchemaVersion], in one transaction. It is idempotent: run it at every

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"strconv"
+	"strings"
 )
 
 // Order is how the store draws the log's Seq on PostgreSQL, and so what
@@ -33,50 +35,64 @@ const (
 	OrderLocks
 )
 
-// Lock takes the lock named key in the transaction of the unit ctx
-// belongs to, held until the unit commits or rolls back: under
-// [OrderLocks] a body locks so what a row lock cannot cover (a row that
-// is not there yet, a range it counted, a name it checked free), so that
-// the units that read or write it are ordered in the log as they ran. On
-// PostgreSQL it is a transaction-scoped advisory lock on a 64-bit hash
-// of key (FNV-1a); two keys of one hash share a lock, which orders more
-// than needed and never less. The store's isolation must be read
-// committed: at repeatable read or serializable a read after the lock
-// still sees the snapshot the unit's first statement took, which may
-// predate the commit of the unit it waited for (docs/database.md). On
-// SQLite, whose writers run one at a time, and in a [Store.View], it
-// does nothing. Errors: outside a unit; the database's.
-func Lock(ctx context.Context, key string) error {
-	return advisory(ctx, key, "SELECT pg_advisory_xact_lock($1)", "Lock")
+// Lock takes the locks named keys, in the order given and in one
+// statement, in the transaction of the unit ctx belongs to, held until
+// the unit commits or rolls back: under [OrderLocks] a body locks so what
+// a row lock cannot cover (a row that is not there yet, a range it
+// counted, a name it checked free), so that the units that read or write
+// it are ordered in the log as they ran. Two units that take several
+// keys should take them in one order (sorted, say), or they may
+// deadlock. On PostgreSQL each is a transaction-scoped advisory lock on
+// a 64-bit hash of its key (FNV-1a); two keys of one hash share a lock,
+// which orders more than needed and never less. The store's isolation
+// must be read committed: at repeatable read or serializable a read
+// after the lock still sees the snapshot the unit's first statement
+// took, which may predate the commit of the unit it waited for
+// (docs/database.md). On SQLite, whose writers run one at a time, and in
+// a [Store.View], it does nothing; with no key, nothing either. Errors:
+// outside a unit; the database's.
+func Lock(ctx context.Context, keys ...string) error {
+	return advisory(ctx, keys, "pg_advisory_xact_lock", "Lock")
 }
 
-// LockShared is [Lock] in shared mode: units holding key shared run side
-// by side, and wait only for a unit holding it with [Lock] (which waits
-// for them). A reader of a range takes it shared, each writer of a row
-// that would enter the range takes it with Lock: readers never wait for
-// one another, and the log orders each reader against every insert it
-// could have seen. On PostgreSQL it is pg_advisory_xact_lock_shared on
-// the key's FNV-1a hash, held to the unit's end, under read committed
-// as Lock; on SQLite and in a View it does nothing. Errors: outside a
-// unit; the database's.
-func LockShared(ctx context.Context, key string) error {
-	return advisory(ctx, key, "SELECT pg_advisory_xact_lock_shared($1)", "LockShared")
+// LockShared is [Lock] in shared mode: units holding a key shared run
+// side by side, and wait only for a unit holding it with [Lock] (which
+// waits for them). A reader of a range takes it shared, each writer of a
+// row that would enter the range takes it with Lock: readers never wait
+// for one another, and the log orders each reader against every insert
+// it could have seen. On PostgreSQL it is pg_advisory_xact_lock_shared
+// on each key's FNV-1a hash, held to the unit's end, under read
+// committed as Lock; on SQLite and in a View it does nothing. Errors:
+// outside a unit; the database's.
+func LockShared(ctx context.Context, keys ...string) error {
+	return advisory(ctx, keys, "pg_advisory_xact_lock_shared", "LockShared")
 }
 
-// advisory takes the transaction-scoped advisory lock query on key's hash
-// in the unit of ctx; name is the caller's, for the error.
-func advisory(ctx context.Context, key, query, name string) error {
+// advisory takes the transaction-scoped advisory locks of fn (the
+// function's name) on the keys' hashes in the unit of ctx, in one
+// statement whose select list takes them left to right; name is the
+// caller's, for the error.
+func advisory(ctx context.Context, keys []string, fn, name string) error {
 	tx, ok := Tx(ctx)
 	if !ok {
 		return errors.New("sqlstore: " + name + " outside a unit")
 	}
-	d, _ := ctx.Value(dialectKey{}).(Dialect)
-	if d != PostgreSQL {
+	if unitOf(ctx).dialect != PostgreSQL || len(keys) == 0 {
 		return nil
 	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(key))
-	_, err := tx.ExecContext(ctx, query, int64(h.Sum64()))
+	var q strings.Builder
+	q.WriteString("SELECT ")
+	args := make([]any, len(keys))
+	for i, key := range keys {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(fn + "($" + strconv.Itoa(i+1) + ")")
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(key))
+		args[i] = int64(h.Sum64())
+	}
+	_, err := tx.ExecContext(ctx, q.String(), args...)
 	return err
 }
 
@@ -109,10 +125,6 @@ func ForUpdate(ctx context.Context) string {
 // inPostgresUnit tells whether ctx belongs to a unit of a PostgreSQL
 // store (a View carries no dialect).
 func inPostgresUnit(ctx context.Context) bool {
-	_, ok := Tx(ctx)
-	d, _ := ctx.Value(dialectKey{}).(Dialect)
-	return ok && d == PostgreSQL
+	u := unitOf(ctx)
+	return u != nil && u.dialect == PostgreSQL
 }
-
-// dialectKey is the context key of the unit's dialect, for Lock.
-type dialectKey struct{}

@@ -198,8 +198,9 @@ func TestLockSharedAndClauses(t *testing.T) {
 			return ok
 		}
 		_, err := s.Atomic(ctx, func(ctx context.Context) actions.Unit {
-			require.NoError(t, sqlstore.LockShared(ctx, "report"))
-			require.NoError(t, sqlstore.Lock(ctx, "row"))
+			require.NoError(t, sqlstore.LockShared(ctx, "report", "range"))
+			require.NoError(t, sqlstore.Lock(ctx, "row", "name"))
+			require.NoError(t, sqlstore.Lock(ctx))
 			if !pg {
 				assert.Empty(t, sqlstore.ForShare(ctx))
 				assert.Empty(t, sqlstore.ForUpdate(ctx))
@@ -210,12 +211,15 @@ func TestLockSharedAndClauses(t *testing.T) {
 			assert.True(t, try("pg_try_advisory_lock_shared", "report"), "shared beside shared")
 			assert.False(t, try("pg_try_advisory_lock", "report"), "exclusive beside shared")
 			assert.False(t, try("pg_try_advisory_lock_shared", "row"), "shared beside exclusive")
+			assert.False(t, try("pg_try_advisory_lock", "range"), "the second key of LockShared")
+			assert.False(t, try("pg_try_advisory_lock_shared", "name"), "the second key of Lock")
 			return actions.Unit{Commit: true}
 		})
 		require.NoError(t, err)
 		if pg {
 			assert.True(t, try("pg_try_advisory_lock", "report"), "released at the unit's end")
 			assert.True(t, try("pg_try_advisory_lock", "row"), "released at the unit's end")
+			assert.True(t, try("pg_try_advisory_lock", "name"), "released at the unit's end")
 		}
 		require.NoError(t, s.View(ctx, func(ctx context.Context) error {
 			assert.Empty(t, sqlstore.ForShare(ctx), "a View is read only")

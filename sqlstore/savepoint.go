@@ -19,8 +19,6 @@ type savepoints struct {
 	interleaved bool
 }
 
-type savepointsKey struct{}
-
 // spKey is the context key of the innermost savepoint a context is in.
 type spKey struct{}
 
@@ -44,11 +42,11 @@ var errInterleaved = errors.New("sqlstore: nested calls of one unit ran concurre
 // Outside a unit (ctx from no [Store.Atomic]) it returns ctx and a nil
 // end.
 func (s *Store) Savepoint(ctx context.Context) (context.Context, func(undo bool) error, error) {
-	sps, _ := ctx.Value(savepointsKey{}).(*savepoints)
-	tx, ok := Tx(ctx)
-	if sps == nil || !ok {
+	u := unitOf(ctx)
+	if u == nil || u.sps == nil {
 		return ctx, nil, nil
 	}
+	sps, tx := u.sps, u.tx
 	inside, _ := ctx.Value(spKey{}).(int)
 	sps.mu.Lock()
 	top := 0

@@ -108,9 +108,9 @@ func TestMigrateFillsTheStage(t *testing.T) {
 		s := newStore(t, db, nil)
 		stageLog(t, s)
 		for _, q := range []string{
-			"DROP INDEX actions_run_log_stage",
+			"DROP INDEX actions_run_log_staged",
 			"ALTER TABLE actions_run_log DROP COLUMN stage",
-			"DROP INDEX actions_run_log_pending_change",
+			"DROP INDEX actions_run_log_pending",
 			"UPDATE actions_schema SET version = 4",
 		} {
 			_, err := db.Exec(q)

@@ -5,14 +5,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/actionreg/actions"
 )
 
 // tasksTable holds the registry's tasks ([actions.TaskStore]): one row per
-// task, its answer (actions.Answer as JSON) written when it ends. Times
+// task, its answer (actions.Task.Answer, canonical JSON) written when it ends. Times
 // are Unix microseconds, ttl is in milliseconds (0: kept until deleted).
 // The unique index maps a retry under an idempotency key to its task.
 func tasksTable(integer string) string {
@@ -148,10 +147,7 @@ func scanTask(row *sql.Row) (actions.Task, error) {
 	t.Created, t.Updated = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
 	t.TTL = time.Duration(ttl) * time.Millisecond
 	if answer != "" {
-		t.Answer = &actions.Answer{}
-		if err := json.Unmarshal([]byte(answer), t.Answer); err != nil {
-			return actions.Task{}, fmt.Errorf("sqlstore: the answer of a task does not decode: %w", err)
-		}
+		t.Answer = json.RawMessage(answer)
 	}
 	return t, nil
 }
@@ -168,11 +164,7 @@ func (s *Store) EndTask(ctx context.Context, id string, end actions.Task) (bool,
 	}
 	answer := ""
 	if end.Answer != nil {
-		b, err := actions.CanonicalJSON(end.Answer)
-		if err != nil {
-			return false, fmt.Errorf("sqlstore: the answer of a task: %w", err)
-		}
-		answer = string(b)
+		answer = string(end.Answer)
 	}
 	q := "UPDATE actions_tasks SET status = " + s.param(1) + ", message = " + s.param(2) + ", updated = " + s.param(3) +
 		", answer = " + s.param(4) + " WHERE id = " + s.param(5) + " AND status NOT IN " + terminalStatuses
@@ -262,7 +254,7 @@ func (s *Store) FailTasks(ctx context.Context, origin string, now time.Time) (in
 		return 0, err
 	}
 	rf := actions.NewRefusal(actions.CodeInternal, "the process running the task ended before it did")
-	answer, err := actions.CanonicalJSON(actions.Answer{Refusal: rf})
+	answer, err := actions.CanonicalJSON(map[string]any{"refusal": rf})
 	if err != nil {
 		return 0, err
 	}

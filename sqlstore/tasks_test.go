@@ -103,8 +103,9 @@ func TestTaskCompletesWithItsUnit(t *testing.T) {
 		close(h.release)
 		done := await(t, h.reg, task.ID)
 		assert.Equal(t, actions.TaskCompleted, done.Status)
-		require.NotNil(t, done.Answer)
-		assert.Equal(t, `{"rows":1}`, done.Answer.Value)
+		res, err := done.Result()
+		require.NoError(t, err)
+		assert.Equal(t, `{"rows":1}`, res.Text)
 		assert.Equal(t, 1, chargeCount(t, db))
 		recs, err := h.s.Read(ctx, sqlstore.Filter{})
 		require.NoError(t, err)
@@ -239,9 +240,10 @@ func TestTaskRefusedCallCompletes(t *testing.T) {
 		require.NoError(t, err)
 		done := await(t, h.reg, task.ID)
 		assert.Equal(t, actions.TaskCompleted, done.Status)
-		require.NotNil(t, done.Answer)
-		require.NotNil(t, done.Answer.Refusal)
-		assert.Equal(t, actions.CodeInvalidParameters, done.Answer.Refusal.Code)
+		_, err = done.Result()
+		var rf *actions.Refusal
+		require.ErrorAs(t, err, &rf)
+		assert.Equal(t, actions.CodeInvalidParameters, rf.Code)
 	})
 }
 

@@ -76,8 +76,25 @@ func (s *Store) wait(ctx context.Context, n int) error {
 	}
 }
 
-// txKey is the context key of the unit's transaction.
+// txKey is the context key of the unit's *unitCtx.
 type txKey struct{}
+
+// unitCtx is what a unit's context carries, in one value: its
+// transaction, the store's dialect (zero in a View), its savepoints
+// (nil in a View) and what an attempt settled under a key.
+type unitCtx struct {
+	tx      *sql.Tx
+	dialect Dialect
+	sps     *savepoints
+	own     savepoints // sps of a unit: allocated with it
+	settle  settlement
+}
+
+// unitOf returns the unitCtx ctx carries, or nil.
+func unitOf(ctx context.Context) *unitCtx {
+	u, _ := ctx.Value(txKey{}).(*unitCtx)
+	return u
+}
 
 // Tx returns the transaction of the unit that ctx belongs to: the context
 // the registry's resolver, a body and an [actions.PendingStore] receive
@@ -85,8 +102,10 @@ type txKey struct{}
 // [Store.View] gives. It is the one way a body reaches the transaction.
 // ok is false outside a unit.
 func Tx(ctx context.Context) (tx *sql.Tx, ok bool) {
-	tx, ok = ctx.Value(txKey{}).(*sql.Tx)
-	return tx, ok
+	if u := unitOf(ctx); u != nil {
+		return u.tx, true
+	}
+	return nil, false
 }
 
 // rolledBackTimeout bounds the write of a rolled-back unit's records:
@@ -131,18 +150,19 @@ func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) actions
 	if err := s.made(); err != nil {
 		return nil, err
 	}
-	return s.atomic(ctx, NewUnit(), fn, nil)
+	return s.atomic(ctx, NewUnit(), fn)
 }
 
-// atomic is Atomic for the unit id unit. keep, when not nil, writes
-// what a unit that did not commit but says Keep leaves (its key), in the
-// transaction that writes its rolled-back records.
-func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit, keep func(ctx context.Context, tx *sql.Tx, u actions.Unit) error) ([]actions.Record, error) {
+// atomic is Atomic for the unit id unit. What the last attempt settled
+// under a key ([Store.SettleKey]) is written with the unit: in its
+// transaction when it commits, else in the transaction that writes its
+// rolled-back records.
+func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
 	for attempt := 1; ; attempt++ {
 		if err := s.writers.enter(ctx); err != nil {
 			return nil, err
 		}
-		u, committed, err := s.attempt(ctx, unit, fn)
+		u, key, committed, err := s.attempt(ctx, unit, fn)
 		if committed {
 			s.writers.leave()
 			return u.Records, err
@@ -166,11 +186,11 @@ func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Con
 		for i := range u.Records {
 			u.Records[i].RolledBack = true
 		}
-		if len(u.Records) > 0 || (u.Keep && keep != nil) {
+		if len(u.Records) > 0 || key.set {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rolledBackTimeout)
 			var extra func(ctx context.Context, tx *sql.Tx) error
-			if u.Keep && keep != nil {
-				extra = func(ctx context.Context, tx *sql.Tx) error { return keep(ctx, tx, u) }
+			if key.set {
+				extra = func(ctx context.Context, tx *sql.Tx) error { return s.writeKey(ctx, tx, unit, key.undone) }
 			}
 			werr := s.writeWith(wctx, unit, extra, u.Records...)
 			cancel()
@@ -184,8 +204,9 @@ func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Con
 }
 
 // attempt runs fn once in a new transaction and commits when the unit
-// says so. It returns the unit, whether it committed, and the error that
-// stopped it (the unit's own when it committed).
+// says so. It returns the unit, what it settled under a key, whether it
+// committed, and the error that stopped it (the unit's own when it
+// committed).
 //
 // The transaction's own context follows ctx until the commit begins, and
 // no longer: when ctx ends before, the transaction is rolled back (by
@@ -194,9 +215,12 @@ func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Con
 // transaction's context during the commit, as pgx does, would otherwise
 // answer a cancelled commit with an error although the server committed:
 // records reported rolled back for a change that was kept.)
-func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) (actions.Unit, bool, error) {
+func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) (actions.Unit, *settlement, bool, error) {
+	uc := &unitCtx{dialect: s.dialect, settle: settlement{store: s}}
+	uc.sps = &uc.own
+	key := &uc.settle
 	if err := ctx.Err(); err != nil {
-		return actions.Unit{}, false, err
+		return actions.Unit{}, key, false, err
 	}
 	txCtx, endTx := context.WithCancel(context.WithoutCancel(ctx))
 	defer endTx()
@@ -206,40 +230,46 @@ func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Co
 	if s.opts.Serial && s.dialect == PostgreSQL {
 		conn, err := s.serialConn(ctx)
 		if err != nil {
-			return actions.Unit{}, false, err
+			return actions.Unit{}, key, false, err
 		}
 		defer s.releaseSerial(ctx, conn)
 		if tx, err = conn.BeginTx(txCtx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
-			return actions.Unit{}, false, err
+			return actions.Unit{}, key, false, err
 		}
 	} else {
 		var err error
 		if tx, err = s.db.BeginTx(txCtx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
-			return actions.Unit{}, false, err
+			return actions.Unit{}, key, false, err
 		}
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit; runs before releaseSerial
-	tctx := context.WithValue(context.WithValue(context.WithValue(ctx, txKey{}, tx), dialectKey{}, s.dialect), savepointsKey{}, &savepoints{})
+	uc.tx = tx
+	tctx := context.WithValue(ctx, txKey{}, uc)
 	u := fn(tctx)
 	if !u.Commit {
-		return u, false, u.Err
+		return u, key, false, u.Err
 	}
 	if err := s.append(ctx, tx, true, unit, u.Records...); err != nil {
-		return u, false, joinUnit(u.Err, err)
+		return u, key, false, joinUnit(u.Err, err)
+	}
+	if key.set {
+		if err := s.writeKey(ctx, tx, unit, key.done); err != nil {
+			return u, key, false, joinUnit(u.Err, err)
+		}
 	}
 	if s.opts.BeforeCommit != nil {
 		if err := s.opts.BeforeCommit(tctx, tx); err != nil {
-			return u, false, joinUnit(u.Err, err)
+			return u, key, false, joinUnit(u.Err, err)
 		}
 	}
 	if !follow() {
 		// ctx ended: the transaction is being rolled back.
-		return u, false, joinUnit(u.Err, context.Cause(ctx))
+		return u, key, false, joinUnit(u.Err, context.Cause(ctx))
 	}
 	if err := tx.Commit(); err != nil {
-		return u, false, joinUnit(u.Err, err)
+		return u, key, false, joinUnit(u.Err, err)
 	}
-	return u, true, u.Err
+	return u, key, true, u.Err
 }
 
 // joinUnit joins the store's failure to the unit's own error (a held
@@ -269,7 +299,7 @@ func (s *Store) View(ctx context.Context, fn func(ctx context.Context) error) er
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	return fn(context.WithValue(ctx, txKey{}, tx))
+	return fn(context.WithValue(ctx, txKey{}, &unitCtx{tx: tx}))
 }
 
 // serialConn returns a connection holding the session advisory lock of

@@ -41,18 +41,14 @@ func nameKey(name string) string            { return "supplychain actor name " +
 func actorEmissionsKey(actor string) string { return "supplychain emissions of actor " + actor }
 func periodKey(period string) string        { return "supplychain emissions of period " + period }
 
-// lock takes each key with take (sqlstore.Lock or sqlstore.LockShared),
-// in order, when ctx belongs to a unit; outside one it does nothing.
-func lock(ctx context.Context, take func(context.Context, string) error, keys ...string) error {
+// lock takes the keys with take (sqlstore.Lock or sqlstore.LockShared),
+// in order and in one statement, when ctx belongs to a unit; outside one
+// it does nothing.
+func lock(ctx context.Context, take func(context.Context, ...string) error, keys ...string) error {
 	if _, ok := sqlstore.Tx(ctx); !ok {
 		return nil
 	}
-	for _, k := range keys {
-		if err := take(ctx, k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return take(ctx, keys...)
 }
 
 // lockActor locks, exclusively, what creating or deleting the actor of

@@ -9,6 +9,8 @@
 //	supplychain serve -http ADDR         serve them over streamable HTTP at http://ADDR/mcp
 //	supplychain serve -http ADDR -stateless [-replica NAME] [-serial]
 //	                                     the same, each request on its own (for replicas)
+//	supplychain serve ... -cpuprofile FILE
+//	                                     and write a CPU profile of the run (runtime/pprof)
 //	supplychain replay -db DB            replay the database's run log on a fresh model
 //
 // The database (-db, or the SUPPLYCHAIN_DB variable): by default SQLite in
@@ -57,6 +59,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -269,8 +272,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	dsn := dbFlag(fs)
 	replica := fs.String("replica", "", "this server's name in the run log (its origin), for replicas sharing a database")
 	serial := fs.Bool("serial", false, "run one call at a time across every replica sharing the database, instead of side by side under the locks each call takes")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile (runtime/pprof) of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		stop, err := startProfile(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
@@ -306,6 +317,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		protect(mux, h, reg) // bearer tokens, scopes, confirmations: gate.go
 		mux.Handle("/ui/", ui)
 	})
+}
+
+// startProfile starts a CPU profile written to path; stop ends it and
+// closes the file.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }
 
 // screenURL gives the URL of a pending change's confirmation screen on

@@ -364,31 +364,30 @@ func (m *Model) ResolveRef(ctx context.Context, schema, value string) (actions.R
 	if tx, ok := sqlstore.Tx(ctx); ok {
 		m = m.On(tx)
 	}
-	// Two indexed lookups: the actor whose id is value, the actors one of
-	// whose names is value. Each is locked shared first (lockIDs): a create
-	// or a delete of that id or name waits, or is waited for.
+	// Two indexed lookups in one query: the actor whose id is value, the
+	// actors one of whose names is value. Both keys are locked shared
+	// first, in one statement: a create or a delete of that id or name
+	// waits, or is waited for.
 	if err := lock(ctx, sqlstore.LockShared, idKey(value), nameKey(value)); err != nil {
 		return actions.RefMatches{}, err
 	}
-	var found actions.RefMatches
-	var key string
-	switch err := m.q.QueryRowContext(ctx, m.bind("SELECT actor_key FROM sc_actors WHERE id = ?"), value).Scan(&key); {
-	case err == nil:
-		found.ID = &key
-	case !errors.Is(err, sql.ErrNoRows):
-		return actions.RefMatches{}, err
-	}
-	rows, err := m.q.QueryContext(ctx, m.bind("SELECT actor_key FROM sc_actor_names WHERE name = ? ORDER BY actor_key"), value)
+	rows, err := m.q.QueryContext(ctx, m.bind("SELECT 0, actor_key FROM sc_actors WHERE id = ? UNION ALL SELECT 1, actor_key FROM sc_actor_names WHERE name = ?"), value, value)
 	if err != nil {
 		return actions.RefMatches{}, err
 	}
 	defer rows.Close()
+	var found actions.RefMatches
 	for rows.Next() {
+		var byName int
 		var k string
-		if err := rows.Scan(&k); err != nil {
+		if err := rows.Scan(&byName, &k); err != nil {
 			return actions.RefMatches{}, err
 		}
-		found.Names = append(found.Names, k)
+		if byName == 0 {
+			found.ID = &k
+		} else {
+			found.Names = append(found.Names, k)
+		}
 	}
 	sort.Strings(found.Names)
 	return found, rows.Err()
@@ -513,7 +512,7 @@ func (m *Model) ClearEmissions(ctx context.Context, key string) (int, error) {
 			if err != nil {
 				return err
 			}
-			var periods []string
+			var keys []string
 			for rows.Next() {
 				var p string
 				if err := rows.Scan(&p); err != nil {
@@ -521,19 +520,14 @@ func (m *Model) ClearEmissions(ctx context.Context, key string) (int, error) {
 					return err
 				}
 				if !locked[p] {
-					periods, locked[p] = append(periods, p), true
+					keys, locked[p] = append(keys, periodKey(p)), true
 				}
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			for _, p := range periods {
-				if err := sqlstore.Lock(ctx, periodKey(p)); err != nil {
-					return err
-				}
-			}
-			return nil
+			return sqlstore.Lock(ctx, keys...)
 		}
 		if err := lockPeriods(); err != nil {
 			return 0, err

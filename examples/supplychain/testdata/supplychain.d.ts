@@ -131,7 +131,7 @@ declare namespace supply {
   };
   /** What supply.list_actors gives. */
   type ListActorsResult = {
-    items: null | Array<{
+    items: Array<{
       id: string;
       key: string;
       name: string;

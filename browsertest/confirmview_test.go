@@ -1,4 +1,4 @@
-package mcpserver_test
+package browsertest_test
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"html"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -27,12 +25,7 @@ import (
 // with the receipt's confirmUrl when the person presses its button.
 // Without a Chromium it skips, saying so (CI installs one).
 func TestConfirmViewInABrowser(t *testing.T) {
-	path := os.Getenv("CHROME")
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if path == "" {
-			path, _ = exec.LookPath(name)
-		}
-	}
+	path := chromium()
 	if path == "" {
 		t.Skip("browser test skipped: no Chromium found (install Debian's chromium, or set CHROME)")
 	}
@@ -108,7 +101,13 @@ func readConfirmView(t *testing.T) string {
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v1"}, nil)
 	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{ConfirmURL: func(id string) string { return "https://host.example/changes/" + id }}))
 	ctx := context.Background()
-	cs := inMemoryClient(t, server)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
 	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpserver.ConfirmViewURI})
 	require.NoError(t, err)
 	return res.Contents[0].Text

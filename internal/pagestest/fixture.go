@@ -1,10 +1,17 @@
-package pages_test
+// Package pagestest is the fixture of the pages' tests: a registry of
+// three shop actions on the SQL store, its pages served at /ui/ by a test
+// server, a settable clock and three people signed in by a cookie. The
+// pages' own tests and the browser tests (a module of their own, so that
+// the library's module does not require a browser driver) share it.
+package pagestest
 
 import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -17,35 +24,35 @@ import (
 	"github.com/actionreg/actions/sqlstore"
 )
 
-// clock is a settable clock shared by the gate, the store and the pages.
-type clock struct {
+// Clock is a settable clock shared by the gate, the store and the pages.
+type Clock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *Clock) Add(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
 }
 
-// people are the fixture's principals: two editors who may write and
+// People are the fixture's principals: two editors who may write and
 // decide their own changes, and a viewer who reads.
-var people = map[string]*actions.Caller{
+var People = map[string]*actions.Caller{
 	"editor": {Principal: "editor", Capabilities: []string{"shop.read", "shop.write"}, Surface: actions.SurfaceUI},
 	"alice":  {Principal: "alice", Capabilities: []string{"shop.read", "shop.write"}, Surface: actions.SurfaceUI},
 	"viewer": {Principal: "viewer", Capabilities: []string{"shop.read"}, Surface: actions.SurfaceUI},
 }
 
-// callerOf is the test host's authentication: a cookie naming the person
+// CallerOf is the test host's authentication: a cookie naming the person
 // (a real host verifies a session).
-func callerOf(r *http.Request) *actions.Caller {
+func CallerOf(r *http.Request) *actions.Caller {
 	c, err := r.Cookie("who")
 	if err != nil {
 		return nil
 	}
-	p, ok := people[c.Value]
+	p, ok := People[c.Value]
 	if !ok {
 		return nil
 	}
@@ -53,59 +60,60 @@ func callerOf(r *http.Request) *actions.Caller {
 	return &cp
 }
 
-type fixture struct {
-	t     *testing.T
-	clock *clock
-	store *sqlstore.Store
-	reg   *actions.Registry
-	pages *pages.Handler
-	srv   *httptest.Server
+// Fixture is one registry on one database, its pages and the server.
+type Fixture struct {
+	T     *testing.T
+	Clock *Clock
+	Store *sqlstore.Store
+	Reg   *actions.Registry
+	Pages *pages.Handler
+	Srv   *httptest.Server
 }
 
-// eachEngine runs fn as a subtest on SQLite, then on PostgreSQL (skipped
+// EachEngine runs fn as a subtest on SQLite, then on PostgreSQL (skipped
 // without ACTIONS_TEST_POSTGRES), each on a fixture of its own whose pages
-// have opts (nil: the defaults of newFixture).
-func eachEngine(t *testing.T, opts *pages.Options, fn func(t *testing.T, f *fixture)) {
+// have opts (nil: the defaults of New).
+func EachEngine(t *testing.T, opts *pages.Options, fn func(t *testing.T, f *Fixture)) {
 	t.Helper()
-	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) { fn(t, newFixture(t, db, opts)) })
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) { fn(t, New(t, db, opts)) })
 }
 
-// newFixture serves the pages of a registry on db at /ui/. opts replaces
+// New serves the pages of a registry on db at /ui/. opts replaces
 // the pages' options but for the clock, the caller, who sees all and the
 // replayer (nil: Base "/ui", Title "Shop").
-func newFixture(t *testing.T, db *dbtest.DB, opts *pages.Options) *fixture {
+func New(t *testing.T, db *dbtest.DB, opts *pages.Options) *Fixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &fixture{t: t, clock: &clock{t: time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)}}
+	f := &Fixture{T: t, Clock: &Clock{t: time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)}}
 	var err error
-	f.store, err = sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Now: f.clock.Now, Origin: "test"})
+	f.Store, err = sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Now: f.Clock.Now, Origin: "test"})
 	require.NoError(t, err)
-	require.NoError(t, f.store.Migrate(ctx))
-	f.reg = newRegistry(f.store, f.store.Pending(), f.clock)
+	require.NoError(t, f.Store.Migrate(ctx))
+	f.Reg = NewRegistry(f.Store, f.Store.Pending(), f.Clock)
 	o := pages.Options{Base: "/ui", Title: "Shop"}
 	if opts != nil {
 		o = *opts
 	}
-	o.Now, o.Caller = f.clock.Now, callerOf
+	o.Now, o.Caller = f.Clock.Now, CallerOf
 	o.SeesAll = func(who *actions.Caller) bool { return who.Principal == "editor" }
 	// Replays run on a registry of their own, in memory: a replay that
 	// matches is kept, which the live store must not get.
-	o.Replayer = newRegistry(actions.NewRunLog(), nil, f.clock)
-	f.pages, err = pages.New(f.reg, f.store, &o)
+	o.Replayer = NewRegistry(actions.NewRunLog(), nil, f.Clock)
+	f.Pages, err = pages.New(f.Reg, f.Store, &o)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
-	mux.Handle("/ui/", f.pages)
+	mux.Handle("/ui/", f.Pages)
 	mux.HandleFunc("GET /login/{who}", func(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: "who", Value: r.PathValue("who"), Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
 		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	})
-	f.srv = httptest.NewServer(mux)
-	t.Cleanup(f.srv.Close)
+	f.Srv = httptest.NewServer(mux)
+	t.Cleanup(f.Srv.Close)
 	return f
 }
 
-// newRegistry registers the fixture's actions on store.
-func newRegistry(store actions.Store, pending actions.PendingStore, c *clock) *actions.Registry {
+// NewRegistry registers the fixture's actions on store.
+func NewRegistry(store actions.Store, pending actions.PendingStore, c *Clock) *actions.Registry {
 	reg := actions.NewRegistry(&actions.Options{Now: c.Now, Store: store, Gate: &actions.GateOptions{Pending: pending}})
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/discard", Title: "Discard stock",
@@ -137,17 +145,26 @@ func newRegistry(store actions.Store, pending actions.PendingStore, c *clock) *a
 	return reg
 }
 
-// hold makes who's call of shop/discard and returns the pending change's id.
-func (f *fixture) hold(who string, params any) string {
-	f.t.Helper()
-	_, err := f.reg.Run(context.Background(), actions.Call{Action: "shop/discard", Params: params, Caller: people[who]})
+// Hold makes who's call of shop/discard and returns the pending change's id.
+func (f *Fixture) Hold(who string, params any) string {
+	f.T.Helper()
+	_, err := f.Reg.Run(context.Background(), actions.Call{Action: "shop/discard", Params: params, Caller: People[who]})
 	var r *actions.Refusal
-	require.True(f.t, errors.As(err, &r) && r.Pending != nil, "held: %v", err)
+	require.True(f.T, errors.As(err, &r) && r.Pending != nil, "held: %v", err)
 	return r.Pending.ID
 }
 
-// call runs an action as who, recorded in the log.
-func (f *fixture) call(who, id string, params any) error {
-	_, err := f.reg.Run(context.Background(), actions.Call{Action: id, Params: params, Caller: people[who]})
+// Call runs an action as who, recorded in the log.
+func (f *Fixture) Call(who, id string, params any) error {
+	_, err := f.Reg.Run(context.Background(), actions.Call{Action: id, Params: params, Caller: People[who]})
 	return err
+}
+
+// Client returns an HTTP client signed in as who that does not follow
+// redirects.
+func (f *Fixture) Client(who string) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	u, _ := url.Parse(f.Srv.URL)
+	jar.SetCookies(u, []*http.Cookie{{Name: "who", Value: who, Path: "/"}})
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }

@@ -1,4 +1,4 @@
-package pages_test
+package browsertest_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/internal/pagestest"
 	"github.com/actionreg/actions/pages"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -53,7 +54,7 @@ type tab struct {
 
 // newTab starts a headless Chromium of its own (a fresh profile, no
 // network but the test server's loopback) and opens a tab.
-func newTab(t *testing.T, f *fixture) *tab {
+func newTab(t *testing.T, f *pagestest.Fixture) *tab {
 	t.Helper()
 	path := chromium()
 	if path == "" {
@@ -70,7 +71,7 @@ func newTab(t *testing.T, f *fixture) *tab {
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
 	ctx, cancelTime := context.WithTimeout(ctx, 2*time.Minute)
-	tb := &tab{t: t, ctx: ctx, srv: f.srv.URL}
+	tb := &tab{t: t, ctx: ctx, srv: f.Srv.URL}
 	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")), "start Chromium")
 	messages := chromedp.Console(ctx)
@@ -151,7 +152,7 @@ func (tb *tab) forget() {
 	tb.mu.Unlock()
 }
 
-// shot writes a screenshot of the page to pages/.artifacts/NAME.png (not
+// shot writes a screenshot of the page to browsertest/.artifacts/NAME.png (not
 // committed), and to docs/pages/NAME.png when PAGES_DOCS is set.
 func (tb *tab) shot(name string) {
 	tb.t.Helper()
@@ -236,10 +237,10 @@ func heldParams() (map[string]any, string) {
 // the keyboard, sees the done page, the change gone from the list and the
 // confirmed call in the run log, with its record.
 func TestBrowserConfirm(t *testing.T) {
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
 		params, long := heldParams()
-		id := f.hold("editor", params)
-		f.clock.Add(3 * time.Minute)
+		id := f.Hold("editor", params)
+		f.Clock.Add(3 * time.Minute)
 		tb := newTab(t, f)
 
 		tb.open("/login/editor")
@@ -311,8 +312,8 @@ func TestBrowserConfirm(t *testing.T) {
 // TestBrowserReject: rejecting runs nothing and the change is gone; the
 // screen then says it was decided already.
 func TestBrowserReject(t *testing.T) {
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
-		id := f.hold("editor", map[string]any{"item": "pears", "count": 3})
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
+		id := f.Hold("editor", map[string]any{"item": "pears", "count": 3})
 		tb := newTab(t, f)
 		tb.open("/login/editor")
 		tb.open("/ui/changes/" + id)
@@ -335,14 +336,14 @@ func TestBrowserReject(t *testing.T) {
 // TestBrowserExpired: a screen opened before the expiry, confirmed after
 // it, says the change expired; nothing ran.
 func TestBrowserExpired(t *testing.T) {
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
-		id := f.hold("editor", map[string]any{"item": "plums"})
-		f.clock.Add(7*24*time.Hour - time.Hour)
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
+		id := f.Hold("editor", map[string]any{"item": "plums"})
+		f.Clock.Add(7*24*time.Hour - time.Hour)
 		tb := newTab(t, f)
 		tb.open("/login/editor")
 		tb.open("/ui/changes/" + id)
 		assert.Contains(t, tb.text("dl.facts"), "in 1 hour")
-		f.clock.Add(2 * time.Hour)
+		f.Clock.Add(2 * time.Hour)
 		tb.click(`button.danger`)
 		assert.Equal(t, "This change expired", tb.text("h1"))
 		assert.Contains(t, tb.text("main"), "Nothing ran")
@@ -356,8 +357,8 @@ func TestBrowserExpired(t *testing.T) {
 // TestBrowserViewerGetsNoScreen: another person gets the 404 of an
 // unknown address, with nothing of the change in it.
 func TestBrowserViewerGetsNoScreen(t *testing.T) {
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
-		id := f.hold("editor", map[string]any{"item": "secret-quinces"})
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
+		id := f.Hold("editor", map[string]any{"item": "secret-quinces"})
 		tb := newTab(t, f)
 		tb.open("/login/viewer")
 		tb.open("/ui/changes/" + id)
@@ -377,8 +378,8 @@ func TestBrowserViewerGetsNoScreen(t *testing.T) {
 // TestBrowserForgedPost: the confirm form with its token removed is
 // refused (403) and the change stays pending.
 func TestBrowserForgedPost(t *testing.T) {
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
-		id := f.hold("editor", map[string]any{"item": "figs"})
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
+		id := f.Hold("editor", map[string]any{"item": "figs"})
 		tb := newTab(t, f)
 		tb.open("/login/editor")
 		tb.open("/ui/changes/" + id)
@@ -396,21 +397,21 @@ func TestBrowserForgedPost(t *testing.T) {
 // TestBrowserRunLog: newest first, pages by cursor, and each filter:
 // action, outcome, refusal code, caller, time range.
 func TestBrowserRunLog(t *testing.T) {
-	eachEngine(t, &pages.Options{Base: "/ui", Title: "Shop", PageSize: 5}, func(t *testing.T, f *fixture) {
-		start := f.clock.Now()
+	pagestest.EachEngine(t, &pages.Options{Base: "/ui", Title: "Shop", PageSize: 5}, func(t *testing.T, f *pagestest.Fixture) {
+		start := f.Clock.Now()
 		for i := range 12 {
-			f.clock.Add(time.Minute)
+			f.Clock.Add(time.Minute)
 			who := "editor"
 			if i%3 == 2 {
 				who = "alice"
 			}
 			switch {
 			case i == 4 || i == 9:
-				assert.Error(t, f.call(who, "shop/restock", map[string]any{"item": "kiwis", "count": 0}))
+				assert.Error(t, f.Call(who, "shop/restock", map[string]any{"item": "kiwis", "count": 0}))
 			case i%2 == 0:
-				require.NoError(t, f.call(who, "shop/restock", map[string]any{"item": fmt.Sprintf("item-%d", i), "count": 2}))
+				require.NoError(t, f.Call(who, "shop/restock", map[string]any{"item": fmt.Sprintf("item-%d", i), "count": 2}))
 			default:
-				require.NoError(t, f.call(who, "shop/count", map[string]any{"item": fmt.Sprintf("item-%d", i)}))
+				require.NoError(t, f.Call(who, "shop/count", map[string]any{"item": fmt.Sprintf("item-%d", i)}))
 			}
 		}
 		tb := newTab(t, f)
@@ -485,11 +486,11 @@ func TestBrowserRunLog(t *testing.T) {
 // description, the arguments with their default), confirms it and sees
 // it done; the log says who confirmed.
 func TestBrowserSupervisorConfirms(t *testing.T) {
-	people["boss"] = &actions.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: actions.SurfaceUI}
-	t.Cleanup(func() { delete(people, "boss") })
-	eachEngine(t, nil, func(t *testing.T, f *fixture) {
+	pagestest.People["boss"] = &actions.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: actions.SurfaceUI}
+	t.Cleanup(func() { delete(pagestest.People, "boss") })
+	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
 		ran := 0
-		f.reg.MustRegister(actions.New(actions.Definition{ID: "shop/purge", Title: "Purge an aisle", Capability: "shop.write",
+		f.Reg.MustRegister(actions.New(actions.Definition{ID: "shop/purge", Title: "Purge an aisle", Capability: "shop.write",
 			Description: "Removes every item of an aisle from the stock.",
 			Effect:      actions.EffectDelete, NeedsConfirmation: true,
 			Approval: &actions.Approval{Capability: "shop.approve", Proposer: actions.ProposerNever,
@@ -499,7 +500,7 @@ func TestBrowserSupervisorConfirms(t *testing.T) {
 			Parameters: `{"type":"object","properties":{"aisle":{"type":"integer"},"keep":{"type":"string","default":"labels"}}}`},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { ran++; return "purged", nil }))
 		agent := &actions.Caller{Principal: "agent", Capabilities: []string{"shop.read", "shop.write"}, Surface: actions.SurfaceMCP}
-		_, err := f.reg.Run(context.Background(), actions.Call{Action: "shop/purge", Params: `{"aisle":4}`, Caller: agent})
+		_, err := f.Reg.Run(context.Background(), actions.Call{Action: "shop/purge", Params: `{"aisle":4}`, Caller: agent})
 		var r *actions.Refusal
 		require.ErrorAs(t, err, &r)
 		id := r.Pending.ID
@@ -530,18 +531,18 @@ func TestBrowserSupervisorConfirms(t *testing.T) {
 		tb.open("/ui/")
 		assert.NotContains(t, tb.text("main"), "Purge an aisle", "decided: gone from the list")
 
-		recs, err := f.store.Read(context.Background(), sqlstore.Filter{PendingChange: id, Stages: []actions.Stage{actions.StageConfirmed}})
+		recs, err := f.Store.Read(context.Background(), sqlstore.Filter{PendingChange: id, Stages: []actions.Stage{actions.StageConfirmed}})
 		require.NoError(t, err)
 		require.Len(t, recs, 1)
 		assert.Equal(t, "boss", recs[0].Audit.Caller.Principal)
 
 		// An edit: the supervisor opens the form, writes other
 		// arguments and confirms them; the answer shows the difference.
-		f.reg.MustRegister(actions.New(actions.Definition{ID: "shop/trim", Title: "Trim an aisle", Capability: "shop.write",
+		f.Reg.MustRegister(actions.New(actions.Definition{ID: "shop/trim", Title: "Trim an aisle", Capability: "shop.write",
 			Effect: actions.EffectDelete, NeedsConfirmation: true, Approval: &actions.Approval{Capability: "shop.approve"},
 			Parameters: `{"type":"object","properties":{"aisle":{"type":"integer"},"keep":{"type":"string","default":"labels"}}}`},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { ran++; return "trimmed", nil }))
-		_, err = f.reg.Run(context.Background(), actions.Call{Action: "shop/trim", Params: `{"aisle":7}`, Caller: agent})
+		_, err = f.Reg.Run(context.Background(), actions.Call{Action: "shop/trim", Params: `{"aisle":7}`, Caller: agent})
 		require.ErrorAs(t, err, &r)
 		tb.open("/ui/changes/" + r.Pending.ID)
 		tb.do(chromedp.Click(chromedp.CSS(`details.edit summary`), chromedp.NodeVisible))

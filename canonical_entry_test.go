@@ -1,0 +1,122 @@
+package actions
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// viaMarshal is what the writer did before it knew the entry's form:
+// encoding/json's text of v, canonicalised in the entry's exact mode.
+func viaMarshal(t *testing.T, v any) (string, error) {
+	t.Helper()
+	w := new(canonicalWriter)
+	w.exact = true
+	if err := w.marshal(v, 0); err != nil {
+		return "", finishCanonicalError(err)
+	}
+	return string(w.buf), nil
+}
+
+// entryCases are entries of every shape a record holds: each member
+// set and left out, nested calls, commands with numbers a double does
+// not hold, text to escape.
+func entryCases() map[string]RunEntry {
+	nested := RunEntry{Action: "t/inner", Parameters: `{"n":1}`, Steps: []RunStep{}, Outcome: OutcomeRefused, Error: CodeInvalidParameters, AsHost: true}
+	return map[string]RunEntry{
+		"zero": {},
+		"typical": {Action: "carbon/record", Parameters: `{"actor":"act_6","co2_t":310.25}`, Steps: []RunStep{{Command: []byte(`{"op":"upsert","values":{"b":2,"a":1}}`)}},
+			Outcome: OutcomeDone, Result: `{"ok":true}`},
+		"every member": {Action: "x/é\u2028\"\\", Parameters: "null", ParametersSHA256: "ab12", ParametersBytes: 70000,
+			Steps: []RunStep{{Command: []byte(`{"big":123456789012345678901234567890,"f":1e400000000}`[:43] + `}`), Result: `{"r":1}`},
+				{Call: &nested}, {Call: &nested, Result: "x"}, {}},
+			Outcome: OutcomeRefused, Error: "domain_code", Result: "", ResultSHA256: "ff", ResultBytes: 9, AsHost: true},
+		"nil steps":            {Action: "a", Steps: nil, Outcome: OutcomeDone},
+		"control chars":        {Action: "a\u0000\u001f\t", Parameters: "<&>", Steps: []RunStep{}, Outcome: OutcomeDone, Result: "\u00e9\U0001F600"},
+		"escaped html command": {Action: "a", Steps: []RunStep{{Command: []byte(` { "s" : "<&>\u00e9", "n" : [ 1.0, -0, 2e2 ] } `)}}},
+	}
+}
+
+// TestCanonicalEntry: the writer's own form of an entry gives the same
+// text, byte for byte, as encoding/json's text canonicalised, for every
+// shape, alone, behind a pointer and inside a record.
+func TestCanonicalEntry(t *testing.T) {
+	for name, e := range entryCases() {
+		t.Run(name, func(t *testing.T) {
+			want, err := viaMarshal(t, e)
+			require.NoError(t, err)
+			got, err := CanonicalJSON(e)
+			require.NoError(t, err)
+			assert.Equal(t, want, string(got))
+			got, err = CanonicalJSON(&e)
+			require.NoError(t, err)
+			assert.Equal(t, want, string(got))
+			rec := Record{Entry: e, Audit: Audit{Stage: StageHeld}}
+			wantRec, err := viaMarshal(t, rec)
+			require.NoError(t, err)
+			gotRec, err := CanonicalJSON(rec)
+			require.NoError(t, err)
+			assert.Equal(t, wantRec, string(gotRec))
+		})
+	}
+	got, err := CanonicalJSON((*RunEntry)(nil))
+	require.NoError(t, err)
+	assert.Equal(t, "null", string(got))
+}
+
+// TestCanonicalEntryFaults: an entry without a JSON form is refused
+// with the reason the encoding/json route gave.
+func TestCanonicalEntryFaults(t *testing.T) {
+	loop := RunEntry{Action: "a", Steps: []RunStep{{}}}
+	loop.Steps[0].Call = &loop
+	for _, c := range []struct {
+		name   string
+		entry  RunEntry
+		reason string
+	}{
+		{"invalid utf-8 in a string", RunEntry{Action: "a\xff"}, reasonUTF8},
+		{"invalid utf-8 in a nested call", RunEntry{Steps: []RunStep{{Call: &RunEntry{Result: "\xfe"}}}}, reasonUTF8},
+		{"command not json", RunEntry{Steps: []RunStep{{Command: []byte(`{"a":`)}}}, reasonUnsupported},
+		{"command with a duplicate name", RunEntry{Steps: []RunStep{{Command: []byte(`{"a":1,"a":2}`)}}}, reasonDuplicate},
+		{"command with a lone surrogate", RunEntry{Steps: []RunStep{{Command: []byte(`{"a":"\ud800"}`)}}}, reasonSurrogate},
+		{"a call that holds itself", loop, reasonUnsupported},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := CanonicalJSON(c.entry)
+			var ce *CanonicalError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, c.reason, ce.Reason)
+			if c.name != "a call that holds itself" { // encoding/json's own cycle check is another error
+				_, werr := viaMarshal(t, c.entry)
+				var wce *CanonicalError
+				if errors.As(werr, &wce) {
+					assert.Equal(t, wce.Reason, ce.Reason)
+				} else {
+					assert.Error(t, werr)
+				}
+			}
+		})
+	}
+}
+
+// FuzzCanonicalEntry compares the two routes on entries made of
+// arbitrary strings and command text.
+func FuzzCanonicalEntry(f *testing.F) {
+	f.Add("t/set", `{"k":"a"}`, `{"op":"set","v":1.50}`, "r", "code", true)
+	f.Add("\xff", "", `[1,`, "\u2028", "", false)
+	f.Fuzz(func(t *testing.T, action, params, command, result, code string, asHost bool) {
+		e := RunEntry{Action: action, Parameters: params, Steps: []RunStep{{Command: json.RawMessage(command), Result: result},
+			{Call: &RunEntry{Action: result, Steps: []RunStep{}, Error: Code(code)}}}, Outcome: Outcome(code), Result: result, AsHost: asHost}
+		got, err := CanonicalJSON(e)
+		want, werr := viaMarshal(t, e)
+		if werr == nil {
+			require.NoError(t, err)
+			require.Equal(t, want, string(got))
+			return
+		}
+		require.Error(t, err)
+	})
+}

@@ -162,8 +162,7 @@ func TestKeyToolSays(t *testing.T) {
 // A body's own error that is, wraps or joins the bare code of a key's
 // refusal (in_progress, idempotency_conflict) is the body's: a keyed call
 // gets it as an unkeyed call does, never a refusal about its key (a
-// caller told "still running, retry at" for a call that ended). A store's
-// own refusal, wrapped, still reaches the caller whole.
+// caller told "still running, retry at" for a call that ended).
 func TestBodyBareKeyCode(t *testing.T) {
 	ctx := context.Background()
 	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
@@ -277,4 +276,67 @@ func TestRunLogKeyHeldCallExpired(t *testing.T) {
 	require.ErrorAs(t, err, &again)
 	require.NotNil(t, again.Pending)
 	assert.NotEqual(t, held.Pending.ID, again.Pending.ID, "not the dead receipt")
+}
+
+// TestKeyClaimGivenUp: a keyed call whose store fails before any body
+// ran (here its unit cannot begin) gives its claim up: the retry runs,
+// and is not refused in_progress for a call that never started.
+func TestKeyClaimGivenUp(t *testing.T) {
+	var runs atomic.Int64
+	store := &failFirstUnit{RunLog: actions.NewRunLog()}
+	reg := actions.NewRegistry(&actions.Options{Store: store, KeyWait: time.Minute})
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/pay"},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }))
+	call := actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "k"}
+	_, err := reg.Run(context.Background(), call)
+	require.ErrorIs(t, err, actions.CodeInternal, "the store's failure")
+	assert.Zero(t, runs.Load())
+	res, err := reg.Run(context.Background(), call)
+	require.NoError(t, err)
+	assert.Equal(t, "1", res.Text, "the retry ran")
+	res, err = reg.Run(context.Background(), call)
+	require.NoError(t, err)
+	assert.Equal(t, "1", res.Text, "and is the key's answer")
+	assert.Equal(t, int64(1), runs.Load())
+}
+
+// failFirstUnit is a RunLog whose first unit cannot begin: fn does not
+// run, and Atomic fails.
+type failFirstUnit struct {
+	*actions.RunLog
+	failed atomic.Bool
+}
+
+func (s *failFirstUnit) Atomic(ctx context.Context, fn func(context.Context) actions.Unit) ([]actions.Record, error) {
+	if s.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("the unit could not begin")
+	}
+	return s.RunLog.Atomic(ctx, fn)
+}
+
+// TestRunLogKeyBatchRetryRate: in the in-memory log too, a keyed batch's
+// retry answered from the record counts its steps' rates: with Burst 4
+// and two steps, the batch and one retry pass, the next is limited and
+// recorded as its step refused; the steps ran once.
+func TestRunLogKeyBatchRetryRate(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	log := actions.NewRunLog()
+	reg := actions.NewRegistry(&actions.Options{Store: log, Gate: &actions.GateOptions{Rate: 1, Burst: 4, Now: func() time.Time { return now }}})
+	var runs atomic.Int64
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/pay"},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }))
+	call := actions.Call{Batch: &actions.Batch{Steps: []actions.Step{{Call: "shop/pay"}, {Call: "shop/pay"}}}, Caller: payer, IdempotencyKey: "b"}
+	for i := range 2 {
+		_, err := reg.Run(context.Background(), call)
+		require.NoError(t, err, "call %d", i)
+	}
+	_, err := reg.Run(context.Background(), call)
+	require.ErrorIs(t, err, actions.CodeRateLimited)
+	assert.Equal(t, int64(2), runs.Load())
+	recs := log.Records()
+	require.Len(t, recs, 4)
+	assert.Equal(t, "runlog:1", recs[2].Audit.Answered, "the retry's audit line")
+	assert.Equal(t, actions.CodeRateLimited, recs[3].Audit.Code)
+	assert.Equal(t, "shop/pay", recs[3].Entry.Action)
+	assert.True(t, recs[3].RolledBack)
 }

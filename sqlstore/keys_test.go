@@ -746,3 +746,39 @@ func TestKeyBatchRetryPassesTheRate(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyCommitFailureKeepsKey: a keyed call whose body ran and whose
+// unit then failed to commit (here Options.BeforeCommit fails) keeps its
+// key: the retry is answered internal, the unit's writes were undone,
+// and the body ran once.
+func TestKeyCommitFailureKeepsKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		createCharges(t, db)
+		var fail atomic.Bool
+		fail.Store(true)
+		s, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{BeforeCommit: func(context.Context, *sql.Tx) error {
+			if fail.Load() {
+				return errors.New("the disk is full")
+			}
+			return nil
+		}})
+		require.NoError(t, err)
+		require.NoError(t, s.Migrate(context.Background()))
+		var card atomic.Int64
+		reg := actions.NewRegistry(&actions.Options{Store: s})
+		reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/pay", Parameters: `{"type":"object"}`},
+			Run: func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+				card.Add(1)
+				_, err := txOf(ctx).ExecContext(ctx, "INSERT INTO charges (amount) VALUES ('7')")
+				return "paid", err
+			}})
+		call := actions.Call{Action: "shop/pay", Caller: ann, IdempotencyKey: "pay-1"}
+		_, err = reg.Run(context.Background(), call)
+		require.ErrorIs(t, err, actions.CodeInternal)
+		fail.Store(false)
+		_, err = reg.Run(context.Background(), call)
+		require.ErrorIs(t, err, actions.CodeInternal, "the retry gets the kept outcome")
+		assert.Equal(t, int64(1), card.Load(), "the body ran once")
+		assert.Zero(t, chargeCount(t, db), "its writes were undone")
+	})
+}

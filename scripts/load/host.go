@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -77,8 +78,8 @@ func httpTable(cfg httpConfig) {
 			fail(fmt.Errorf("build %s: %v\n%s", s, err, out))
 		}
 	}
-	fmt.Println("| server | engine | work | replicas | clients | calls | calls/s | p50 | p99 | errors | lost | server CPU s per 1,000 calls | replay of the log |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Println("| server | engine | work | replicas | clients | calls | calls/s | p50 | p99 | errors | lost | CPU s per 1,000 calls: servers | clients | PostgreSQL | replay of the log |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, work := range cfg.works {
 		for _, engine := range cfg.engines {
 			for _, r := range cfg.replicas {
@@ -136,15 +137,17 @@ func httpCell(cfg httpConfig, server, bin, engine, work string, nrep, nclients i
 		}
 		defer sessions[c].Close()
 	}
-	cpu0, err := cpuOf(procs)
+	cpu0, err := cpuOf(pids(procs))
 	if err != nil {
 		return "", err
 	}
+	self0, db0 := selfCPU(), databaseCPU(engine)
 	res := driveHTTP(ctx, sessions, work, cfg.dur)
-	cpu1, err := cpuOf(procs)
+	cpu1, err := cpuOf(pids(procs))
 	if err != nil {
 		return "", err
 	}
+	self1, db1 := selfCPU(), databaseCPU(engine)
 	for _, p := range procs {
 		p.stop()
 	}
@@ -170,13 +173,15 @@ func httpCell(cfg httpConfig, server, bin, engine, work string, nrep, nclients i
 		}
 		return res.lat[min(calls-1, int(p*float64(calls)))]
 	}
-	perK := "-"
-	if calls > 0 {
-		perK = strconv.FormatFloat((cpu1-cpu0)/float64(calls)*1000, 'f', 3, 64)
+	perK := func(from, to float64) string {
+		if calls == 0 || from < 0 || to < 0 {
+			return "-"
+		}
+		return strconv.FormatFloat((to-from)/float64(calls)*1000, 'f', 2, 64)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %d | %d | %d | %.0f | %s | %s | %d | %d | %s | %s |",
+	return fmt.Sprintf("| %s | %s | %s | %d | %d | %d | %.0f | %s | %s | %d | %d | %s | %s | %s | %s |",
 		server, engine, work, nrep, nclients, calls, float64(calls)/res.elapsed.Seconds(),
-		ms(pct(0.50)), ms(pct(0.99)), res.errors, lost, perK, replay), nil
+		ms(pct(0.50)), ms(pct(0.99)), res.errors, lost, perK(cpu0, cpu1), perK(self0, self1), perK(db0, db1), replay), nil
 }
 
 // freshDatabase makes an empty database of engine: an SQLite file in a
@@ -289,22 +294,23 @@ func (p *serverProc) stop() {
 	})
 }
 
+func pids(procs []*serverProc) []int {
+	out := make([]int, len(procs))
+	for i, p := range procs {
+		out[i] = p.cmd.Process.Pid
+	}
+	return out
+}
+
 // cpuOf is the CPU time, in seconds, the processes have used so far:
 // utime and stime of /proc/PID/stat, in clock ticks of 1/100 s (USER_HZ
 // on Linux).
-func cpuOf(procs []*serverProc) (float64, error) {
+func cpuOf(pids []int) (float64, error) {
 	var sum float64
-	for _, p := range procs {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/stat")
+	for _, pid := range pids {
+		f, err := procStat(pid)
 		if err != nil {
 			return 0, err
-		}
-		// The fields after the command's name, which is in parentheses
-		// and may hold spaces: state is field 3, utime 14, stime 15.
-		i := strings.LastIndexByte(string(b), ')')
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 13 {
-			return 0, errors.New("short /proc stat")
 		}
 		for _, s := range f[11:13] {
 			n, err := strconv.ParseFloat(s, 64)
@@ -315,6 +321,68 @@ func cpuOf(procs []*serverProc) (float64, error) {
 		}
 	}
 	return sum, nil
+}
+
+// procStat is the fields of /proc/PID/stat after the command's name
+// (which is in parentheses and may hold spaces): f[0] is the state
+// (field 3), f[1] the parent's pid, f[11] and f[12] utime and stime.
+func procStat(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return nil, errors.New("short /proc stat")
+	}
+	return f, nil
+}
+
+// selfCPU is the CPU time this process (the clients) has used so far.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return -1
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// databaseCPU is the CPU time the PostgreSQL cluster of scripts/pg-cluster.sh
+// (its postmaster, named in $ACTIONS_PG_DIR/data/postmaster.pid, and the
+// processes it started) has used so far; -1 for another engine or when
+// the cluster is not known. A backend that ends within a cell takes its
+// time with it: the servers' pools keep theirs open.
+func databaseCPU(engine string) float64 {
+	dir := os.Getenv("ACTIONS_PG_DIR")
+	if engine != "postgresql" || dir == "" {
+		return -1
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+	if err != nil {
+		return -1
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	master := strings.TrimSpace(first)
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return -1
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f, err := procStat(pid); err == nil && (e.Name() == master || f[1] == master) {
+			pids = append(pids, pid)
+		}
+	}
+	sum, err := cpuOf(pids)
+	if err != nil {
+		return -1
+	}
+	return sum
 }
 
 // bearer adds the example's editor token to each request.
@@ -480,51 +548,42 @@ func finalFigures(engine, dsn string) (map[string]float64, error) {
 	return out, rows.Err()
 }
 
-// lostUpdates checks the hot actors' writes answered done, in no order:
-// each replaced the figure the one before it set, so that they form one
-// chain from the first write (which replaced nothing: the period starts
-// empty) to the figure the database ends with. A write whose figure was
-// replaced by two writes, or by none though it is not the last, is a
-// lost update; lost counts the writes off the chain. broken says what
-// was wrong, for the log.
+// lostUpdates checks the writes answered done, row by row, in no order.
+// Each write sets a figure no other call writes, and answers the figure
+// it replaced: with no update lost, the writes of a row form one chain
+// from the first (which replaced nothing: the periods start empty) to
+// the figure the database ends with. A write whose figure no other
+// write replaced, and which is not the row's final figure, was
+// overwritten unseen: a lost update; so is a final figure no write set.
+// lost counts them; broken says where, for the log.
 func lostUpdates(writes []write, final map[string]float64) (lost int, broken string) {
-	byActor := map[string][]write{} // by actor and period
+	byRow := map[string][]write{}
 	for _, w := range writes {
-		byActor[w.Actor+" "+w.Period] = append(byActor[w.Actor+" "+w.Period], w)
+		byRow[w.Actor+" "+w.Period] = append(byRow[w.Actor+" "+w.Period], w)
 	}
 	var notes []string
-	for actor, ws := range byActor {
-		next := map[float64]write{} // by the figure it replaced
-		var first []write
-		dup := 0
+	for row, ws := range byRow {
+		replaced := map[float64]bool{}
 		for _, w := range ws {
-			if w.Previous == nil {
-				first = append(first, w)
-				continue
-			}
-			if _, ok := next[*w.Previous]; ok {
-				dup++
-				continue
-			}
-			next[*w.Previous] = w
-		}
-		chain := 0
-		last := 0.0
-		if len(first) > 0 {
-			w, ok := first[0], true
-			for ok {
-				chain++
-				last = w.CO2t
-				w, ok = next[w.CO2t]
+			if w.Previous != nil {
+				replaced[*w.Previous] = true
 			}
 		}
-		off := len(ws) - chain
-		if f, ok := final[actor]; !ok || f != last {
+		f, ok := final[row]
+		off, set := 0, false
+		for _, w := range ws {
+			switch {
+			case ok && w.CO2t == f:
+				set = true
+			case !replaced[w.CO2t]:
+				off++
+			}
+		}
+		if ok && !set {
 			off++
-			notes = append(notes, fmt.Sprintf("%s ends at %v, its chain of writes at %v", actor, f, last))
 		}
 		if off > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %d writes, %d on the chain, %d first, %d replaced a figure already replaced", actor, len(ws), chain, len(first), dup))
+			notes = append(notes, fmt.Sprintf("%s: %d writes, %d lost (the database ends at %v, found %t)", row, len(ws), off, f, ok))
 		}
 		lost += off
 	}

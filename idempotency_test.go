@@ -313,3 +313,30 @@ func (s *failFirstUnit) Atomic(ctx context.Context, fn func(context.Context) act
 	}
 	return s.RunLog.Atomic(ctx, fn)
 }
+
+// TestRunLogKeyBatchRetryRate: in the in-memory log too, a keyed batch's
+// retry answered from the record counts its steps' rates: with Burst 4
+// and two steps, the batch and one retry pass, the next is limited and
+// recorded as its step refused; the steps ran once.
+func TestRunLogKeyBatchRetryRate(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	log := actions.NewRunLog()
+	reg := actions.NewRegistry(&actions.Options{Store: log, Gate: &actions.GateOptions{Rate: 1, Burst: 4, Now: func() time.Time { return now }}})
+	var runs atomic.Int64
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/pay"},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }))
+	call := actions.Call{Batch: &actions.Batch{Steps: []actions.Step{{Call: "shop/pay"}, {Call: "shop/pay"}}}, Caller: payer, IdempotencyKey: "b"}
+	for i := range 2 {
+		_, err := reg.Run(context.Background(), call)
+		require.NoError(t, err, "call %d", i)
+	}
+	_, err := reg.Run(context.Background(), call)
+	require.ErrorIs(t, err, actions.CodeRateLimited)
+	assert.Equal(t, int64(2), runs.Load())
+	recs := log.Records()
+	require.Len(t, recs, 4)
+	assert.Equal(t, "runlog:1", recs[2].Audit.Answered, "the retry's audit line")
+	assert.Equal(t, actions.CodeRateLimited, recs[3].Audit.Code)
+	assert.Equal(t, "shop/pay", recs[3].Entry.Action)
+	assert.True(t, recs[3].RolledBack)
+}

@@ -29,10 +29,12 @@ const wantedReason = "a call it makes needs a person's confirmation"
 
 // startPreview starts the preview of inv's call of an action with
 // Definition.Preview: nil when the call runs as any call does (a call of
-// the host, a confirmation, a replay; a store that cannot undo part of a
-// unit). Errors: internal when the store could not mark the unit.
+// the host, a confirmation; a store that cannot undo part of a unit). A
+// replay previews too, so that a call recorded held after its preview
+// replays as held, its preview's steps run again and undone.
+// Errors: internal when the store could not mark the unit.
 func (r *Registry) startPreview(ctx context.Context, inv invocation) (*preview, error) {
-	if inv.caller == nil || inv.confirming != "" || inv.replay {
+	if inv.caller == nil || inv.confirming != "" {
 		return nil, nil
 	}
 	sctx, end, err := r.savepoint(ctx)

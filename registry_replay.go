@@ -21,7 +21,9 @@ import (
 // recorded caller (rec.Audit.Caller) and today's policy and schemas: the
 // gate decides who may call (surface, capability, scope) but counts no
 // rate and reads no serving switch, those being the state of the moment.
-// A call recorded held replays as held (no body runs, nothing is held);
+// A call recorded held replays as held (no body runs, but for an action
+// with [Definition].Preview, whose preview runs again and is undone;
+// nothing is held);
 // one recorded confirmed runs as confirmed by the recorded person; a
 // rejected one, and a step of a held batch, replay as they were recorded
 // when the action exists and the caller may still call it. Each replay
@@ -102,7 +104,7 @@ func (r *Registry) replayed(ctx context.Context, rec Record) (RunEntry, error) {
 		return got, nil
 	}
 	if rec.Audit.Stage == StageHeld && !rec.Audit.Batch {
-		if reg, ok := r.lookup(inv.name); ok && !reg.action.NeedsConfirmation {
+		if reg, ok := r.lookup(inv.name); ok && !reg.action.NeedsConfirmation && !reg.action.Preview {
 			// Today's policy holds nothing: the call would run, and a
 			// replay of a held call never runs its body. The divergence
 			// names the policy as the cause.

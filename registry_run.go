@@ -131,13 +131,13 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 		case commit && st.unsound.Load():
 			commit, err = false, unsoundRefusal(err)
 		}
+		value, unitErr = v, err
 		stamp(ctx, observed{}, recs)
 		u := Unit{Records: recs, Commit: commit, Err: err}
 		endInUnit(ctx, r.gateOf().opts.Now(), v, &u)
 		if ks != nil {
 			settleKey(ctx, ks, k, token, st.keepStarted && st.started.Load(), v, &u)
 		}
-		value, unitErr = v, u.Err
 		return u
 	}
 	var (

@@ -6,7 +6,7 @@
 
 async function plantsOver(limit: number): Promise<string[]> {
   const heavy: string[] = [];
-  for (const a of (await supply.list_actors({ type: "plant", lang: "fr" })).items ?? []) {
+  for (const a of (await supply.list_actors({ type: "plant", lang: "fr" })).items) {
     const actor = await supply.get_actor({ actor: a.id as Ref<"actor"> });
     const co2 = actor.co2_t?.["2024"] ?? 0;
     if (co2 > limit) {

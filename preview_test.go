@@ -108,14 +108,14 @@ func TestPreviewHoldsWholeAndConfirmsAsShown(t *testing.T) {
 // refused, and nothing is held.
 func TestPreviewNeedsSavepoints(t *testing.T) {
 	db := dbtest.SQLite(t)
-	pending := &actions.MemoryPendingStore{}
-	reg, _ := previewRegistry(t, db, actions.NewRunLog(), pending)
-	_, err := reg.Run(context.Background(), actions.Call{Action: "orders/plan", Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}})
+	reg, _ := previewRegistry(t, db, actions.NewRunLog(), nil)
+	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
+	_, err := reg.Run(context.Background(), actions.Call{Action: "orders/plan", Caller: ann})
 	require.Error(t, err)
 	var rf *actions.Refusal
 	require.ErrorAs(t, err, &rf)
 	assert.Nil(t, rf.Pending, "nothing is held")
-	all, err := pending.ListAll(context.Background())
+	all, err := reg.PendingChanges(context.Background(), ann)
 	require.NoError(t, err)
 	assert.Empty(t, all)
 }

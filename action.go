@@ -61,7 +61,10 @@ type Definition struct {
 	// runs the body again, giving back the values the preview drew
 	// ([Trace.Value], Now, NewID), and keeps it only when its entry is
 	// the one shown, compared as [Registry.Replay] compares (stale_change
-	// otherwise, nothing kept). Without a Savepointer store a preview
+	// otherwise, nothing kept). Since the body's calls are the caller's
+	// own, each also counts the caller's rate limit (GateOptions.Rate),
+	// as the caller's call of that action would (the calls the bodies
+	// of those actions make count none, as always). Without a Savepointer store a preview
 	// cannot be undone, and the action is held as any other (before its
 	// body runs) and its nested calls that need confirmation refused.
 	// Set in Go: a manifest's JSON declares none.

@@ -246,6 +246,10 @@ type invocation struct {
 	// shown, when confirming a change held after a preview, is the
 	// entry the person was shown: the run must give it again.
 	shown *RunEntry
+	// callerCalls: the top-level action has Definition.Preview, so the
+	// calls its body makes are the caller's own (a program's): each
+	// counts the caller's rate as a call of its own does.
+	callerCalls bool
 	// step: the call is a step of a batch.
 	step bool
 	// asHost: a nested call the body made as the host (Trace.CallAsHost).
@@ -359,6 +363,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
 	}
 	runCtx := ctx
+	f.inv.callerCalls = ok && reg.action.Preview
 	if pv != nil {
 		runCtx, f.inv.preview = pv.ctx, pv
 	}
@@ -585,9 +590,14 @@ func (r *Registry) savepoint(ctx context.Context) (context.Context, func(undo bo
 func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params any) (any, RunEntry, error) {
 	asHost := inv.asHost
 	child := f.r.frame(inv, f.depth+1)
+	child.inv.callerCalls = false // the calls its body makes are the host's
 	if reg, ok := f.r.lookup(id); ok {
 		d := &reg.action.Definition
-		err := f.r.gateOf().admitNested(d, inv.caller)
+		g := f.r.gateOf()
+		err := g.admitNested(d, inv.caller)
+		if inv.callerCalls {
+			err = g.decide(ctx, d, inv.caller, inv.replay)
+		}
 		if err == nil && d.NeedsConfirmation && inv.caller != nil && inv.confirming == "" {
 			if inv.preview != nil {
 				// Run in the preview, which is undone and held whole.

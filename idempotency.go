@@ -17,11 +17,10 @@ import (
 // the first call's answer. The IETF Idempotency-Key HTTP header draft
 // (draft-ietf-httpapi-idempotency-key-header) gives the semantics.
 
-// IdempotencyKeyMeta is the _meta member of an MCP tools/call request
-// that carries the call's idempotency key (a string), and the _meta
-// member of a listed tool whose action wants one (the value "required").
-// mcpserver also reads the HTTP header Idempotency-Key.
-const IdempotencyKeyMeta = "io.actionreg/idempotency-key"
+// idempotencyKeyMeta is the _meta member of a listed tool whose action
+// wants an idempotency key (the value "required"), and of an MCP
+// tools/call request that carries one (mcpserver.IdempotencyKeyMeta).
+const idempotencyKeyMeta = "io.actionreg/idempotency-key"
 
 // maxIdempotencyKeyLength is the longest key accepted, in bytes. A key is
 // 1 to 255 printable ASCII characters (0x21 to 0x7e): a UUID, a ULID, a
@@ -430,7 +429,7 @@ func answerValue(text string, bounded bool) (any, error) {
 
 // keySentence ends the description of a tool whose action needs an
 // idempotency key, in every export profile: the model reads it.
-const keySentence = "Each call needs an idempotency key (MCP _meta \"" + IdempotencyKeyMeta +
+const keySentence = "Each call needs an idempotency key (MCP _meta \"" + idempotencyKeyMeta +
 	"\"): a new one for each intended change, the same one only to retry that call, which then runs once."
 
 // giveUpClaim deletes the claim token of k, if it is still there

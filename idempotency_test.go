@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/mcpserver"
 )
 
 // keyedRegistry is a registry on a RunLog with shop/charge, whose body
@@ -155,8 +156,8 @@ func TestKeyToolSays(t *testing.T) {
 	tools, err := reg.Tools(nil)
 	require.NoError(t, err)
 	require.Len(t, tools, 1)
-	assert.Equal(t, map[string]any{actions.IdempotencyKeyMeta: "required"}, tools[0].Meta)
-	assert.Contains(t, tools[0].Description, actions.IdempotencyKeyMeta)
+	assert.Equal(t, map[string]any{mcpserver.IdempotencyKeyMeta: "required"}, tools[0].Meta)
+	assert.Contains(t, tools[0].Description, mcpserver.IdempotencyKeyMeta)
 }
 
 // A body's own error that is, wraps or joins the bare code of a key's

@@ -38,8 +38,8 @@ type Tool struct {
 	OutputSchema map[string]any `json:"outputSchema,omitempty"`
 	// Annotations are the hints MCP clients read; both are always written.
 	Annotations ToolAnnotations `json:"annotations"`
-	// Meta is the tool's _meta: {IdempotencyKeyMeta: "required"} for an
-	// action that needs an idempotency key, and {"ui": {"visibility":
+	// Meta is the tool's _meta: {"io.actionreg/idempotency-key":
+	// "required"} for an action that needs an idempotency key, and {"ui": {"visibility":
 	// ["app"]}} for an app-only one ([Definition].AppOnly; MCP Apps), nil
 	// for neither. The caller's own copy.
 	Meta map[string]any `json:"_meta,omitempty"`
@@ -202,7 +202,7 @@ func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o tool
 	var meta map[string]any
 	if def.NeedsIdempotencyKey {
 		desc = tooltext.Append(desc, keySentence)
-		meta = map[string]any{IdempotencyKeyMeta: "required"}
+		meta = map[string]any{idempotencyKeyMeta: "required"}
 	}
 	if def.AppOnly {
 		if meta == nil {

@@ -4,13 +4,17 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/actionreg/actions"
 )
 
 // idempotencyKeyHeader is the HTTP header of the IETF Idempotency-Key
 // draft (draft-ietf-httpapi-idempotency-key-header).
 const idempotencyKeyHeader = "Idempotency-Key"
+
+// IdempotencyKeyMeta is the _meta member of a tools/call request that
+// carries the call's idempotency key (a string; the HTTP header
+// Idempotency-Key is read too), and the _meta member of a listed tool
+// whose action wants one (the value "required").
+const IdempotencyKeyMeta = "io.actionreg/idempotency-key"
 
 // malformedKey stands for a key the client sent that is no key at all (a
 // _meta value that is not a string, an empty string, an empty header):
@@ -20,7 +24,7 @@ const idempotencyKeyHeader = "Idempotency-Key"
 const malformedKey = "\x00"
 
 // idempotencyKey returns the idempotency key of a tools/call, "" for
-// none: the _meta member actions.IdempotencyKeyMeta when present, else
+// none: the _meta member IdempotencyKeyMeta when present, else
 // the Idempotency-Key header of the HTTP request that carried it (a
 // structured-field string, its quotes removed; a bare token is taken as
 // it is). A key that is present but empty, or a _meta value that is not
@@ -32,7 +36,7 @@ func idempotencyKey(req *mcp.CallToolRequest) string {
 		return ""
 	}
 	if req.Params != nil && req.Params.Meta != nil {
-		if v, ok := req.Params.Meta[actions.IdempotencyKeyMeta]; ok {
+		if v, ok := req.Params.Meta[IdempotencyKeyMeta]; ok {
 			s, isString := v.(string)
 			if !isString || s == "" {
 				return malformedKey // not a key: refused, not ignored

@@ -54,13 +54,13 @@ func TestIdempotencyKeyMeta(t *testing.T) {
 	require.NoError(t, err)
 	for _, tool := range list.Tools {
 		if tool.Name == "shop-charge" {
-			assert.Equal(t, "required", tool.Meta[actions.IdempotencyKeyMeta])
+			assert.Equal(t, "required", tool.Meta[mcpserver.IdempotencyKeyMeta])
 		}
 	}
 	call := func(name string, args any, key string) *mcp.CallToolResult {
 		p := &mcp.CallToolParams{Name: name, Arguments: args}
 		if key != "" {
-			p.Meta = mcp.Meta{actions.IdempotencyKeyMeta: key}
+			p.Meta = mcp.Meta{mcpserver.IdempotencyKeyMeta: key}
 		}
 		res, err := cs.CallTool(ctx, p)
 		require.NoError(t, err)
@@ -78,7 +78,7 @@ func TestIdempotencyKeyMeta(t *testing.T) {
 
 	// A key given empty is a malformed key, refused before anything
 	// runs, never a call without key.
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-charge", Arguments: map[string]any{}, Meta: mcp.Meta{actions.IdempotencyKeyMeta: ""}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-charge", Arguments: map[string]any{}, Meta: mcp.Meta{mcpserver.IdempotencyKeyMeta: ""}})
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
 	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, string(actions.CodeInvalidParameters))
@@ -185,7 +185,7 @@ func TestKeyedBatchRetryGetsTheFirstAnswer(t *testing.T) {
 		}
 		args := json.RawMessage(`{"commands":[` + strings.Join(steps, ",") + `]}`)
 		call := func() []byte {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_batch", Arguments: args, Meta: mcp.Meta{actions.IdempotencyKeyMeta: "k-1"}})
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_batch", Arguments: args, Meta: mcp.Meta{mcpserver.IdempotencyKeyMeta: "k-1"}})
 			require.NoError(t, err)
 			require.False(t, res.IsError, "%v", res.Content)
 			raw, err := json.Marshal(res)

@@ -339,7 +339,7 @@ func (ts *taskServer) rpcKeyed(t *testing.T, params map[string]any, key string) 
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "0"},
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{mcpserver.TasksExtension: map[string]any{}}},
-		actions.IdempotencyKeyMeta:                   key,
+		mcpserver.IdempotencyKeyMeta:                 key,
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
 	require.NoError(t, err)

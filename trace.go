@@ -215,3 +215,10 @@ func (t *Trace) Progress(done, total float64, message string) {
 	}
 	p.report(Progress{Done: done, Total: total, Message: message})
 }
+
+// Caller returns who calls, as the host built it ([Call].Caller), for a
+// body that decides what an audience may see: nil for the host's own call
+// and for a trace from [NewTrace]. A call confirming a pending change has
+// PendingChange set. Nested calls see their caller's. The body must not
+// change it.
+func (t *Trace) Caller() *Caller { return t.caller }

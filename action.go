@@ -61,7 +61,10 @@ type Definition struct {
 	// runs the body again, giving back the values the preview drew
 	// ([Trace.Value], Now, NewID), and keeps it only when its entry is
 	// the one shown, compared as [Registry.Replay] compares (stale_change
-	// otherwise, nothing kept). Without a Savepointer store a preview
+	// otherwise, nothing kept). Since the body's calls are the caller's
+	// own, each also counts the caller's rate limit (GateOptions.Rate),
+	// as the caller's call of that action would (the calls the bodies
+	// of those actions make count none, as always). Without a Savepointer store a preview
 	// cannot be undone, and the action is held as any other (before its
 	// body runs) and its nested calls that need confirmation refused.
 	// Set in Go: a manifest's JSON declares none.
@@ -450,10 +453,10 @@ func (d *Definition) IsDestructive() bool {
 	return !d.Additive
 }
 
-// Offers reports whether the definition may be offered on surface s: s is
+// offers reports whether the definition may be offered on surface s: s is
 // in Surfaces (every surface when Surfaces is nil), and s is not mcp or ai
 // for an action touching protected personal data.
-func (d *Definition) Offers(s Surface) bool {
+func (d *Definition) offers(s Surface) bool {
 	if (s == SurfaceMCP || s == SurfaceAI) && slices.Contains(d.PersonalData, PersonalProtected) {
 		return false
 	}
@@ -535,13 +538,13 @@ func (d *Definition) checkPolicy() []Issue {
 	if d.Effect == EffectRead && d.NeedsConfirmation {
 		add("/needsConfirmation", "needsConfirmation", "a read needs no confirmation")
 	}
-	if d.NeedsConfirmation && !d.Offers(SurfaceUI) {
+	if d.NeedsConfirmation && !d.offers(SurfaceUI) {
 		// The person confirms on the host's own screen: an action that
 		// screen is not offered could never be confirmed there.
 		add("/needsConfirmation", "needsConfirmation", "an action that needs confirmation must be offered on the ui surface")
 	}
 	issues = append(issues, d.checkApproval()...)
-	if d.AppOnly && (slices.Contains(d.Surfaces, SurfaceAI) || !d.Offers(SurfaceMCP)) {
+	if d.AppOnly && (slices.Contains(d.Surfaces, SurfaceAI) || !d.offers(SurfaceMCP)) {
 		add("/appOnly", "appOnly", "an app-only tool is offered on mcp, where its view calls it, and never on ai")
 	}
 	if d.Effect == EffectDelete && d.Additive {

@@ -50,7 +50,7 @@ func TestRegisterCopiesTheSchema(t *testing.T) {
 	schema["required"] = []any{}
 	schema["properties"].(map[string]any)["n"].(map[string]any)["type"] = "string"
 
-	a, ok := reg.Get("a/n")
+	a, ok := getAction(reg, "a/n")
 	require.True(t, ok)
 	got, err := json.Marshal(a.Parameters)
 	require.NoError(t, err)
@@ -61,7 +61,7 @@ func TestRegisterCopiesTheSchema(t *testing.T) {
 	text := []byte(`{"type":"object"}`)
 	reg.MustRegister(New(Definition{ID: "a/t", Parameters: text}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
 	copy(text, `{"type":"array"} `)
-	a, _ = reg.Get("a/t")
+	a, _ = getAction(reg, "a/t")
 	assert.Equal(t, `{"type":"object"}`, string(a.Parameters.([]byte)))
 }
 

@@ -40,31 +40,26 @@ type Approval struct {
 	Surfaces []Surface `json:"surfaces,omitzero"`
 	// When, if set, decides which calls are held: the rest run at once,
 	// as calls of an action needing no confirmation do. It sees the
-	// checked call (see [CheckedCall]) and says whether to hold it, and
-	// why, in words for the person (shown with the change). It fails
+	// checked call (see [CheckedCall]) and says whether to hold it (hold
+	// true), and why, in words for the person, shown with the change (no
+	// secret, no value the person may not see). It may be called
+	// concurrently. It fails
 	// closed: an error, a panic, no answer within the gate's
 	// RuleTimeout, or a call whose context ended meanwhile holds the
 	// call, with a reason saying the rule failed (never the error's
 	// text). It must honour ctx. Not applied to a batch's steps, whose
 	// arguments may come from earlier steps: a batch holding a step of
 	// the action is held whole. Set in Go.
-	When ApprovalRule `json:"-"`
+	When func(ctx context.Context, call CheckedCall) (hold bool, reason string, err error) `json:"-"`
 	// Describe, if set, writes what the person reads about a held call
 	// beside its arguments: the ticket's title and comment count rather
 	// than "id 2". It sees the checked call, and ctx carries the unit's
-	// transaction (sqlstore.Tx). Its text, cut to MaxDescriptionBytes,
-	// is stored with the change; an error or a panic leaves the
+	// transaction (sqlstore.Tx). Its text, cut to 4 KiB (of UTF-8, on a
+	// character's boundary, as the reason is), is stored with the change; an error or a panic leaves the
 	// description empty, and the call is held all the same. Not called
 	// for a batch's steps. Set in Go.
 	Describe func(ctx context.Context, call CheckedCall) (string, error) `json:"-"`
 }
-
-// ApprovalRule decides whether a checked call needs a person's
-// confirmation: hold true holds it, with reason (for the person: no
-// secret, no value the person may not see); hold false runs it now. An
-// error holds it too (see [Approval].When). It may be called
-// concurrently.
-type ApprovalRule func(ctx context.Context, call CheckedCall) (hold bool, reason string, err error)
 
 // CheckedCall is a call as its body would receive it: the action's id,
 // the parameters after defaults and refs (JSON's Go types; the rule may
@@ -75,9 +70,9 @@ type CheckedCall struct {
 	Caller *Caller
 }
 
-// MaxDescriptionBytes bounds a held call's description
+// maxDescriptionBytes bounds a held call's description
 // ([Approval].Describe) and reason, in bytes of UTF-8.
-const MaxDescriptionBytes = 4096
+const maxDescriptionBytes = 4096
 
 // defaultRuleTimeout is GateOptions.RuleTimeout when left zero.
 const defaultRuleTimeout = time.Second
@@ -135,12 +130,12 @@ func describeHeld(ctx context.Context, a *Approval, call CheckedCall) string {
 	return cut(text)
 }
 
-// cut bounds s to MaxDescriptionBytes, on a character's boundary.
+// cut bounds s to maxDescriptionBytes, on a character's boundary.
 func cut(s string) string {
-	if len(s) <= MaxDescriptionBytes {
+	if len(s) <= maxDescriptionBytes {
 		return s
 	}
-	s = s[:MaxDescriptionBytes]
+	s = s[:maxDescriptionBytes]
 	for len(s) > 0 && !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}
@@ -225,7 +220,7 @@ var decideFrom = []Surface{SurfaceUI}
 // without the capability needs-capability names) and forbidden_surface
 // (a decision from a surface the policy does not list) otherwise.
 func (g *gate) mayDecide(pc PendingChange, c *Caller, def func(id string) *Definition) error {
-	if c == nil || c.Principal == "" || !g.opts.Now().Before(pc.Expires) {
+	if c == nil || c.Principal == "" || !g.now().Before(pc.Expires) {
 		return unknownChange()
 	}
 	var first error

@@ -330,7 +330,7 @@ func TestApprovalRuleDecidesPerCall(t *testing.T) {
 func TestApprovalRuleFailsClosed(t *testing.T) {
 	never := make(chan struct{})
 	t.Cleanup(func() { close(never) })
-	cases := map[string]ApprovalRule{
+	cases := map[string]func(context.Context, CheckedCall) (bool, string, error){
 		"an error": func(context.Context, CheckedCall) (bool, string, error) {
 			return false, "secret", errors.New("rule store down")
 		},
@@ -363,7 +363,7 @@ func TestApprovalRuleFailsClosed(t *testing.T) {
 // its idempotency key gets rejected, the person's reason, and a verdict
 // not to send the same call again; the record keeps the reason.
 func TestRejectionReasonReachesTheCaller(t *testing.T) {
-	reg := NewRegistry(&Options{Store: NewRunLog(), Gate: &GateOptions{}})
+	reg := NewRegistry(&Options{Store: NewRunLog()})
 	var ran atomic.Int32
 	reg.MustRegister(New(Definition{ID: "tickets/delete", Effect: EffectDelete, NeedsConfirmation: true,
 		Parameters: `{"type":"object","properties":{"id":{"type":"integer"}}}`},

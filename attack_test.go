@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/time/rate"
 )
 
 // These tests attack the gate as a caller without rights would, through
@@ -37,7 +36,7 @@ func attackRegistry(t *testing.T, opts GateOptions) (*Registry, *atomic.Int32) {
 // surfaces and clients).
 func TestAttackRateLimitNotSpread(t *testing.T) {
 	const burst = 3
-	reg, ran := attackRegistry(t, GateOptions{Rate: rate.Every(time.Hour), Burst: burst})
+	reg, ran := attackRegistry(t, GateOptions{Rate: 1 / time.Hour.Seconds(), Burst: burst})
 	callers := []*Caller{
 		{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP, Client: &Client{ID: "a"}},
 		{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceAI, Client: &Client{ID: "b"}},
@@ -66,7 +65,7 @@ func TestAttackRateLimitNotSpread(t *testing.T) {
 	assert.Equal(t, int32(burst), ran.Load(), "bodies run")
 
 	// Held changes: proposing counts, confirming counts again.
-	reg, ran = attackRegistry(t, GateOptions{Rate: rate.Every(time.Hour), Burst: burst})
+	reg, ran = attackRegistry(t, GateOptions{Rate: 1 / time.Hour.Seconds(), Burst: burst})
 	var ids []string
 	for i := 0; i < 2*burst; i++ {
 		for _, name := range []string{"shop/discard", "shop/toss"} {

@@ -25,7 +25,7 @@ import (
 //     it is an array, otherwise its one member that is an array. It is
 //     cut to the first items that fit, the object's other members kept;
 //     Total, Kept and Left count items. When the action declares a
-//     cursor parameter ([CursorParam]), NextCall is the same action with
+//     cursor parameter ([cursorParam]), NextCall is the same action with
 //     the caller's parameters and the cursor of the first item left out
 //     (for a keyset action, [Definition].PageKey: of the last item
 //     kept), and the "next" member beside a Page's items (or any string "next"
@@ -84,7 +84,7 @@ type Bound struct {
 
 // NextCall is a call that fetches the rest of a bounded list: Action (an
 // action id; MCP answers give the tool name) with Params, the caller's
-// parameters as given with [CursorParam] set.
+// parameters as given with [cursorParam] set.
 type NextCall struct {
 	Action string         `json:"action"`
 	Params map[string]any `json:"params"`
@@ -132,7 +132,7 @@ func (r *Registry) pagerOf(reg *registered, caller *Caller, params map[string]an
 		return nil
 	}
 	position := ""
-	if c, ok := params[CursorParam].(string); ok && c != "" {
+	if c, ok := params[cursorParam].(string); ok && c != "" {
 		if position, ok = r.open(b, c); !ok {
 			return nil
 		}
@@ -153,7 +153,7 @@ func (r *Registry) pagerOf(reg *registered, caller *Caller, params map[string]an
 		for k, v := range params {
 			p[k] = v
 		}
-		p[CursorParam] = cursor
+		p[cursorParam] = cursor
 		return &NextCall{Action: reg.action.ID, Params: p}
 	}
 	return &pager{
@@ -263,7 +263,7 @@ func cutList(b Bound, list []any, wrap func([]any) any, next *pager, setNext ...
 				m := f.Value.(map[string]any)
 				delete(m, "next")
 				if f.Bound.NextCall != nil {
-					m["next"] = f.Bound.NextCall.Params[CursorParam]
+					m["next"] = f.Bound.NextCall.Params[cursorParam]
 				}
 			}
 		}
@@ -276,7 +276,7 @@ func cutList(b Bound, list []any, wrap func([]any) any, next *pager, setNext ...
 		if next != nil {
 			widest.Bound.NextCall = next.widest(list, len(list))
 			if len(setNext) > 0 && setNext[0] && widest.Bound.NextCall != nil {
-				widest.Value.(map[string]any)["next"] = widest.Bound.NextCall.Params[CursorParam]
+				widest.Value.(map[string]any)["next"] = widest.Bound.NextCall.Params[cursorParam]
 			}
 		}
 		fixed, err := exactText(widest)

@@ -100,7 +100,7 @@ type Decision struct {
 	// (constraint_violation).
 	Params any
 	// Reason, for a rejection, is the person's reason, for the caller
-	// to read (at most MaxDescriptionBytes, cut beyond): recorded in the
+	// to read (at most maxDescriptionBytes, cut beyond): recorded in the
 	// rejection's audit and given, in the rejected refusal's Reason, to
 	// a retry of the held call under its idempotency key. Ignored when
 	// confirming.

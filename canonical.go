@@ -262,6 +262,14 @@ func (w *canonicalWriter) value(v any, depth int) error {
 			return nil
 		}
 		return w.exactly(func() error { return w.entry(x, depth) })
+	case Audit:
+		return w.audit(&x, depth)
+	case *Audit:
+		if x == nil {
+			w.buf = append(w.buf, "null"...)
+			return nil
+		}
+		return w.audit(x, depth)
 	case RunStep, *RunStep, []RunEntry, Record, *Record, []Record:
 		// An entry, alone or in its record, is written in the entry's
 		// form whoever writes it: a number a double does not hold keeps

@@ -1,4 +1,4 @@
-// The canonical writer's own form of a run entry: its members in
+// The canonical writer's own form of a run entry and an audit record: their members in
 // RFC 8785 order, written straight from the struct, with no reflection.
 
 package actions
@@ -151,4 +151,72 @@ func (w *canonicalWriter) command(text []byte, depth int) error {
 		return &CanonicalError{Reason: reasonUnsupported, Err: ce.Err}
 	}
 	return err
+}
+
+// audit writes a as encoding/json would marshal it and the writer then
+// canonicalise the text (see entry); its caller, when set, takes the
+// general route.
+func (w *canonicalWriter) audit(a *Audit, depth int) error {
+	if depth >= canonicalMaxDepth {
+		return &CanonicalError{Reason: reasonTooDeep}
+	}
+	w.buf = append(w.buf, '{')
+	sep := false
+	member := func(name string) {
+		if sep {
+			w.buf = append(w.buf, ',')
+		}
+		sep = true
+		w.buf = append(w.buf, '"')
+		w.buf = append(w.buf, name...)
+		w.buf = append(w.buf, '"', ':')
+	}
+	text := func(name, v string) error {
+		if v == "" {
+			return nil
+		}
+		member(name)
+		return w.string(v)
+	}
+	if err := text("alias", a.Alias); err != nil {
+		return err
+	}
+	if err := text("answered", a.Answered); err != nil {
+		return err
+	}
+	member("at")
+	w.buf = append(w.buf, '"')
+	var err error
+	if w.buf, err = a.At.AppendText(w.buf); err != nil {
+		return &CanonicalError{Reason: reasonUnsupported, Err: err}
+	}
+	w.buf = append(w.buf, '"')
+	if a.Batch {
+		member("batch")
+		w.buf = append(w.buf, "true"...)
+	}
+	if a.Caller != nil {
+		member("caller")
+		if err := w.marshal(a.Caller, depth+1); err != nil {
+			return within(err, "caller")
+		}
+	}
+	for _, m := range [...]struct{ name, v string }{
+		{"code", string(a.Code)},
+		{"idempotencyKey", a.IdempotencyKey},
+		{"original", a.Original},
+		{"pendingChange", a.PendingChange},
+		{"reason", a.Reason},
+		{"replaces", a.Replaces},
+		{"spanId", a.SpanID},
+		{"stage", string(a.Stage)},
+		{"toolCallId", a.ToolCallID},
+		{"traceId", a.TraceID},
+	} {
+		if err := text(m.name, m.v); err != nil {
+			return err
+		}
+	}
+	w.buf = append(w.buf, '}')
+	return nil
 }

@@ -60,7 +60,7 @@ type cursorBinding struct {
 func bindingOf(action string, caller *Caller, params map[string]any) (cursorBinding, bool) {
 	rest := make(map[string]any, len(params))
 	for k, v := range params {
-		if k != CursorParam {
+		if k != cursorParam {
 			rest[k] = v
 		}
 	}
@@ -110,7 +110,7 @@ func (r *Registry) open(b cursorBinding, cursor string) (position string, ok boo
 // this call. It does not quote the cursor.
 func badCursor() *Refusal {
 	r := refusef(CodeInvalidParameters, "the cursor is not one an answer gave for this call",
-		Issue{Path: "/" + CursorParam, Keyword: CursorParam, Message: "not a cursor an answer gave for this call"})
+		Issue{Path: "/" + cursorParam, Keyword: cursorParam, Message: "not a cursor an answer gave for this call"})
 	r.NextAction = "Send the cursor exactly as an answer's next or nextCall gave it, with the same other parameters; leave it out for the first page."
 	return r
 }
@@ -126,7 +126,7 @@ func (r *Registry) openParams(reg *registered, caller *Caller, params any) (any,
 		return params, nil
 	}
 	m := paramsObject(params)
-	c, ok := m[CursorParam].(string)
+	c, ok := m[cursorParam].(string)
 	if !ok || c == "" {
 		return params, nil
 	}
@@ -142,7 +142,7 @@ func (r *Registry) openParams(reg *registered, caller *Caller, params any) (any,
 	for k, v := range m {
 		opened[k] = v
 	}
-	opened[CursorParam] = pos
+	opened[cursorParam] = pos
 	return opened, nil
 }
 

@@ -97,7 +97,7 @@ func TestCursorKeysetWalkOnAChangingTable(t *testing.T) {
 				cut++
 				require.NoError(t, json.Unmarshal(must(exactText(b.Value)), &got))
 				if b.Bound.NextCall != nil {
-					next = b.Bound.NextCall.Params[CursorParam].(string)
+					next = b.Bound.NextCall.Params[cursorParam].(string)
 				}
 			} else {
 				require.NoError(t, json.Unmarshal([]byte(res.Text), &got))
@@ -115,7 +115,7 @@ func TestCursorKeysetWalkOnAChangingTable(t *testing.T) {
 				break
 			}
 			assert.NotRegexp(t, `^a[0-9]+$`, next, "the cursor is a token, not an id")
-			params = map[string]any{"size": fx.Page, CursorParam: next}
+			params = map[string]any{"size": fx.Page, cursorParam: next}
 		}
 		if limit > 0 {
 			assert.Positive(t, cut, "some pages were cut to the bound")

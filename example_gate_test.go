@@ -129,7 +129,7 @@ func ExampleRegistry_Decide_reject() {
 
 func ExampleRegistry_PendingChange() {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	reg := gatedShop(&actions.GateOptions{PendingFor: 24 * time.Hour, Now: func() time.Time { return now }})
+	reg := gatedShopWith(&actions.Options{Now: func() time.Time { return now }, Gate: &actions.GateOptions{PendingFor: 24 * time.Hour}})
 	_, err := reg.Run(context.Background(), actions.Call{Action: "shop/discard", Params: `{"item": "bread"}`, Caller: editor})
 	var r *actions.Refusal
 	errors.As(err, &r)
@@ -146,7 +146,7 @@ func ExampleRegistry_PendingChange() {
 // first; nobody else sees those changes.
 func ExampleRegistry_PendingChanges() {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	reg := gatedShop(&actions.GateOptions{Now: func() time.Time { return now }})
+	reg := gatedShopWith(&actions.Options{Now: func() time.Time { return now }})
 	ctx := context.Background()
 	for _, item := range []string{"bread", "jam"} {
 		_, _ = reg.Run(ctx, actions.Call{Action: "shop/discard", Params: map[string]any{"item": item}, Caller: editor})
@@ -203,7 +203,7 @@ func ExampleServing() {
 func ExampleGateOptions() {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	// One call per principal and action every 10 seconds, 2 at once.
-	reg := gatedShop(&actions.GateOptions{Rate: 0.1, Burst: 2, Now: func() time.Time { return now }})
+	reg := gatedShopWith(&actions.Options{Now: func() time.Time { return now }, Gate: &actions.GateOptions{Rate: 0.1, Burst: 2}})
 	for range 3 {
 		_, err := reg.Run(context.Background(), actions.Call{Action: "shop/stock", Caller: viewer})
 		var r *actions.Refusal
@@ -246,17 +246,6 @@ func ExampleToolOptions_caller() {
 	// Output:
 	// shop-stock
 	// shop-discard shop-restock shop-stock
-}
-
-func ExampleMemoryPendingStore() {
-	var store actions.MemoryPendingStore // the zero value is ready
-	reg := gatedShop(&actions.GateOptions{Pending: &store})
-	ctx := context.Background()
-	_, _ = reg.Run(ctx, actions.Call{Action: "shop/discard", Params: `{"item":"tea"}`, Caller: editor})
-	held, err := store.List(ctx, editor.Principal)
-	fmt.Println(len(held), held[0].Action, err)
-	// Output:
-	// 1 shop/discard <nil>
 }
 
 func ExampleTrace_Caller() {

@@ -269,7 +269,7 @@ func ExampleNewEntryWriter() {
 	clock := func() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }
 	reg := actions.NewRegistry(&actions.Options{
 		OnRecord: w.Write,
-		Gate:     &actions.GateOptions{Now: clock},
+		Now:      clock,
 	})
 	_ = reg.Register(plantAction())
 

@@ -27,17 +27,18 @@ type GateOptions struct {
 	// (RFC 9728), written into scope challenges when not empty.
 	ResourceMetadata string
 	// Rate and Burst limit calls per caller principal and action (a token
-	// bucket, golang.org/x/time/rate): Burst calls at once, then Rate per
-	// second. Rate 0 means no limit. RateOf, when set, gives the limit of
-	// one action instead (0 for none). Calls refused for who makes them
+	// bucket): Burst calls at once, then Rate calls per second (0.5: one
+	// every 2 s). Rate 0 means no limit. RateOf, when set, gives the
+	// limit of one action instead (rate 0 for none). Calls refused for who makes them
 	// (surface, capability, scope) or naming no action count in one more
 	// bucket per principal, of Rate and Burst, whatever they name: past
 	// it they are refused rate_limited, so a flood of refused calls is
 	// limited alike for hidden and missing actions.
-	Rate   rate.Limit
+	Rate   float64
 	Burst  int
-	RateOf func(id string) (rate.Limit, int)
-	// Pending holds the pending changes (nil: a [MemoryPendingStore]).
+	RateOf func(id string) (rate float64, burst int)
+	// Pending holds the pending changes (nil: in this process's memory,
+	// dropped when a new change is held after they expired).
 	Pending PendingStore
 	// DecideFrom are the surfaces a pending change may be decided from
 	// when its action's [Approval] lists none (nil: ui alone, the host's
@@ -59,8 +60,6 @@ type GateOptions struct {
 	// (0: 16; negative: no bound). A call held past it
 	// is refused rate_limited and nothing is held.
 	MaxPending int
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
 	// Limiter, when set, keeps the rate limits' buckets in place of the
 	// gate's own, which live in this process: replicas sharing one
 	// Limiter (sqlstore.RateLimits) share the limits (see [RateLimiter]).
@@ -80,9 +79,10 @@ type gate struct {
 	aliases  sync.Map     // alias → *registered
 	pendOnce sync.Once
 	pending  PendingStore
+	now      func() time.Time // the registry's clock, Options.Now
 }
 
-func newGate(o GateOptions) *gate {
+func newGate(o GateOptions, now func() time.Time) *gate {
 	if o.ReadScope == "" {
 		o.ReadScope = "mcp:read"
 	}
@@ -92,10 +92,10 @@ func newGate(o GateOptions) *gate {
 	if o.PendingFor <= 0 || o.PendingFor > maxPendingFor {
 		o.PendingFor = maxPendingFor
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if now == nil {
+		now = time.Now
 	}
-	g := &gate{opts: o, serve: o.Serving}
+	g := &gate{opts: o, serve: o.Serving, now: now}
 	if g.serve == nil {
 		g.serve = &Serving{}
 	}
@@ -106,7 +106,7 @@ func (g *gate) store() PendingStore {
 	g.pendOnce.Do(func() {
 		g.pending = g.opts.Pending
 		if g.pending == nil {
-			g.pending = &MemoryPendingStore{}
+			g.pending = &memoryPendingStore{}
 		}
 	})
 	return g.pending
@@ -166,7 +166,7 @@ func (g *gate) admit(d *Definition, c *Caller) error {
 // capability and token scope.
 func (g *gate) who(d *Definition, c *Caller) error {
 	if c != nil {
-		if !d.Offers(c.Surface) {
+		if !d.offers(c.Surface) {
 			return concealed(NewRefusal(CodeForbiddenSurface, "the action is not offered on this surface"))
 		}
 		if !c.Can(d.Capability) {
@@ -286,7 +286,7 @@ func (g *gate) limitRefused(ctx context.Context, principal string) error {
 // takeCall takes one call from the (principal, id) bucket of rate lim
 // and burst, or refuses rate_limited with message and the moment a call
 // may pass; lim <= 0 is no limit.
-func (g *gate) takeCall(ctx context.Context, id, principal string, lim rate.Limit, burst int, message string) error {
+func (g *gate) takeCall(ctx context.Context, id, principal string, lim float64, burst int, message string) error {
 	if lim <= 0 {
 		return nil
 	}
@@ -301,11 +301,11 @@ func (g *gate) takeCall(ctx context.Context, id, principal string, lim rate.Limi
 		v, ok := g.limiters.Load(key)
 		if !ok {
 			var loaded bool
-			if v, loaded = g.limiters.LoadOrStore(key, &bucket{l: rate.NewLimiter(lim, burst)}); !loaded {
+			if v, loaded = g.limiters.LoadOrStore(key, &bucket{l: rate.NewLimiter(rate.Limit(lim), burst)}); !loaded {
 				g.grew()
 			}
 		}
-		at, ok, gone := v.(*bucket).take(g.opts.Now)
+		at, ok, gone := v.(*bucket).take(g.now)
 		if gone {
 			continue // pruned meanwhile: a fresh bucket is the same
 		}
@@ -331,7 +331,7 @@ func (g *gate) grew() {
 	if g.made.Add(1)%pruneEvery != 0 {
 		return
 	}
-	now := g.opts.Now()
+	now := g.now()
 	g.limiters.Range(func(k, v any) bool {
 		if v.(*bucket).retire(now) {
 			g.limiters.Delete(k)
@@ -471,7 +471,7 @@ func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, 
 		if err != nil {
 			return Receipt{}, internalRefusal("the pending changes could not be read", err)
 		}
-		now := g.opts.Now()
+		now := g.now()
 		n := 0
 		for _, h := range held {
 			if now.Before(h.Expires) {
@@ -488,7 +488,7 @@ func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, 
 	if _, err := rand.Read(b[:]); err != nil {
 		return Receipt{}, internalRefusal("no random id for the pending change", err)
 	}
-	now := g.opts.Now()
+	now := g.now()
 	pc.ID = hex.EncodeToString(b[:])
 	pc.Proposer = c.clone()
 	pc.Proposer.PendingChange = ""
@@ -538,8 +538,8 @@ func (g *gate) take(ctx context.Context, id string, c *Caller, def func(string) 
 }
 
 // shared takes one call of id by principal from the gate's Limiter.
-func (g *gate) shared(ctx context.Context, id, principal string, lim rate.Limit, burst int, message string) error {
-	at, ok, err := g.opts.Limiter.Take(ctx, principal, id, lim, burst, g.opts.Now())
+func (g *gate) shared(ctx context.Context, id, principal string, lim float64, burst int, message string) error {
+	at, ok, err := g.opts.Limiter.Take(ctx, principal, id, lim, burst, g.now())
 	switch {
 	case err != nil:
 		return internalRefusal("the rate limit could not be read", err)

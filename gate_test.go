@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/time/rate"
 )
 
 // gateFixture is testdata/gate/checks.json.
@@ -87,10 +87,9 @@ func runGateCase(t *testing.T, f gateFixture, c gateCase) gateRun {
 	require.NoError(t, err)
 	now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
 	serving := &Serving{}
-	reg := NewRegistry(&Options{Gate: &GateOptions{
+	reg := NewRegistry(&Options{Now: func() time.Time { return now }, Gate: &GateOptions{
 		ResourceMetadata: f.GateOptions.ResourceMetadata,
-		Rate:             rate.Limit(c.Gate.Rate), Burst: c.Gate.Burst,
-		Now:     func() time.Time { return now },
+		Rate:             c.Gate.Rate, Burst: c.Gate.Burst,
 		Serving: serving,
 	}})
 	var ran atomic.Int32
@@ -244,7 +243,7 @@ func TestPoliciesIncludeGateCodes(t *testing.T) {
 // Compare with BenchmarkRun in the same run.
 func BenchmarkRunGated(b *testing.B) {
 	reg, _ := typicalRegistry(b)
-	reg.gate.Store(newGate(GateOptions{Rate: rate.Inf}))
+	reg.gate.Store(newGate(GateOptions{Rate: math.Inf(1)}, nil))
 	ctx := context.Background()
 	params := typicalMap(b)
 	caller := &Caller{Principal: "ann", Capabilities: []string{"supply.write"}, Token: true, Scopes: []string{"mcp:read", "mcp:write"}, Surface: SurfaceMCP}
@@ -321,7 +320,7 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 // is empty is still refused, across a sweep.
 func TestRateLimitersArePruned(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}
-	reg := NewRegistry(&Options{Gate: &GateOptions{Rate: rate.Every(time.Minute), Burst: 1, Now: clk.Now}})
+	reg := NewRegistry(&Options{Now: clk.Now, Gate: &GateOptions{Rate: 1 / time.Minute.Seconds(), Burst: 1}})
 	reg.MustRegister(New(Definition{ID: "shop/count", Effect: EffectRead}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
 	call := func(p string) error {
 		_, err := reg.Run(context.Background(), Call{Action: "shop/count", Caller: &Caller{Principal: p, Surface: SurfaceUI}})

@@ -260,7 +260,7 @@ func TestRunLogKeyKeptWhateverTheOutcome(t *testing.T) {
 func TestRunLogKeyHeldCallExpired(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	clock := func() time.Time { return now }
-	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog(), Gate: &actions.GateOptions{Now: clock, PendingFor: time.Hour}})
+	reg := actions.NewRegistry(&actions.Options{Now: clock, Store: actions.NewRunLog(), Gate: &actions.GateOptions{PendingFor: time.Hour}})
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/refund", NeedsConfirmation: true},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "refunded", nil }))
 	call := actions.Call{Action: "shop/refund", Caller: payer, IdempotencyKey: "r"}
@@ -321,7 +321,7 @@ func (s *failFirstUnit) Atomic(ctx context.Context, fn func(context.Context) act
 func TestRunLogKeyBatchRetryRate(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	log := actions.NewRunLog()
-	reg := actions.NewRegistry(&actions.Options{Store: log, Gate: &actions.GateOptions{Rate: 1, Burst: 4, Now: func() time.Time { return now }}})
+	reg := actions.NewRegistry(&actions.Options{Store: log, Now: func() time.Time { return now }, Gate: &actions.GateOptions{Rate: 1, Burst: 4}})
 	var runs atomic.Int64
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/pay"},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }))

@@ -4,10 +4,13 @@ import (
 	"strconv"
 )
 
-// CursorParam is the name of the parameter through which an action that
-// pages its lists takes a cursor. An action whose parameters schema
-// declares it (use [CursorSchema]) is one whose bounded lists come with
-// a [NextCall]; see docs/pagination.md.
+// cursorParam is the name of the parameter that takes a cursor.
+const cursorParam = "cursor"
+
+// CursorSchema is the schema of the parameter "cursor", to put among an
+// action's properties: an optional string. An action whose parameters
+// schema declares "cursor" is one that pages its lists: its bounded
+// lists come with a [NextCall]; see docs/pagination.md.
 //
 // A caller sees cursors as opaque tokens the registry signs (see
 // Options.CursorKey), bound to the action, the call's other parameters
@@ -19,10 +22,6 @@ import (
 // this call is refused with invalid_parameters at /cursor. The "next" of
 // a [Page] a body returns is sealed the same way before the caller sees
 // it; a position over 256 bytes is given as no cursor.
-const CursorParam = "cursor"
-
-// CursorSchema is the schema of [CursorParam], to put among an action's
-// properties: an optional string.
 const CursorSchema = `{"type": "string", "minLength": 1, "maxLength": 512, ` +
 	`"description": "Where to start: give the cursor a previous answer's next or nextCall holds, as it is; leave it out for the first page."}`
 

@@ -248,9 +248,9 @@ func locationPointer(loc string) string {
 	return frag
 }
 
-// Schema returns a copy of the compiled schema document, in JSON's Go
+// schema returns a copy of the compiled schema document, in JSON's Go
 // types (map[string]any, []any, string, bool, nil, json.Number).
-func (ps *ParameterSchema) Schema() map[string]any {
+func (ps *ParameterSchema) schema() map[string]any {
 	if ps == nil || ps.doc == nil {
 		return nil // a ParameterSchema not made by CompileParameters
 	}

@@ -99,16 +99,16 @@ type PendingStore interface {
 	ListAll(ctx context.Context) ([]PendingChange, error)
 }
 
-// MemoryPendingStore is a [PendingStore] in memory, safe for concurrent
-// use. It drops expired changes when it holds a new one. The zero value
-// is an empty store, ready to use.
-type MemoryPendingStore struct {
+// memoryPendingStore is the gate's [PendingStore] when GateOptions.Pending
+// is nil: in memory, safe for concurrent use. It drops expired changes
+// when it holds a new one. The zero value is an empty store.
+type memoryPendingStore struct {
 	mu      sync.Mutex
 	changes map[string]PendingChange
 }
 
 // Hold stores c, dropping the changes that expired before c was created.
-func (s *MemoryPendingStore) Hold(_ context.Context, c PendingChange) error {
+func (s *memoryPendingStore) Hold(_ context.Context, c PendingChange) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.changes == nil {
@@ -124,7 +124,7 @@ func (s *MemoryPendingStore) Hold(_ context.Context, c PendingChange) error {
 }
 
 // Get returns the change with the id.
-func (s *MemoryPendingStore) Get(_ context.Context, id string) (PendingChange, error) {
+func (s *memoryPendingStore) Get(_ context.Context, id string) (PendingChange, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.changes[id]
@@ -135,7 +135,7 @@ func (s *MemoryPendingStore) Get(_ context.Context, id string) (PendingChange, e
 }
 
 // Take removes the change with the id and returns it, once.
-func (s *MemoryPendingStore) Take(_ context.Context, id string) (PendingChange, error) {
+func (s *memoryPendingStore) Take(_ context.Context, id string) (PendingChange, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.changes[id]
@@ -147,7 +147,7 @@ func (s *MemoryPendingStore) Take(_ context.Context, id string) (PendingChange, 
 }
 
 // List returns the changes principal proposed, newest first.
-func (s *MemoryPendingStore) List(_ context.Context, principal string) ([]PendingChange, error) {
+func (s *memoryPendingStore) List(_ context.Context, principal string) ([]PendingChange, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []PendingChange
@@ -161,7 +161,7 @@ func (s *MemoryPendingStore) List(_ context.Context, principal string) ([]Pendin
 }
 
 // ListAll returns every change the store holds, newest first.
-func (s *MemoryPendingStore) ListAll(_ context.Context) ([]PendingChange, error) {
+func (s *memoryPendingStore) ListAll(_ context.Context) ([]PendingChange, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]PendingChange, 0, len(s.changes))

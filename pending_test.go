@@ -34,9 +34,9 @@ func (c *clock) Add(d time.Duration) {
 
 // confirmRegistry has shop/discard, a write needing confirmation whose body
 // counts its runs.
-func confirmRegistry(t *testing.T, opts GateOptions) (*Registry, *atomic.Int32) {
+func confirmRegistry(t *testing.T, opts Options) (*Registry, *atomic.Int32) {
 	t.Helper()
-	reg := NewRegistry(&Options{Gate: &opts})
+	reg := NewRegistry(&opts)
 	var ran atomic.Int32
 	require.NoError(t, reg.Register(Action{
 		Definition: Definition{ID: "shop/discard", Effect: EffectDelete, Capability: "stock.write", NeedsConfirmation: true,
@@ -64,7 +64,7 @@ func propose(t *testing.T, reg *Registry, caller *Caller, name, params string) R
 
 func TestConfirmRunsOnceAsTheConfirmingPerson(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}
-	reg, ran := confirmRegistry(t, GateOptions{Now: clk.Now})
+	reg, ran := confirmRegistry(t, Options{Now: clk.Now})
 	rc := propose(t, reg, editor, "shop/throw_away", `{"item":"old-milk"}`)
 	assert.Equal(t, "shop/discard", rc.Action)
 	assert.Equal(t, clk.Now().Add(maxPendingFor), rc.Expires)
@@ -97,7 +97,7 @@ func TestConfirmRunsOnceAsTheConfirmingPerson(t *testing.T) {
 
 func TestConfirmChecksAgain(t *testing.T) {
 	serving := &Serving{}
-	reg, ran := confirmRegistry(t, GateOptions{Serving: serving})
+	reg, ran := confirmRegistry(t, Options{Gate: &GateOptions{Serving: serving}})
 	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
 	// The confirming person has lost the capability since: the caller is
 	// told unknown_action, the record says why.
@@ -126,7 +126,7 @@ func TestConfirmChecksAgain(t *testing.T) {
 
 func TestConfirmOnlyByTheProposerBeforeExpiry(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}
-	reg, ran := confirmRegistry(t, GateOptions{Now: clk.Now, PendingFor: time.Hour})
+	reg, ran := confirmRegistry(t, Options{Now: clk.Now, Gate: &GateOptions{PendingFor: time.Hour}})
 	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
 	assert.Equal(t, clk.Now().Add(time.Hour), rc.Expires)
 
@@ -145,13 +145,13 @@ func TestConfirmOnlyByTheProposerBeforeExpiry(t *testing.T) {
 
 func TestPendingForIsAtMostSevenDays(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}
-	reg, _ := confirmRegistry(t, GateOptions{Now: clk.Now, PendingFor: 30 * 24 * time.Hour})
+	reg, _ := confirmRegistry(t, Options{Now: clk.Now, Gate: &GateOptions{PendingFor: 30 * 24 * time.Hour}})
 	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
 	assert.Equal(t, clk.Now().Add(7*24*time.Hour), rc.Expires)
 }
 
 func TestRejectRunsNothing(t *testing.T) {
-	reg, ran := confirmRegistry(t, GateOptions{})
+	reg, ran := confirmRegistry(t, Options{})
 	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
 	require.NoError(t, reject(reg, context.Background(), rc.ID, editor))
 	_, _, err := confirm3(reg, context.Background(), rc.ID, editor)
@@ -160,8 +160,8 @@ func TestRejectRunsNothing(t *testing.T) {
 }
 
 func TestInvalidParametersAreNotHeld(t *testing.T) {
-	store := &MemoryPendingStore{}
-	reg, _ := confirmRegistry(t, GateOptions{Pending: store})
+	store := &memoryPendingStore{}
+	reg, _ := confirmRegistry(t, Options{Gate: &GateOptions{Pending: store}})
 	_, _, err := callAs(reg, context.Background(), editor, "shop/discard", `{"count":"many"}`)
 	assert.ErrorIs(t, err, CodeInvalidParameters)
 	held, err := store.List(context.Background(), editor.Principal)
@@ -171,7 +171,7 @@ func TestInvalidParametersAreNotHeld(t *testing.T) {
 
 // Many confirmations of the same change race: exactly one runs it.
 func TestDoubleConfirmRunsOnce(t *testing.T) {
-	reg, ran := confirmRegistry(t, GateOptions{})
+	reg, ran := confirmRegistry(t, Options{})
 	const changes, racers = 20, 8
 	for range changes {
 		rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
@@ -287,7 +287,7 @@ func TestAliasesCollide(t *testing.T) {
 		{ID: "shop/e", DeprecatedAliases: []string{"shop/x"}},
 	}, map[string]Body{"shop/d": body, "shop/e": body})
 	assert.ErrorIs(t, err, CodeDuplicateName, "two definitions of a manifest share an alias")
-	_, ok := reg.Get("shop/d")
+	_, ok := getAction(reg, "shop/d")
 	assert.False(t, ok, "nothing of the manifest is registered")
 
 	tools, err := reg.Tools(nil)
@@ -362,7 +362,7 @@ func TestPolicyIsNotShared(t *testing.T) {
 	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/b", Surfaces: surfaces, DeprecatedAliases: []string{"a/old"}},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }}))
 	surfaces[0] = SurfaceMCP
-	a, ok := reg.Get("a/old")
+	a, ok := getAction(reg, "a/old")
 	require.True(t, ok)
 	assert.Equal(t, "a/b", a.ID)
 	a.Surfaces[0] = SurfaceMCP
@@ -377,8 +377,8 @@ func TestPolicyIsNotShared(t *testing.T) {
 // deciding or expiry frees a place; another principal has its own.
 func TestPendingChangesAreBounded(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}
-	store := &MemoryPendingStore{}
-	reg, ran := confirmRegistry(t, GateOptions{Now: clk.Now, Pending: store, PendingFor: time.Hour})
+	store := &memoryPendingStore{}
+	reg, ran := confirmRegistry(t, Options{Now: clk.Now, Gate: &GateOptions{Pending: store, PendingFor: time.Hour}})
 	var first Receipt
 	for i := range defaultMaxPending {
 		rc := propose(t, reg, editor, "shop/discard", fmt.Sprintf(`{"item":"x%d"}`, i))
@@ -405,7 +405,7 @@ func TestPendingChangesAreBounded(t *testing.T) {
 	assert.Zero(t, ran.Load())
 
 	// Negative: no bound.
-	unbounded, _ := confirmRegistry(t, GateOptions{MaxPending: -1})
+	unbounded, _ := confirmRegistry(t, Options{Gate: &GateOptions{MaxPending: -1}})
 	for i := range defaultMaxPending + 4 {
 		propose(t, unbounded, editor, "shop/discard", fmt.Sprintf(`{"item":"y%d"}`, i))
 	}
@@ -415,7 +415,7 @@ func TestPendingChangesAreBounded(t *testing.T) {
 // Get, PendingChange and PendingChanges hand out, at any depth, changes
 // neither what they hand out next nor any decision of the gate.
 func TestAccessorsHandOutCopies(t *testing.T) {
-	reg, ran := confirmRegistry(t, GateOptions{})
+	reg, ran := confirmRegistry(t, Options{})
 	ctx := context.Background()
 	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
 	wantTools, err := reg.Tools(nil)
@@ -455,7 +455,7 @@ func TestAccessorsHandOutCopies(t *testing.T) {
 	gotText, err := CanonicalJSON(again)
 	require.NoError(t, err)
 	assert.Equal(t, string(wantText), string(gotText), "Tools hands out copies")
-	a, ok := reg.Get("shop/throw_away")
+	a, ok := getAction(reg, "shop/throw_away")
 	require.True(t, ok, "the alias still names the action")
 	assert.Equal(t, "stock.write", a.Capability)
 	_, err = reg.PendingChange(ctx, rc.ID, &Caller{Principal: "mallory", Surface: SurfaceUI})

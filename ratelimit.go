@@ -3,8 +3,6 @@ package actions
 import (
 	"context"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // RateLimiter keeps the buckets of the gate's rate limits outside the
@@ -15,10 +13,10 @@ import (
 // use.
 type RateLimiter interface {
 	// Take takes one call from the bucket of (principal, action) at now:
-	// a token bucket of burst calls refilled at lim calls per second
-	// (lim > 0, burst >= 1), as golang.org/x/time/rate's. It returns
+	// a token bucket of burst calls refilled at perSecond calls per
+	// second (perSecond > 0, burst >= 1). It returns
 	// ok, or the earliest time a call may pass. ctx is the call's (it
 	// carries the unit's transaction, see sqlstore.Tx). Its error
 	// refuses the call internal, the error its cause.
-	Take(ctx context.Context, principal, action string, lim rate.Limit, burst int, now time.Time) (retryAt time.Time, ok bool, err error)
+	Take(ctx context.Context, principal, action string, perSecond float64, burst int, now time.Time) (retryAt time.Time, ok bool, err error)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/time/rate"
 )
 
 // TestRefusedCallsAreRateLimited: with a rate set, calls refused for who
@@ -19,7 +18,7 @@ import (
 func TestRefusedCallsAreRateLimited(t *testing.T) {
 	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	now := func() time.Time { return at } // no refill during the test
-	reg := NewRegistry(&Options{Gate: &GateOptions{Rate: rate.Every(time.Minute), Burst: 3, Now: now}})
+	reg := NewRegistry(&Options{Now: now, Gate: &GateOptions{Rate: 1 / time.Minute.Seconds(), Burst: 3}})
 	reg.MustRegister(New(Definition{ID: "t/secret", Capability: "admin", Parameters: `{"type":"object"}`},
 		func(context.Context, map[string]any, *Trace) (any, error) { return "secret", nil }))
 	reg.MustRegister(New(Definition{ID: "t/open", Effect: EffectRead, Parameters: `{"type":"object"}`},

@@ -42,7 +42,7 @@ type registered struct {
 	// or is nil for resultValue.
 	encode  func(result any) (any, error)
 	release func(v any) // gives back what encode made; nil with encode
-	// cursor: the parameters declare CursorParam, so the action pages
+	// cursor: the parameters declare cursorParam, so the action pages
 	// its lists with cursors the registry seals (see cursor.go).
 	cursor bool
 }
@@ -52,9 +52,13 @@ type Options struct {
 	// Limits bound what one registration or one call may cost; zero
 	// fields keep their defaults (see [Limits]).
 	Limits Limits
-	// Gate configures the gate (scopes, rate limits, the pending store,
-	// the clock: see [GateOptions]); nil means its defaults.
+	// Gate configures the gate (scopes, rate limits, the pending store:
+	// see [GateOptions]); nil means its defaults.
 	Gate *GateOptions
+	// Now is the registry's clock (nil: time.Now): it dates records and
+	// audits, idempotency keys' windows, pending changes' and tasks'
+	// lives, rate limits, timeouts and progress reports.
+	Now func() time.Time
 	// Resolve resolves ref values (see [RefResolver]). Nil: ref values
 	// reach the body as they are.
 	Resolve RefResolver
@@ -109,7 +113,7 @@ func NewRegistry(opts *Options) *Registry {
 		r.opts = *opts
 		r.limits = opts.Limits
 		if opts.Gate != nil {
-			r.gate.Store(newGate(*opts.Gate))
+			r.gate.Store(newGate(*opts.Gate, opts.Now))
 		}
 	}
 	return r
@@ -238,7 +242,7 @@ func (r *Registry) prepare(a Action) (*registered, error) {
 	a.Writes = append([]string(nil), a.Writes...)
 	switch p := a.Parameters.(type) {
 	case map[string]any:
-		a.Parameters = ps.Schema()
+		a.Parameters = ps.schema()
 	case json.RawMessage:
 		a.Parameters = append(json.RawMessage(nil), p...)
 	case []byte:
@@ -257,10 +261,10 @@ func (r *Registry) prepare(a Action) (*registered, error) {
 		return nil, err
 	}
 	if out != nil {
-		a.OutputSchema = out.Schema()
+		a.OutputSchema = out.schema()
 	}
 	props, _ := ps.doc["properties"].(map[string]any)
-	_, cursor := props[CursorParam]
+	_, cursor := props[cursorParam]
 	return &registered{action: a, params: ps, output: out, encode: a.encode, release: a.release, cursor: cursor}, nil
 }
 
@@ -306,19 +310,8 @@ func hasDefinition(defs []Definition, id string) bool {
 	return false
 }
 
-// Get returns the action registered under id, or under the deprecated
-// alias id (its ID is then the action's own). Its policy slices are the
-// caller's own copies.
-func (r *Registry) Get(id string) (Action, bool) {
-	reg, ok := r.lookup(id)
-	if !ok {
-		return Action{}, false
-	}
-	a := reg.action
-	a.Definition.clonePolicy()
-	return a, true
-}
-
+// lookup finds the action registered under id, or under the deprecated
+// alias id.
 func (r *Registry) lookup(id string) (*registered, bool) {
 	v, ok := r.actions.Load(id)
 	if !ok {
@@ -394,10 +387,10 @@ func (r *Registry) Definitions() []Definition {
 		reg := v.(*registered)
 		d := reg.action.Definition
 		if d.Parameters != nil {
-			d.Parameters = reg.params.Schema()
+			d.Parameters = reg.params.schema()
 		}
 		if reg.output != nil {
-			d.OutputSchema = reg.output.Schema()
+			d.OutputSchema = reg.output.schema()
 		}
 		if d.Writes != nil {
 			d.Writes = append([]string{}, d.Writes...)
@@ -416,7 +409,7 @@ func (r *Registry) gateOf() *gate {
 	if g := r.gate.Load(); g != nil {
 		return g
 	}
-	r.gate.CompareAndSwap(nil, newGate(GateOptions{}))
+	r.gate.CompareAndSwap(nil, newGate(GateOptions{}, r.opts.Now))
 	return r.gate.Load()
 }
 

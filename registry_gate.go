@@ -49,7 +49,7 @@ func (r *Registry) PendingChanges(ctx context.Context, caller *Caller) ([]Pendin
 	if err != nil {
 		return nil, internalRefusal("the pending changes could not be read", err)
 	}
-	now := g.opts.Now()
+	now := g.now()
 	out := all[:0]
 	for _, c := range all {
 		if now.Before(c.Expires) {
@@ -216,7 +216,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 // refused with err's code at stage by caller: one for a call, one per
 // step for a batch (its parameters as the batch wrote them).
 func (r *Registry) changeRecords(pc PendingChange, caller *Caller, stage Stage, err error) []Record {
-	audit := Audit{At: r.gateOf().opts.Now(), Caller: caller, PendingChange: pc.ID, Stage: stage, Alias: pc.Alias, Code: CodeOf(err)}
+	audit := Audit{At: r.gateOf().now(), Caller: caller, PendingChange: pc.ID, Stage: stage, Alias: pc.Alias, Code: CodeOf(err)}
 	if pc.Batch == nil {
 		entry := RunEntry{Action: pc.Action, Steps: []RunStep{}}.refused(err, pc.givenText())
 		return []Record{{Entry: entry, Audit: audit}}

@@ -134,7 +134,7 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 		value, unitErr = v, err
 		stamp(ctx, observed{}, recs)
 		u := Unit{Records: recs, Commit: commit, Err: err}
-		endInUnit(ctx, r.gateOf().opts.Now(), v, &u)
+		endInUnit(ctx, r.gateOf().now(), v, &u)
 		if ks != nil {
 			settleKey(ctx, ks, k, token, st.keepStarted && st.started.Load(), v, &u)
 		}
@@ -246,6 +246,10 @@ type invocation struct {
 	// shown, when confirming a change held after a preview, is the
 	// entry the person was shown: the run must give it again.
 	shown *RunEntry
+	// callerCalls: the top-level action has Definition.Preview, so the
+	// calls its body makes are the caller's own (a program's): each
+	// counts the caller's rate as a call of its own does.
+	callerCalls bool
 	// step: the call is a step of a batch.
 	step bool
 	// asHost: a nested call the body made as the host (Trace.CallAsHost).
@@ -270,7 +274,7 @@ type gateDecision struct{ err error }
 
 // audit starts the audit record of inv.
 func (r *Registry) audit(inv invocation) Audit {
-	a := Audit{At: r.gateOf().opts.Now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID, IdempotencyKey: inv.key}
+	a := Audit{At: r.gateOf().now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID, IdempotencyKey: inv.key}
 	if inv.confirming != "" {
 		a.Stage = StageConfirmed
 	}
@@ -359,6 +363,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		return nil, r.refusedRecord(reg.action.ID, inv.params, audit, err), false, err
 	}
 	runCtx := ctx
+	f.inv.callerCalls = ok && reg.action.Preview
 	if pv != nil {
 		runCtx, f.inv.preview = pv.ctx, pv
 	}
@@ -478,7 +483,7 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 	}
 	t := &f.Trace
 	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
-	t.progress, t.recorded, t.now = f.inv.progress, f.inv.recorded, r.gateOf().opts.Now
+	t.progress, t.recorded, t.now = f.inv.progress, f.inv.recorded, r.gateOf().now
 	result, err, overran := lim.run(ctx, func() (result any, err error) {
 		if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, t) }); perr != nil {
 			err = perr
@@ -585,9 +590,14 @@ func (r *Registry) savepoint(ctx context.Context) (context.Context, func(undo bo
 func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params any) (any, RunEntry, error) {
 	asHost := inv.asHost
 	child := f.r.frame(inv, f.depth+1)
+	child.inv.callerCalls = false // the calls its body makes are the host's
 	if reg, ok := f.r.lookup(id); ok {
 		d := &reg.action.Definition
-		err := f.r.gateOf().admitNested(d, inv.caller)
+		g := f.r.gateOf()
+		err := g.admitNested(d, inv.caller)
+		if inv.callerCalls {
+			err = g.decide(ctx, d, inv.caller, inv.replay)
+		}
 		if err == nil && d.NeedsConfirmation && inv.caller != nil && inv.confirming == "" {
 			if inv.preview != nil {
 				// Run in the preview, which is undone and held whole.
@@ -703,7 +713,7 @@ func resultLimitOf(r *Registry, name string, l Limits) int {
 // boundFor bounds text, a result of a call of inv, to limit, and seals
 // the cursors it gives: form is nil when the result fits (or limit is
 // negative), and sealed is the result's text as its caller gets it, its
-// "next" sealed (see [CursorParam]).
+// "next" sealed (see [CursorSchema]).
 func (r *Registry) boundFor(inv invocation, text string, limit int) (form *Bounded, sealed string, err error) {
 	var next *pager
 	if reg, ok := r.lookup(inv.name); ok && reg.cursor {
@@ -758,7 +768,7 @@ func (r *Registry) limitOf(name string) int { return resultLimitOf(r, name, r.Li
 // has that comes sooner stays. The limit's stop releases the timer.
 func (r *Registry) limitTime(ctx context.Context, a *Action) (context.Context, *timeLimit) {
 	d := timeoutOf(a.Timeout, r.opts.Timeout)
-	now := r.gateOf().opts.Now
+	now := r.gateOf().now
 	outer, _ := ctx.Value(deadlineKey{}).(time.Time) // a caller's limit, if any
 	if d <= 0 {
 		// No limit of its own: a nested call still runs within its
@@ -893,7 +903,7 @@ func (r *Registry) stampKey(k *unitKey) {
 	if k.wait <= 0 {
 		k.wait = defaultKeyWait
 	}
-	k.now = r.gateOf().opts.Now()
+	k.now = r.gateOf().now()
 	k.expires = k.now.Add(window)
 }
 
@@ -946,7 +956,7 @@ func (r *Registry) newProgress(fn func(Progress)) *progress {
 	if every == 0 {
 		every = defaultProgressInterval
 	}
-	return &progress{fn: fn, every: every, now: r.gateOf().opts.Now}
+	return &progress{fn: fn, every: every, now: r.gateOf().now}
 }
 
 var (

@@ -598,7 +598,7 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 		t.Run("accepts "+id, func(t *testing.T) {
 			reg := NewRegistry(nil)
 			require.NoError(t, reg.Register(Action{Definition: Definition{ID: id}, Run: body}))
-			_, ok := reg.Get(id)
+			_, ok := getAction(reg, id)
 			assert.True(t, ok)
 		})
 	}
@@ -614,7 +614,7 @@ func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 	var r *Refusal
 	require.True(t, errors.As(err, &r))
 	assert.Equal(t, CodeDuplicateName, r.Code)
-	got, _ := reg.Get("ns/x")
+	got, _ := getAction(reg, "ns/x")
 	assert.Equal(t, "first", got.Title, "the first registration stays")
 
 	err = reg.Register(Action{Definition: Definition{ID: "ns/nobody"}})
@@ -622,7 +622,7 @@ func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 
 	err = reg.Register(Action{Definition: Definition{ID: "ns/y", Parameters: `{"type":"array"}`}, Run: body})
 	assert.ErrorIs(t, err, CodeConstraintViolation, "a root that is not an object")
-	_, ok := reg.Get("ns/y")
+	_, ok := getAction(reg, "ns/y")
 	assert.False(t, ok)
 }
 
@@ -634,7 +634,7 @@ func TestRegistryRegisterKeepsItsOwnCopyOfWrites(t *testing.T) {
 		Run:        func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil },
 	}))
 	writes[0] = "changed"
-	got, _ := reg.Get("ns/x")
+	got, _ := getAction(reg, "ns/x")
 	assert.Equal(t, []string{"plant", "bed"}, got.Writes)
 }
 
@@ -845,7 +845,7 @@ func TestConcurrentBindAndRegisterSameID(t *testing.T) {
 		}()
 		wg.Wait()
 		require.True(t, (errReg == nil) != (errBind == nil), "exactly one wins: register %v, bind %v", errReg, errBind)
-		got, _ := reg.Get(id)
+		got, _ := getAction(reg, id)
 		if errReg == nil {
 			require.Equal(t, "register", got.Title)
 			require.ErrorIs(t, errBind, CodeDuplicateName)
@@ -886,10 +886,10 @@ func TestBindManifest(t *testing.T) {
 			ids = append(ids, a.ID)
 		}
 		assert.Equal(t, []string{"garden/audit", "garden/list", "garden/plant"}, ids)
-		list, _ := reg.Get("garden/list")
+		list, _ := getAction(reg, "garden/list")
 		assert.True(t, list.EffectOf() == EffectRead)
-		audit, _ := reg.Get("garden/audit")
-		assert.False(t, audit.Offers(SurfaceMCP))
+		audit, _ := getAction(reg, "garden/audit")
+		assert.False(t, audit.offers(SurfaceMCP))
 		assert.Equal(t, []string{"plant"}, mustGetAction(t, reg, "garden/plant").Writes)
 
 		result, entry, err := call3(reg, context.Background(), "garden/plant", map[string]any{"species": "rose"})
@@ -959,7 +959,7 @@ func TestBindManifest(t *testing.T) {
 		require.True(t, errors.As(err, &r))
 		require.Len(t, r.Issues, 1)
 		assert.Equal(t, "/1/id", r.Issues[0].Path, "the taken id is reported at its definition")
-		_, ok := reg.Get("garden/new")
+		_, ok := getAction(reg, "garden/new")
 		assert.False(t, ok, "all or none")
 	})
 
@@ -976,9 +976,21 @@ func TestBindManifest(t *testing.T) {
 
 func mustGetAction(t *testing.T, reg *Registry, id string) Action {
 	t.Helper()
-	a, ok := reg.Get(id)
+	a, ok := getAction(reg, id)
 	require.True(t, ok, id)
 	return a
+}
+
+// getAction returns the action registered under id or the alias id, with
+// its policy slices copied, as a host would see it.
+func getAction(reg *Registry, id string) (Action, bool) {
+	r, ok := reg.lookup(id)
+	if !ok {
+		return Action{}, false
+	}
+	a := r.action
+	a.Definition.clonePolicy()
+	return a, true
 }
 
 func TestEntryWriterWritesCanonicalLines(t *testing.T) {

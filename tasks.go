@@ -15,14 +15,13 @@ import (
 
 // TaskStatus is where a task stands (MCP Tasks extension, "Task
 // Status"): working, then one of the terminal statuses completed,
-// cancelled or failed. input_required is part of the vocabulary; the
-// registry never sets it today.
+// cancelled or failed. The extension's input_required is never set: the
+// registry asks nothing of a task's caller.
 type TaskStatus string
 
 // The statuses of a task.
 const (
-	TaskWorking       TaskStatus = "working"
-	TaskInputRequired TaskStatus = "input_required"
+	TaskWorking TaskStatus = "working"
 	// TaskCompleted: the call ended with an answer, a value or a refusal
 	// whose transport is tool-result (an MCP result with isError).
 	TaskCompleted TaskStatus = "completed"
@@ -239,7 +238,7 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 	if err != nil {
 		return Task{}, err
 	}
-	now := r.gateOf().opts.Now()
+	now := r.gateOf().now()
 	t := Task{ID: newTaskID(), Action: c.Action, Status: TaskWorking, Created: now, Updated: now, TTL: o.TTL}
 	switch {
 	case t.TTL == 0:
@@ -362,7 +361,7 @@ func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, ru
 		r.tasks.mu.Unlock()
 		// A unit that committed ended the task in its transaction; any
 		// other answer ends it here (a no-op when it is terminal).
-		end := endOf(res.Value, res.Records, err, cancelled, r.gateOf().opts.Now())
+		end := endOf(res.Value, res.Records, err, cancelled, r.gateOf().now())
 		if err == nil && res.Text != "" {
 			_, bounded := res.Value.(*Bounded)
 			end.Answer = answerText(answer{Value: res.Text, Bounded: bounded})
@@ -424,7 +423,7 @@ func (r *Registry) Task(ctx context.Context, id string, caller *Caller) (Task, e
 		// An anonymous caller owns no task: "" is the host's principal.
 		return Task{}, ErrTaskNotFound
 	}
-	if t.Expired(r.gateOf().opts.Now()) {
+	if t.Expired(r.gateOf().now()) {
 		_ = ts.DeleteTask(ctx, id)
 		return Task{}, ErrTaskNotFound
 	}
@@ -472,7 +471,7 @@ func (r *Registry) CancelTask(ctx context.Context, id string, caller *Caller) er
 		return nil // the run ends its task
 	}
 	ts, _ := tasksOf(r.opts.Store)
-	if _, err := ts.EndTask(ctx, id, Task{Status: TaskCancelled, Message: "the task was cancelled", Updated: r.gateOf().opts.Now()}); err != nil {
+	if _, err := ts.EndTask(ctx, id, Task{Status: TaskCancelled, Message: "the task was cancelled", Updated: r.gateOf().now()}); err != nil {
 		return storeFailure(err)
 	}
 	return nil

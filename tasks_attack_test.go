@@ -36,7 +36,7 @@ func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	log := &countingLog{RunLog: actions.NewRunLog()}
 	var refused atomic.Int32
-	reg := actions.NewRegistry(&actions.Options{Store: log, Gate: &actions.GateOptions{Rate: 0.001, Burst: 1, Now: func() time.Time { return now }},
+	reg := actions.NewRegistry(&actions.Options{Store: log, Now: func() time.Time { return now }, Gate: &actions.GateOptions{Rate: 0.001, Burst: 1},
 		OnRecord: func(rec actions.Record) {
 			if rec.Entry.Outcome == actions.OutcomeRefused {
 				refused.Add(1)

@@ -76,7 +76,7 @@ func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func TestProgressRateAndOrder(t *testing.T) {
 	c := &clock{}
-	reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{Now: c.now}})
+	reg := actions.NewRegistry(&actions.Options{Now: c.now})
 	reg.MustRegister(actions.New(actions.Definition{ID: "demo/work"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
 		tr.Progress(1, 4, "one") // delivered: the first
 		c.advance(50 * time.Millisecond)

@@ -106,9 +106,9 @@ type toolOptions struct {
 // sees reports whether the export shows d.
 func (o *toolOptions) sees(d *Definition) bool {
 	if o.caller == nil {
-		return d.Offers(SurfaceMCP)
+		return d.offers(SurfaceMCP)
 	}
-	return d.Offers(o.caller.Surface) && o.caller.Can(d.Capability)
+	return d.offers(o.caller.Surface) && o.caller.Can(d.Capability)
 }
 
 func toolOptionsOf(opts *ToolOptions) toolOptions {
@@ -189,7 +189,7 @@ func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o tool
 	describeRefs(in)
 	var out map[string]any
 	if output != nil {
-		out = output.Schema()
+		out = output.schema()
 		objectProperties(out)
 	}
 	desc := def.Description

@@ -44,7 +44,7 @@ func (f *toolFixture) options() *ToolOptions {
 func exportTools(defs []Definition, opts *ToolOptions) ([]Tool, error) {
 	r := NewRegistry(nil)
 	for _, d := range defs {
-		if !d.Offers(SurfaceMCP) {
+		if !d.offers(SurfaceMCP) {
 			continue
 		}
 		if err := r.Register(New(d, noBody)); err != nil {
@@ -179,7 +179,7 @@ func checkHiddenTools(t *testing.T, f *toolFixture, defs []Definition, opts *Too
 	t.Helper()
 	var hidden []Definition
 	for _, d := range defs {
-		if !d.Offers(SurfaceMCP) {
+		if !d.offers(SurfaceMCP) {
 			hidden = append(hidden, d)
 		}
 	}
@@ -205,7 +205,7 @@ func checkOneByOne(t *testing.T, f *toolFixture, defs []Definition, tools []Tool
 		byName[tool.Name] = tool
 	}
 	for _, d := range defs {
-		if !d.Offers(SurfaceMCP) {
+		if !d.offers(SurfaceMCP) {
 			continue
 		}
 		want, ok := byName[ToolName(d.ID)]
@@ -230,7 +230,7 @@ func checkRegistryTools(t *testing.T, f *toolFixture, defs []Definition, opts *T
 	r := NewRegistry(nil)
 	for _, d := range defs {
 		if err := r.Register(Action{Definition: d, Run: noBody}); err != nil {
-			if !d.Offers(SurfaceMCP) && f.Error == "" {
+			if !d.offers(SurfaceMCP) && f.Error == "" {
 				continue // refused at Register, as the export skips it
 			}
 			require.NotEmpty(t, f.Error, "register %s: %v", d.ID, err)
@@ -357,7 +357,7 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 	require.NoError(t, err)
 	want := toolsJSON(t, before)
 	wantDoc := r.paramsOf("shop/add")
-	wantSchema := toolsJSON(t, wantDoc.Schema())
+	wantSchema := toolsJSON(t, wantDoc.schema())
 	wantParams := toolsJSON(t, params)
 
 	vandalise := func(tool Tool) {
@@ -385,7 +385,7 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, toolsJSON(t, after), "Registry.Tools")
 	ps := r.paramsOf("shop/add")
-	assert.Equal(t, wantSchema, toolsJSON(t, ps.Schema()), "the compiled schema")
+	assert.Equal(t, wantSchema, toolsJSON(t, ps.schema()), "the compiled schema")
 	assert.Equal(t, wantParams, toolsJSON(t, params), "the definition's parameters")
 
 	// The registry still checks calls against the schema it compiled.

@@ -91,7 +91,9 @@ func (t *Trace) Command(cmd, result any) error {
 // cannot make for its caller a call the caller may not make. A nested
 // call counts no rate, and one that needs confirmation is refused
 // confirmation_required (not held) unless the outer call is itself a
-// confirmation. See [Trace.CallAsHost] for a call the host makes. It returns the nested body's result, or its error or
+// confirmation; under an action with [Definition].Preview, whose calls
+// are the caller's (a program's), each counts the caller's rate and one
+// that needs confirmation holds the whole call instead. See [Trace.CallAsHost] for a call the host makes. It returns the nested body's result, or its error or
 // refusal (see [Registry.Run]). Calls nested deeper than
 // Limits.MaxCallDepth are refused with constraint_violation. After the
 // body has returned, Call runs nothing and returns an error.

@@ -78,7 +78,7 @@ const maxValueDepth = 64
 
 // Now returns the time, recorded as a [Trace.Value] named "now" (RFC 3339
 // with nanoseconds, UTC) and given back on replay. It reads the
-// registry's clock (GateOptions.Now), time.Now for a [NewTrace].
+// registry's clock (Options.Now), time.Now for a [NewTrace].
 func (t *Trace) Now() time.Time {
 	now := t.now
 	if now == nil {

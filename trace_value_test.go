@@ -18,7 +18,7 @@ import (
 // and calls t/stamp, which draws a time of its own. raw, when set, draws
 // the number straight from seq instead.
 func valueRegistry(seq *atomic.Int64, clock func() time.Time, raw bool) *Registry {
-	reg := NewRegistry(&Options{Gate: &GateOptions{Now: clock}})
+	reg := NewRegistry(&Options{Now: clock})
 	reg.MustRegister(
 		New(Definition{ID: "t/open"}, func(ctx context.Context, _ map[string]any, tr *Trace) (any, error) {
 			var n any

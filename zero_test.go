@@ -43,8 +43,8 @@ func TestZeroEntryWriter(t *testing.T) {
 	assert.NotEmpty(t, buf.String())
 }
 
-func TestZeroMemoryPendingStore(t *testing.T) {
-	var s MemoryPendingStore
+func TestZeroMemoryPendingStoreIsEmpty(t *testing.T) {
+	var s memoryPendingStore
 	ctx := context.Background()
 	_, err := s.Get(ctx, "x")
 	assert.ErrorIs(t, err, ErrNoPendingChange)
@@ -88,7 +88,7 @@ func TestZeroParameterSchema(t *testing.T) {
 	_, err := ps.Check(context.Background(), map[string]any{}, nil)
 	assert.ErrorIs(t, err, CodeInternal, "the host's fault, not the caller's")
 	assert.NotErrorIs(t, err, CodeInvalidParameters)
-	assert.Nil(t, ps.Schema())
+	assert.Nil(t, ps.schema())
 }
 
 func TestZeroValuesOfData(t *testing.T) {
@@ -100,7 +100,7 @@ func TestZeroValuesOfData(t *testing.T) {
 	var d Definition
 	assert.Equal(t, EffectWrite, d.EffectOf())
 	assert.True(t, d.IsDestructive())
-	assert.True(t, d.Offers(SurfaceMCP))
+	assert.True(t, d.offers(SurfaceMCP))
 	var r Refusal
 	assert.Equal(t, "internal", r.Error())
 	assert.Equal(t, CodeInternal, CodeOf(&r))

@@ -646,7 +646,6 @@ func callParams(params string) string {
 // identity), with stock.write unless revoked.
 type heldShop struct {
 	reg       *actions.Registry
-	pending   *actions.MemoryPendingStore
 	principal atomic.Value // string
 	revoked   atomic.Bool
 	callers   atomic.Int32 // calls of Options.Caller
@@ -659,11 +658,11 @@ type heldShop struct {
 
 func newHeldShop(t *testing.T) *heldShop {
 	t.Helper()
-	h := &heldShop{pending: &actions.MemoryPendingStore{}}
+	h := &heldShop{}
 	h.principal.Store("editor")
 	h.reg = actions.NewRegistry(&actions.Options{
 		// Its people may answer in their MCP client (elicitation).
-		Gate: &actions.GateOptions{Pending: h.pending, DecideFrom: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP}},
+		Gate: &actions.GateOptions{DecideFrom: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP}},
 		OnRecord: func(rec actions.Record) {
 			h.mu.Lock()
 			h.records = append(h.records, rec)

@@ -241,3 +241,29 @@ func TestProgramNeedingNoConfirmationIsKeptAsItRan(t *testing.T) {
 		assert.Empty(t, pending)
 	})
 }
+
+func TestProgramActionNeedingConfirmationIsPreviewed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		reg, rows := shopOn(t, db)
+		ctx := context.Background()
+		// A host may make every program wait for a person: the program
+		// is previewed all the same, so the person sees its calls.
+		guarded := programs.Action(reg, &programs.Options{ID: "programs/guarded"})
+		guarded.NeedsConfirmation = true
+		require.NoError(t, reg.Register(guarded))
+		_, err := reg.Run(ctx, actions.Call{Action: "programs/guarded", Caller: agent,
+			Params: map[string]any{"program": `await stock.add({item: "fig"}); return 1;`}})
+		var rf *actions.Refusal
+		require.ErrorAs(t, err, &rf)
+		require.Equal(t, actions.CodeConfirmationRequired, rf.Code)
+		assert.Equal(t, []string{"pear", "plum"}, rows())
+		pc, err := reg.PendingChange(ctx, rf.Pending.ID, sam)
+		require.NoError(t, err)
+		assert.Equal(t, [][2]string{{"stock/add", `{"item":"fig"}`}}, shown(pc))
+
+		res, err := reg.Decide(ctx, actions.Decision{Change: pc.ID, Confirm: true, Caller: sam})
+		require.NoError(t, err)
+		assert.Equal(t, "1", res.Text)
+		assert.Equal(t, []string{"fig", "pear", "plum"}, rows())
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,7 +31,7 @@ func runCtx(ctx context.Context, t testing.TB, reg *actions.Registry, caller *ac
 			o.ID = fmt.Sprintf("programs/run_%08x", crc32.ChecksumIEEE(fmt.Appendf(nil, "%+v", o)))
 		}
 	}
-	if _, ok := reg.Get(o.ID); !ok {
+	if !slices.ContainsFunc(reg.Definitions(), func(d actions.Definition) bool { return d.ID == o.ID }) {
 		require.NoError(t, reg.Register(programs.Action(reg, &o)))
 	}
 	return reg.Run(ctx, actions.Call{Action: o.ID, Params: map[string]any{"program": src}, Caller: caller})

@@ -259,3 +259,19 @@ func TestDeepRecursionIsCaught(t *testing.T) {
 	assert.ErrorIs(t, err, programs.CodeFailed)
 	assertHostWorks(t, reg)
 }
+
+// TestProgramCallsCountTheCallersRate: a program's calls are the
+// caller's own, so each counts the caller's rate limit: a program
+// cannot call an action more often than its caller could.
+func TestProgramCallsCountTheCallersRate(t *testing.T) {
+	reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{Rate: 0.001, Burst: 3}})
+	reg.MustRegister(actions.New(actions.Definition{ID: "mail/send", Effect: actions.EffectWrite, Additive: true},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "sent", nil }))
+	res, err := run(t, reg, reader, `let n = 0; for (let i = 0; i < 5; i++) { await mail.send(); n++; } return n;`, nil)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, actions.CodeRateLimited)
+	made := calls(res)
+	require.Len(t, made, 4, "a burst of three per caller and action: the fourth call is refused")
+	assert.Equal(t, actions.OutcomeDone, made[2].Outcome)
+	assert.Equal(t, actions.CodeRateLimited, made[3].Error)
+}

@@ -15,6 +15,9 @@ if [ -z "${ACTIONS_TEST_POSTGRES:-}" ]; then
   trap 'scripts/pg-cluster.sh stop "$ACTIONS_PG_DIR"' EXIT
 fi
 {
+  # The run's machine and load, for the figures' record.
+  echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3-4) $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2-) nproc=$(nproc)"
+  echo "# uptime at start: $(uptime)"
   # Each group runs in its own processes: a group that leaves a large heap
   # behind (a batch of 10,000 entries) would otherwise slow the next one
   # through the collector and the scavenger. And each group runs in PROCS
@@ -50,5 +53,6 @@ fi
   # against 10.
   pkg=./sqlstore rep -bench 'BenchmarkCallMemory|BenchmarkBatchMemory'
   # The load benchmark (clients, replicas, tails) is scripts/load.sh.
-} | tee "$out" | grep '^Benchmark' >&2
+  echo "# uptime at end: $(uptime)"
+} | tee "$out" | grep '^Benchmark\|^# ' >&2
 go run ./scripts/benchratio < "$out"

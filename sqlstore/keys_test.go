@@ -64,8 +64,8 @@ func newKeyReplica(t testing.TB, db *dbtest.DB, fresh bool, clock *keyClock, run
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(context.Background()))
 	rp := &keyReplica{s: s, runs: runs}
-	rp.reg = actions.NewRegistry(&actions.Options{Store: s, KeyWait: time.Minute,
-		Gate: &actions.GateOptions{Pending: s.Pending(), Now: clock.now}})
+	rp.reg = actions.NewRegistry(&actions.Options{Store: s, KeyWait: time.Minute, Now: clock.now,
+		Gate: &actions.GateOptions{Pending: s.Pending()}})
 	charge := func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
 		tx := txOf(ctx)
 		runs.Add(1)
@@ -245,7 +245,7 @@ func TestKeyInProgress(t *testing.T) {
 		a := newKeyReplica(t, db, true, clock, &runs, nil)
 		a.started, a.release = make(chan struct{}), make(chan struct{})
 		b := newKeyReplica(t, db, true, clock, &runs, nil)
-		b.reg = actions.NewRegistry(&actions.Options{Store: b.s, KeyWait: 20 * time.Millisecond, Gate: &actions.GateOptions{Now: clock.now}})
+		b.reg = actions.NewRegistry(&actions.Options{Now: clock.now, Store: b.s, KeyWait: 20 * time.Millisecond})
 		require.NoError(t, b.reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/slow",
 			Parameters: `{"type":"object"}`}, Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			runs.Add(1)
@@ -539,11 +539,11 @@ func TestKeyRetryPassesTheGate(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, s.Migrate(context.Background()))
 				clock := &keyClock{t: time.Unix(1e9, 0)}
-				gate := &actions.GateOptions{Rate: 1, Burst: 2, Now: clock.now}
+				gate := &actions.GateOptions{Rate: 1, Burst: 2}
 				if shared {
 					gate.Limiter = s.RateLimits()
 				}
-				reg := actions.NewRegistry(&actions.Options{Store: s, Gate: gate})
+				reg := actions.NewRegistry(&actions.Options{Store: s, Now: clock.now, Gate: gate})
 				var runs atomic.Int64
 				reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/pay", Parameters: `{"type":"object"}`, Capability: "pay"},
 					Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }})
@@ -591,8 +591,8 @@ func TestKeyHeldCallExpired(t *testing.T) {
 		clock := &keyClock{t: time.Unix(1e9, 0)}
 		rp := newKeyReplica(t, db, false, clock, &runs, nil)
 		// A change that waits an hour: it dies well within the key's window.
-		rp.reg = actions.NewRegistry(&actions.Options{Store: rp.s,
-			Gate: &actions.GateOptions{Pending: rp.s.Pending(), Now: clock.now, PendingFor: time.Hour}})
+		rp.reg = actions.NewRegistry(&actions.Options{Store: rp.s, Now: clock.now,
+			Gate: &actions.GateOptions{Pending: rp.s.Pending(), PendingFor: time.Hour}})
 		rp.reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/refund", Parameters: `{"type":"object"}`, NeedsConfirmation: true},
 			Run: func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
 				_, err := txOf(ctx).ExecContext(ctx, "INSERT INTO charges (amount) VALUES ('4')")
@@ -711,7 +711,7 @@ func TestKeyBatchRetryPassesTheRate(t *testing.T) {
 		clock := &keyClock{t: time.Unix(1e9, 0)}
 		var recs []actions.Record
 		var mu sync.Mutex
-		reg := actions.NewRegistry(&actions.Options{Store: s, Gate: &actions.GateOptions{Rate: 1, Burst: 4, Now: clock.now},
+		reg := actions.NewRegistry(&actions.Options{Store: s, Now: clock.now, Gate: &actions.GateOptions{Rate: 1, Burst: 4},
 			OnRecord: func(r actions.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
 		var runs atomic.Int64
 		reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/pay", Parameters: `{"type":"object"}`},

@@ -7,8 +7,6 @@ import (
 	"math"
 	"strconv"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // rateTable holds the shared rate-limit buckets: per (principal,
@@ -71,17 +69,18 @@ func (s *Store) RateLimits() *RateLimits {
 }
 
 // Take takes one call of action by principal at now from a bucket of
-// burst calls refilled at lim per second: see [actions.RateLimiter]. A
-// rate above 10^6 per second counts as 10^6 (the table's unit is the
-// microsecond). Errors: the database's.
-func (l *RateLimits) Take(ctx context.Context, principal, action string, lim rate.Limit, burst int, now time.Time) (time.Time, bool, error) {
+// burst calls refilled at perSecond calls per second: see
+// [actions.RateLimiter]. A rate above 10^6 per second counts as 10^6 (the
+// table's unit is the microsecond); an infinite rate takes nothing.
+// Errors: the database's.
+func (l *RateLimits) Take(ctx context.Context, principal, action string, perSecond float64, burst int, now time.Time) (time.Time, bool, error) {
 	if err := l.s.made(); err != nil {
 		return time.Time{}, false, err
 	}
-	if lim == rate.Inf {
+	if math.IsInf(perSecond, 1) || perSecond == math.MaxFloat64 {
 		return time.Time{}, true, nil
 	}
-	interval := int64(math.Max(1, math.Round(1e6/float64(lim)))) // µs per call
+	interval := int64(math.Max(1, math.Round(1e6/perSecond))) // µs per call
 	tau := interval * int64(max(burst, 1))
 	t := now.UnixMicro()
 	q := queryer(l.s.db)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/time/rate"
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/internal/dbtest"
@@ -19,11 +18,11 @@ import (
 // burst 3, its buckets in the store's shared RateLimits.
 func rateReplica(t testing.TB, db *dbtest.DB, s *sqlstore.Store, clock *keyClock, shared bool) *actions.Registry {
 	t.Helper()
-	g := &actions.GateOptions{Rate: 1, Burst: 3, Now: clock.now}
+	g := &actions.GateOptions{Rate: 1, Burst: 3}
 	if shared {
 		g.Limiter = s.RateLimits()
 	}
-	reg := actions.NewRegistry(&actions.Options{Store: s, Gate: g})
+	reg := actions.NewRegistry(&actions.Options{Store: s, Now: clock.now, Gate: g})
 	require.NoError(t, reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/ping", Effect: actions.EffectRead},
 		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }}))
 	return reg
@@ -88,7 +87,7 @@ func BenchmarkRateLimit(b *testing.B) {
 				s := newStore(b, db, nil)
 				clock := &keyClock{t: time.Unix(1e9, 0)}
 				reg := rateReplica(b, db, s, clock, shared)
-				g := &actions.GateOptions{Rate: rate.Limit(1e6), Burst: 1 << 30, Now: time.Now} // never refuses, always counts
+				g := &actions.GateOptions{Rate: 1e6, Burst: 1 << 30} // never refuses, always counts
 				if shared {
 					g.Limiter = s.RateLimits()
 				}

@@ -43,7 +43,7 @@ func newTaskHost(t *testing.T, db *dbtest.DB, obey bool) *taskHost {
 	require.NoError(t, s.Migrate(context.Background()))
 	h := &taskHost{s: s, clock: &keyClock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)},
 		started: make(chan struct{}), release: make(chan struct{}), sawDone: make(chan struct{})}
-	h.reg = actions.NewRegistry(&actions.Options{Store: s, Gate: &actions.GateOptions{Now: h.clock.now}})
+	h.reg = actions.NewRegistry(&actions.Options{Now: h.clock.now, Store: s})
 	params := `{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`
 	require.NoError(t, h.reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/report", Parameters: params},
 		Run: func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {

@@ -63,7 +63,7 @@ func TestTimeoutByTheClock(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, s.Migrate(context.Background()))
 		clock := &keyClock{t: time.Unix(1e9, 0)}
-		reg := actions.NewRegistry(&actions.Options{Store: s, Gate: &actions.GateOptions{Now: clock.now}})
+		reg := actions.NewRegistry(&actions.Options{Now: clock.now, Store: s})
 		reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/late", Parameters: `{"type":"object"}`, Timeout: time.Hour},
 			Run: func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
 				if _, err := txOf(ctx).ExecContext(ctx, "INSERT INTO charges (amount) VALUES ('1')"); err != nil {

@@ -98,7 +98,7 @@ func New(t *testing.T, db *dbtest.DB, opts *pages.Options) *Fixture {
 	o.SeesAll = func(who *actions.Caller) bool { return who.Principal == "editor" }
 	// Replays run on a registry of their own, in memory: a replay that
 	// matches is kept, which the live store must not get.
-	o.Replayer = NewRegistry(actions.NewRunLog(), &actions.MemoryPendingStore{}, f.Clock)
+	o.Replayer = NewRegistry(actions.NewRunLog(), nil, f.Clock)
 	f.Pages, err = pages.New(f.Reg, f.Store, &o)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
@@ -114,7 +114,7 @@ func New(t *testing.T, db *dbtest.DB, opts *pages.Options) *Fixture {
 
 // NewRegistry registers the fixture's actions on store.
 func NewRegistry(store actions.Store, pending actions.PendingStore, c *Clock) *actions.Registry {
-	reg := actions.NewRegistry(&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: pending, Now: c.Now}})
+	reg := actions.NewRegistry(&actions.Options{Now: c.Now, Store: store, Gate: &actions.GateOptions{Pending: pending}})
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/discard", Title: "Discard stock",
 			Description: "Removes items from the stock for good, with a note saying why.",

@@ -69,9 +69,10 @@ type Unit struct {
 // still running, compares digests, answers a retry from the row and
 // writes its audit line, and tells the store what the unit leaves under
 // the key. A store keeps one row per (Principal, Action, Key) and
-// writes it when told; it decides nothing. A Store without this
-// interface refuses every keyed call (internal, retry never): at most
-// once cannot be promised without a row every process sees.
+// writes it when told; it decides nothing. On a Store without this
+// interface the registry refuses every keyed call (internal, retry
+// never) rather than fall back to memory: at most once cannot be
+// promised without a row every process sharing the store sees.
 type KeyStore interface {
 	Store
 	// ClaimKey claims the key of claim for a unit about to run. When the

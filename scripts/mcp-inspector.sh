@@ -10,7 +10,11 @@
 #   2. a valid tools/call comes back with a result (isError not set);
 #   3. an invalid tools/call comes back as a result with isError: true that
 #      names the parameter at fault (MCP SEP-1303);
-#   4. a call of the hidden action fails with JSON-RPC -32602.
+#   4. a call of the hidden action fails with JSON-RPC -32602;
+# and over HTTP with `serve -tool-search`, that tools/list gives only the
+# pinned tool, the batch tool, tool_search and tool_describe, that a
+# search finds a tool not listed, which is then called by name, and that
+# no search finds the hidden action.
 # Over HTTP it calls as the example's editor (its demo bearer token), and
 # then stops the server with SIGTERM, which must drain and exit 0.
 # It ends with "mcp-inspector: N passed, M failed" and exits 1 on a failure.
@@ -143,6 +147,58 @@ checks() {
 	fi
 }
 
+# search_checks runs the tool search checks (serve -tool-search): the
+# list is the pinned tool, the batch tool and the two search tools; a
+# search finds a tool that is not listed, which is then called by name;
+# the hidden action is never found.
+search_checks() {
+	if inspect slist --method tools/list &&
+		check "$work/slist.json" '
+			const got = JSON.stringify(r.tools.map(t => t.name).sort());
+			if (got !== JSON.stringify(["run_batch","supply-get_actor","tool_describe","tool_search"])) throw new Error("tools " + got);
+		' 2>"$work/slist.check"; then
+		pass "$mode: tools/list gives the pinned tool, the batch tool, tool_search and tool_describe"
+	else
+		cat "$work/slist.check" >>"$work/slist.err" 2>/dev/null || true
+		fail "$mode: tools/list" "$work/slist.err"
+	fi
+
+	if inspect found --method tools/call --tool-name tool_search --tool-arg 'query=record emissions' &&
+		check "$work/found.json" '
+			if (r.isError) throw new Error("isError is set: " + JSON.stringify(r.content));
+			const names = r.structuredContent.tools.map(t => t.name);
+			if (names[0] !== "carbon-record_emissions") throw new Error("found " + JSON.stringify(names));
+			if (!r.structuredContent.tools[0].inputSchema.properties.co2_t) throw new Error("no input schema");
+		' 2>"$work/found.check"; then
+		pass "$mode: tool_search finds carbon-record_emissions first, with its input schema"
+	else
+		cat "$work/found.check" >>"$work/found.err" 2>/dev/null || true
+		fail "$mode: tool_search" "$work/found.err"
+	fi
+
+	if inspect byname --method tools/call --tool-name carbon-record_emissions --tool-arg actor=lyon_plant co2_t=2 &&
+		check "$work/byname.json" '
+			if (r.isError) throw new Error("isError is set: " + JSON.stringify(r.content));
+		' 2>"$work/byname.check"; then
+		pass "$mode: the found tool, not listed, is called by name"
+	else
+		cat "$work/byname.check" >>"$work/byname.err" 2>/dev/null || true
+		fail "$mode: tools/call of the found tool" "$work/byname.err"
+	fi
+
+	if inspect shidden --method tools/call --tool-name tool_search --tool-arg 'query=clear emissions' &&
+		check "$work/shidden.json" '
+			const names = (r.structuredContent.tools || []).map(t => t.name);
+			if (names.includes("carbon-clear_emissions")) throw new Error("the hidden action was found");
+			if (!names.includes("carbon-record_emissions")) throw new Error("found " + JSON.stringify(names));
+		' 2>"$work/shidden.check"; then
+		pass "$mode: tool_search never finds the hidden action"
+	else
+		cat "$work/shidden.check" >>"$work/shidden.err" 2>/dev/null || true
+		fail "$mode: tool_search (hidden)" "$work/shidden.err"
+	fi
+}
+
 # start_http ARGS... starts the example's HTTP server on a free port and
 # sets $url; the address comes from its first line on standard error.
 start_http() {
@@ -179,6 +235,10 @@ stop_http
 mode=http-stateless
 start_http -stateless
 checks
+stop_http
+mode=http-tool-search
+start_http -tool-search
+search_checks
 stop_http
 
 echo "mcp-inspector: $passed passed, $failed failed"

@@ -9,6 +9,8 @@
 //	supplychain serve -http ADDR         serve them over streamable HTTP at http://ADDR/mcp
 //	supplychain serve -http ADDR -stateless [-replica NAME] [-serial]
 //	                                     the same, each request on its own (for replicas)
+//	supplychain serve ... -tool-search   list supply-get_actor, run_batch, tool_search and
+//	                                     tool_describe only; find the other tools by search
 //	supplychain serve ... -cpuprofile FILE
 //	                                     and write a CPU profile of the run (runtime/pprof)
 //	supplychain replay -db DB            replay the database's run log on a fresh model
@@ -234,12 +236,14 @@ func setupDBOrder(ctx context.Context, dsn, origin string, serial bool, onRecord
 // reg, and the batch tool; what the client is not told (a body's error,
 // a panic) goes to logger.
 func newServer(model *Model, reg *actions.Registry, logger *slog.Logger) (*mcp.Server, error) {
-	return newServerAt(model, reg, logger, nil)
+	return newServerAt(model, reg, logger, nil, nil)
 }
 
 // newServerAt is newServer whose held calls' receipts link to their
-// confirmation screen, at the URL confirmURL gives (nil: none).
-func newServerAt(model *Model, reg *actions.Registry, logger *slog.Logger, confirmURL func(id string) string) (*mcp.Server, error) {
+// confirmation screen, at the URL confirmURL gives (nil: none), and
+// which lists only some tools and finds the others on demand when
+// search is not nil.
+func newServerAt(model *Model, reg *actions.Registry, logger *slog.Logger, confirmURL func(id string) string, search *mcpserver.ToolSearch) (*mcp.Server, error) {
 	server := mcp.NewServer(&mcp.Implementation{Name: "supplychain", Title: "Supply chain (actions example)", Version: "v0.1.0"},
 		&mcp.ServerOptions{Logger: logger})
 	err := mcpserver.AddTools(server, reg, &mcpserver.Options{
@@ -250,6 +254,7 @@ func newServerAt(model *Model, reg *actions.Registry, logger *slog.Logger, confi
 		Languages:  model.Languages(),
 		Caller:     callerOf, // see gate.go
 		ConfirmURL: confirmURL,
+		ToolSearch: search,
 	})
 	if err != nil {
 		return nil, err
@@ -262,7 +267,7 @@ func newServerAt(model *Model, reg *actions.Registry, logger *slog.Logger, confi
 // asked to stop, before they are cancelled.
 const drainTime = 10 * time.Second
 
-// serve runs "serve [-http ADDR [-stateless]]" until the client leaves or
+// serve runs "serve [-http ADDR [-stateless]] [-tool-search]" until the client leaves or
 // ctx ends.
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("supplychain serve", flag.ContinueOnError)
@@ -273,6 +278,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	replica := fs.String("replica", "", "this server's name in the run log (its origin), for replicas sharing a database")
 	serial := fs.Bool("serial", false, "run one call at a time across every replica sharing the database, instead of side by side under the locks each call takes")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile (runtime/pprof) of the whole run to this file")
+	toolSearch := fs.Bool("tool-search", false, "list only supply-get_actor, the batch tool, tool_search and tool_describe; the other tools are found by search and called by name")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -297,7 +303,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer model.Close()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	server, err := newServerAt(model, reg, logger, screenURL(*addr))
+	var search *mcpserver.ToolSearch
+	if *toolSearch {
+		search = &mcpserver.ToolSearch{Pinned: []string{"supply/get_actor"}}
+	}
+	server, err := newServerAt(model, reg, logger, screenURL(*addr), search)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,9 @@ func (l *RunLog) add(records ...Record) {
 	l.mu.Unlock()
 }
 
-// Records returns a deep copy of the records kept so far.
+// Records returns a deep copy of the records kept so far, in order,
+// rolled-back ones included (Record.RolledBack set: refused calls,
+// undone units, audit lines), which a replay of the log skips.
 func (l *RunLog) Records() []Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()

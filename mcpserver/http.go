@@ -49,10 +49,10 @@ type HTTPOptions struct {
 	// server's own. A request with an Origin header that is neither is
 	// refused with 403 before it reaches the SDK (MCP transports, "Security
 	// Warning": servers MUST validate Origin). Requests without Origin,
-	// as non-browser clients send them, are served.
+	// as non-browser clients send them, are served. The origin "*"
+	// turns the Origin check off: only for a server behind a proxy that
+	// checks Origin itself.
 	TrustedOrigins []string
-	// The origin "*" turns the Origin check off: only for a server
-	// behind a proxy that checks Origin itself.
 
 	// SessionTimeout closes a session that received no request for this
 	// long, cancelling its calls (0: 10 minutes). A request

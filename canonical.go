@@ -270,7 +270,15 @@ func (w *canonicalWriter) value(v any, depth int) error {
 			return nil
 		}
 		return w.audit(x, depth)
-	case RunStep, *RunStep, []RunEntry, Record, *Record, []Record:
+	case Record:
+		return w.record(&x, depth)
+	case *Record:
+		if x == nil {
+			w.buf = append(w.buf, "null"...)
+			return nil
+		}
+		return w.record(x, depth)
+	case RunStep, *RunStep, []RunEntry, []Record:
 		// An entry, alone or in its record, is written in the entry's
 		// form whoever writes it: a number a double does not hold keeps
 		// its digits (exactText).

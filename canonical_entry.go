@@ -153,6 +153,29 @@ func (w *canonicalWriter) command(text []byte, depth int) error {
 	return err
 }
 
+// record writes r as encoding/json would marshal it and the writer then
+// canonicalise the text (see entry): its members are "audit", "entry"
+// and, when set, "rolledBack", in that order. A JSON Lines log
+// (EntryWriter) writes every record this way.
+func (w *canonicalWriter) record(r *Record, depth int) error {
+	if depth >= canonicalMaxDepth {
+		return &CanonicalError{Reason: reasonTooDeep}
+	}
+	w.buf = append(w.buf, `{"audit":`...)
+	if err := w.audit(&r.Audit, depth+1); err != nil {
+		return err
+	}
+	w.buf = append(w.buf, `,"entry":`...)
+	if err := w.exactly(func() error { return w.entry(&r.Entry, depth+1) }); err != nil {
+		return err
+	}
+	if r.RolledBack {
+		w.buf = append(w.buf, `,"rolledBack":true`...)
+	}
+	w.buf = append(w.buf, '}')
+	return nil
+}
+
 // audit writes a as encoding/json would marshal it and the writer then
 // canonicalise the text (see entry); its caller, when set, takes the
 // general route.

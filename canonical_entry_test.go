@@ -62,6 +62,12 @@ func TestCanonicalEntry(t *testing.T) {
 			gotRec, err := CanonicalJSON(rec)
 			require.NoError(t, err)
 			assert.Equal(t, wantRec, string(gotRec))
+			rec.RolledBack = true
+			wantRec, err = viaMarshal(t, &rec)
+			require.NoError(t, err)
+			gotRec, err = CanonicalJSON(&rec)
+			require.NoError(t, err)
+			assert.Equal(t, wantRec, string(gotRec))
 		})
 	}
 	got, err := CanonicalJSON((*RunEntry)(nil))
@@ -123,6 +129,15 @@ func FuzzCanonicalEntry(f *testing.F) {
 		} else {
 			require.Error(t, errA)
 		}
+		r := Record{Entry: e, Audit: a, RolledBack: asHost}
+		gotR, errR := CanonicalJSON(r)
+		wantR, werrR := viaMarshal(t, r)
+		if werrR == nil {
+			require.NoError(t, errR)
+			require.Equal(t, wantR, string(gotR))
+		} else {
+			require.Error(t, errR)
+		}
 		if werr == nil {
 			require.NoError(t, err)
 			require.Equal(t, want, string(got))
@@ -182,13 +197,18 @@ func TestCanonicalFormsEveryField(t *testing.T) {
 	fill(t, reflect.ValueOf(&e).Elem(), 2)
 	var a Audit
 	fill(t, reflect.ValueOf(&a).Elem(), 2)
-	for name, v := range map[string]any{"entry": e, "audit": a, "zero audit": Audit{}} {
+	var r Record
+	fill(t, reflect.ValueOf(&r).Elem(), 2)
+	for name, v := range map[string]any{"entry": e, "audit": a, "zero audit": Audit{}, "record": r, "zero record": Record{}} {
 		t.Run(name, func(t *testing.T) {
 			want, err := viaMarshal(t, v)
 			require.NoError(t, err)
 			got, err := CanonicalJSON(v)
 			require.NoError(t, err)
 			assert.Equal(t, want, string(got))
+			if name == "zero record" { // its entry's outcome, action and parameters are written empty
+				return
+			}
 			assert.NotContains(t, string(got), `""`, "a field left empty")
 		})
 	}

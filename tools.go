@@ -224,9 +224,9 @@ func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o tool
 
 // rootCompositions are the keywords providers refuse at a tool schema's
 // root.
-var rootCompositions = [...]string{"allOf", "anyOf", "oneOf"}
+var rootCompositions = [...]string{"allOf", "anyOf", "not", "oneOf"}
 
-// keepReferenced removes the root anyOf, oneOf and allOf. A branch that
+// keepReferenced removes the root anyOf, oneOf, allOf and not. A branch that
 // the rest of the schema still reaches, by a $ref pointer into it or by an
 // $anchor, $dynamicAnchor or $id declared in it, moves to $defs instead
 // ("allOf.0", ...), and the pointers that led into it are rewritten, so

@@ -240,4 +240,4 @@ func rulesOf(p Profile) (*profileRules, error) {
 
 // rootCompositions are the keywords providers refuse at a tool schema's
 // root, which the MCP tool already leaves out.
-var rootCompositions = [...]string{"allOf", "anyOf", "oneOf"}
+var rootCompositions = [...]string{"allOf", "anyOf", "not", "oneOf"}

@@ -315,13 +315,7 @@ func (n *node) prune() {
 	}
 	n.props = keepNamed(n.props, keep)
 	n.dependent = keepNamed(n.dependent, keep)
-	ps := n.patterns[:0]
-	for _, c := range n.patterns {
-		if keep(c.n) != nil {
-			ps = append(ps, c)
-		}
-	}
-	n.patterns = ps
+	n.patterns = keepKept(n.patterns, func(c patterned) bool { return keep(c.n) != nil })
 	n.additional, n.items, n.target = keep(n.additional), keep(n.items), keep(n.target)
 	n.then, n.els = keep(n.then), keep(n.els)
 	for i := range n.prefix {
@@ -345,23 +339,24 @@ func (n *node) prune() {
 }
 
 func keepNamed(cs []named, keep func(*node) *node) []named {
-	out := cs[:0]
-	for _, c := range cs {
-		if keep(c.n) != nil {
-			out = append(out, c)
-		}
-	}
-	return out
+	return keepKept(cs, func(c named) bool { return keep(c.n) != nil })
 }
 
 func keepNodes(cs []*node, keep func(*node) *node) []*node {
-	out := cs[:0]
+	return keepKept(cs, func(c *node) bool { return keep(c) != nil })
+}
+
+// keepKept keeps the elements of cs that kept says, in a slice of their
+// own: the nodes dropped must not stay reachable through the old array,
+// which a registry would hold for as long as the action is registered.
+func keepKept[T any](cs []T, kept func(T) bool) []T {
+	var out []T
 	for _, c := range cs {
-		if keep(c) != nil {
+		if kept(c) {
 			out = append(out, c)
 		}
 	}
-	return out
+	return slices.Clip(out)
 }
 
 // HasDefaults reports whether any default can be filled.

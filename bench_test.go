@@ -404,7 +404,7 @@ func BenchmarkTools(b *testing.B) {
 		var docs []map[string]any
 		for _, a := range reg.Definitions() {
 			ps := reg.paramsOf(a.ID)
-			docs = append(docs, ps.doc)
+			docs = append(docs, ps.schema())
 		}
 		b.ReportAllocs()
 		for b.Loop() {

@@ -24,7 +24,7 @@ func compileOutput(s any, limits Limits) (*ParameterSchema, error) {
 	if s == nil {
 		return nil, nil
 	}
-	ps, err := compileParameters(s, limits.withDefaults(), false)
+	ps, _, err := compileParameters(s, limits.withDefaults(), false)
 	if err != nil {
 		if r := asRefusal(err); r != nil && r.Code == CodeConstraintViolation {
 			c := *r

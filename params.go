@@ -1,7 +1,9 @@
 package actions
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -31,7 +33,11 @@ type RefMatches struct {
 // ParameterSchema is a compiled parameters schema. It is immutable and
 // safe for concurrent use.
 type ParameterSchema struct {
-	doc    map[string]any // the schema, in JSON's Go types
+	// doc is the schema's JSON without insignificant whitespace, kept as
+	// text rather than as the decoded document, whose maps weigh several
+	// times more for every registered action, and decoded again by the
+	// few readers of the document (tools, definitions).
+	doc    *ijson.Kept
 	sch    *jsonschema.Schema
 	plan   *schema.Plan
 	limits Limits
@@ -75,21 +81,23 @@ func noParameters() map[string]any {
 //   - anything the 2020-12 metaschema refuses, and a pattern that is not
 //     RE2 syntax (Go's regexp, not ECMA-262).
 func CompileParameters(s any, limits Limits) (*ParameterSchema, error) {
-	return compileParameters(s, limits.withDefaults(), true)
+	ps, _, err := compileParameters(s, limits.withDefaults(), true)
+	return ps, err
 }
 
 // compileParameters compiles with the given limits; objectRoot false lifts
-// the rule on the root, for the JSON Schema Test Suite only.
-func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema, error) {
-	doc, err := schemaDocument(s, limits)
+// the rule on the root, for the JSON Schema Test Suite only. It also
+// returns the schema document, for the registration's own checks.
+func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema, map[string]any, error) {
+	kept, doc, err := schemaDocument(s, limits)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	report, err := schema.Check(doc, schemaBase, limits.MaxSchemaDepth, objectRoot)
 	if err != nil {
 		var se *schema.Error
 		errors.As(err, &se)
-		return nil, schemaRefusal(se.Pointer, se.Keyword, se.Reason, nil)
+		return nil, nil, schemaRefusal(se.Pointer, se.Keyword, se.Reason, nil)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -97,17 +105,17 @@ func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema,
 	c.RegisterVocabulary(schema.NameCheck())
 	c.AssertVocabs()
 	if err := c.AddResource(schemaBase, doc); err != nil {
-		return nil, schemaRefusal("", "json", "the schema cannot be added", err)
+		return nil, nil, schemaRefusal("", "json", "the schema cannot be added", err)
 	}
 	sch, err := compile(c)
 	if err != nil {
-		return nil, compileRefusal(err)
+		return nil, nil, compileRefusal(err)
 	}
 	if report.References > 0 {
 		if err := schema.Multiplies(sch); err != nil {
 			var se *schema.Error
 			errors.As(err, &se)
-			return nil, schemaRefusal(se.Pointer, se.Keyword, se.Reason, nil)
+			return nil, nil, schemaRefusal(se.Pointer, se.Keyword, se.Reason, nil)
 		}
 	}
 	plan, err := schema.Build(sch, report, limits.MaxParamBytes)
@@ -117,9 +125,9 @@ func compileParameters(s any, limits Limits, objectRoot bool) (*ParameterSchema,
 	if err != nil {
 		var se *schema.Error
 		errors.As(err, &se)
-		return nil, schemaRefusal(se.Pointer, se.Keyword, se.Reason, nil)
+		return nil, nil, schemaRefusal(se.Pointer, se.Keyword, se.Reason, nil)
 	}
-	return &ParameterSchema{doc: doc, sch: sch, plan: plan, limits: limits}, nil
+	return &ParameterSchema{doc: kept, sch: sch, plan: plan, limits: limits}, doc, nil
 }
 
 // compile runs the engine's compiler, turning a panic into an error.
@@ -138,37 +146,56 @@ func (refuseLoader) Load(string) (any, error) {
 	return nil, errors.New("actions: loading schemas is disabled")
 }
 
-// schemaDocument turns the accepted forms of a schema into JSON's Go types.
-func schemaDocument(s any, limits Limits) (map[string]any, error) {
+// noParametersText is the text of noParameters.
+const noParametersText = `{"additionalProperties":false,"properties":{},"type":"object"}`
+
+// schemaDocument turns the accepted forms of a schema into JSON's Go
+// types, kept as its text without insignificant whitespace.
+func schemaDocument(s any, limits Limits) (*ijson.Kept, map[string]any, error) {
 	if s == nil {
-		return noParameters(), nil
+		k, v, err := ijson.Keep(noParametersText, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		return k, v.(map[string]any), nil
 	}
 	text, ok := ijson.Text(s)
 	if !ok {
 		b, err := marshalSafely(s)
 		if err != nil {
-			return nil, schemaRefusal("", "json", "the schema cannot be written as JSON", err)
+			return nil, nil, schemaRefusal("", "json", "the schema cannot be written as JSON", err)
 		}
 		text = b
 	}
 	if len(text) > limits.MaxSchemaBytes {
-		return nil, schemaRefusal("", "json", fmt.Sprintf("the schema is larger than %d bytes", limits.MaxSchemaBytes), nil)
+		return nil, nil, schemaRefusal("", "json", fmt.Sprintf("the schema is larger than %d bytes", limits.MaxSchemaBytes), nil)
 	}
 	// Each schema level is at most two JSON levels (a keyword's object
 	// or array, then the subschema), plus values such as enum's.
-	v, err := ijson.Decode(text, 2*limits.MaxSchemaDepth+8)
+	depth := 2*limits.MaxSchemaDepth + 8
+	kept := text
+	var compact bytes.Buffer
+	compact.Grow(len(text))
+	if json.Compact(&compact, text) == nil {
+		kept = compact.Bytes()
+	}
+	k, v, err := ijson.Keep(string(kept), depth)
 	if err != nil {
+		// The fault as located in the text given.
+		if _, derr := ijson.Decode(text, depth); derr != nil {
+			err = derr
+		}
 		var je *ijson.Error
 		if errors.As(err, &je) {
-			return nil, schemaRefusal(je.Pointer, "json", "the schema is not I-JSON text: "+textFault(je, text, 2*limits.MaxSchemaDepth+8), nil)
+			return nil, nil, schemaRefusal(je.Pointer, "json", "the schema is not I-JSON text: "+textFault(je, text, depth), nil)
 		}
-		return nil, schemaRefusal("", "json", "the schema is not JSON", nil)
+		return nil, nil, schemaRefusal("", "json", "the schema is not JSON", nil)
 	}
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return nil, schemaRefusal("", "type", "the parameters schema must be an object", nil)
+		return nil, nil, schemaRefusal("", "type", "the parameters schema must be an object", nil)
 	}
-	return doc, nil
+	return k, doc, nil
 }
 
 // schemaRefusal refuses a schema with one issue at ptr. An empty kw is
@@ -254,7 +281,7 @@ func (ps *ParameterSchema) schema() map[string]any {
 	if ps == nil || ps.doc == nil {
 		return nil // a ParameterSchema not made by CompileParameters
 	}
-	return schema.Copy(ps.doc).(map[string]any)
+	return ps.doc.Decode().(map[string]any)
 }
 
 // Check checks a call's parameters and returns the copy the body receives.

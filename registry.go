@@ -223,7 +223,7 @@ func (r *Registry) prepare(a Action) (*registered, error) {
 		return nil, refusef(CodeConstraintViolation, "the action has no body",
 			Issue{Path: "/run", Keyword: "run", Message: "the body is nil"})
 	}
-	ps, err := CompileParameters(a.Parameters, r.limits)
+	ps, doc, err := compileParameters(a.Parameters, r.limits.withDefaults(), true)
 	if err != nil {
 		rf := asRefusal(err)
 		if rf == nil {
@@ -252,7 +252,7 @@ func (r *Registry) prepare(a Action) (*registered, error) {
 		return nil, err
 	}
 	if a.agree != nil {
-		if err := a.agree(ps.doc); err != nil {
+		if err := a.agree(doc); err != nil {
 			return nil, err
 		}
 	}
@@ -263,7 +263,7 @@ func (r *Registry) prepare(a Action) (*registered, error) {
 	if out != nil {
 		a.OutputSchema = out.schema()
 	}
-	props, _ := ps.doc["properties"].(map[string]any)
+	props, _ := doc["properties"].(map[string]any)
 	_, cursor := props[cursorParam]
 	return &registered{action: a, params: ps, output: out, encode: a.encode, release: a.release, cursor: cursor}, nil
 }
@@ -324,8 +324,9 @@ func (r *Registry) lookup(id string) (*registered, bool) {
 
 // Tools returns the registered actions offered on mcp (or, with
 // opts.Caller, those the caller may see) as MCP tools, sorted by
-// name, from the schemas compiled at Register: nothing is decoded or
-// compiled again. opts may be nil. Each Tool is the caller's own copy;
+// name, from the schemas checked at Register: nothing is compiled again
+// (each schema's text, kept at Register, is decoded into the tool's own
+// maps). opts may be nil. Each Tool is the caller's own copy;
 // changing it changes nothing in the registry. It returns an empty,
 // non-nil slice when no action is visible. See docs/tools.md for the
 // mapping:
@@ -371,7 +372,7 @@ func (r *Registry) Tools(opts *ToolOptions) ([]Tool, error) {
 		if err := checkToolName(def.ID, ToolName(def.ID)); err != nil {
 			return nil, fmt.Errorf("actions: exporting %s: %w", def.ID, err)
 		}
-		tools = append(tools, toolOf(&def, reg.params.doc, reg.output, o))
+		tools = append(tools, toolOf(&def, reg.params.schema(), reg.output, o))
 	}
 	sortTools(tools)
 	return tools, nil

@@ -42,7 +42,7 @@ func TestJSONSchemaSuite(t *testing.T) {
 		require.NoError(t, json.Unmarshal(b, &groups))
 		for _, g := range groups {
 			name := filepath.Base(f) + "/" + g.Description
-			ps, err := compileParameters(json.RawMessage(g.Schema), limits, false)
+			ps, _, err := compileParameters(json.RawMessage(g.Schema), limits, false)
 			if err != nil {
 				var r *Refusal
 				require.True(t, errors.As(err, &r), "%s: %v", name, err)

@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/actionreg/actions/internal/schema"
 )
 
 // Tool is an MCP tool definition (MCP schema $defs/Tool, versions
@@ -174,11 +172,10 @@ func sortTools(tools []Tool) {
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 }
 
-// toolOf builds the tool of def from its decoded, compiled schema doc
-// and its compiled output schema (nil for none), which it never changes:
-// the tool gets deep copies.
-func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o toolOptions) Tool {
-	in := schema.Copy(doc).(map[string]any)
+// toolOf builds the tool of def from in, a fresh decoding of its compiled
+// parameters schema that the tool then owns, and its compiled output
+// schema (nil for none), of which the tool gets its own decoding.
+func toolOf(def *Definition, in map[string]any, output *ParameterSchema, o toolOptions) Tool {
 	delete(in, "$schema") // MCP reads a schema without $schema as 2020-12
 	rule := tooltext.AtLeastOneOf(in["anyOf"])
 	keepReferenced(in)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // MaxNumberLength bounds the text of one number, in bytes: a double needs
@@ -150,6 +151,15 @@ func Decode(data []byte, maxDepth int) (any, error) {
 	return v, nil
 }
 
+// text returns data[start:end] as a string: a copy, or the same memory
+// when the decoder's data is shared.
+func (d *decoder) text(start, end int) string {
+	if d.shared {
+		return unsafe.String(&d.data[start], end-start)
+	}
+	return string(d.data[start:end])
+}
+
 // frame is an object or array that is open.
 type frame struct {
 	object bool
@@ -176,6 +186,14 @@ type decoder struct {
 	keys     []member
 	buf      []byte
 	names    [256]string // recent member names, shared by calls (strings are immutable)
+	// shared: data is the memory of an immutable string, which the
+	// strings and numbers read point into instead of copying it.
+	shared bool
+	// kept, when shared: the boxed strings and numbers of the text (see
+	// Kept), given back in order (next) or, while collect, gathered.
+	kept    []any
+	next    int
+	collect bool
 }
 
 var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
@@ -185,6 +203,8 @@ const maxPooledScratch = 1 << 12
 
 func (d *decoder) release() {
 	d.data = nil
+	d.shared = false
+	d.kept, d.next, d.collect = nil, 0, false
 	clear(d.vals)
 	clear(d.keys)
 	d.vals = d.vals[:0]
@@ -211,9 +231,15 @@ value:
 		}
 		switch {
 		case c == '"':
-			v, err = d.readString(true)
+			var str string
+			if str, err = d.readString(true); err == nil {
+				v, err = d.leaf(str, false)
+			}
 		case c == '-' || (c >= '0' && c <= '9'):
-			v, err = d.readNumber()
+			var n json.Number
+			if n, err = d.readNumber(); err == nil {
+				v, err = d.leaf(string(n), true)
+			}
 		case c == '{' || c == '[':
 			var more bool
 			if v, more, err = d.open(c); more {
@@ -369,7 +395,7 @@ func (d *decoder) readName1() (string, error) {
 	for i < len(data) && plain[data[i]] {
 		i++
 	}
-	if i < len(data) && data[i] == '"' && i-start <= maxCachedName {
+	if i < len(data) && data[i] == '"' && i-start <= maxCachedName && !d.shared {
 		b := data[start:i]
 		slot := &d.names[nameSlot(b)]
 		if *slot != string(b) {
@@ -415,7 +441,7 @@ func (d *decoder) readLiteral(word string, v any) (any, error) {
 
 // readNumber reads a number (RFC 8259 §6) and keeps its text. It calls
 // strconv.ParseFloat only when the number could be too large for a double.
-func (d *decoder) readNumber() (any, error) {
+func (d *decoder) readNumber() (json.Number, error) {
 	data := d.data
 	start := d.pos
 	i := start
@@ -425,11 +451,11 @@ func (d *decoder) readNumber() (any, error) {
 	intStart := i
 	switch {
 	case i >= len(data):
-		return nil, d.fail(i, Syntax, "unexpected end of input", true)
+		return "", d.fail(i, Syntax, "unexpected end of input", true)
 	case data[i] == '0':
 		i++
 		if i < len(data) && isDigit(data[i]) {
-			return nil, d.fail(i, Syntax, "leading zero in number", true)
+			return "", d.fail(i, Syntax, "leading zero in number", true)
 		}
 	case data[i] >= '1' && data[i] <= '9':
 		i++
@@ -437,7 +463,7 @@ func (d *decoder) readNumber() (any, error) {
 			i++
 		}
 	default:
-		return nil, d.fail(i, Syntax, "invalid number", true)
+		return "", d.fail(i, Syntax, "invalid number", true)
 	}
 	intDigits := i - intStart
 	if i < len(data) && data[i] == '.' {
@@ -447,7 +473,7 @@ func (d *decoder) readNumber() (any, error) {
 			i++
 		}
 		if i == fracStart {
-			return nil, d.fail(i, Syntax, "invalid number", true)
+			return "", d.fail(i, Syntax, "invalid number", true)
 		}
 	}
 	exp := 0
@@ -466,7 +492,7 @@ func (d *decoder) readNumber() (any, error) {
 			i++
 		}
 		if i == expStart {
-			return nil, d.fail(i, Syntax, "invalid number", true)
+			return "", d.fail(i, Syntax, "invalid number", true)
 		}
 		if neg {
 			exp = -exp
@@ -474,10 +500,10 @@ func (d *decoder) readNumber() (any, error) {
 	}
 	text := data[start:i]
 	if !inRange(text, intDigits, exp) {
-		return nil, d.fail(start, NumberRange, "", true)
+		return "", d.fail(start, NumberRange, "", true)
 	}
 	d.pos = i
-	return json.Number(text), nil
+	return json.Number(d.text(start, i)), nil
 }
 
 // inRange applies the bounds of NumberRange to well-formed number text with
@@ -633,7 +659,7 @@ func (d *decoder) readString(child bool) (string, error) {
 	}
 	if i < len(data) && data[i] == '"' {
 		d.pos = i + 1
-		return string(data[start:i]), nil
+		return d.text(start, i), nil
 	}
 	return d.readStringSlow(start, i, child)
 }
@@ -656,7 +682,7 @@ func (d *decoder) readStringSlow(start, i int, child bool) (string, error) {
 				buf = append(buf, data[seg:i]...)
 				s = string(buf)
 			} else {
-				s = string(data[start:i])
+				s = d.text(start, i)
 			}
 			d.buf = buf
 			d.pos = i + 1

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -217,6 +218,67 @@ func TestDecodeMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// Keep gives what Decode gives, errors included, and so does each
+// decoding of the Kept: maps of its own, strings and numbers pointing
+// into the text, boxed once.
+func TestKeep(t *testing.T) {
+	texts := map[string]string{
+		"escapes and names": `{"a\u0062":"x\ny","plain":"text","n":[1.50E+02,-0,7,"é€",""],"k":{"":true,"t":"string","s":"#7"}}`,
+		"duplicate":         `{"a":1,"a":2}`,
+		"lone surrogate":    `["\ud800"]`,
+		"too deep":          strings.Repeat("[", 70) + strings.Repeat("]", 70),
+		"scalar":            `"object"`,
+	}
+	for name, text := range benchTexts() {
+		texts[name] = string(text)
+	}
+	for name, text := range texts {
+		t.Run(name, func(t *testing.T) {
+			want, wantErr := Decode([]byte(text), 64)
+			k, got, err := Keep(text, 64)
+			assert.Equal(t, wantErr, err)
+			assert.Equal(t, want, got)
+			if err == nil {
+				assert.Equal(t, want, k.Decode())
+				assert.Equal(t, want, k.Decode(), "again")
+				assert.Equal(t, text, k.Text())
+			}
+		})
+	}
+	text := `{"plain":"text","n":12.5,"esc":"a\tb","list":[{"x":1}]}`
+	k, _, err := Keep(text, 0)
+	require.NoError(t, err)
+	m := k.Decode().(map[string]any)
+	within := func(s string) bool {
+		start := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return p >= start && p < start+uintptr(len(text))
+	}
+	assert.True(t, within(m["plain"].(string)), "a plain string points into the text")
+	assert.True(t, within(string(m["n"].(json.Number))), "a number points into the text")
+	assert.False(t, within(m["esc"].(string)), "an escaped string is a copy")
+	for name := range m {
+		assert.True(t, within(name), "the name %q points into the text", name)
+	}
+	m["plain"] = "changed"
+	m["list"].([]any)[0].(map[string]any)["x"] = "changed"
+	assert.Equal(t, map[string]any{"plain": "text", "n": json.Number("12.5"), "esc": "a\tb", "list": []any{map[string]any{"x": json.Number("1")}}},
+		k.Decode(), "a decoding changed changes no other")
+	// Maps and slices only: the strings and numbers are boxed once, as
+	// many allocations as the same shape holding only literals.
+	shape := func(leaf string) *Kept {
+		k, _, err := Keep(strings.ReplaceAll(`{"a":L,"b":[L,L,{"c":L}],"d":{"e":L}}`, "L", leaf), 0)
+		require.NoError(t, err)
+		return k
+	}
+	k0 := shape("true")
+	literals := testing.AllocsPerRun(100, func() { _ = k0.Decode() })
+	for _, leaf := range []string{`"text"`, `12.5`, `"object"`, `7`} {
+		k := shape(leaf)
+		assert.Equal(t, literals, testing.AllocsPerRun(100, func() { _ = k.Decode() }), leaf)
+	}
+}
+
 func stdDecode(t testing.TB, text []byte) any {
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.UseNumber()
@@ -235,6 +297,12 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := Decode(data, 64)
+		k, kv, kerr := Keep(string(data), 64)
+		require.Equal(t, err, kerr, "Keep's error")
+		require.Equal(t, v, kv, "Keep's value")
+		if k != nil {
+			require.Equal(t, v, k.Decode(), "a Kept's decoding")
+		}
 		if err != nil {
 			var e *Error
 			require.ErrorAs(t, err, &e)

@@ -405,11 +405,15 @@ func (m *Model) ResolveRef(ctx context.Context, schema, value string) (actions.R
 	return found, rows.Err()
 }
 
-// Actor returns the actor of a key; ok is false when there is none.
-// Inside a unit the row is read FOR SHARE: a delete of it waits for the
-// unit, or the unit for the delete.
+// Actor returns the actor of a key that a ref resolved in the same unit;
+// ok is false when there is none. The row is read without a lock of its
+// own: the resolution holds the actor's id or name key shared to the
+// unit's end, and a delete takes both exclusively (locks.go), so a
+// delete of it waits for the unit, or the unit for the delete. (A row
+// lock here, FOR SHARE, would write the row's lock into the row, for
+// every call on a hot actor.)
 func (m *Model) Actor(ctx context.Context, key string) (Actor, bool, error) {
-	list, err := m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors WHERE actor_key = ?"+sqlstore.ForShare(ctx), key)
+	list, err := m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors WHERE actor_key = ?", key)
 	if err != nil || len(list) == 0 {
 		return Actor{}, false, err
 	}

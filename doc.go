@@ -37,6 +37,6 @@
 // Errors: every refusal is a *[Refusal] with a code; for every error the
 // library returns, errors.Is(err, X) holds exactly when [CodeOf](err)
 // is X, and each code has a published transport and retry policy
-// ([PolicyOf]). Limits on sizes and depths are in [Limits]; docs/ in the
+// ([codes.PolicyOf]). Limits on sizes and depths are in [Limits]; docs/ in the
 // repository has a page per concept.
 package actions

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // tasksTable holds the registry's tasks ([actions.TaskStore]): one row per
@@ -253,7 +254,7 @@ func (s *Store) FailTasks(ctx context.Context, origin string, now time.Time) (in
 	if err := s.made(); err != nil {
 		return 0, err
 	}
-	rf := actions.NewRefusal(actions.CodeInternal, "the process running the task ended before it did")
+	rf := actions.NewRefusal(codes.Internal, "the process running the task ended before it did")
 	answer, err := actions.CanonicalJSON(map[string]any{"refusal": rf})
 	if err != nil {
 		return 0, err

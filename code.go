@@ -283,9 +283,19 @@ const (
 	// CodeIdempotencyKeyRequired: the action wants a key
 	// ([Definition].NeedsIdempotencyKey) and the caller's call has none.
 	CodeIdempotencyKeyRequired Code = "idempotency_key_required"
+	// CodeOutcomeUnknown: the process running the call under this key
+	// (or the task) stopped before the call ended, and a replica of its
+	// origin settled it afterwards (sqlstore.Store.SettleOrphans). Its
+	// unit never committed, so its changes to the store's database were
+	// not kept; whatever its body did outside that database (a payment,
+	// a message) may have happened. Never retried: the same key answers
+	// it again, and a new call (with a new key) is safe only once the
+	// caller has checked that the first one did not take effect. A tool
+	// result, so that a model reads it.
+	CodeOutcomeUnknown Code = "outcome_unknown"
 )
 
-var keyCodes = []Code{CodeInProgress, CodeIdempotencyConflict, CodeIdempotencyKeyRequired}
+var keyCodes = []Code{CodeInProgress, CodeIdempotencyConflict, CodeIdempotencyKeyRequired, CodeOutcomeUnknown}
 
 // keySentinel returns the sentinel and policy of an idempotency code.
 func keySentinel(c Code) (error, Policy, bool) {
@@ -296,6 +306,8 @@ func keySentinel(c Code) (error, Policy, bool) {
 		return CodeIdempotencyConflict, Policy{TransportToolResult, RetryAfterEdit}, true
 	case CodeIdempotencyKeyRequired:
 		return CodeIdempotencyKeyRequired, Policy{TransportToolResult, RetryAfterEdit}, true
+	case CodeOutcomeUnknown:
+		return CodeOutcomeUnknown, Policy{TransportToolResult, RetryNever}, true
 	}
 	return nil, Policy{}, false
 }
@@ -308,6 +320,8 @@ func keyNextAction(c Code) string {
 		return "This idempotency key was used for another call: use a new key for a new call, or resend the first call as it was."
 	case CodeIdempotencyKeyRequired:
 		return "Call again with an idempotency key: a new random string for each intended change, reused only to retry that same call."
+	case CodeOutcomeUnknown:
+		return "Do not send this call again blindly: it may have taken effect. Check whether it did; only if it did not, make it again with a new idempotency key."
 	}
 	return ""
 }

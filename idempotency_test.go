@@ -135,6 +135,7 @@ func TestKeyCodes(t *testing.T) {
 		{actions.CodeInProgress, actions.CodeInProgress, actions.RetryAfterBackoff},
 		{actions.CodeIdempotencyConflict, actions.CodeIdempotencyConflict, actions.RetryAfterEdit},
 		{actions.CodeIdempotencyKeyRequired, actions.CodeIdempotencyKeyRequired, actions.RetryAfterEdit},
+		{actions.CodeOutcomeUnknown, actions.CodeOutcomeUnknown, actions.RetryNever},
 	} {
 		t.Run(string(tc.code), func(t *testing.T) {
 			r := actions.NewRefusal(tc.code, "")
@@ -161,7 +162,7 @@ func TestKeyToolSays(t *testing.T) {
 }
 
 // A body's own error that is, wraps or joins the bare code of a key's
-// refusal (in_progress, idempotency_conflict) is the body's: a keyed call
+// refusal (in_progress, idempotency_conflict, outcome_unknown) is the body's: a keyed call
 // gets it as an unkeyed call does, never a refusal about its key (a
 // caller told "still running, retry at" for a call that ended).
 func TestBodyBareKeyCode(t *testing.T) {
@@ -170,6 +171,7 @@ func TestBodyBareKeyCode(t *testing.T) {
 	for name, bodyErr := range map[string]error{
 		"in_progress":          actions.CodeInProgress,
 		"idempotency_conflict": actions.CodeIdempotencyConflict,
+		"outcome_unknown":      actions.CodeOutcomeUnknown,
 		"wrapped":              fmt.Errorf("the ledger said: %w", actions.CodeInProgress),
 		"joined":               errors.Join(errors.New("busy"), actions.CodeIdempotencyConflict),
 	} {
@@ -193,7 +195,8 @@ func TestBodyBareKeyCode(t *testing.T) {
 		// key.
 		_, err := reg.Run(ctx, actions.Call{Action: "shop/charge", IdempotencyKey: "k1", Caller: caller})
 		assert.Equal(t, actions.CodeInternal, actions.CodeOf(err), name)
-		assert.False(t, errors.Is(err, actions.CodeInProgress) || errors.Is(err, actions.CodeIdempotencyConflict), name)
+		assert.False(t, errors.Is(err, actions.CodeInProgress) || errors.Is(err, actions.CodeIdempotencyConflict) ||
+			errors.Is(err, actions.CodeOutcomeUnknown), name)
 		assert.Equal(t, 2, runs, "%s: once without key, once under the key", name)
 	}
 

@@ -226,18 +226,24 @@ func toolOf(def *Definition, doc map[string]any, output *ParameterSchema, o tool
 // root.
 var rootCompositions = [...]string{"allOf", "anyOf", "not", "oneOf"}
 
-// keepReferenced removes the root anyOf, oneOf, allOf and not. A branch that
-// the rest of the schema still reaches, by a $ref pointer into it or by an
-// $anchor, $dynamicAnchor or $id declared in it, moves to $defs instead
-// ("allOf.0", ...), and the pointers that led into it are rewritten, so
-// that the exported schema never holds a reference to nothing.
+// keepReferenced removes the root anyOf, oneOf, allOf and not. A branch
+// (or not's one schema) that the rest of the schema still reaches, by a
+// $ref pointer into it or by an $anchor, $dynamicAnchor or $id declared
+// in it, moves to $defs instead ("allOf.0", ..., "not"), and the pointers
+// that led into it are rewritten, so that the exported schema never
+// holds a reference to nothing.
 func keepReferenced(in map[string]any) {
 	moved := map[string]string{} // "#/allOf/0" → "#/$defs/allOf.0"
 	for _, kw := range rootCompositions {
 		branches, _ := in[kw].([]any)
+		suffix := func(i int) string { return "/" + strconv.Itoa(i) }
+		if sub, ok := in[kw]; ok && kw == "not" {
+			// not holds one schema, reached as "#/not".
+			branches, suffix = []any{sub}, func(int) string { return "" }
+		}
 		delete(in, kw)
 		for i, b := range branches {
-			from := "#/" + kw + "/" + strconv.Itoa(i)
+			from := "#/" + kw + suffix(i)
 			if !declaresIdentifier(b) && !refersInto(in, from) && !refersIntoAny(branches, from) {
 				continue
 			}
@@ -246,7 +252,7 @@ func keepReferenced(in map[string]any) {
 				defs = map[string]any{}
 				in["$defs"] = defs
 			}
-			name := kw + "." + strconv.Itoa(i)
+			name := kw + strings.ReplaceAll(suffix(i), "/", ".")
 			for defs[name] != nil {
 				name += "_"
 			}

@@ -1,14 +1,16 @@
 package actions
 
 import (
-	"github.com/actionreg/actions/internal/tooltext"
 	"slices"
+
+	"github.com/actionreg/actions/internal/tooltext"
 
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/schema"
 )
 
@@ -143,7 +145,7 @@ func ToolName(id string) string {
 func ActionID(name string) (string, error) {
 	ns, rest, ok := strings.Cut(name, "-")
 	if !ok || strings.Contains(rest, "-") || !isIdentifier(ns) || !isIdentifier(rest) {
-		return "", refusef(CodeUnknownAction, "the tool name does not come from an action id",
+		return "", refusef(codes.UnknownAction, "the tool name does not come from an action id",
 			Issue{Path: "", Keyword: "name", Message: "a tool name is namespace-name with both parts identifiers"})
 	}
 	return ns + "/" + rest, nil
@@ -153,17 +155,17 @@ func ActionID(name string) (string, error) {
 // characters of [A-Za-z0-9_.-].
 func checkToolName(id, name string) error {
 	if name == "" {
-		return refusef(CodeConstraintViolation, "the tool name is empty", Issue{Path: "/id", Keyword: "id", Message: "the id is empty"})
+		return refusef(codes.ConstraintViolation, "the tool name is empty", Issue{Path: "/id", Keyword: "id", Message: "the id is empty"})
 	}
 	if len(name) > maxToolNameLength {
-		return refusef(CodeConstraintViolation, "the tool name is too long",
+		return refusef(codes.ConstraintViolation, "the tool name is too long",
 			Issue{Path: "/id", Keyword: "id", Message: fmt.Sprintf("the tool name of %s has %d characters, more than the %d MCP accepts", id, len(name), maxToolNameLength)})
 	}
 	for i := 0; i < len(name); i++ {
 		switch c := name[i]; {
 		case c == '_', c == '.', c == '-', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
 		default:
-			return refusef(CodeConstraintViolation, "the tool name has a character MCP refuses",
+			return refusef(codes.ConstraintViolation, "the tool name has a character MCP refuses",
 				Issue{Path: "/id", Keyword: "id", Message: "a tool name holds only A-Z, a-z, 0-9, _, . and -"})
 		}
 	}

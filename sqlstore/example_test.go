@@ -15,6 +15,7 @@ import (
 	_ "modernc.org/sqlite" // the host picks the driver
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/sqlstore"
 )
 
@@ -230,7 +231,7 @@ func ExampleStore_SettleOrphans() {
 		}))
 	_, err = reg.Run(ctx, actions.Call{Action: "shop/charge", Params: params, IdempotencyKey: "order-17",
 		Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}})
-	fmt.Println(actions.CodeOf(err), actions.PolicyOf(actions.CodeOf(err)).Retry)
+	fmt.Println(actions.CodeOf(err), codes.PolicyOf(actions.CodeOf(err)).Retry)
 	// Output:
 	// 1 1 <nil>
 	// completed outcome_unknown

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // Orphans counts what [Store.SettleOrphans] settled.
@@ -25,7 +26,7 @@ const orphanMessage = "the process running the call stopped before the call ende
 // tasks still working that a store of origin created, and the
 // idempotency keys' claims still unanswered that a store of origin made.
 // Both are answered with the same refusal, outcome_unknown
-// ([actions.CodeOutcomeUnknown]: a tool result, never retried): the
+// ([codes.OutcomeUnknown]: a tool result, never retried): the
 // call's unit never committed, so its changes to this database are not
 // there, but its body may have acted outside it (charged a card, sent a
 // mail) before the process died.
@@ -53,7 +54,7 @@ func (s *Store) SettleOrphans(ctx context.Context, origin string, now time.Time)
 	if err := s.made(); err != nil {
 		return Orphans{}, err
 	}
-	answer, err := actions.CanonicalJSON(map[string]any{"refusal": actions.NewRefusal(actions.CodeOutcomeUnknown, orphanMessage)})
+	answer, err := actions.CanonicalJSON(map[string]any{"refusal": actions.NewRefusal(codes.OutcomeUnknown, orphanMessage)})
 	if err != nil {
 		return Orphans{}, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -74,7 +75,7 @@ func TestKeyReplicaKilledWhileRunning(t *testing.T) {
 		require.NoError(t, err)
 		impatient := orphanRegistry(t, db, b, 20*time.Millisecond, clock.now, &runs)
 		_, err = impatient.Run(ctx, chargeCall("killed-running", 8))
-		assert.ErrorIs(t, err, actions.CodeInProgress, "nobody settled the claim yet")
+		assert.ErrorIs(t, err, codes.InProgress, "nobody settled the claim yet")
 		assert.Equal(t, 0, chargeCount(t, db), "the body's write died with its transaction")
 
 		n, err := b.SettleOrphans(ctx, "replica-b", clock.now())
@@ -97,13 +98,13 @@ func TestKeyReplicaKilledWhileRunning(t *testing.T) {
 			_, err = reg.Run(ctx, chargeCall("killed-running", 8))
 			var rf *actions.Refusal
 			require.ErrorAs(t, err, &rf, "retry %d", i)
-			assert.Equal(t, actions.CodeOutcomeUnknown, rf.Code, "retry %d", i)
-			assert.Equal(t, actions.RetryNever, rf.Retry)
-			assert.Equal(t, actions.TransportToolResult, rf.Transport)
+			assert.Equal(t, codes.OutcomeUnknown, rf.Code, "retry %d", i)
+			assert.Equal(t, codes.RetryNever, rf.Retry)
+			assert.Equal(t, codes.TransportToolResult, rf.Transport)
 			assert.NotEmpty(t, rf.NextAction)
 		}
 		_, err = reg.Run(ctx, chargeCall("killed-running", 9))
-		assert.ErrorIs(t, err, actions.CodeIdempotencyConflict, "other parameters under the key")
+		assert.ErrorIs(t, err, codes.IdempotencyConflict, "other parameters under the key")
 		assert.Zero(t, runs.Load(), "the body never ran again")
 		assert.Equal(t, 0, chargeCount(t, db))
 
@@ -111,7 +112,7 @@ func TestKeyReplicaKilledWhileRunning(t *testing.T) {
 		require.Len(t, lines, 2, "one audit line per answered retry")
 		for _, l := range lines {
 			assert.Equal(t, "shop/charge", l.Entry.Action)
-			assert.Equal(t, actions.CodeOutcomeUnknown, l.Entry.Error)
+			assert.Equal(t, codes.OutcomeUnknown, l.Entry.Error)
 			assert.Equal(t, "killed-running", l.Audit.IdempotencyKey)
 			assert.True(t, strings.HasPrefix(l.Audit.Answered, "claim:"), l.Audit.Answered)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -226,7 +227,7 @@ func TestTaskKeyedRetry(t *testing.T) {
 		assert.Equal(t, first.ID, retry.ID)
 		c.Params = map[string]any{"amount": 8}
 		_, err = h.reg.Start(ctx, c, actions.TaskOptions{})
-		assert.ErrorIs(t, err, actions.CodeIdempotencyConflict)
+		assert.ErrorIs(t, err, codes.IdempotencyConflict)
 		close(h.release)
 		await(t, h.reg, first.ID)
 		assert.Equal(t, 1, chargeCount(t, db))
@@ -243,7 +244,7 @@ func TestTaskRefusedCallCompletes(t *testing.T) {
 		_, err = done.Result()
 		var rf *actions.Refusal
 		require.ErrorAs(t, err, &rf)
-		assert.Equal(t, actions.CodeInvalidParameters, rf.Code)
+		assert.Equal(t, codes.InvalidParameters, rf.Code)
 	})
 }
 
@@ -270,7 +271,7 @@ func TestTaskSettledAfterItsProcessDied(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, actions.TaskCompleted, got.Status)
 		_, rerr := got.Result()
-		assert.ErrorIs(t, rerr, actions.CodeOutcomeUnknown)
+		assert.ErrorIs(t, rerr, codes.OutcomeUnknown)
 		n, err = h.s.SettleOrphans(ctx, "replica-a", now)
 		require.NoError(t, err)
 		assert.Zero(t, n, "a terminal status stays")
@@ -315,14 +316,14 @@ func TestTaskReplicaKilled(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, actions.TaskCompleted, settled.Status)
 		_, rerr := settled.Result()
-		assert.ErrorIs(t, rerr, actions.CodeOutcomeUnknown)
+		assert.ErrorIs(t, rerr, codes.OutcomeUnknown)
 
 		// A retry under the key gets the settled task; nothing runs.
 		retried, err := h.reg.Start(ctx, actions.Call{Action: "shop/report", Params: map[string]any{}, Caller: ann, IdempotencyKey: "report-1"}, actions.TaskOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, id, retried.ID)
 		_, rerr = retried.Result()
-		assert.ErrorIs(t, rerr, actions.CodeOutcomeUnknown)
+		assert.ErrorIs(t, rerr, codes.OutcomeUnknown)
 		assert.Equal(t, 0, chargeCount(t, db))
 	})
 }

@@ -82,6 +82,8 @@ func nextActionOf(c codes.Code) string {
 		return "This idempotency key was used for another call: use a new key for a new call, or resend the first call as it was."
 	case codes.IdempotencyKeyRequired:
 		return "Call again with an idempotency key: a new random string for each intended change, reused only to retry that same call."
+	case codes.OutcomeUnknown:
+		return "Do not send this call again blindly: it may have taken effect. Check whether it did; only if it did not, make it again with a new idempotency key."
 	}
 	return ""
 }

@@ -217,7 +217,8 @@ func settleKey(ctx context.Context, ks KeyStore, k *unitKey, token string, keep 
 // commits nothing, and returns the records written and the recorded
 // answer.
 func answerRetry(ctx context.Context, s Store, k *unitKey, found *KeyRecord) ([]Record, Result, error) {
-	line := auditLine(found, k.audit)
+	res, answerErr := answeredFrom(found.Answer, found.Records)
+	line := auditLine(found, k, answerErr)
 	if k.admit != nil {
 		rec, err := k.admit(ctx)
 		if err != nil {
@@ -230,8 +231,7 @@ func answerRetry(ctx context.Context, s Store, k *unitKey, found *KeyRecord) ([]
 	if err != nil {
 		return recs, Result{}, err
 	}
-	res, err := answeredFrom(found.Answer, found.Records)
-	return recs, res, err
+	return recs, res, answerErr
 }
 
 // joinStore is err, with the store's failure to record it joined.
@@ -244,14 +244,20 @@ func joinStore(err, serr error) error {
 
 // auditLine is the one record written for a retry that the recorded row
 // answered: the recorded unit's last entry, as it is, with the retry's
-// audit a, whose Answered names the recorded unit; rolled back, since
-// the retry changed nothing (a replay skips it, and reads of kept
-// records leave it out).
-func auditLine(found *KeyRecord, a Audit) Record {
-	rec := Record{Entry: RunEntry{Steps: []RunStep{}, Outcome: OutcomeRefused}}
+// audit (k.audit), whose Answered names the recorded unit; rolled back,
+// since the retry changed nothing (a replay skips it, and reads of kept
+// records leave it out). A unit that left no record (a claim settled
+// after its process died) gives an entry of k's action refused with the
+// code of answerErr, the error the row answers.
+func auditLine(found *KeyRecord, k *unitKey, answerErr error) Record {
+	rec := Record{Entry: RunEntry{Steps: []RunStep{}, Outcome: OutcomeRefused, Error: CodeOf(answerErr)}}
+	if k.action != batchKeyAction {
+		rec.Entry.Action = k.action
+	}
 	if n := len(found.Records); n > 0 {
 		rec = found.Records[n-1].clone()
 	}
+	a := k.audit
 	a.Answered = found.Unit
 	rec.Audit, rec.RolledBack = a, true
 	return rec
@@ -310,7 +316,7 @@ func answerOf(k *unitKey, v any, recs []Record, err error) answer {
 			if n := len(recs); n > 0 && recs[n-1].Entry.Error != "" {
 				code = recs[n-1].Entry.Error
 			}
-			if code == codes.InProgress || code == codes.IdempotencyConflict {
+			if code == codes.InProgress || code == codes.IdempotencyConflict || code == codes.OutcomeUnknown {
 				// A body's own error with a key's code: its retry must not
 				// read as a refusal about the key.
 				code = codes.Internal

@@ -136,6 +136,7 @@ func TestKeyCodes(t *testing.T) {
 		{codes.InProgress, codes.InProgress, codes.RetryAfterBackoff},
 		{codes.IdempotencyConflict, codes.IdempotencyConflict, codes.RetryAfterEdit},
 		{codes.IdempotencyKeyRequired, codes.IdempotencyKeyRequired, codes.RetryAfterEdit},
+		{codes.OutcomeUnknown, codes.OutcomeUnknown, codes.RetryNever},
 	} {
 		t.Run(string(tc.code), func(t *testing.T) {
 			r := actions.NewRefusal(tc.code, "")
@@ -162,15 +163,17 @@ func TestKeyToolSays(t *testing.T) {
 }
 
 // A body's own error that is, wraps or joins the bare code of a key's
-// refusal (in_progress, idempotency_conflict) is the body's: a keyed call
-// gets it as an unkeyed call does, never a refusal about its key (a
-// caller told "still running, retry at" for a call that ended).
+// refusal (in_progress, idempotency_conflict, outcome_unknown) is the
+// body's: a keyed call gets it as an unkeyed call does, never a refusal
+// about its key (a caller told "still running, retry at" for a call that
+// ended).
 func TestBodyBareKeyCode(t *testing.T) {
 	ctx := context.Background()
 	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
 	for name, bodyErr := range map[string]error{
 		"in_progress":          codes.InProgress,
 		"idempotency_conflict": codes.IdempotencyConflict,
+		"outcome_unknown":      codes.OutcomeUnknown,
 		"wrapped":              fmt.Errorf("the ledger said: %w", codes.InProgress),
 		"joined":               errors.Join(errors.New("busy"), codes.IdempotencyConflict),
 	} {
@@ -194,7 +197,8 @@ func TestBodyBareKeyCode(t *testing.T) {
 		// key.
 		_, err := reg.Run(ctx, actions.Call{Action: "shop/charge", IdempotencyKey: "k1", Caller: caller})
 		assert.Equal(t, codes.Internal, actions.CodeOf(err), name)
-		assert.False(t, errors.Is(err, codes.InProgress) || errors.Is(err, codes.IdempotencyConflict), name)
+		assert.False(t, errors.Is(err, codes.InProgress) || errors.Is(err, codes.IdempotencyConflict) ||
+			errors.Is(err, codes.OutcomeUnknown), name)
 		assert.Equal(t, 2, runs, "%s: once without key, once under the key", name)
 	}
 

@@ -130,6 +130,15 @@ const (
 	// IdempotencyKeyRequired: the action wants a key and the call has
 	// none. Retry after an edit (with a key).
 	IdempotencyKeyRequired Code = "idempotency_key_required"
+	// OutcomeUnknown: the process running the call under this key (or
+	// the task) stopped before the call ended, and a replica of its
+	// origin settled it afterwards (sqlstore.Store.SettleOrphans). Its
+	// unit never committed, so its changes to the store's database were
+	// not kept; whatever its body did outside that database (a payment, a
+	// message) may have happened. Never retry: the same key answers it
+	// again, and a new call (with a new key) is safe only once the caller
+	// has checked that the first one did not take effect.
+	OutcomeUnknown Code = "outcome_unknown"
 )
 
 // Domain is the key [Policies] uses for every body's own code (a domain

@@ -58,7 +58,7 @@ var raised = []Code{
 	ForbiddenSurface, ForbiddenCapability, InsufficientScope, NotServing,
 	ReadOnly, RateLimited, ConfirmationRequired, UnknownChange, Rejected,
 	ForbiddenProposer, StaleChange,
-	InProgress, IdempotencyConflict, IdempotencyKeyRequired,
+	InProgress, IdempotencyConflict, IdempotencyKeyRequired, OutcomeUnknown,
 }
 
 // Policies returns the published code → policy table as a fresh map, for

@@ -112,6 +112,7 @@ func TestMigrateFillsTheStage(t *testing.T) {
 			"DROP INDEX actions_run_log_staged",
 			"ALTER TABLE actions_run_log DROP COLUMN stage",
 			"DROP INDEX actions_run_log_pending",
+			"ALTER TABLE actions_keys DROP COLUMN origin",
 			"UPDATE actions_schema SET version = 4",
 		} {
 			_, err := db.Exec(q)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
-	"github.com/actionreg/actions/codes"
 )
 
 // tasksTable holds the registry's tasks ([actions.TaskStore]): one row per
@@ -227,47 +226,6 @@ func (s *Store) PurgeTasks(ctx context.Context, now time.Time) (int64, error) {
 	err := s.retry(ctx, func(int) error {
 		res, err := s.db.ExecContext(ctx, "DELETE FROM actions_tasks WHERE status IN "+terminalStatuses+
 			" AND ttl > 0 AND created + ttl * 1000 <= "+s.param(1), now.UnixMicro())
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return n, err
-}
-
-// FailTasks ends failed every task still working that a store of the
-// origin created (Options.Origin: which replica), and returns how many.
-// A task runs in the process that created it; when that process dies,
-// nothing ends its task. Call FailTasks when a replica starts, before it
-// serves, with its own origin (none of its tasks can be running then),
-// or for a replica that is gone for good. Replicas sharing a database
-// need an origin each: with the empty origin shared, one replica's
-// FailTasks ends the tasks the others are running. Such a task answers tasks/get
-// as failed with an internal error (MCP: JSON-RPC -32603): whether its
-// call's unit had committed is known from the run log, and a unit that
-// commits later (a process that was only slow) finds the task ended and
-// commits nothing. Tasks are not resumed: a body may have reached
-// outside the database, and only the host knows whether a second run is
-// safe.
-func (s *Store) FailTasks(ctx context.Context, origin string, now time.Time) (int64, error) {
-	if err := s.made(); err != nil {
-		return 0, err
-	}
-	rf := actions.NewRefusal(codes.Internal, "the process running the task ended before it did")
-	answer, err := actions.CanonicalJSON(map[string]any{"refusal": rf})
-	if err != nil {
-		return 0, err
-	}
-	if err := s.writers.enter(ctx); err != nil {
-		return 0, err
-	}
-	defer s.writers.leave()
-	var n int64
-	err = s.retry(ctx, func(int) error {
-		res, err := s.db.ExecContext(ctx, "UPDATE actions_tasks SET status = 'failed', message = "+s.param(1)+", updated = "+s.param(2)+
-			", answer = "+s.param(3)+" WHERE origin = "+s.param(4)+" AND status NOT IN "+terminalStatuses,
-			"the process running the task ended", now.UnixMicro(), string(answer), origin)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -84,15 +85,15 @@ type runExpect struct {
 	ErrorText      string          `json:"error_text"` // err.Error(), whole
 	ErrorIsPlain   bool            `json:"error_is_plain"`
 	ErrorIsContext bool            `json:"error_is_context"`
-	Retry          Retry           `json:"retry"`
-	Transport      Transport       `json:"transport"`
+	Retry          codes.Retry     `json:"retry"`
+	Transport      codes.Transport `json:"transport"`
 	Issues         []runIssue      `json:"issues"`
 	CauseContains  string          `json:"cause_contains"`
 	// The refusal a nested call gave the body, which the body returned:
 	// the host finds it whole in errors.Unwrap of the caller's refusal.
 	NestedErrorCode string           `json:"nested_error_code"`
-	NestedRetry     Retry            `json:"nested_retry"`
-	NestedTransport Transport        `json:"nested_transport"`
+	NestedRetry     codes.Retry      `json:"nested_retry"`
+	NestedTransport codes.Transport  `json:"nested_transport"`
 	NestedIssues    []runIssue       `json:"nested_issues"`
 	OnEntryCalls    *int             `json:"on_entry_calls"`
 	BodyRuns        map[string]int64 `json:"body_runs"`
@@ -114,10 +115,10 @@ type runScriptOp struct {
 	ContinueOnError bool            `json:"continue_on_error"`
 	Return          json.RawMessage `json:"return"`
 	Fail            *struct {
-		Code       Code   `json:"code"`
-		Message    string `json:"message"`
-		Retry      Retry  `json:"retry"`
-		NextAction string `json:"next_action"`
+		Code       codes.Code  `json:"code"`
+		Message    string      `json:"message"`
+		Retry      codes.Retry `json:"retry"`
+		NextAction string      `json:"next_action"`
 	} `json:"fail"`
 	Error         *string `json:"error"`
 	Panic         *string `json:"panic"`
@@ -455,13 +456,13 @@ func checkRunCall(t *testing.T, reg *Registry, observed bool, s *runScripts,
 		// context's error: both errors.Is hold, and CodeOf agrees.
 		require.Error(t, err)
 		assert.ErrorIs(t, err, context.Canceled)
-		assert.ErrorIs(t, err, CodeCancelled)
-		assert.Equal(t, CodeCancelled, CodeOf(err))
+		assert.ErrorIs(t, err, codes.Cancelled)
+		assert.Equal(t, codes.Cancelled, CodeOf(err))
 	case want.ErrorCode != "":
 		require.Error(t, err)
 		var r *Refusal
 		require.True(t, errors.As(err, &r), "want a *Refusal, got %T: %v", err, err)
-		assert.Equal(t, Code(want.ErrorCode), r.Code, "code of %v", err)
+		assert.Equal(t, codes.Code(want.ErrorCode), r.Code, "code of %v", err)
 		if want.ErrorText != "" {
 			assert.Equal(t, want.ErrorText, err.Error())
 		}
@@ -487,7 +488,7 @@ func checkRunCall(t *testing.T, reg *Registry, observed bool, s *runScripts,
 			if nr.Code != r.Code {
 				assert.NotErrorIs(t, err, sentinelOf(nr.Code), "errors.Is sees the caller's code only")
 			}
-			assert.Equal(t, Code(want.NestedErrorCode), nr.Code)
+			assert.Equal(t, codes.Code(want.NestedErrorCode), nr.Code)
 			if want.NestedRetry != "" {
 				assert.Equal(t, want.NestedRetry, nr.Retry, "nested retry")
 			}
@@ -585,12 +586,12 @@ func TestRegistryRegisterRefusesBadIDs(t *testing.T) {
 			reg := NewRegistry(nil)
 			err := reg.Register(Action{Definition: Definition{ID: id}, Run: body})
 			require.Error(t, err)
-			assert.ErrorIs(t, err, CodeConstraintViolation)
+			assert.ErrorIs(t, err, codes.ConstraintViolation)
 			var r *Refusal
 			require.True(t, errors.As(err, &r))
-			assert.Equal(t, CodeConstraintViolation, r.Code)
-			assert.Equal(t, RetryNever, r.Retry)
-			assert.Equal(t, TransportProtocol, r.Transport)
+			assert.Equal(t, codes.ConstraintViolation, r.Code)
+			assert.Equal(t, codes.RetryNever, r.Retry)
+			assert.Equal(t, codes.TransportProtocol, r.Transport)
 			assert.Empty(t, reg.Definitions(), "a refused action is not registered")
 		})
 	}
@@ -610,18 +611,18 @@ func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "ns/x", Title: "first"}, Run: body}))
 	err := reg.Register(Action{Definition: Definition{ID: "ns/x", Title: "second"}, Run: body})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, CodeDuplicateName)
+	assert.ErrorIs(t, err, codes.DuplicateName)
 	var r *Refusal
 	require.True(t, errors.As(err, &r))
-	assert.Equal(t, CodeDuplicateName, r.Code)
+	assert.Equal(t, codes.DuplicateName, r.Code)
 	got, _ := getAction(reg, "ns/x")
 	assert.Equal(t, "first", got.Title, "the first registration stays")
 
 	err = reg.Register(Action{Definition: Definition{ID: "ns/nobody"}})
-	assert.ErrorIs(t, err, CodeConstraintViolation, "an action without body")
+	assert.ErrorIs(t, err, codes.ConstraintViolation, "an action without body")
 
 	err = reg.Register(Action{Definition: Definition{ID: "ns/y", Parameters: `{"type":"array"}`}, Run: body})
-	assert.ErrorIs(t, err, CodeConstraintViolation, "a root that is not an object")
+	assert.ErrorIs(t, err, codes.ConstraintViolation, "a root that is not an object")
 	_, ok := getAction(reg, "ns/y")
 	assert.False(t, ok)
 }
@@ -669,8 +670,8 @@ func TestRegistryRunNestedDepthDefault(t *testing.T) {
 		},
 	}))
 	_, entry, err := call3(reg, context.Background(), "ns/loop", nil)
-	assert.ErrorIs(t, err, CodeInternal, "the caller is not at fault")
-	assert.NotErrorIs(t, err, CodeConstraintViolation, "errors.Is sees the caller's code only")
+	assert.ErrorIs(t, err, codes.Internal, "the caller is not at fault")
+	assert.NotErrorIs(t, err, codes.ConstraintViolation, "errors.Is sees the caller's code only")
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
 	innermost := r.Cause()
@@ -681,16 +682,16 @@ func TestRegistryRunNestedDepthDefault(t *testing.T) {
 		}
 		innermost = nr.Cause()
 	}
-	assert.ErrorIs(t, innermost, CodeConstraintViolation, "the host finds the nested refusal down the causes")
+	assert.ErrorIs(t, innermost, codes.ConstraintViolation, "the host finds the nested refusal down the causes")
 	assert.Equal(t, int64(defaultLimits.MaxCallDepth+1), runs.Load(), "bodies run: the top level and each allowed nesting")
 	levels := 0
 	for e := &entry; ; levels++ {
 		assert.Equal(t, OutcomeRefused, e.Outcome)
 		if len(e.Steps) == 0 {
-			assert.Equal(t, CodeConstraintViolation, e.Error, "the call too deep")
+			assert.Equal(t, codes.ConstraintViolation, e.Error, "the call too deep")
 			break
 		}
-		assert.Equal(t, CodeInternal, e.Error, "each level returned the refusal of the level below")
+		assert.Equal(t, codes.Internal, e.Error, "each level returned the refusal of the level below")
 		require.Len(t, e.Steps, 1)
 		e = e.Steps[0].Call
 	}
@@ -790,7 +791,7 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 				wantDone.Add(1)
 				// A refused call: the wrong type.
 				_, entry, err = call3(reg, ctx, own, []byte(`{"n":"x"}`))
-				if !errors.Is(err, CodeInvalidParameters) || entry.Parameters != `{"n":"x"}` {
+				if !errors.Is(err, codes.InvalidParameters) || entry.Parameters != `{"n":"x"}` {
 					t.Errorf("%s refused: %v %q", own, err, entry.Parameters)
 					return
 				}
@@ -817,7 +818,7 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 			}
 		case OutcomeRefused:
 			refused++
-			assert.Equal(t, CodeInvalidParameters, e.Error)
+			assert.Equal(t, codes.InvalidParameters, e.Error)
 		}
 	}
 	assert.Equal(t, int(wantDone.Load()), done)
@@ -848,10 +849,10 @@ func TestConcurrentBindAndRegisterSameID(t *testing.T) {
 		got, _ := getAction(reg, id)
 		if errReg == nil {
 			require.Equal(t, "register", got.Title)
-			require.ErrorIs(t, errBind, CodeDuplicateName)
+			require.ErrorIs(t, errBind, codes.DuplicateName)
 		} else {
 			require.Equal(t, "bind", got.Title)
-			require.ErrorIs(t, errReg, CodeDuplicateName)
+			require.ErrorIs(t, errReg, codes.DuplicateName)
 		}
 	}
 }
@@ -897,7 +898,7 @@ func TestBindManifest(t *testing.T) {
 		assert.Equal(t, `{"count":1,"species":"rose"}`, entry.Parameters, "the manifest's default applies")
 		assert.Equal(t, "garden/plant", result.(map[string]any)["ran"])
 		_, _, err = call3(reg, context.Background(), "garden/plant", map[string]any{})
-		assert.ErrorIs(t, err, CodeInvalidParameters, "the manifest's schema applies")
+		assert.ErrorIs(t, err, codes.InvalidParameters, "the manifest's schema applies")
 	})
 
 	t.Run("parameters as JSON text", func(t *testing.T) {
@@ -909,7 +910,7 @@ func TestBindManifest(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, `{"litres":0.5,"plant":"p1"}`, entry.Parameters)
 		_, _, err = call3(reg, context.Background(), "garden/water", map[string]any{"plant": "p1", "litres": -1})
-		assert.ErrorIs(t, err, CodeInvalidParameters)
+		assert.ErrorIs(t, err, codes.InvalidParameters)
 	})
 
 	t.Run("every missing body and every stray body in one error", func(t *testing.T) {
@@ -921,7 +922,7 @@ func TestBindManifest(t *testing.T) {
 		// definition.
 		err = reg.Bind(defs, manifestTestBodies("garden/plant", "garden/list", "garden/weed", "garden/mow"))
 		require.Error(t, err)
-		assert.ErrorIs(t, err, CodeConstraintViolation)
+		assert.ErrorIs(t, err, codes.ConstraintViolation)
 		var r *Refusal
 		require.True(t, errors.As(err, &r))
 		assert.Equal(t, []Issue{
@@ -937,7 +938,7 @@ func TestBindManifest(t *testing.T) {
 		defs := []Definition{{ID: "garden/ok"}, {ID: "bad id"}, {ID: "garden/schema", Parameters: `{"type":"object","frobnicate":1}`}}
 		reg := NewRegistry(nil)
 		err := reg.Bind(defs, manifestTestBodies("garden/ok", "bad id", "garden/schema"))
-		assert.ErrorIs(t, err, CodeConstraintViolation)
+		assert.ErrorIs(t, err, codes.ConstraintViolation)
 		var r *Refusal
 		require.True(t, errors.As(err, &r))
 		require.Len(t, r.Issues, 2)
@@ -949,12 +950,12 @@ func TestBindManifest(t *testing.T) {
 	t.Run("an id listed twice or already taken", func(t *testing.T) {
 		reg := NewRegistry(nil)
 		err := reg.Bind([]Definition{{ID: "garden/a"}, {ID: "garden/a"}}, manifestTestBodies("garden/a"))
-		assert.ErrorIs(t, err, CodeDuplicateName)
+		assert.ErrorIs(t, err, codes.DuplicateName)
 		assert.Empty(t, reg.Definitions())
 
 		require.NoError(t, reg.Register(Action{Definition: Definition{ID: "garden/taken"}, Run: manifestTestBodies("x/y")["x/y"]}))
 		err = reg.Bind([]Definition{{ID: "garden/new"}, {ID: "garden/taken"}}, manifestTestBodies("garden/new", "garden/taken"))
-		assert.ErrorIs(t, err, CodeDuplicateName)
+		assert.ErrorIs(t, err, codes.DuplicateName)
 		var r *Refusal
 		require.True(t, errors.As(err, &r))
 		require.Len(t, r.Issues, 1)

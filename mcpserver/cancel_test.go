@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -242,7 +243,7 @@ func TestStdioCancelledNotification(t *testing.T) {
 	}
 	entries, _, _ := w.snapshot()
 	require.Len(t, entries, 2)
-	assert.Equal(t, actions.CodeCancelled, entries[0].Error)
+	assert.Equal(t, codes.Cancelled, entries[0].Error)
 	checkGoroutines(t, base)
 }
 

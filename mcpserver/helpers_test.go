@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -127,7 +128,7 @@ func (w *waiter) awaitCancelled(t *testing.T, n int, cause error) {
 		entries, errs, causes := w.snapshot()
 		cancelledEntries := 0
 		for _, e := range entries {
-			if e.Action == "wait/block" && e.Outcome == actions.OutcomeRefused && e.Error == actions.CodeCancelled {
+			if e.Action == "wait/block" && e.Outcome == actions.OutcomeRefused && e.Error == codes.Cancelled {
 				cancelledEntries++
 			}
 		}
@@ -496,7 +497,7 @@ func newGateShopWith(t *testing.T, gate actions.GateOptions) *gateShop {
 			}),
 		actions.New(actions.Definition{ID: "shop/discard", Title: "Discard stock", Effect: actions.EffectDelete, Capability: "stock.write",
 			NeedsConfirmation: true, DeprecatedAliases: []string{"shop/throw_away"},
-			Refusals:   []actions.DeclaredRefusal{{Code: "not_in_stock", Retry: actions.RetryAfterEdit}},
+			Refusals:   []actions.DeclaredRefusal{{Code: "not_in_stock", Retry: codes.RetryAfterEdit}},
 			Parameters: `{"type":"object","properties":{"item":{"type":"string"}},"required":["item"]}`},
 			func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
 				g.discarded.Add(1)
@@ -768,8 +769,8 @@ var heldBatch = json.RawMessage(`{"commands":[
 
 // receiptJSON is the structured content of a held call.
 type receiptJSON struct {
-	Code    actions.Code     `json:"code"`
-	Retry   actions.Retry    `json:"retry"`
+	Code    codes.Code       `json:"code"`
+	Retry   codes.Retry      `json:"retry"`
 	Pending *actions.Receipt `json:"pending"`
 }
 

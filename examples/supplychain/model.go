@@ -181,9 +181,10 @@ func openModel(ctx context.Context, dsn string, seed []byte, origin string, seri
 		err = m.store.Migrate(ctx)
 	}
 	if err == nil {
-		// Tasks this replica ran before it stopped cannot be running now:
-		// they end failed (docs/tasks.md).
-		_, err = m.store.FailTasks(ctx, origin, time.Now())
+		// The tasks and keyed calls this replica ran before it stopped
+		// cannot be running now: they are answered outcome_unknown
+		// (docs/database.md), never run again.
+		_, err = m.store.SettleOrphans(ctx, origin, time.Now())
 	}
 	if err == nil {
 		err = m.migrate(ctx, file)

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/actionreg/actions/internal/portable"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/actionreg/actions/internal/portable"
+
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -135,7 +137,7 @@ type Definition struct {
 	// ([Paginate]). See docs/pagination.md.
 	PageKey string `json:"pageKey,omitempty"`
 	// Timeout is how long the body may run: past it the body's context
-	// ends and the call is refused with timeout ([CodeTimeout]), its
+	// ends and the call is refused with timeout ([codes.Timeout]), its
 	// unit rolled back. Zero means the registry's Options.Timeout;
 	// negative means no limit. A nested call runs within the smaller of
 	// its own limit and what is left of its caller's. A body with a
@@ -385,7 +387,7 @@ func checkID(id string) error {
 }
 
 func idRefusal(msg string) error {
-	return refusef(CodeConstraintViolation, "invalid action id", Issue{Path: "/id", Keyword: "id", Message: msg})
+	return refusef(codes.ConstraintViolation, "invalid action id", Issue{Path: "/id", Keyword: "id", Message: msg})
 }
 
 func cutSlash(id string) (ns, name string, ok bool) {
@@ -521,7 +523,7 @@ func (d *Definition) fold(old legacy) error {
 	}
 	issues = append(issues, d.checkPolicy()...)
 	if len(issues) > 0 {
-		return refusef(CodeConstraintViolation, "the action's policy is refused", sortIssues(issues)...)
+		return refusef(codes.ConstraintViolation, "the action's policy is refused", sortIssues(issues)...)
 	}
 	return nil
 }
@@ -577,7 +579,7 @@ func (d *Definition) checkPolicy() []Issue {
 			add(at+"/code", "refusals", "the code is declared twice")
 		}
 		switch dr.Retry {
-		case RetryNever, RetryAfterEdit, RetryAfterBackoff:
+		case codes.RetryNever, codes.RetryAfterEdit, codes.RetryAfterBackoff:
 		default:
 			add(at+"/retry", "refusals", "retry is never, after-edit or after-backoff")
 		}
@@ -598,7 +600,7 @@ func (d *Definition) checkPolicy() []Issue {
 
 // declaredRetry returns the retry the definition declares for a domain
 // refusal code, and whether it declares one.
-func (d *Definition) declaredRetry(c Code) (Retry, bool) {
+func (d *Definition) declaredRetry(c codes.Code) (codes.Retry, bool) {
 	for _, dr := range d.Refusals {
 		if dr.Code == c {
 			return dr.Retry, true

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // Faults the API review found, one test each: each failed before the API
@@ -56,7 +58,7 @@ func TestRegisterCopiesTheSchema(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`, string(got))
 	_, err = reg.Run(context.Background(), Call{Action: "a/n"})
-	requireRefusal(t, err, CodeInvalidParameters)
+	requireRefusal(t, err, codes.InvalidParameters)
 
 	text := []byte(`{"type":"object"}`)
 	reg.MustRegister(New(Definition{ID: "a/t", Parameters: text}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
@@ -116,15 +118,15 @@ func TestNestedRefusalIsTheActionsFault(t *testing.T) {
 			return nil, nil
 		}),
 	)
-	for id, nested := range map[string]error{"a/missing": CodeUnknownAction, "a/wrapped": CodeInvalidParameters} {
+	for id, nested := range map[string]error{"a/missing": codes.UnknownAction, "a/wrapped": codes.InvalidParameters} {
 		res, err := reg.Run(context.Background(), Call{Action: id})
-		r := requireRefusal(t, err, CodeInternal)
+		r := requireRefusal(t, err, codes.Internal)
 		// One error model: the caller's error is
 		// internal only; the host finds the nested refusal in Cause
 		// (errors.Is on the error itself found it before).
 		assert.NotErrorIs(t, err, nested, "the caller's error matches its own code only")
 		assert.ErrorIs(t, r.Cause(), nested, "the host finds the nested refusal")
-		assert.Equal(t, CodeInternal, res.Entry().Error)
+		assert.Equal(t, codes.Internal, res.Entry().Error)
 		assert.Empty(t, r.Issues, "no issue of the nested call reaches the caller")
 	}
 	// A refusal the body raises on its own terms keeps its code.
@@ -167,7 +169,7 @@ func TestRefusalTextHasNoRepeats(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "internal", (&Refusal{}).Error())
-	assert.Equal(t, Policy{TransportToolResult, RetryAfterEdit}, (&Refusal{Code: CodeInvalidParameters}).Policy())
+	assert.Equal(t, codes.Policy{Transport: codes.TransportToolResult, Retry: codes.RetryAfterEdit}, (&Refusal{Code: codes.InvalidParameters}).Policy())
 }
 
 // A body is unit-tested with NewTrace: its commands are recorded, and a
@@ -177,11 +179,11 @@ func TestNewTrace(t *testing.T) {
 	assert.Equal(t, "a/b", tr.Action())
 	require.NoError(t, tr.Command(map[string]any{"op": "x"}, 1))
 	_, err := tr.Call(context.Background(), "a/c", nil)
-	requireRefusal(t, err, CodeUnknownAction)
+	requireRefusal(t, err, codes.UnknownAction)
 	steps := tr.Steps()
 	require.Len(t, steps, 2)
 	assert.Equal(t, `{"op":"x"}`, string(steps[0].Command))
-	assert.Equal(t, CodeUnknownAction, steps[1].Call.Error)
+	assert.Equal(t, codes.UnknownAction, steps[1].Call.Error)
 	steps[0].Command[0] = 'X'
 	assert.Equal(t, `{"op":"x"}`, string(tr.Steps()[0].Command), "Steps is a copy")
 }
@@ -192,11 +194,11 @@ func TestNewTrace(t *testing.T) {
 // retried, while its text and entry said internal).
 func TestRefusalWithoutCodeIsInternal(t *testing.T) {
 	for _, r := range []*Refusal{{}, NewRefusal("", "no code")} {
-		assert.Equal(t, CodeInternal, CodeOf(r))
-		assert.True(t, errors.Is(r, CodeInternal), "errors.Is(CodeInternal)")
-		assert.Equal(t, PolicyOf(CodeInternal), r.Policy())
+		assert.Equal(t, codes.Internal, CodeOf(r))
+		assert.True(t, errors.Is(r, codes.Internal), "errors.Is(codes.Internal)")
+		assert.Equal(t, codes.PolicyOf(codes.Internal), r.Policy())
 	}
-	assert.Equal(t, PolicyOf(CodeInternal), PolicyOf(""))
+	assert.Equal(t, codes.PolicyOf(codes.Internal), codes.PolicyOf(""))
 }
 
 // A result without a JSON form tells the host why, typed or not: the
@@ -217,7 +219,7 @@ func TestResultWithoutJSONFormNamesReason(t *testing.T) {
 		}))
 	for id, pointer := range map[string]string{"a/typed": "", "a/plain": "/score"} {
 		_, err := reg.Run(context.Background(), Call{Action: id})
-		r := requireRefusal(t, err, CodeInternal)
+		r := requireRefusal(t, err, codes.Internal)
 		var ce *CanonicalError
 		require.True(t, errors.As(err, &ce), "%s: %v", id, r.Cause())
 		assert.Equal(t, "non-finite number", ce.Reason, id)

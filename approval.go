@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 	"unicode/utf8"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // Approval is an action's approval policy: who may decide (confirm or
@@ -205,10 +207,6 @@ func (a *Approval) clone() *Approval {
 	return &cp
 }
 
-// CodeForbiddenProposer: the change's approval policy keeps its proposer
-// from deciding it (four eyes, [ProposerNever]): another person must.
-const CodeForbiddenProposer Code = "forbidden_proposer"
-
 // decideFrom is where decisions may come from by default.
 var decideFrom = []Surface{SurfaceUI}
 
@@ -226,7 +224,7 @@ func (g *gate) mayDecide(pc PendingChange, c *Caller, def func(id string) *Defin
 	var first error
 	for _, id := range pc.heldActions() {
 		err := g.mayDecideOne(def(id), pc.Proposer.Principal, c)
-		if errors.Is(err, CodeUnknownChange) {
+		if errors.Is(err, codes.UnknownChange) {
 			return err
 		}
 		if first == nil {
@@ -260,10 +258,10 @@ func (g *gate) mayDecideOne(d *Definition, proposer string, c *Caller) error {
 	if own {
 		switch a.Proposer {
 		case ProposerNever:
-			return NewRefusal(CodeForbiddenProposer, "the change needs another person's decision")
+			return NewRefusal(codes.ForbiddenProposer, "the change needs another person's decision")
 		case ProposerNeedsCapability:
 			if !holder {
-				return NewRefusal(CodeForbiddenCapability, "the decision needs the approval capability")
+				return NewRefusal(codes.ForbiddenCapability, "the decision needs the approval capability")
 			}
 		}
 	}
@@ -275,7 +273,7 @@ func (g *gate) mayDecideOne(d *Definition, proposer string, c *Caller) error {
 		surfaces = decideFrom
 	}
 	if !slices.Contains(surfaces, c.Surface) {
-		return NewRefusal(CodeForbiddenSurface, "the change may not be decided from this surface")
+		return NewRefusal(codes.ForbiddenSurface, "the change may not be decided from this surface")
 	}
 	return nil
 }
@@ -323,7 +321,7 @@ func (g *gate) decidable(ctx context.Context, c *Caller, def func(id string) *De
 // rejection is the refusal a held call's caller gets once a person
 // rejected it, with the person's reason.
 func rejection(reason string) *Refusal {
-	r := NewRefusal(CodeRejected, "the person rejected the change: nothing ran")
+	r := NewRefusal(codes.Rejected, "the person rejected the change: nothing ran")
 	r.Reason = reason
 	r.NextAction = "Do not send the same call again: a person rejected it. Tell the user, and read the reason before proposing anything else."
 	return r
@@ -332,11 +330,6 @@ func rejection(reason string) *Refusal {
 // hasRule reports whether a decides per call.
 func hasRule(a *Approval) bool { return a != nil && a.When != nil }
 
-// CodeStaleChange: a confirmed call, checked again, is no longer the call
-// the person was shown (a ref resolves to another value, a default
-// changed): nothing ran. Reject the change and propose it again.
-const CodeStaleChange Code = "stale_change"
-
 func staleChange() *Refusal {
-	return NewRefusal(CodeStaleChange, "the call, checked again, differs from what the person was shown: nothing ran")
+	return NewRefusal(codes.StaleChange, "the call, checked again, differs from what the person was shown: nothing ran")
 }

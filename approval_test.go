@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // helpdesk has tickets/delete, a delete needing confirmation under
@@ -42,7 +44,7 @@ var (
 func holdDelete(t *testing.T, reg *Registry, c *Caller) string {
 	t.Helper()
 	_, err := reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":2}`, Caller: c})
-	require.ErrorIs(t, err, CodeConfirmationRequired)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	return asRefusal(err).Pending.ID
 }
 
@@ -61,7 +63,7 @@ func TestDecideFromModelSurfacesRefusedByDefault(t *testing.T) {
 		c.Surface = s
 		for _, confirm := range []bool{true, false} {
 			res, err := decide(reg, id, confirm, &c)
-			assert.ErrorIs(t, err, CodeForbiddenSurface, "%s confirm=%v", s, confirm)
+			assert.ErrorIs(t, err, codes.ForbiddenSurface, "%s confirm=%v", s, confirm)
 			assert.Empty(t, res.Records, "a refused decision makes no record")
 		}
 	}
@@ -81,7 +83,7 @@ func TestDecideFromOptIn(t *testing.T) {
 
 	reg, _ = helpdesk(t, GateOptions{DecideFrom: []Surface{SurfaceMCP}}, &Approval{Surfaces: []Surface{SurfaceUI}})
 	_, err = decide(reg, holdDelete(t, reg, agent), true, agent)
-	assert.ErrorIs(t, err, CodeForbiddenSurface, "the action's surfaces win")
+	assert.ErrorIs(t, err, codes.ForbiddenSurface, "the action's surfaces win")
 }
 
 // A supervisor holding the approval capability decides an agent's change;
@@ -91,9 +93,9 @@ func TestSupervisorDecides(t *testing.T) {
 	id := holdDelete(t, reg, agent)
 
 	_, err := reg.PendingChange(context.Background(), id, colleague)
-	assert.ErrorIs(t, err, CodeUnknownChange)
+	assert.ErrorIs(t, err, codes.UnknownChange)
 	_, err = decide(reg, id, true, colleague)
-	assert.ErrorIs(t, err, CodeUnknownChange)
+	assert.ErrorIs(t, err, codes.UnknownChange)
 	list, err := reg.ChangesToDecide(context.Background(), colleague)
 	require.NoError(t, err)
 	assert.Empty(t, list)
@@ -116,7 +118,7 @@ func TestSupervisorDecides(t *testing.T) {
 	id = holdDelete(t, reg, agent)
 	approverOnly := &Caller{Principal: "ava", Capabilities: []string{"tickets.approve"}, Surface: SurfaceUI}
 	_, err = decide(reg, id, true, approverOnly)
-	assert.ErrorIs(t, err, CodeUnknownChange)
+	assert.ErrorIs(t, err, codes.UnknownChange)
 	// The proposer keeps deciding its own (ProposerDecides).
 	_, err = decide(reg, id, false, onUI(agent))
 	require.NoError(t, err)
@@ -135,7 +137,7 @@ func TestFourEyesRefusesTheProposer(t *testing.T) {
 			require.NoError(t, err, "the proposer sees its change")
 			for _, confirm := range []bool{true, false} {
 				_, err := decide(reg, id, confirm, onUI(agent))
-				assert.ErrorIs(t, err, CodeForbiddenProposer)
+				assert.ErrorIs(t, err, codes.ForbiddenProposer)
 			}
 			mine, err := reg.ChangesToDecide(context.Background(), onUI(agent))
 			require.NoError(t, err)
@@ -157,7 +159,7 @@ func TestProposerNeedsCapability(t *testing.T) {
 	reg, ran := helpdesk(t, GateOptions{}, &Approval{Capability: "tickets.approve", Proposer: ProposerNeedsCapability})
 	id := holdDelete(t, reg, agent)
 	_, err := decide(reg, id, true, onUI(agent))
-	assert.ErrorIs(t, err, CodeForbiddenCapability)
+	assert.ErrorIs(t, err, codes.ForbiddenCapability)
 	assert.Zero(t, ran.Load())
 
 	boss := &Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: SurfaceMCP}
@@ -176,7 +178,7 @@ func TestDecideChecksTheDecidersScope(t *testing.T) {
 	readOnly.Token, readOnly.Scopes = true, []string{"mcp:read"}
 	for _, confirm := range []bool{true, false} {
 		_, err := decide(reg, id, confirm, &readOnly)
-		assert.ErrorIs(t, err, CodeInsufficientScope, "confirm=%v", confirm)
+		assert.ErrorIs(t, err, codes.InsufficientScope, "confirm=%v", confirm)
 	}
 	assert.Zero(t, ran.Load())
 	_, err := reg.PendingChange(context.Background(), id, supervisor)
@@ -188,10 +190,10 @@ func TestBatchDecidedUnderEveryHeldPolicy(t *testing.T) {
 	reg, ran := helpdesk(t, GateOptions{}, &Approval{Capability: "tickets.approve", Proposer: ProposerNever})
 	b := Batch{Steps: []Step{{Call: "tickets/open"}, {Call: "tickets/delete", With: map[string]any{"id": 2}}}}
 	_, err := reg.Run(context.Background(), Call{Batch: &b, Caller: agent})
-	require.ErrorIs(t, err, CodeConfirmationRequired)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	id := asRefusal(err).Pending.ID
 	_, err = decide(reg, id, true, onUI(agent))
-	assert.ErrorIs(t, err, CodeForbiddenProposer)
+	assert.ErrorIs(t, err, codes.ForbiddenProposer)
 	_, err = decide(reg, id, true, supervisor)
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), ran.Load())
@@ -208,7 +210,7 @@ func TestApprovalPolicyIsChecked(t *testing.T) {
 	for name, d := range cases {
 		t.Run(name, func(t *testing.T) {
 			err := NewRegistry(nil).Register(New(d, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
-			require.ErrorIs(t, err, CodeConstraintViolation)
+			require.ErrorIs(t, err, codes.ConstraintViolation)
 			assert.True(t, asRefusal(err).Issues[0].Keyword == "approval", "%v", asRefusal(err).Issues)
 		})
 	}
@@ -246,7 +248,7 @@ func TestHeldChangeShowsWhatRuns(t *testing.T) {
 		func(context.Context, map[string]any, *Trace) (any, error) { ran.Add(1); return nil, nil }))
 	hold := func() string {
 		_, err := reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"ticket":"Printer on fire"}`, Caller: agent})
-		require.ErrorIs(t, err, CodeConfirmationRequired)
+		require.ErrorIs(t, err, codes.ConfirmationRequired)
 		return asRefusal(err).Pending.ID
 	}
 	id := hold()
@@ -266,7 +268,7 @@ func TestHeldChangeShowsWhatRuns(t *testing.T) {
 	key = "t3"
 	mu.Unlock()
 	_, err = decide(reg, id, true, onUI(agent))
-	require.ErrorIs(t, err, CodeStaleChange)
+	require.ErrorIs(t, err, codes.StaleChange)
 	assert.Equal(t, int32(1), ran.Load())
 }
 
@@ -307,7 +309,7 @@ func TestApprovalRuleDecidesPerCall(t *testing.T) {
 	assert.Equal(t, "no note", seen.Load(), "the rule sees the checked parameters")
 
 	_, err = reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":200}`, Caller: agent})
-	require.ErrorIs(t, err, CodeConfirmationRequired)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	pc, err := reg.PendingChange(context.Background(), asRefusal(err).Pending.ID, onUI(agent))
 	require.NoError(t, err)
 	assert.Equal(t, "tickets from 100 on are archived ones", pc.Reason)
@@ -319,7 +321,7 @@ func TestApprovalRuleDecidesPerCall(t *testing.T) {
 	_, err = reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":3}`, Caller: anon})
 	require.NoError(t, err)
 	res, err := reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":300}`, Caller: anon})
-	require.ErrorIs(t, err, CodeConfirmationRequired)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	assert.Nil(t, asRefusal(err).Pending)
 	assert.Empty(t, res.Records[0].Audit.PendingChange)
 	assert.Equal(t, int32(2), ran.Load())
@@ -370,7 +372,7 @@ func TestRejectionReasonReachesTheCaller(t *testing.T) {
 		func(context.Context, map[string]any, *Trace) (any, error) { ran.Add(1); return nil, nil }))
 	call := Call{Action: "tickets/delete", Params: `{"id":2}`, Caller: agent, IdempotencyKey: "k-1"}
 	_, err := reg.Run(context.Background(), call)
-	require.ErrorIs(t, err, CodeConfirmationRequired)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	id := asRefusal(err).Pending.ID
 
 	res, err := reg.Decide(context.Background(), Decision{Change: id, Caller: onUI(agent), Reason: "ticket 2 is evidence in an open case"})
@@ -378,10 +380,10 @@ func TestRejectionReasonReachesTheCaller(t *testing.T) {
 	assert.Equal(t, "ticket 2 is evidence in an open case", res.Records[0].Audit.Reason)
 
 	_, err = reg.Run(context.Background(), call)
-	require.ErrorIs(t, err, CodeRejected)
+	require.ErrorIs(t, err, codes.Rejected)
 	rf := asRefusal(err)
 	assert.Equal(t, "ticket 2 is evidence in an open case", rf.Reason)
-	assert.Equal(t, RetryNever, rf.Policy().Retry)
+	assert.Equal(t, codes.RetryNever, rf.Policy().Retry)
 	assert.Contains(t, rf.NextAction, "Do not send the same call again")
 	text, err := json.Marshal(rf)
 	require.NoError(t, err)
@@ -417,7 +419,7 @@ func TestBatchHidesForbiddenActionsLikeMissingOnes(t *testing.T) {
 		res, err := reg.Run(context.Background(), Call{Batch: &Batch{Steps: []Step{{Call: "doc/read"}, {Call: second}}}, Caller: caller})
 		var se *StepError
 		require.ErrorAs(t, err, &se, second)
-		require.ErrorIs(t, err, CodeUnknownAction, second)
+		require.ErrorIs(t, err, codes.UnknownAction, second)
 		return seen{err: err.Error(), index: se.Index, recs: len(res.Records), reads: reads.Load()}
 	}
 	missing := run("doc/nothere")

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // These tests attack the gate as a caller without rights would, through
@@ -49,7 +51,7 @@ func TestAttackRateLimitNotSpread(t *testing.T) {
 				if _, _, err := callAs(reg, context.Background(), c, name, nil); err == nil {
 					passed++
 				} else {
-					require.ErrorIs(t, err, CodeRateLimited)
+					require.ErrorIs(t, err, codes.RateLimited)
 				}
 			}
 			b := Batch{Steps: []Step{{Call: "shop/restock"}, {Call: "shop/refill"}}}
@@ -97,13 +99,13 @@ func TestAttackReadOnlyHolds(t *testing.T) {
 	for _, caller := range []*Caller{c, nil} {
 		for _, name := range []string{"shop/restock", "shop/refill", "shop/discard", "shop/toss"} {
 			_, _, err := callAs(reg, context.Background(), caller, name, nil)
-			assert.ErrorIs(t, err, CodeReadOnly, name)
+			assert.ErrorIs(t, err, codes.ReadOnly, name)
 		}
 		_, _, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "shop/refill"}}}, caller)
-		assert.ErrorIs(t, err, CodeReadOnly)
+		assert.ErrorIs(t, err, codes.ReadOnly)
 	}
 	_, _, err = confirm3(reg, context.Background(), held.Pending.ID, c)
-	assert.ErrorIs(t, err, CodeReadOnly)
+	assert.ErrorIs(t, err, codes.ReadOnly)
 	assert.Zero(t, ran.Load())
 }
 
@@ -116,7 +118,7 @@ func TestAttackNamesAreExact(t *testing.T) {
 	none := &Caller{Principal: "mallory", Surface: SurfaceMCP}
 	unknown := func(c *Caller, name string) string {
 		_, _, err := callAs(reg, context.Background(), c, name, map[string]any{"x": "MARKER"})
-		require.ErrorIs(t, err, CodeUnknownAction, name)
+		require.ErrorIs(t, err, codes.UnknownAction, name)
 		return err.Error()
 	}
 	want := unknown(none, "shop/nothing")
@@ -142,17 +144,17 @@ func TestAttackConfirmations(t *testing.T) {
 	_, _, err := callAs(reg, context.Background(), eve, "shop/discard", nil)
 	id := asRefusal(err).Pending.ID
 	_, _, missing := confirm3(reg, context.Background(), strings.Repeat("0", 32), mallory)
-	require.ErrorIs(t, missing, CodeUnknownChange)
+	require.ErrorIs(t, missing, codes.UnknownChange)
 	_, _, err = confirm3(reg, context.Background(), id, mallory)
 	assert.Equal(t, missing.Error(), err.Error(), "another's change reads as a missing one")
-	assert.ErrorIs(t, reject(reg, context.Background(), id, mallory), CodeUnknownChange)
+	assert.ErrorIs(t, reject(reg, context.Background(), id, mallory), codes.UnknownChange)
 	_, err = reg.PendingChange(context.Background(), id, mallory)
-	assert.ErrorIs(t, err, CodeUnknownChange)
+	assert.ErrorIs(t, err, codes.UnknownChange)
 	// A host that sets PendingChange itself confirms nothing.
 	forged := *mallory
 	forged.PendingChange = id
 	_, _, err = callAs(reg, context.Background(), &forged, "shop/discard", nil)
-	assert.ErrorIs(t, err, CodeConfirmationRequired)
+	assert.ErrorIs(t, err, codes.ConfirmationRequired)
 	assert.Zero(t, ran.Load())
 
 	_, _, err = confirm3(reg, context.Background(), id, eve)

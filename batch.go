@@ -58,7 +58,7 @@ const maxBatchIssues = maxIssues
 // StepError is the error of a batch whose step Index was refused: Err is
 // that call's error as [Registry.Run] returns it, its issues located in
 // the call's own parameters. It plays the part fs.PathError plays for a
-// file: errors.Is(err, CodeInvalidParameters) and errors.As(err, &refusal)
+// file: errors.Is(err, codes.InvalidParameters) and errors.As(err, &refusal)
 // see through it.
 type StepError struct {
 	Index  int    // the step's index in Batch.Steps ("commands")

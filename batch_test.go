@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -97,7 +98,7 @@ func batchBody(a batchAction, runs *[]string) Body {
 		*runs = append(*runs, a.ID)
 		switch {
 		case a.Fails != "":
-			return nil, NewRefusal(Code(a.Fails), "refused by the fixture")
+			return nil, NewRefusal(codes.Code(a.Fails), "refused by the fixture")
 		case string(a.Returns) == `"$params"`:
 			return params, nil
 		case len(a.Returns) == 0:
@@ -288,7 +289,7 @@ func TestRunBatchGoValuesInWith(t *testing.T) {
 	_, entries, err = batch3(reg, context.Background(), b, nil)
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
-	assert.Equal(t, CodeInvalidScriptStep, r.Code)
+	assert.Equal(t, codes.InvalidScriptStep, r.Code)
 	assert.Equal(t, "/commands/1/with/bad", r.Issues[0].Path)
 	assert.Empty(t, entries, "no call runs")
 }
@@ -374,7 +375,7 @@ func TestRunBatchContextCanceled(t *testing.T) {
 	b := Batch{Steps: []Step{{Call: "t/stop"}, {Call: "t/stop"}, {Call: "t/stop"}}}
 	res, err := reg.Run(ctx, Call{Batch: &b})
 	require.ErrorIs(t, err, context.Canceled)
-	assert.ErrorIs(t, err, CodeCancelled)
+	assert.ErrorIs(t, err, codes.Cancelled)
 	assert.Equal(t, 1, runs)
 	require.Len(t, res.Records, 1)
 	assert.True(t, res.Records[0].RolledBack, "a stopped batch is undone, and its record says so")
@@ -394,7 +395,7 @@ func TestRunBatchTooDeepAtRunTime(t *testing.T) {
 	_, entries, err := batch3(reg, context.Background(), b, nil)
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
-	assert.Equal(t, CodeInvalidScriptStep, r.Code)
+	assert.Equal(t, codes.InvalidScriptStep, r.Code)
 	assert.Equal(t, "/commands/1/with/x/y", r.Issues[0].Path)
 	assert.Len(t, entries, 1, "the step whose value nests too deep is not called")
 }
@@ -413,7 +414,7 @@ func TestDecodeBatchUsesTheRegistrysLimits(t *testing.T) {
 	}
 	b.WriteString(`]}`)
 	_, err := batchEchoRegistry(t, nil).DecodeBatch([]byte(b.String()))
-	require.ErrorIs(t, err, CodeInvalidScriptStep)
+	require.ErrorIs(t, err, codes.InvalidScriptStep)
 	reg := batchEchoRegistry(t, &Options{Limits: Limits{MaxBatchCalls: 2 * defaultLimits.MaxBatchCalls}})
 	batch, err := reg.DecodeBatch([]byte(b.String()))
 	require.NoError(t, err)
@@ -424,7 +425,7 @@ func TestDecodeBatchUsesTheRegistrysLimits(t *testing.T) {
 	require.NoError(t, err, "the registry allows this many steps")
 	assert.Len(t, entries, defaultLimits.MaxBatchCalls+1)
 	_, _, err = batch3(batchEchoRegistry(t, nil), context.Background(), viaJSON, nil)
-	require.ErrorIs(t, err, CodeInvalidScriptStep, "a registry with the default limit refuses it before any call")
+	require.ErrorIs(t, err, codes.InvalidScriptStep, "a registry with the default limit refuses it before any call")
 }
 
 func TestBatchUnmarshalJSON(t *testing.T) {
@@ -432,9 +433,9 @@ func TestBatchUnmarshalJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"commands":[{"call":"t/echo","with":{"n":1},"as":"a"}],"result":"${a}"}`), &b))
 	assert.Equal(t, Batch{Steps: []Step{{Call: "t/echo", With: map[string]any{"n": json.Number("1")}, As: "a"}}, Result: "${a}"}, b)
 	err := json.Unmarshal([]byte(`{"commands":[{"call":"t/echo","when":"x"}]}`), &b)
-	require.ErrorIs(t, err, CodeInvalidScriptStep)
+	require.ErrorIs(t, err, codes.InvalidScriptStep)
 	err = json.Unmarshal([]byte(`{"commands":[],"commands":[]}`), &b)
-	require.ErrorIs(t, err, CodeInvalidScriptStep)
+	require.ErrorIs(t, err, codes.InvalidScriptStep)
 }
 
 func TestBatchRefusalListsAtMost100(t *testing.T) {
@@ -491,7 +492,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		b, err := decodeBatch(data, Limits{})
 		if err != nil {
 			var r *Refusal
-			if !errors.As(err, &r) || (r.Code != CodeInvalidScriptStep && r.Code != CodeUnknownReference) {
+			if !errors.As(err, &r) || (r.Code != codes.InvalidScriptStep && r.Code != codes.UnknownReference) {
 				t.Fatalf("refusal %v", err)
 			}
 			if len(r.Issues) == 0 {
@@ -503,7 +504,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		if err == nil && len(entries) != len(b.Steps) {
 			t.Fatalf("%d entries for %d steps", len(entries), len(b.Steps))
 		}
-		if (errors.Is(err, CodeInvalidScriptStep) || errors.Is(err, CodeUnknownReference)) && len(entries) == 0 {
+		if (errors.Is(err, codes.InvalidScriptStep) || errors.Is(err, codes.UnknownReference)) && len(entries) == 0 {
 			t.Fatalf("RunBatch's check refused what DecodeBatch accepted: %v", err)
 		}
 		text, err := json.Marshal(b)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -87,7 +88,7 @@ func TestBatchBytesBoundsACopyingBatch(t *testing.T) {
 		_, err = reg.Run(ctx, actions.Call{Batch: copyBatch(999)})
 		runtime.ReadMemStats(&after)
 		require.Error(t, err)
-		assert.True(t, errors.Is(err, actions.CodeInvalidScriptStep))
+		assert.True(t, errors.Is(err, codes.InvalidScriptStep))
 		var se *actions.StepError
 		require.ErrorAs(t, err, &se)
 		assert.Equal(t, 5, se.Index, "steps 1 to 4 copy 4 MB; the fifth copy would pass 4 MiB")

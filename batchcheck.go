@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/placeholder"
 )
@@ -58,7 +59,7 @@ func unmarshalLimits() Limits {
 func decodeRefusal(err error, data []byte, limits Limits) *Refusal {
 	var je *ijson.Error
 	if !errors.As(err, &je) {
-		return refusef(CodeInvalidScriptStep, "the batch is not JSON",
+		return refusef(codes.InvalidScriptStep, "the batch is not JSON",
 			Issue{Path: "", Keyword: "json", Message: "not JSON text"})
 	}
 	is := Issue{Path: je.Pointer, Keyword: "json"}
@@ -71,7 +72,7 @@ func decodeRefusal(err error, data []byte, limits Limits) *Refusal {
 	default:
 		is.Message = textFault(je, data, limits.MaxParamDepth)
 	}
-	return refusef(CodeInvalidScriptStep, "the batch is not I-JSON text", is)
+	return refusef(codes.InvalidScriptStep, "the batch is not I-JSON text", is)
 }
 
 // batchShape holds what only JSON text can get wrong: keys and types that
@@ -230,7 +231,7 @@ func (l *issueList) add(is ...Issue) {
 	}
 }
 
-func (l *issueList) refusal(code Code, message string) *Refusal {
+func (l *issueList) refusal(code codes.Code, message string) *Refusal {
 	if l.more {
 		message += fmt.Sprintf(" (the first %d faults are listed)", maxBatchIssues)
 	}
@@ -258,7 +259,7 @@ func checkBatch(b Batch, limits Limits, shape *batchShape) (*batchPlan, error) {
 	if len(b.Steps) > limits.MaxBatchCalls {
 		faults.add(Issue{Path: "/commands", Keyword: "commands",
 			Message: fmt.Sprintf("more than %d steps in one batch", limits.MaxBatchCalls)})
-		return nil, faults.refusal(CodeInvalidScriptStep, "the batch cannot run as it is")
+		return nil, faults.refusal(codes.InvalidScriptStep, "the batch cannot run as it is")
 	}
 	pl := placeholderLimits(limits)
 	plan := &batchPlan{steps: make([]plannedStep, len(b.Steps))}
@@ -319,7 +320,7 @@ func checkBatch(b Batch, limits Limits, shape *batchShape) (*batchPlan, error) {
 		}
 	}
 	if len(faults.issues) > 0 {
-		return nil, faults.refusal(CodeInvalidScriptStep, "the batch cannot run as it is")
+		return nil, faults.refusal(codes.InvalidScriptStep, "the batch cannot run as it is")
 	}
 	if len(unresolved) > 0 {
 		return nil, unknownRefs(unresolved, names)
@@ -483,7 +484,7 @@ func unknownRefs(refs []stepRef, names map[string]int) *Refusal {
 		}
 		faults.add(is)
 	}
-	return faults.refusal(CodeUnknownReference, "a placeholder names a result that no earlier step sets")
+	return faults.refusal(codes.UnknownReference, "a placeholder names a result that no earlier step sets")
 }
 
 // clone copies b deeply, its "with" values as JSON's Go types: a held

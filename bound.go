@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -102,7 +103,7 @@ func resultLimit(d *Definition, l Limits) int {
 // tooLarge is the refusal of a result over limit bytes that cannot be
 // cut. It names the bound, never the value.
 func tooLarge(limit int) *Refusal {
-	r := refusef(CodeResultTooLarge, "the result is larger than its bound of "+strconv.Itoa(limit)+" bytes of JSON and cannot be cut",
+	r := refusef(codes.ResultTooLarge, "the result is larger than its bound of "+strconv.Itoa(limit)+" bytes of JSON and cannot be cut",
 		Issue{Path: "", Keyword: "maxResultBytes", Message: "the bound is " + strconv.Itoa(limit) + " bytes"})
 	r.NextAction = "Narrow the call (filter, ask for fewer fields) so that its result is smaller."
 	return r

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -25,7 +26,7 @@ type boundCase struct {
 	Params map[string]any  `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Want   json.RawMessage `json:"want,omitempty"`
-	Code   Code            `json:"code,omitempty"`
+	Code   codes.Code      `json:"code,omitempty"`
 }
 
 // boundRegistry registers t/r, whose body returns result, with or
@@ -286,7 +287,7 @@ func TestBoundNestedResults(t *testing.T) {
 	// The nested result that is not cut: an object over the bound whose
 	// list is not at its top.
 	_, err = reg.Run(context.Background(), Call{Action: "t/r"})
-	requireRefusal(t, err, CodeUnknownAction)
+	requireRefusal(t, err, codes.UnknownAction)
 }
 
 func must2(s string, err error) string {

@@ -5,6 +5,8 @@ package actions
 import (
 	"slices"
 	"time"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // Caller is who calls, built by the host for each call from what it
@@ -63,7 +65,7 @@ type Audit struct {
 	Alias string `json:"alias,omitempty"`
 	// Code is the code of a refused call as the host sees it: the
 	// forbidden code of a call the caller was told was unknown.
-	Code Code `json:"code,omitempty"`
+	Code codes.Code `json:"code,omitempty"`
 	// PendingChange is the id of the change the call was held as
 	// (confirmation_required), confirms or rejects.
 	PendingChange string `json:"pendingChange,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -828,7 +829,7 @@ func sortUTF16(ms []objectMember) {
 func canonicalString(v any) (string, error) {
 	text, err := exactText(v)
 	if err != nil {
-		r := NewRefusal(CodeInternal, "a value has no canonical JSON form")
+		r := NewRefusal(codes.Internal, "a value has no canonical JSON form")
 		r.cause = err
 		return "", r
 	}

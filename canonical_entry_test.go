@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // viaMarshal is what the writer did before it knew the entry's form:
@@ -27,7 +29,7 @@ func viaMarshal(t *testing.T, v any) (string, error) {
 // set and left out, nested calls, commands with numbers a double does
 // not hold, text to escape.
 func entryCases() map[string]RunEntry {
-	nested := RunEntry{Action: "t/inner", Parameters: `{"n":1}`, Steps: []RunStep{}, Outcome: OutcomeRefused, Error: CodeInvalidParameters, AsHost: true}
+	nested := RunEntry{Action: "t/inner", Parameters: `{"n":1}`, Steps: []RunStep{}, Outcome: OutcomeRefused, Error: codes.InvalidParameters, AsHost: true}
 	return map[string]RunEntry{
 		"zero": {},
 		"typical": {Action: "carbon/record", Parameters: `{"actor":"act_6","co2_t":310.25}`, Steps: []RunStep{{Command: []byte(`{"op":"upsert","values":{"b":2,"a":1}}`)}},
@@ -117,7 +119,7 @@ func FuzzCanonicalEntry(f *testing.F) {
 	f.Add("\xff", "", `[1,`, "\u2028", "", false)
 	f.Fuzz(func(t *testing.T, action, params, command, result, code string, asHost bool) {
 		e := RunEntry{Action: action, Parameters: params, Steps: []RunStep{{Command: json.RawMessage(command), Result: result},
-			{Call: &RunEntry{Action: result, Steps: []RunStep{}, Error: Code(code)}}}, Outcome: Outcome(code), Result: result, AsHost: asHost}
+			{Call: &RunEntry{Action: result, Steps: []RunStep{}, Error: codes.Code(code)}}}, Outcome: Outcome(code), Result: result, AsHost: asHost}
 		got, err := CanonicalJSON(e)
 		want, werr := viaMarshal(t, e)
 		a := Audit{Alias: action, Reason: params, Caller: &Caller{Principal: result}, Stage: Stage(code), Batch: asHost}

@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"strings"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -109,7 +110,7 @@ func (r *Registry) open(b cursorBinding, cursor string) (position string, ok boo
 // badCursor is the refusal of a cursor the registry did not give for
 // this call. It does not quote the cursor.
 func badCursor() *Refusal {
-	r := refusef(CodeInvalidParameters, "the cursor is not one an answer gave for this call",
+	r := refusef(codes.InvalidParameters, "the cursor is not one an answer gave for this call",
 		Issue{Path: "/" + cursorParam, Keyword: cursorParam, Message: "not a cursor an answer gave for this call"})
 	r.NextAction = "Send the cursor exactly as an answer's next or nextCall gave it, with the same other parameters; leave it out for the first page."
 	return r

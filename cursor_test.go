@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // table is a list of rows ordered by id that changes between pages.
@@ -192,7 +194,7 @@ func TestCursorRefusedWhenNotGiven(t *testing.T) {
 	}
 	for _, c := range cases {
 		res, err := reg.Run(context.Background(), Call{Action: c.action, Params: c.params, Caller: c.caller})
-		r := requireRefusal(t, err, CodeInvalidParameters)
+		r := requireRefusal(t, err, codes.InvalidParameters)
 		require.Len(t, r.Issues, 1, c.name)
 		assert.Equal(t, "/cursor", r.Issues[0].Path, c.name)
 		assert.NotContains(t, err.Error(), c.params["cursor"], c.name)
@@ -219,7 +221,7 @@ func TestCursorReplicasShareAKey(t *testing.T) {
 	own := NewRegistry(nil)
 	require.NoError(t, own.Register(a.mustAction(t, "t/rows")))
 	_, err = own.Run(context.Background(), Call{Action: "t/rows", Params: map[string]any{"size": 1, "cursor": next}})
-	requireRefusal(t, err, CodeInvalidParameters)
+	requireRefusal(t, err, codes.InvalidParameters)
 }
 
 // mustAction is the action registered as id.

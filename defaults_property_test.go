@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // schemaGen makes random parameters schemas of properties, allOf,
@@ -159,7 +161,7 @@ func TestDefaultsNeverContradict(t *testing.T) {
 		if err != nil {
 			var r *Refusal
 			require.True(t, errors.As(err, &r), "seed %d: %v", seed, err)
-			require.Equal(t, CodeConstraintViolation, r.Code, "seed %d: %v", seed, err)
+			require.Equal(t, codes.ConstraintViolation, r.Code, "seed %d: %v", seed, err)
 			refused++
 			continue
 		}
@@ -168,7 +170,7 @@ func TestDefaultsNeverContradict(t *testing.T) {
 		if err != nil {
 			var r *Refusal
 			require.True(t, errors.As(err, &r), "seed %d: %v", seed, err)
-			require.Equal(t, CodeInvalidParameters, r.Code, "seed %d: {} refused by its own defaults\nschema %s\n%v", seed, text, err)
+			require.Equal(t, codes.InvalidParameters, r.Code, "seed %d: {} refused by its own defaults\nschema %s\n%v", seed, text, err)
 			for _, is := range r.Issues {
 				require.Contains(t, []string{"required", "dependentRequired"}, is.Keyword, "seed %d: {} refused for more than a missing member\nschema %s\n%v", seed, text, err)
 			}
@@ -181,10 +183,10 @@ func TestDefaultsNeverContradict(t *testing.T) {
 			switch {
 			case err == nil:
 				recheck(t, ps, got, seed, text)
-			case errors.As(err, &r) && r.Code == CodeInternal:
+			case errors.As(err, &r) && r.Code == codes.Internal:
 				internal++ // the caller's values picked a branch whose defaults break the schema
 			default:
-				require.True(t, errors.As(err, &r) && r.Code == CodeInvalidParameters, "seed %d: %v", seed, err)
+				require.True(t, errors.As(err, &r) && r.Code == codes.InvalidParameters, "seed %d: %v", seed, err)
 			}
 		}
 	}

@@ -34,9 +34,10 @@
 // [Call].Batch; test a body alone with [NewTrace]; serialise with
 // [CanonicalJSON]. Every transport takes a *[Registry].
 //
-// Errors: every refusal is a *[Refusal] with a code; for every error the
-// library returns, errors.Is(err, X) holds exactly when [CodeOf](err)
-// is X, and each code has a published transport and retry policy
-// ([PolicyOf]). Limits on sizes and depths are in [Limits]; docs/ in the
-// repository has a page per concept.
+// Errors: every refusal is a *[Refusal] with a code, a [codes.Code] of
+// package codes (codes.InvalidParameters, codes.Timeout, ...); for every
+// error the library returns, errors.Is(err, X) holds exactly when
+// [CodeOf](err) is X, and each code has a published transport and retry
+// policy ([codes.PolicyOf]). Limits on sizes and depths are in [Limits];
+// docs/ in the repository has a page per concept.
 package actions

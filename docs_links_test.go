@@ -417,7 +417,7 @@ func walkLinks(d *comment.Doc, f func(*comment.DocLink)) {
 
 // goName matches a qualified Go name as the pages write it:
 // actions.NewRegistry, sqlstore.Options.Readers, mcpserver.AddTools.
-var goName = regexp.MustCompile(`\b(actions|sqlstore|mcpserver|pages|profiles|otelactions)\.([A-Z]\w*)(?:\.([A-Z]\w*))?`)
+var goName = regexp.MustCompile(`\b(actions|codes|sqlstore|mcpserver|pages|profiles|otelactions)\.([A-Z]\w*)(?:\.([A-Z]\w*))?`)
 
 // regMethod matches a method called on a registry the way the pages name
 // one: reg.Run, reg.Decide.

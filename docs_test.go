@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // The examples written in docs/parameters.md and docs/refusals.md are run
@@ -87,7 +89,7 @@ func TestDocParametersRegistrationTable(t *testing.T) {
 			_, err := CompileParameters(ex, Limits{})
 			require.Error(t, err, "%s must be refused", ex)
 			r := refusalOf(t, err)
-			assert.Equal(t, CodeConstraintViolation, r.Code)
+			assert.Equal(t, codes.ConstraintViolation, r.Code)
 			require.Len(t, r.Issues, 1)
 			require.NotEmpty(t, ptrs, "row %q names no pointer", row[0])
 			want := ptrs[0]
@@ -113,7 +115,7 @@ func TestDocParametersContradictions(t *testing.T) {
 		_, err := CompileParameters(schema, Limits{})
 		require.Error(t, err, schema)
 		r := refusalOf(t, err)
-		assert.Equal(t, CodeConstraintViolation, r.Code)
+		assert.Equal(t, codes.ConstraintViolation, r.Code)
 		require.Len(t, r.Issues, 1)
 		assert.Equal(t, at, r.Issues[0].Path, schema)
 		assert.Equal(t, kw, r.Issues[0].Keyword, schema)
@@ -161,22 +163,22 @@ func TestDocParametersExamples(t *testing.T) {
 }
 
 // TestDocRefusalsPolicyTable checks the table of transports and retry
-// verdicts against PolicyOf, for every code the registry raises.
+// verdicts against codes.PolicyOf, for every code the registry raises.
 func TestDocRefusalsPolicyTable(t *testing.T) {
 	rows := tableRows(t, readDoc(t, "refusals.md"), "| code | transport | retry |")
-	known := map[Code]bool{}
+	known := map[codes.Code]bool{}
 	for _, c := range registryCodes() {
 		known[c] = true
 	}
-	seen := map[Code]bool{}
+	seen := map[codes.Code]bool{}
 	for _, row := range rows {
 		for _, c := range spans(row[0]) {
-			code := Code(c)
+			code := codes.Code(c)
 			if !known[code] {
 				continue
 			}
 			seen[code] = true
-			p := PolicyOf(code)
+			p := codes.PolicyOf(code)
 			assert.Equal(t, row[1], string(p.Transport), "transport of %s", code)
 			assert.Equal(t, row[2], string(p.Retry), "retry of %s", code)
 		}
@@ -184,6 +186,9 @@ func TestDocRefusalsPolicyTable(t *testing.T) {
 	for c := range known {
 		assert.True(t, seen[c], "refusals.md lists no policy for %s", c)
 	}
+	last := rows[len(rows)-1]
+	require.Equal(t, "a domain code", last[0])
+	assert.Equal(t, string(codes.PolicyOf(codes.Domain).Transport), last[1])
 }
 
 // TestDocRefusalsExamples runs the examples of refusals.md: the message
@@ -200,7 +205,7 @@ func TestDocRefusalsExamples(t *testing.T) {
 
 	require.Contains(t, page, `actions.NewRefusal("tank_empty", "the tank is empty")`)
 	nr := NewRefusal("tank_empty", "the tank is empty")
-	assert.Equal(t, TransportToolResult, nr.Transport)
-	assert.Equal(t, RetryNever, nr.Retry)
+	assert.Equal(t, codes.TransportToolResult, nr.Transport)
+	assert.Equal(t, codes.RetryNever, nr.Retry)
 	assert.Equal(t, `tank_empty: the tank is empty`, strings.SplitN(nr.Error(), " (", 2)[0])
 }

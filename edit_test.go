@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 func edit(reg *Registry, id string, params any, c *Caller) (Result, error) {
@@ -32,7 +34,7 @@ func TestEditRunsThePersonsArguments(t *testing.T) {
 	assert.Equal(t, id, rec.Audit.PendingChange)
 	assert.Equal(t, "sam", rec.Audit.Caller.Principal)
 	_, err = reg.PendingChange(context.Background(), id, supervisor)
-	assert.ErrorIs(t, err, CodeUnknownChange, "the change is decided")
+	assert.ErrorIs(t, err, codes.UnknownChange, "the change is decided")
 }
 
 // An edit names no other action: whatever its arguments say, the
@@ -49,7 +51,7 @@ func TestEditCannotNameAnotherAction(t *testing.T) {
 	// A Call given as the arguments is arguments, not a call.
 	id = holdDelete(t, reg, agent)
 	_, err = edit(reg, id, Call{Action: "tickets/open", Params: `{}`}, supervisor)
-	require.ErrorIs(t, err, CodeInvalidParameters)
+	require.ErrorIs(t, err, codes.InvalidParameters)
 	assert.Equal(t, int32(1), ran.Load())
 }
 
@@ -58,7 +60,7 @@ func TestEditIsCheckedAgain(t *testing.T) {
 	reg, ran := helpdesk(t, GateOptions{}, &Approval{Capability: "tickets.approve"})
 	id := holdDelete(t, reg, agent)
 	res, err := edit(reg, id, `{"id":"two"}`, supervisor)
-	require.ErrorIs(t, err, CodeInvalidParameters)
+	require.ErrorIs(t, err, codes.InvalidParameters)
 	assert.Zero(t, ran.Load())
 	require.Len(t, res.Records, 1)
 	assert.Equal(t, StageEdited, res.Records[0].Audit.Stage)
@@ -69,14 +71,14 @@ func TestEditIsCheckedAgain(t *testing.T) {
 	readOnly := supervisor.clone()
 	readOnly.Token, readOnly.Scopes = true, []string{"mcp:read"}
 	_, err = edit(reg, id, `{"id":3}`, &readOnly)
-	require.ErrorIs(t, err, CodeInsufficientScope)
+	require.ErrorIs(t, err, codes.InsufficientScope)
 	// Nor may someone the policy does not name, nor the model's surface.
 	_, err = edit(reg, id, `{"id":3}`, colleague)
-	require.ErrorIs(t, err, CodeUnknownChange)
+	require.ErrorIs(t, err, codes.UnknownChange)
 	onMCP := supervisor.clone()
 	onMCP.Surface = SurfaceMCP
 	_, err = edit(reg, id, `{"id":3}`, &onMCP)
-	require.ErrorIs(t, err, CodeForbiddenSurface)
+	require.ErrorIs(t, err, codes.ForbiddenSurface)
 	assert.Zero(t, ran.Load())
 }
 
@@ -86,7 +88,7 @@ func TestEditUnderFourEyesIsHeldAgain(t *testing.T) {
 	reg, ran := helpdesk(t, GateOptions{}, &Approval{Capability: "tickets.approve", Proposer: ProposerNever})
 	id := holdDelete(t, reg, agent)
 	res, err := edit(reg, id, `{"id":3}`, supervisor)
-	require.ErrorIs(t, err, CodeConfirmationRequired)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	assert.Zero(t, ran.Load())
 	next := asRefusal(err).Pending.ID
 	require.NotEqual(t, id, next)
@@ -97,9 +99,9 @@ func TestEditUnderFourEyesIsHeldAgain(t *testing.T) {
 	assert.Equal(t, `{"id":2,"note":"no note"}`, rec.Original)
 
 	_, err = reg.PendingChange(context.Background(), id, supervisor)
-	assert.ErrorIs(t, err, CodeUnknownChange, "the edited change is gone")
+	assert.ErrorIs(t, err, codes.UnknownChange, "the edited change is gone")
 	_, err = decide(reg, next, true, supervisor)
-	assert.ErrorIs(t, err, CodeForbiddenProposer, "the editor may not confirm its own edit")
+	assert.ErrorIs(t, err, codes.ForbiddenProposer, "the editor may not confirm its own edit")
 	other := &Caller{Principal: "olga", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: SurfaceUI}
 	res, err = decide(reg, next, true, other)
 	require.NoError(t, err)
@@ -120,7 +122,7 @@ func TestEditGoesThroughTheRule(t *testing.T) {
 	reg, ran := helpdesk(t, GateOptions{}, &Approval{Capability: "tickets.approve", Proposer: ProposerNever, When: rule})
 	hold := func() string {
 		_, err := reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":200}`, Caller: agent})
-		require.ErrorIs(t, err, CodeConfirmationRequired)
+		require.ErrorIs(t, err, codes.ConfirmationRequired)
 		return asRefusal(err).Pending.ID
 	}
 	_, err := edit(reg, hold(), `{"id":5}`, supervisor)
@@ -128,7 +130,7 @@ func TestEditGoesThroughTheRule(t *testing.T) {
 	assert.Equal(t, int32(1), ran.Load())
 	for _, p := range []string{`{"id":300}`, `{"id":13}`} {
 		_, err = edit(reg, hold(), p, supervisor)
-		require.ErrorIs(t, err, CodeConfirmationRequired, p)
+		require.ErrorIs(t, err, codes.ConfirmationRequired, p)
 	}
 	assert.Equal(t, int32(1), ran.Load())
 }
@@ -138,10 +140,10 @@ func TestEditOfABatchRefused(t *testing.T) {
 	reg, ran := helpdesk(t, GateOptions{}, &Approval{Capability: "tickets.approve"})
 	b := Batch{Steps: []Step{{Call: "tickets/open"}, {Call: "tickets/delete", With: map[string]any{"id": 2}}}}
 	_, err := reg.Run(context.Background(), Call{Batch: &b, Caller: agent})
-	require.ErrorIs(t, err, CodeConfirmationRequired)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	id := asRefusal(err).Pending.ID
 	_, err = edit(reg, id, `{"id":3}`, supervisor)
-	require.ErrorIs(t, err, CodeConstraintViolation)
+	require.ErrorIs(t, err, codes.ConstraintViolation)
 	_, err = decide(reg, id, true, supervisor)
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), ran.Load())

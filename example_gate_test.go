@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // gatedShop is a registry with three gated actions: a read, an additive
@@ -50,7 +51,7 @@ func ExampleCaller() {
 	// nothing more; the record tells the host why.
 	res, err = reg.Run(ctx, actions.Call{Action: "shop/restock", Params: `{"anything": "at all"}`, Caller: viewer})
 	fmt.Println(err)
-	fmt.Println(errors.Is(err, actions.CodeUnknownAction), errors.Is(err, actions.CodeForbiddenCapability))
+	fmt.Println(errors.Is(err, codes.UnknownAction), errors.Is(err, codes.ForbiddenCapability))
 	rec := res.Records[0]
 	fmt.Println(rec.Entry.Error, rec.Audit.Code, rec.Audit.Caller.Principal)
 	// Output:

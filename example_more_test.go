@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 func ExampleCompileParameters() {
@@ -49,9 +50,9 @@ func ExampleRegistry_DecodeBatch() {
 	]}`))
 	fmt.Println(len(b.Steps), err)
 	_, err = reg.DecodeBatch([]byte(`{"commands": [{"call": "garden/plant", "when": "${x}"}]}`))
-	fmt.Println(errors.Is(err, actions.CodeInvalidScriptStep), err)
+	fmt.Println(errors.Is(err, codes.InvalidScriptStep), err)
 	_, err = reg.DecodeBatch([]byte(`{"commands": [{"call": "garden/water", "with": {"plant": "${p.key}"}}]}`))
-	fmt.Println(errors.Is(err, actions.CodeUnknownReference), err)
+	fmt.Println(errors.Is(err, codes.UnknownReference), err)
 	// Output:
 	// 2 <nil>
 	// true invalid_script_step: the batch cannot run as it is: /commands/0/when a condition (when) is run by the engine's script runner; a batch step holds only call, with and as
@@ -59,8 +60,8 @@ func ExampleRegistry_DecodeBatch() {
 }
 
 func ExamplePolicyOf() {
-	for _, c := range []actions.Code{actions.CodeInvalidParameters, actions.CodeUnknownAction, actions.CodeInternal, actions.CodeCancelled, "out_of_stock"} {
-		p := actions.PolicyOf(c)
+	for _, c := range []codes.Code{codes.InvalidParameters, codes.UnknownAction, codes.Internal, codes.Cancelled, "out_of_stock"} {
+		p := codes.PolicyOf(c)
 		fmt.Println(c, p.Transport, p.Retry)
 	}
 	// Output:
@@ -77,7 +78,7 @@ func ExampleNewRefusal() {
 		Definition: actions.Definition{ID: "shop/order"},
 		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			r := actions.NewRefusal("out_of_stock", "the item is out of stock")
-			r.Retry = actions.RetryAfterBackoff
+			r.Retry = codes.RetryAfterBackoff
 			r.NextAction = "Offer another size."
 			return nil, r
 		},
@@ -97,7 +98,7 @@ func ExampleActionID() {
 	id, err := actions.ActionID(actions.ToolName("garden/plant"))
 	fmt.Println(id, err)
 	_, err = actions.ActionID("plant")
-	fmt.Println(errors.Is(err, actions.CodeUnknownAction))
+	fmt.Println(errors.Is(err, codes.UnknownAction))
 	// Output:
 	// garden/plant <nil>
 	// true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // plantSchema is the parameters schema the examples share: a required
@@ -159,7 +160,7 @@ func ExampleRefusal() {
 	_, err := reg.Run(context.Background(), actions.Call{Action: "garden/plant", Params: map[string]any{"count": "two", "colour": "red"}})
 
 	// The sentinel tells the code; errors.As gives the fields.
-	fmt.Println(errors.Is(err, actions.CodeInvalidParameters))
+	fmt.Println(errors.Is(err, codes.InvalidParameters))
 	var r *actions.Refusal
 	if errors.As(err, &r) {
 		fmt.Println(r.Code, r.Retry, r.Transport)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 func ExampleRegistry_Replay() {
@@ -38,7 +39,7 @@ func ExampleRegistry_Replay() {
 	var d *actions.Divergence
 	if errors.As(err, &d) {
 		fmt.Println(d.Path, d.Want, d.Got)
-		fmt.Println(errors.Is(err, actions.CodeDiverged), actions.CodeOf(err), d.Reason())
+		fmt.Println(errors.Is(err, codes.Diverged), actions.CodeOf(err), d.Reason())
 	}
 	// Output:
 	// <nil>

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // plantParams are the parameters of garden/plant as a Go type. The tags
@@ -113,7 +114,7 @@ func ExampleDefinition_outputSchema() {
 	}))
 	res, err := reg.Run(context.Background(), actions.Call{Action: "stock/count"})
 	fmt.Println(res.Value, res.Entry().Outcome, res.Entry().Error)
-	fmt.Println(errors.Is(err, actions.CodeOutputInvalid), actions.PolicyOf(actions.CodeOutputInvalid))
+	fmt.Println(errors.Is(err, codes.OutputInvalid), codes.PolicyOf(codes.OutputInvalid))
 	var r *actions.Refusal
 	if errors.As(err, &r) {
 		fmt.Println(r.Issues)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // fixtureSchemas compiles every accepted schema of testdata/params and
@@ -70,10 +72,10 @@ func FuzzCheckParameters(f *testing.F) {
 		if err != nil {
 			var r *Refusal
 			var ce *contradictionError
-			if errors.As(err, &r) && r.Code == CodeInternal && errors.As(err, &ce) {
+			if errors.As(err, &r) && r.Code == codes.Internal && errors.As(err, &ce) {
 				return // a schema whose defaults contradict it, for these parameters
 			}
-			if !errors.As(err, &r) || r.Code != CodeInvalidParameters {
+			if !errors.As(err, &r) || r.Code != codes.InvalidParameters {
 				t.Fatalf("want invalid_parameters, got %v", err)
 			}
 			if len(r.Issues) == 0 {
@@ -132,7 +134,7 @@ func FuzzDecodeManifest(f *testing.F) {
 		if len(reg.Definitions()) != len(defs) {
 			t.Fatalf("registered %d of %d", len(reg.Definitions()), len(defs))
 		}
-		if _, err := reg.Tools(nil); err != nil && !errors.Is(err, CodeConstraintViolation) {
+		if _, err := reg.Tools(nil); err != nil && !errors.Is(err, codes.ConstraintViolation) {
 			t.Fatalf("Tools: %v", err)
 		}
 	})

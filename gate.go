@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // GateOptions configures the gate of a registry. The zero value is usable:
@@ -125,10 +127,10 @@ func (g *gate) admit(d *Definition, c *Caller) error {
 func (g *gate) who(d *Definition, c *Caller) error {
 	if c != nil {
 		if !d.offers(c.Surface) {
-			return concealed(NewRefusal(CodeForbiddenSurface, "the action is not offered on this surface"))
+			return concealed(NewRefusal(codes.ForbiddenSurface, "the action is not offered on this surface"))
 		}
 		if !c.Can(d.Capability) {
-			return concealed(NewRefusal(CodeForbiddenCapability, "the caller lacks the action's capability"))
+			return concealed(NewRefusal(codes.ForbiddenCapability, "the caller lacks the action's capability"))
 		}
 		if c.Token {
 			if need := g.scopeNeeded(d); !slices.Contains(c.Scopes, need) && !(need == g.opts.ReadScope && slices.Contains(c.Scopes, g.opts.WriteScope)) {
@@ -142,13 +144,13 @@ func (g *gate) who(d *Definition, c *Caller) error {
 // serving checks the host's switches: not serving, read-only.
 func (g *gate) serving(d *Definition) error {
 	if g.serve.stopAll.Load() {
-		return NewRefusal(CodeNotServing, "the host is not serving actions now")
+		return NewRefusal(codes.NotServing, "the host is not serving actions now")
 	}
 	if _, stopped := g.serve.stopped.Load(d.ID); stopped {
-		return NewRefusal(CodeNotServing, "the host is not serving this action now")
+		return NewRefusal(codes.NotServing, "the host is not serving this action now")
 	}
 	if g.serve.readOnly.Load() && d.EffectOf() != EffectRead {
-		return NewRefusal(CodeReadOnly, "the registry is read-only: only reads are served")
+		return NewRefusal(codes.ReadOnly, "the registry is read-only: only reads are served")
 	}
 	return nil
 }
@@ -190,7 +192,7 @@ func (g *gate) scopeRefusal(c *Caller, need string) *Refusal {
 	scopes = slices.DeleteFunc(scopes, func(s string) bool { return !scopeToken(s) })
 	sort.Strings(scopes)
 	scopes = slices.Compact(scopes)
-	r := NewRefusal(CodeInsufficientScope, "the token lacks the scope this action needs")
+	r := NewRefusal(codes.InsufficientScope, "the token lacks the scope this action needs")
 	r.Scopes = []string{need}
 	var b strings.Builder
 	b.WriteString(`Bearer error="insufficient_scope", scope="`)
@@ -268,7 +270,7 @@ func (g *gate) takeCall(ctx context.Context, id, principal string, lim float64, 
 			continue // pruned meanwhile: a fresh bucket is the same
 		}
 		if !ok {
-			r := NewRefusal(CodeRateLimited, message)
+			r := NewRefusal(codes.RateLimited, message)
 			r.RetryAt = at
 			return r
 		}
@@ -355,8 +357,8 @@ func concealed(forbidden *Refusal) *Refusal {
 
 // hostCode is the code the host records for err: a concealed refusal's
 // real code, otherwise the error's.
-func hostCode(err error) Code {
-	if r := asRefusal(err); r != nil && r.Code == CodeUnknownAction {
+func hostCode(err error) codes.Code {
+	if r := asRefusal(err); r != nil && r.Code == codes.UnknownAction {
 		if f, ok := r.cause.(*Refusal); ok && f != nil {
 			return f.Code
 		}
@@ -383,7 +385,7 @@ func (g *gate) admitNested(d *Definition, c *Caller) error { return g.admit(d, c
 // anonymousHold refuses a call that needs confirmation from a caller
 // with no principal: nobody could confirm it, so nothing is held.
 func anonymousHold() *Refusal {
-	r := NewRefusal(CodeConfirmationRequired, "the call needs a person's confirmation, and a caller without identity cannot give it: nothing is held")
+	r := NewRefusal(codes.ConfirmationRequired, "the call needs a person's confirmation, and a caller without identity cannot give it: nothing is held")
 	r.NextAction = "Tell the user to sign in; an anonymous call of this action cannot be confirmed."
 	return r
 }
@@ -400,7 +402,7 @@ func (d *Definition) declared(err error) error {
 	}
 	retry, ok := d.declaredRetry(r.Code)
 	if !ok {
-		retry = RetryNever
+		retry = codes.RetryNever
 	}
 	if r.Retry == retry {
 		return err
@@ -430,7 +432,7 @@ func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, 
 			}
 		}
 		if n >= max {
-			r := NewRefusal(CodeRateLimited, "the caller holds as many pending changes as it may: confirm or reject one first")
+			r := NewRefusal(codes.RateLimited, "the caller holds as many pending changes as it may: confirm or reject one first")
 			r.NextAction = "Ask the user to confirm or reject the changes waiting, then call again."
 			return Receipt{}, r
 		}
@@ -462,7 +464,7 @@ func (g *gate) pendingOf(ctx context.Context, id string, c *Caller, def func(str
 	case err != nil:
 		return PendingChange{}, internalRefusal("the pending change could not be read", err)
 	}
-	if err := g.mayDecide(pc, c, def); errors.Is(err, CodeUnknownChange) {
+	if err := g.mayDecide(pc, c, def); errors.Is(err, codes.UnknownChange) {
 		return PendingChange{}, err
 	}
 	return pc, nil
@@ -495,7 +497,7 @@ func (g *gate) shared(ctx context.Context, id, principal string, lim float64, bu
 	case err != nil:
 		return internalRefusal("the rate limit could not be read", err)
 	case !ok:
-		r := NewRefusal(CodeRateLimited, message)
+		r := NewRefusal(codes.RateLimited, message)
 		r.RetryAt = at
 		return r
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // gateFixture is testdata/gate/checks.json.
@@ -48,14 +50,14 @@ type gateCase struct {
 		Parameters json.RawMessage `json:"parameters"`
 	} `json:"call"`
 	Expect struct {
-		Outcome   string    `json:"outcome"`
-		Code      Code      `json:"code"`
-		Reason    Code      `json:"reason"`
-		Transport Transport `json:"transport"`
-		Retry     Retry     `json:"retry"`
-		Challenge string    `json:"challenge"`
-		RetryAt   bool      `json:"retryAt"`
-		Alias     string    `json:"alias"`
+		Outcome   string          `json:"outcome"`
+		Code      codes.Code      `json:"code"`
+		Reason    codes.Code      `json:"reason"`
+		Transport codes.Transport `json:"transport"`
+		Retry     codes.Retry     `json:"retry"`
+		Challenge string          `json:"challenge"`
+		RetryAt   bool            `json:"retryAt"`
+		Alias     string          `json:"alias"`
 	} `json:"expect"`
 }
 
@@ -105,7 +107,7 @@ func runGateCase(t *testing.T, f gateFixture, c gateCase) gateRun {
 			before.Principal = c.Gate.BeforePrincipal
 		}
 		_, _, err := callAs(reg, context.Background(), before, defs[0].ID, `{"item":"pears","count":1}`)
-		if !errors.Is(err, CodeConfirmationRequired) {
+		if !errors.Is(err, codes.ConfirmationRequired) {
 			require.NoError(t, err, "a call made before the case")
 		}
 	}
@@ -202,7 +204,7 @@ func TestGateRefusalsLeakNothing(t *testing.T) {
 	secrets := []string{"Secret Value 4711", "4711", "hunter2", "secretName", "apples", "item", "count", "pattern", "minimum", "^[a-z]+$", "/count", "/item"}
 	n := 0
 	for _, c := range f.Cases {
-		if c.Expect.Outcome == "done" || c.Expect.Code == CodeInvalidParameters {
+		if c.Expect.Outcome == "done" || c.Expect.Code == codes.InvalidParameters {
 			continue
 		}
 		got := runGateCase(t, f, c)
@@ -222,15 +224,15 @@ func TestGateRefusalsLeakNothing(t *testing.T) {
 }
 
 func TestPoliciesIncludeGateCodes(t *testing.T) {
-	p := Policies()
-	for code, want := range map[Code]Policy{
-		CodeForbiddenSurface:     {TransportToolResult, RetryNever},
-		CodeForbiddenCapability:  {TransportToolResult, RetryNever},
-		CodeInsufficientScope:    {TransportToolResult, RetryNever},
-		CodeNotServing:           {TransportToolResult, RetryNever},
-		CodeReadOnly:             {TransportToolResult, RetryAfterBackoff},
-		CodeRateLimited:          {TransportToolResult, RetryAfterBackoff},
-		CodeConfirmationRequired: {TransportToolResult, RetryNever},
+	p := codes.Policies()
+	for code, want := range map[codes.Code]codes.Policy{
+		codes.ForbiddenSurface:     {Transport: codes.TransportToolResult, Retry: codes.RetryNever},
+		codes.ForbiddenCapability:  {Transport: codes.TransportToolResult, Retry: codes.RetryNever},
+		codes.InsufficientScope:    {Transport: codes.TransportToolResult, Retry: codes.RetryNever},
+		codes.NotServing:           {Transport: codes.TransportToolResult, Retry: codes.RetryNever},
+		codes.ReadOnly:             {Transport: codes.TransportToolResult, Retry: codes.RetryAfterBackoff},
+		codes.RateLimited:          {Transport: codes.TransportToolResult, Retry: codes.RetryAfterBackoff},
+		codes.ConfirmationRequired: {Transport: codes.TransportToolResult, Retry: codes.RetryNever},
 	} {
 		assert.Equal(t, want, p[code], code)
 		assert.True(t, errors.Is(NewRefusal(code, ""), sentinelOf(code)), code)
@@ -275,21 +277,21 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 	require.NoError(t, err)
 	p := &Caller{Principal: "p", Surface: SurfaceAI}
 	res, err := reg.Run(context.Background(), Call{Batch: &b, Caller: p})
-	require.ErrorIs(t, err, CodeConfirmationRequired)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	assert.Empty(t, ran, "no step runs before the person confirms")
 	rc := asRefusal(err).Pending
 	require.NotNil(t, rc)
 	assert.Equal(t, []HeldStep{{Index: 1, Action: "shop/discard"}}, rc.Steps)
 	require.Len(t, res.Records, 3, "one record per step held")
 	for _, rec := range res.Records {
-		assert.Equal(t, CodeConfirmationRequired, rec.Entry.Error)
+		assert.Equal(t, codes.ConfirmationRequired, rec.Entry.Error)
 		assert.Equal(t, StageHeld, rec.Audit.Stage)
 		assert.Equal(t, rc.ID, rec.Audit.PendingChange)
 		assert.False(t, rec.RolledBack, "the held unit is kept")
 	}
 	// Another person cannot confirm it; its proposer can, once.
 	_, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "q", Surface: SurfaceUI}})
-	require.ErrorIs(t, err, CodeUnknownChange)
+	require.ErrorIs(t, err, codes.UnknownChange)
 	res, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"count", "discard", "count"}, ran)
@@ -300,7 +302,7 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 		assert.True(t, rec.Audit.Batch)
 	}
 	_, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
-	require.ErrorIs(t, err, CodeUnknownChange, "a batch runs once")
+	require.ErrorIs(t, err, codes.UnknownChange, "a batch runs once")
 
 	// Rejected: nothing runs, and the rejection is recorded per step.
 	ran = nil
@@ -310,7 +312,7 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ran)
 	require.Len(t, res.Records, 3)
-	assert.Equal(t, CodeRejected, res.Records[1].Entry.Error)
+	assert.Equal(t, codes.Rejected, res.Records[1].Entry.Error)
 	assert.Equal(t, StageRejected, res.Records[1].Audit.Stage)
 }
 
@@ -335,7 +337,7 @@ func TestRateLimitersArePruned(t *testing.T) {
 		require.NoError(t, call(fmt.Sprint("early", i)))
 	}
 	require.NoError(t, call("busy"))
-	require.ErrorIs(t, call("busy"), CodeRateLimited)
+	require.ErrorIs(t, call("busy"), codes.RateLimited)
 	assert.Equal(t, pruneEvery, count(), "one limiter per principal so far")
 
 	// A minute later every early bucket is full again; busy's too, so
@@ -354,5 +356,5 @@ func TestRateLimitersArePruned(t *testing.T) {
 	})
 	assert.Zero(t, early, "the full buckets were dropped")
 	assert.LessOrEqual(t, count(), pruneEvery+1, "busy's and the late principals' are left")
-	require.ErrorIs(t, call("busy"), CodeRateLimited, "an empty bucket survives the sweep")
+	require.ErrorIs(t, call("busy"), codes.RateLimited, "an empty bucket survives the sweep")
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -51,7 +52,7 @@ func checkKey(key string) error {
 	if ok {
 		return nil
 	}
-	return refusef(CodeInvalidParameters, "the idempotency key is not valid",
+	return refusef(codes.InvalidParameters, "the idempotency key is not valid",
 		Issue{Path: "", Keyword: "idempotencyKey", Message: "an idempotency key is 1 to 255 printable ASCII characters"})
 }
 
@@ -110,7 +111,7 @@ func (k *unitKey) until(a answer) time.Time {
 // keyConflict is the refusal of a call whose key recorded a call with
 // other parameters.
 func keyConflict() *Refusal {
-	return NewRefusal(CodeIdempotencyConflict, "this idempotency key was used for a call with other parameters")
+	return NewRefusal(codes.IdempotencyConflict, "this idempotency key was used for a call with other parameters")
 }
 
 // Polling a claim that still runs: the first pause, and the longest.
@@ -198,7 +199,7 @@ func settleKey(ctx context.Context, ks KeyStore, k *unitKey, token string, keep 
 		if u.Commit || uerr == nil {
 			// Kept only if the commit fails: the body ran, its changes
 			// could not be kept.
-			uerr = NewRefusal(CodeInternal, "the call ran but its changes could not be kept")
+			uerr = NewRefusal(codes.Internal, "the call ran but its changes could not be kept")
 		}
 		a := answerOf(k, nil, u.Records, uerr)
 		undone, err = k.record(token, &a)
@@ -216,7 +217,8 @@ func settleKey(ctx context.Context, ks KeyStore, k *unitKey, token string, keep 
 // commits nothing, and returns the records written and the recorded
 // answer.
 func answerRetry(ctx context.Context, s Store, k *unitKey, found *KeyRecord) ([]Record, Result, error) {
-	line := auditLine(found, k.audit)
+	res, answerErr := answeredFrom(found.Answer, found.Records)
+	line := auditLine(found, k, answerErr)
 	if k.admit != nil {
 		rec, err := k.admit(ctx)
 		if err != nil {
@@ -229,8 +231,7 @@ func answerRetry(ctx context.Context, s Store, k *unitKey, found *KeyRecord) ([]
 	if err != nil {
 		return recs, Result{}, err
 	}
-	res, err := answeredFrom(found.Answer, found.Records)
-	return recs, res, err
+	return recs, res, answerErr
 }
 
 // joinStore is err, with the store's failure to record it joined.
@@ -243,14 +244,20 @@ func joinStore(err, serr error) error {
 
 // auditLine is the one record written for a retry that the recorded row
 // answered: the recorded unit's last entry, as it is, with the retry's
-// audit a, whose Answered names the recorded unit; rolled back, since
-// the retry changed nothing (a replay skips it, and reads of kept
-// records leave it out).
-func auditLine(found *KeyRecord, a Audit) Record {
-	rec := Record{Entry: RunEntry{Steps: []RunStep{}, Outcome: OutcomeRefused}}
+// audit (k.audit), whose Answered names the recorded unit; rolled back,
+// since the retry changed nothing (a replay skips it, and reads of kept
+// records leave it out). A unit that left no record (a claim settled
+// after its process died) gives an entry of k's action refused with the
+// code of answerErr, the error the row answers.
+func auditLine(found *KeyRecord, k *unitKey, answerErr error) Record {
+	rec := Record{Entry: RunEntry{Steps: []RunStep{}, Outcome: OutcomeRefused, Error: CodeOf(answerErr)}}
+	if k.action != batchKeyAction {
+		rec.Entry.Action = k.action
+	}
 	if n := len(found.Records); n > 0 {
 		rec = found.Records[n-1].clone()
 	}
+	a := k.audit
 	a.Answered = found.Unit
 	rec.Audit, rec.RolledBack = a, true
 	return rec
@@ -258,7 +265,7 @@ func auditLine(found *KeyRecord, a Audit) Record {
 
 // inProgress is the refusal of a retry whose first call still runs.
 func inProgress(retryAt time.Time) *Refusal {
-	r := NewRefusal(CodeInProgress, "a call with this idempotency key is still running")
+	r := NewRefusal(codes.InProgress, "a call with this idempotency key is still running")
 	r.RetryAt = retryAt
 	return r
 }
@@ -309,10 +316,10 @@ func answerOf(k *unitKey, v any, recs []Record, err error) answer {
 			if n := len(recs); n > 0 && recs[n-1].Entry.Error != "" {
 				code = recs[n-1].Entry.Error
 			}
-			if code == CodeInProgress || code == CodeIdempotencyConflict {
+			if code == codes.InProgress || code == codes.IdempotencyConflict || code == codes.OutcomeUnknown {
 				// A body's own error with a key's code: its retry must not
 				// read as a refusal about the key.
-				code = CodeInternal
+				code = codes.Internal
 			}
 			rf = NewRefusal(code, "the call made with this idempotency key failed")
 		}
@@ -322,7 +329,7 @@ func answerOf(k *unitKey, v any, recs []Record, err error) answer {
 		return a
 	}
 	n := len(recs)
-	if n > 0 && recs[n-1].Entry.Outcome == OutcomeRefused && recs[n-1].Entry.Error == CodeRejected {
+	if n > 0 && recs[n-1].Entry.Outcome == OutcomeRefused && recs[n-1].Entry.Error == codes.Rejected {
 		a.Refusal = rejection(recs[n-1].Audit.Reason)
 		return a
 	}
@@ -360,7 +367,7 @@ func answerOf(k *unitKey, v any, recs []Record, err error) answer {
 func answerText(a answer) json.RawMessage {
 	text, err := CanonicalJSON(a)
 	if err != nil {
-		text, _ = CanonicalJSON(answer{Refusal: NewRefusal(CodeInternal, "the answer has no canonical JSON")})
+		text, _ = CanonicalJSON(answer{Refusal: NewRefusal(codes.Internal, "the answer has no canonical JSON")})
 	}
 	return text
 }

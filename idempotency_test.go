@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -58,11 +59,11 @@ func TestRunLogKeys(t *testing.T) {
 
 	call.Params = `{"amount":6}`
 	_, err = reg.Run(ctx, call)
-	require.ErrorIs(t, err, actions.CodeIdempotencyConflict)
-	assert.Equal(t, actions.CodeIdempotencyConflict, actions.CodeOf(err))
+	require.ErrorIs(t, err, codes.IdempotencyConflict)
+	assert.Equal(t, codes.IdempotencyConflict, actions.CodeOf(err))
 
 	_, err = reg.Run(ctx, actions.Call{Action: "shop/charge", Params: `{"amount":6}`, Caller: payer})
-	require.ErrorIs(t, err, actions.CodeIdempotencyKeyRequired)
+	require.ErrorIs(t, err, codes.IdempotencyKeyRequired)
 	assert.Equal(t, int64(1), runs.Load())
 }
 
@@ -79,8 +80,8 @@ func TestRunLogKeyInFlight(t *testing.T) {
 		runtime.Gosched()
 	}
 	_, err := reg.Run(ctx, call)
-	require.ErrorIs(t, err, actions.CodeInProgress)
-	assert.Equal(t, actions.CodeInProgress, actions.CodeOf(err))
+	require.ErrorIs(t, err, codes.InProgress)
+	assert.Equal(t, codes.InProgress, actions.CodeOf(err))
 	close(block)
 	require.NoError(t, <-done)
 
@@ -108,10 +109,10 @@ func TestKeyWithoutStore(t *testing.T) {
 		require.NoError(t, reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/ping"},
 			Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { runs++; return nil, nil }}))
 		_, err := reg.Run(context.Background(), actions.Call{Action: "shop/ping", IdempotencyKey: "k"})
-		require.ErrorIs(t, err, actions.CodeInternal, name)
+		require.ErrorIs(t, err, codes.Internal, name)
 		var rf *actions.Refusal
 		require.ErrorAs(t, err, &rf, name)
-		assert.Equal(t, actions.RetryNever, rf.Retry, name)
+		assert.Equal(t, codes.RetryNever, rf.Retry, name)
 		assert.Zero(t, runs, name)
 		_, err = reg.Run(context.Background(), actions.Call{Action: "shop/ping"})
 		require.NoError(t, err, "%s: without a key nothing changes", name)
@@ -128,22 +129,23 @@ func (s atomicOnly) Atomic(ctx context.Context, fn func(context.Context) actions
 
 func TestKeyCodes(t *testing.T) {
 	for _, tc := range []struct {
-		code     actions.Code
+		code     codes.Code
 		sentinel error
-		retry    actions.Retry
+		retry    codes.Retry
 	}{
-		{actions.CodeInProgress, actions.CodeInProgress, actions.RetryAfterBackoff},
-		{actions.CodeIdempotencyConflict, actions.CodeIdempotencyConflict, actions.RetryAfterEdit},
-		{actions.CodeIdempotencyKeyRequired, actions.CodeIdempotencyKeyRequired, actions.RetryAfterEdit},
+		{codes.InProgress, codes.InProgress, codes.RetryAfterBackoff},
+		{codes.IdempotencyConflict, codes.IdempotencyConflict, codes.RetryAfterEdit},
+		{codes.IdempotencyKeyRequired, codes.IdempotencyKeyRequired, codes.RetryAfterEdit},
+		{codes.OutcomeUnknown, codes.OutcomeUnknown, codes.RetryNever},
 	} {
 		t.Run(string(tc.code), func(t *testing.T) {
 			r := actions.NewRefusal(tc.code, "")
 			assert.True(t, errors.Is(r, tc.sentinel))
-			assert.False(t, errors.Is(r, actions.CodeInternal))
-			assert.Equal(t, tc.retry, actions.PolicyOf(tc.code).Retry)
-			assert.Equal(t, actions.TransportToolResult, actions.PolicyOf(tc.code).Transport)
+			assert.False(t, errors.Is(r, codes.Internal))
+			assert.Equal(t, tc.retry, codes.PolicyOf(tc.code).Retry)
+			assert.Equal(t, codes.TransportToolResult, codes.PolicyOf(tc.code).Transport)
 			assert.NotEmpty(t, r.NextAction)
-			assert.Contains(t, actions.Policies(), tc.code)
+			assert.Contains(t, codes.Policies(), tc.code)
 		})
 	}
 }
@@ -161,17 +163,19 @@ func TestKeyToolSays(t *testing.T) {
 }
 
 // A body's own error that is, wraps or joins the bare code of a key's
-// refusal (in_progress, idempotency_conflict) is the body's: a keyed call
-// gets it as an unkeyed call does, never a refusal about its key (a
-// caller told "still running, retry at" for a call that ended).
+// refusal (in_progress, idempotency_conflict, outcome_unknown) is the
+// body's: a keyed call gets it as an unkeyed call does, never a refusal
+// about its key (a caller told "still running, retry at" for a call that
+// ended).
 func TestBodyBareKeyCode(t *testing.T) {
 	ctx := context.Background()
 	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
 	for name, bodyErr := range map[string]error{
-		"in_progress":          actions.CodeInProgress,
-		"idempotency_conflict": actions.CodeIdempotencyConflict,
-		"wrapped":              fmt.Errorf("the ledger said: %w", actions.CodeInProgress),
-		"joined":               errors.Join(errors.New("busy"), actions.CodeIdempotencyConflict),
+		"in_progress":          codes.InProgress,
+		"idempotency_conflict": codes.IdempotencyConflict,
+		"outcome_unknown":      codes.OutcomeUnknown,
+		"wrapped":              fmt.Errorf("the ledger said: %w", codes.InProgress),
+		"joined":               errors.Join(errors.New("busy"), codes.IdempotencyConflict),
 	} {
 		var recs []actions.Record
 		reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog(),
@@ -186,14 +190,15 @@ func TestBodyBareKeyCode(t *testing.T) {
 			var rf *actions.Refusal
 			assert.False(t, errors.As(err, &rf), "%s, key %q: no refusal is made of it", name, key)
 			require.Len(t, recs, 1, name)
-			assert.Equal(t, actions.CodeInternal, recs[0].Entry.Error, name)
+			assert.Equal(t, codes.Internal, recs[0].Entry.Error, name)
 		}
 		// The retry gets the kept outcome, as internal: never a refusal
 		// it would read as its key's own; the body ran once under the
 		// key.
 		_, err := reg.Run(ctx, actions.Call{Action: "shop/charge", IdempotencyKey: "k1", Caller: caller})
-		assert.Equal(t, actions.CodeInternal, actions.CodeOf(err), name)
-		assert.False(t, errors.Is(err, actions.CodeInProgress) || errors.Is(err, actions.CodeIdempotencyConflict), name)
+		assert.Equal(t, codes.Internal, actions.CodeOf(err), name)
+		assert.False(t, errors.Is(err, codes.InProgress) || errors.Is(err, codes.IdempotencyConflict) ||
+			errors.Is(err, codes.OutcomeUnknown), name)
 		assert.Equal(t, 2, runs, "%s: once without key, once under the key", name)
 	}
 
@@ -209,14 +214,14 @@ func TestRunLogKeyKeptWhateverTheOutcome(t *testing.T) {
 		result any
 		err    error
 		wait   bool
-		code   actions.Code
+		code   codes.Code
 	}{
 		// A second: the body surely starts (its goroutine) before the
 		// deadline, even on a loaded machine.
-		{name: "timeout", def: actions.Definition{Timeout: time.Second}, wait: true, code: actions.CodeTimeout},
-		{name: "output_invalid", def: actions.Definition{OutputSchema: `{"type":"object","required":["receipt"]}`}, result: map[string]any{"charged": 1}, code: actions.CodeOutputInvalid},
-		{name: "result_too_large", def: actions.Definition{MaxResultBytes: 20}, result: map[string]any{"charged": strings.Repeat("x", 100)}, code: actions.CodeResultTooLarge},
-		{name: "body_error", err: errors.New("the bank hung up"), code: actions.CodeInternal},
+		{name: "timeout", def: actions.Definition{Timeout: time.Second}, wait: true, code: codes.Timeout},
+		{name: "output_invalid", def: actions.Definition{OutputSchema: `{"type":"object","required":["receipt"]}`}, result: map[string]any{"charged": 1}, code: codes.OutputInvalid},
+		{name: "result_too_large", def: actions.Definition{MaxResultBytes: 20}, result: map[string]any{"charged": strings.Repeat("x", 100)}, code: codes.ResultTooLarge},
+		{name: "body_error", err: errors.New("the bank hung up"), code: codes.Internal},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -246,10 +251,10 @@ func TestRunLogKeyKeptWhateverTheOutcome(t *testing.T) {
 			// parameters run (once).
 			bad := actions.Call{Action: "shop/pay", Params: `{"n":"x"}`, Caller: payer, IdempotencyKey: "k2"}
 			_, err := reg.Run(context.Background(), bad)
-			require.ErrorIs(t, err, actions.CodeInvalidParameters)
+			require.ErrorIs(t, err, codes.InvalidParameters)
 			bad.Params = `{"n":"y"}`
 			_, err = reg.Run(context.Background(), bad)
-			require.ErrorIs(t, err, actions.CodeInvalidParameters, "not idempotency_conflict: no key was kept")
+			require.ErrorIs(t, err, codes.InvalidParameters, "not idempotency_conflict: no key was kept")
 			assert.Equal(t, int64(1), card.Load())
 		})
 	}
@@ -290,7 +295,7 @@ func TestKeyClaimGivenUp(t *testing.T) {
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }))
 	call := actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "k"}
 	_, err := reg.Run(context.Background(), call)
-	require.ErrorIs(t, err, actions.CodeInternal, "the store's failure")
+	require.ErrorIs(t, err, codes.Internal, "the store's failure")
 	assert.Zero(t, runs.Load())
 	res, err := reg.Run(context.Background(), call)
 	require.NoError(t, err)
@@ -332,12 +337,12 @@ func TestRunLogKeyBatchRetryRate(t *testing.T) {
 		require.NoError(t, err, "call %d", i)
 	}
 	_, err := reg.Run(context.Background(), call)
-	require.ErrorIs(t, err, actions.CodeRateLimited)
+	require.ErrorIs(t, err, codes.RateLimited)
 	assert.Equal(t, int64(2), runs.Load())
 	recs := log.Records()
 	require.Len(t, recs, 4)
 	assert.Equal(t, "runlog:1", recs[2].Audit.Answered, "the retry's audit line")
-	assert.Equal(t, actions.CodeRateLimited, recs[3].Audit.Code)
+	assert.Equal(t, codes.RateLimited, recs[3].Audit.Code)
 	assert.Equal(t, "shop/pay", recs[3].Entry.Action)
 	assert.True(t, recs[3].RolledBack)
 }

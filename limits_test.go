@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // resultBounds are the fields that stay negative when no limit is asked
@@ -59,10 +61,10 @@ func TestNegativeLimitLiftsTheBound(t *testing.T) {
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return "ok", nil }
 	for _, tc := range []struct {
 		limits Limits
-		code   Code
+		code   codes.Code
 	}{
-		{Limits{}, CodeInvalidParameters},
-		{Limits{MaxParamDepth: 50}, CodeInvalidParameters},
+		{Limits{}, codes.InvalidParameters},
+		{Limits{MaxParamDepth: 50}, codes.InvalidParameters},
 		{Limits{MaxParamDepth: -1}, ""},
 	} {
 		t.Run(fmt.Sprint(tc.limits.MaxParamDepth), func(t *testing.T) {

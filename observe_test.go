@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // ended is what one observation's End received.
@@ -114,7 +115,7 @@ func TestObserverIsToldTheCallPathsValues(t *testing.T) {
 		o.reset()
 		b := actions.Batch{Steps: []actions.Step{{Call: "demo/leaf"}, {Call: "demo/empty"}}}
 		res, err := reg.Run(ctx, actions.Call{Batch: &b, Caller: ann, ToolCallID: "tc2"})
-		require.ErrorIs(t, err, actions.Code("tank_empty"))
+		require.ErrorIs(t, err, codes.Code("tank_empty"))
 		require.Len(t, o.ops, 4)
 		batch := o.ops[0]
 		assert.Equal(t, actions.OpBatch, batch.Kind)
@@ -237,5 +238,5 @@ func TestObserverPanic(t *testing.T) {
 		assert.PanicsWithValue(t, "observer", func() { _, _ = run(kind) }, kind)
 	}
 	_, err := run(actions.OpNested)
-	assert.Equal(t, actions.CodeInternal, actions.CodeOf(err))
+	assert.Equal(t, codes.Internal, actions.CodeOf(err))
 }

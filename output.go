@@ -6,6 +6,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // An output contract is an action's promise about its results: the
@@ -26,7 +28,7 @@ func compileOutput(s any, limits Limits) (*ParameterSchema, error) {
 	}
 	ps, _, err := compileParameters(s, limits.withDefaults(), false)
 	if err != nil {
-		if r := asRefusal(err); r != nil && r.Code == CodeConstraintViolation {
+		if r := asRefusal(err); r != nil && r.Code == codes.ConstraintViolation {
 			c := *r
 			c.Message = "invalid output schema"
 			c.Issues = make([]Issue, len(r.Issues))
@@ -53,7 +55,7 @@ func (ps *ParameterSchema) checkOutput(result any, encode func(any) (any, error)
 	switch {
 	case encode != nil:
 		if v, err = encode(result); err != nil {
-			r := refusef(CodeInternal, "the result has no JSON form")
+			r := refusef(codes.Internal, "the result has no JSON form")
 			r.cause = err
 			// The plan's encoder says only that it failed; the canonical
 			// writer says why and where, for the host (an error path: its
@@ -85,7 +87,7 @@ func (ps *ParameterSchema) checkOutput(result any, encode func(any) (any, error)
 			return nil, r // the engine panicked
 		}
 		msg, issues := capIssues("the action's result breaks its output schema", issues)
-		return nil, refusef(CodeOutputInvalid, msg, issues...)
+		return nil, refusef(codes.OutputInvalid, msg, issues...)
 	}
 	return v, nil
 }
@@ -122,7 +124,7 @@ func resultValue(result any) (any, error) {
 	}
 	v, cerr := copyValue(result, canonicalMaxDepth)
 	if cerr != nil {
-		r := refusef(CodeInternal, "the result has no JSON form")
+		r := refusef(codes.Internal, "the result has no JSON form")
 		r.cause = cerr
 		return nil, r
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -54,14 +55,14 @@ func decodeMessage(r ijson.Reason, depth int) string {
 // says so rather than calling them not I-JSON. The keyword stays json, the
 // one docs/security.md lists for the bound.
 func sizeRefusal(limit int) *Refusal {
-	r := refusef(CodeInvalidParameters, "the parameters are too large",
+	r := refusef(codes.InvalidParameters, "the parameters are too large",
 		Issue{Keyword: "json", Message: fmt.Sprintf("the parameters are larger than %d bytes", limit)})
 	r.NextAction = "Send smaller parameters: this call's text may hold at most " + strconv.Itoa(limit) + " bytes."
 	return r
 }
 
 func jsonRefusal(ptr, msg string) *Refusal {
-	return refusef(CodeInvalidParameters, "the parameters are not I-JSON text", Issue{Path: ptr, Keyword: "json", Message: msg})
+	return refusef(codes.InvalidParameters, "the parameters are not I-JSON text", Issue{Path: ptr, Keyword: "json", Message: msg})
 }
 
 // copyError is a fault found while copying parameters; tokens gathers the

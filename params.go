@@ -9,9 +9,11 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/schema"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // RefResolver finds the instances of a model schema that a ref value names.
@@ -204,7 +206,7 @@ func schemaRefusal(ptr, kw, reason string, cause error) *Refusal {
 	if kw == "" {
 		kw = schema.KeywordOf(ptr)
 	}
-	r := refusef(CodeConstraintViolation, "invalid parameters schema",
+	r := refusef(codes.ConstraintViolation, "invalid parameters schema",
 		Issue{Path: ptr, Keyword: kw, Message: reason})
 	r.cause = cause
 	return r
@@ -329,7 +331,7 @@ func (ps *ParameterSchema) check(ctx context.Context, params any, resolve RefRes
 		return nil, err
 	}
 	if !ps.plan.Fill(v, ps.limits.MaxParamBytes) {
-		return nil, refusef(CodeInvalidParameters, "the defaults would make the parameters too large",
+		return nil, refusef(codes.InvalidParameters, "the defaults would make the parameters too large",
 			Issue{Path: "", Keyword: "default", Message: fmt.Sprintf("the defaults to fill pass %d bytes", ps.limits.MaxParamBytes)})
 	}
 	if err := ps.validate(v); err != nil {
@@ -342,9 +344,9 @@ func (ps *ParameterSchema) check(ctx context.Context, params any, resolve RefRes
 				}
 			}
 			msg, issues := capIssues("the parameters break the schema", issues)
-			return nil, refusef(CodeInvalidParameters, msg, issues...)
+			return nil, refusef(codes.InvalidParameters, msg, issues...)
 		}
-		return nil, refusef(CodeInvalidParameters, "the parameters break the schema")
+		return nil, refusef(codes.InvalidParameters, "the parameters break the schema")
 	}
 	if resolve != nil && ps.plan.HasRefs() {
 		if err := ps.resolveRefs(ctx, v, resolve); err != nil {
@@ -370,7 +372,7 @@ func (ps *ParameterSchema) validate(v any) (err error) {
 func (ps *ParameterSchema) resolveRefs(ctx context.Context, m any, resolve RefResolver) (err error) {
 	sites := ps.plan.Refs(m, nil, ps.limits.MaxRefs)
 	if len(sites) > ps.limits.MaxRefs {
-		return refusef(CodeInvalidParameters, "too many ref values",
+		return refusef(codes.InvalidParameters, "too many ref values",
 			Issue{Path: "", Keyword: "ref", Message: fmt.Sprintf("more than %d ref values in one call", ps.limits.MaxRefs)})
 	}
 	defer func() {
@@ -401,7 +403,7 @@ func (ps *ParameterSchema) resolveRefs(ctx context.Context, m any, resolve RefRe
 		}
 	}
 	if len(issues) > 0 {
-		return refusef(CodeInvalidParameters, "some refs name no single instance", sortIssues(issues)...)
+		return refusef(codes.InvalidParameters, "some refs name no single instance", sortIssues(issues)...)
 	}
 	return nil
 }
@@ -485,7 +487,7 @@ func (ps *ParameterSchema) contradiction(params any, v any, issues []Issue) *Ref
 	if len(fault) == 0 {
 		return nil
 	}
-	r := NewRefusal(CodeInternal, "the action's parameters schema contradicts itself: the defaults it filled break it")
+	r := NewRefusal(codes.Internal, "the action's parameters schema contradicts itself: the defaults it filled break it")
 	r.cause = &contradictionError{issues: fault}
 	return r
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/fixture"
 	"github.com/actionreg/actions/internal/ijson"
 )
@@ -60,7 +61,7 @@ type paramsCase struct {
 	AjvNote string `json:"ajv_note"`
 	// Code, when given, is the refusal's code (internal for a schema whose
 	// defaults contradict it); such a refusal lists no issues.
-	Code Code `json:"code"`
+	Code codes.Code `json:"code"`
 }
 
 type refFixture struct {
@@ -112,7 +113,7 @@ func runParamsFixtures(t *testing.T, dir string) int {
 					require.Error(t, err, "group %d must be refused", gi)
 					var r *Refusal
 					require.True(t, errors.As(err, &r))
-					assert.Equal(t, CodeConstraintViolation, r.Code)
+					assert.Equal(t, codes.ConstraintViolation, r.Code)
 					require.Len(t, r.Issues, 1)
 					assert.Equal(t, g.Refused.Pointer, r.Issues[0].Path, r.Error())
 					assert.NotEmpty(t, r.Issues[0].Keyword, "every registration issue names a keyword: %v", r)
@@ -158,7 +159,7 @@ func runParamsFixtures(t *testing.T, dir string) int {
 								assert.Error(t, r.Cause(), "the host gets the details")
 								continue
 							}
-							assert.Equal(t, CodeInvalidParameters, r.Code)
+							assert.Equal(t, codes.InvalidParameters, r.Code)
 							var gotIssues []string
 							for _, is := range r.Issues {
 								gotIssues = append(gotIssues, is.Path+" "+is.Keyword)

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // PendingChange is a call held until a person confirms it: an action that
@@ -211,13 +213,13 @@ func (c PendingChange) receipt() Receipt {
 
 // confirmationRequired is the refusal carrying the receipt.
 func (rc Receipt) confirmationRequired() *Refusal {
-	r := NewRefusal(CodeConfirmationRequired, "the call is held until a person confirms it")
+	r := NewRefusal(codes.ConfirmationRequired, "the call is held until a person confirms it")
 	r.Pending = &rc
 	return r
 }
 
 func unknownChange() *Refusal {
-	return NewRefusal(CodeUnknownChange, "no pending change of this caller has this id")
+	return NewRefusal(codes.UnknownChange, "no pending change of this caller has this id")
 }
 
 // givenText is the parameters as the held call gave them (Parameters for

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // clock is a settable clock for the gate.
@@ -55,8 +57,8 @@ var editor = &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Su
 func propose(t *testing.T, reg *Registry, caller *Caller, name, params string) Receipt {
 	t.Helper()
 	_, entry, err := callAs(reg, context.Background(), caller, name, params)
-	require.ErrorIs(t, err, CodeConfirmationRequired)
-	assert.Equal(t, CodeConfirmationRequired, entry.Error)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
+	assert.Equal(t, codes.ConfirmationRequired, entry.Error)
 	r := asRefusal(err)
 	require.NotNil(t, r.Pending)
 	return *r.Pending
@@ -91,7 +93,7 @@ func TestConfirmRunsOnceAsTheConfirmingPerson(t *testing.T) {
 	assert.Empty(t, onUI.PendingChange, "the host's caller is not changed")
 
 	_, _, err = confirm3(reg, context.Background(), rc.ID, onUI)
-	assert.ErrorIs(t, err, CodeUnknownChange, "a second confirmation runs nothing")
+	assert.ErrorIs(t, err, codes.UnknownChange, "a second confirmation runs nothing")
 	assert.Equal(t, int32(1), ran.Load())
 }
 
@@ -103,11 +105,11 @@ func TestConfirmChecksAgain(t *testing.T) {
 	// told unknown_action, the record says why.
 	weaker := &Caller{Principal: "eve", Surface: SurfaceUI}
 	res, err := reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: weaker})
-	assert.ErrorIs(t, err, CodeUnknownAction)
-	assert.NotErrorIs(t, err, CodeForbiddenCapability, "the caller's view is unknown_action only")
+	assert.ErrorIs(t, err, codes.UnknownAction)
+	assert.NotErrorIs(t, err, codes.ForbiddenCapability, "the caller's view is unknown_action only")
 	require.Len(t, res.Records, 1)
-	assert.Equal(t, CodeForbiddenCapability, res.Records[0].Entry.Error)
-	assert.Equal(t, CodeForbiddenCapability, res.Records[0].Audit.Code)
+	assert.Equal(t, codes.ForbiddenCapability, res.Records[0].Entry.Error)
+	assert.Equal(t, codes.ForbiddenCapability, res.Records[0].Audit.Code)
 	assert.Equal(t, int32(0), ran.Load())
 	// A refused confirmation uses nothing up: with the capability back,
 	// the same change is confirmed.
@@ -116,7 +118,7 @@ func TestConfirmChecksAgain(t *testing.T) {
 
 	serving.SetReadOnly(true)
 	_, _, err = confirm3(reg, context.Background(), rc.ID, editor)
-	assert.ErrorIs(t, err, CodeReadOnly)
+	assert.ErrorIs(t, err, codes.ReadOnly)
 	assert.Equal(t, int32(0), ran.Load())
 	serving.SetReadOnly(false)
 	_, _, err = confirm3(reg, context.Background(), rc.ID, editor)
@@ -132,14 +134,14 @@ func TestConfirmOnlyByTheProposerBeforeExpiry(t *testing.T) {
 
 	mallory := &Caller{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceUI}
 	_, _, err := confirm3(reg, context.Background(), rc.ID, mallory)
-	assert.ErrorIs(t, err, CodeUnknownChange, "another principal cannot confirm")
-	assert.ErrorIs(t, reject(reg, context.Background(), rc.ID, mallory), CodeUnknownChange)
+	assert.ErrorIs(t, err, codes.UnknownChange, "another principal cannot confirm")
+	assert.ErrorIs(t, reject(reg, context.Background(), rc.ID, mallory), codes.UnknownChange)
 	_, _, err = confirm3(reg, context.Background(), rc.ID, nil)
-	assert.ErrorIs(t, err, CodeUnknownChange, "the host alone confirms nothing")
+	assert.ErrorIs(t, err, codes.UnknownChange, "the host alone confirms nothing")
 
 	clk.Add(time.Hour)
 	_, _, err = confirm3(reg, context.Background(), rc.ID, editor)
-	assert.ErrorIs(t, err, CodeUnknownChange, "an expired change runs nothing")
+	assert.ErrorIs(t, err, codes.UnknownChange, "an expired change runs nothing")
 	assert.Equal(t, int32(0), ran.Load())
 }
 
@@ -155,7 +157,7 @@ func TestRejectRunsNothing(t *testing.T) {
 	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
 	require.NoError(t, reject(reg, context.Background(), rc.ID, editor))
 	_, _, err := confirm3(reg, context.Background(), rc.ID, editor)
-	assert.ErrorIs(t, err, CodeUnknownChange)
+	assert.ErrorIs(t, err, codes.UnknownChange)
 	assert.Equal(t, int32(0), ran.Load())
 }
 
@@ -163,7 +165,7 @@ func TestInvalidParametersAreNotHeld(t *testing.T) {
 	store := &memoryPendingStore{}
 	reg, _ := confirmRegistry(t, Options{Gate: &GateOptions{Pending: store}})
 	_, _, err := callAs(reg, context.Background(), editor, "shop/discard", `{"count":"many"}`)
-	assert.ErrorIs(t, err, CodeInvalidParameters)
+	assert.ErrorIs(t, err, codes.InvalidParameters)
 	held, err := store.List(context.Background(), editor.Principal)
 	require.NoError(t, err)
 	assert.Empty(t, held)
@@ -183,7 +185,7 @@ func TestDoubleConfirmRunsOnce(t *testing.T) {
 				defer wg.Done()
 				if _, _, err := confirm3(reg, context.Background(), rc.ID, editor); err == nil {
 					ok.Add(1)
-				} else if !errors.Is(err, CodeUnknownChange) {
+				} else if !errors.Is(err, codes.UnknownChange) {
 					t.Errorf("confirm: %v", err)
 				}
 			}()
@@ -223,7 +225,7 @@ func TestRateLimitHoldsUnderConcurrency(t *testing.T) {
 					switch {
 					case err == nil:
 						passed[p].Add(1)
-					case errors.Is(err, CodeRateLimited):
+					case errors.Is(err, codes.RateLimited):
 						if r := asRefusal(err); r.RetryAt.IsZero() {
 							t.Error("rate_limited without retryAt")
 						}
@@ -249,22 +251,22 @@ func TestRateLimitHoldsUnderConcurrency(t *testing.T) {
 
 func TestDeclaredRefusalRetry(t *testing.T) {
 	reg := NewRegistry(nil)
-	shared := &Refusal{Code: "out_of_stock", Message: "no stock left", Retry: RetryNever, Transport: TransportToolResult}
+	shared := &Refusal{Code: "out_of_stock", Message: "no stock left", Retry: codes.RetryNever, Transport: codes.TransportToolResult}
 	for _, a := range []Action{
-		{Definition: Definition{ID: "shop/order", Refusals: []DeclaredRefusal{{Code: "out_of_stock", Retry: RetryAfterBackoff}}},
+		{Definition: Definition{ID: "shop/order", Refusals: []DeclaredRefusal{{Code: "out_of_stock", Retry: codes.RetryAfterBackoff}}},
 			Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, shared }},
-		{Definition: Definition{ID: "shop/order_undeclared", Refusals: []DeclaredRefusal{{Code: "closed", Retry: RetryAfterBackoff}}},
+		{Definition: Definition{ID: "shop/order_undeclared", Refusals: []DeclaredRefusal{{Code: "closed", Retry: codes.RetryAfterBackoff}}},
 			Run: func(context.Context, map[string]any, *Trace) (any, error) {
-				return nil, &Refusal{Code: "out_of_stock", Retry: RetryAfterEdit}
+				return nil, &Refusal{Code: "out_of_stock", Retry: codes.RetryAfterEdit}
 			}},
 	} {
 		require.NoError(t, reg.Register(a))
 	}
 	_, _, err := call3(reg, context.Background(), "shop/order", nil)
-	assert.Equal(t, RetryAfterBackoff, asRefusal(err).Retry, "the declared verdict")
-	assert.Equal(t, RetryNever, shared.Retry, "the body's refusal is not changed")
+	assert.Equal(t, codes.RetryAfterBackoff, asRefusal(err).Retry, "the declared verdict")
+	assert.Equal(t, codes.RetryNever, shared.Retry, "the body's refusal is not changed")
 	_, _, err = call3(reg, context.Background(), "shop/order_undeclared", nil)
-	assert.Equal(t, RetryNever, asRefusal(err).Retry, "an undeclared code is never retried")
+	assert.Equal(t, codes.RetryNever, asRefusal(err).Retry, "an undeclared code is never retried")
 
 	tools, err := reg.Tools(nil)
 	require.NoError(t, err)
@@ -280,13 +282,13 @@ func TestAliasesCollide(t *testing.T) {
 		{ID: "shop/c", DeprecatedAliases: []string{"shop/old_a"}},
 		{ID: "shop/old_a"},
 	} {
-		assert.ErrorIs(t, reg.Register(Action{Definition: d, Run: body}), CodeDuplicateName, d.ID)
+		assert.ErrorIs(t, reg.Register(Action{Definition: d, Run: body}), codes.DuplicateName, d.ID)
 	}
 	err := reg.Bind([]Definition{
 		{ID: "shop/d", DeprecatedAliases: []string{"shop/x"}},
 		{ID: "shop/e", DeprecatedAliases: []string{"shop/x"}},
 	}, map[string]Body{"shop/d": body, "shop/e": body})
-	assert.ErrorIs(t, err, CodeDuplicateName, "two definitions of a manifest share an alias")
+	assert.ErrorIs(t, err, codes.DuplicateName, "two definitions of a manifest share an alias")
 	_, ok := getAction(reg, "shop/d")
 	assert.False(t, ok, "nothing of the manifest is registered")
 
@@ -347,12 +349,12 @@ func TestFoldOldSpellings(t *testing.T) {
 	reg := NewRegistry(nil)
 	err = reg.Register(Action{Definition: Definition{ID: "a/b", Effect: EffectRead, NeedsConfirmation: true},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }})
-	assert.ErrorIs(t, err, CodeConstraintViolation)
+	assert.ErrorIs(t, err, codes.ConstraintViolation)
 	// An action needing confirmation must be offered on the host's own
 	// screen, where the person confirms it.
 	err = reg.Register(Action{Definition: Definition{ID: "a/c", Effect: EffectDelete, NeedsConfirmation: true, Surfaces: []Surface{SurfaceMCP}},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }})
-	assert.ErrorIs(t, err, CodeConstraintViolation)
+	assert.ErrorIs(t, err, codes.ConstraintViolation)
 }
 
 // What the registry hands out cannot change what it checks.
@@ -368,8 +370,8 @@ func TestPolicyIsNotShared(t *testing.T) {
 	a.Surfaces[0] = SurfaceMCP
 	reg.Definitions()[0].Surfaces[0] = SurfaceMCP
 	res, err := reg.Run(context.Background(), Call{Action: "a/b", Caller: &Caller{Principal: "p", Surface: SurfaceMCP}})
-	assert.ErrorIs(t, err, CodeUnknownAction)
-	assert.Equal(t, CodeForbiddenSurface, res.Entry().Error)
+	assert.ErrorIs(t, err, codes.UnknownAction)
+	assert.Equal(t, codes.ForbiddenSurface, res.Entry().Error)
 }
 
 // TestPendingChangesAreBounded: a principal holds at most MaxPending
@@ -387,9 +389,9 @@ func TestPendingChangesAreBounded(t *testing.T) {
 		}
 	}
 	res, err := reg.Run(context.Background(), Call{Action: "shop/discard", Params: `{"item":"one too many"}`, Caller: editor})
-	require.ErrorIs(t, err, CodeRateLimited)
+	require.ErrorIs(t, err, codes.RateLimited)
 	assert.Nil(t, asRefusal(err).Pending, "nothing is held")
-	assert.Equal(t, CodeRateLimited, res.Entry().Error)
+	assert.Equal(t, codes.RateLimited, res.Entry().Error)
 	held, err := store.List(context.Background(), editor.Principal)
 	require.NoError(t, err)
 	assert.Len(t, held, defaultMaxPending)
@@ -459,10 +461,10 @@ func TestAccessorsHandOutCopies(t *testing.T) {
 	require.True(t, ok, "the alias still names the action")
 	assert.Equal(t, "stock.write", a.Capability)
 	_, err = reg.PendingChange(ctx, rc.ID, &Caller{Principal: "mallory", Surface: SurfaceUI})
-	assert.ErrorIs(t, err, CodeUnknownChange, "the change is still editor's")
+	assert.ErrorIs(t, err, codes.UnknownChange, "the change is still editor's")
 	nobody := &Caller{Principal: "mallory", Surface: SurfaceMCP}
 	_, err = reg.Run(ctx, Call{Action: "shop/discard", Params: `{"item":"y"}`, Caller: nobody})
-	assert.ErrorIs(t, err, CodeUnknownAction, "the capability is still needed")
+	assert.ErrorIs(t, err, codes.UnknownAction, "the capability is still needed")
 	_, _, err = confirm3(reg, ctx, rc.ID, editor)
 	require.NoError(t, err, "the change is still there, unexpired")
 	assert.Equal(t, int32(1), ran.Load())

@@ -1,8 +1,9 @@
 package actions
 
 import (
-	"slices"
 	"strings"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // Effect is what an action does to the host's records: read, write or
@@ -53,8 +54,8 @@ func personalCategory(p PersonalData) bool {
 // (docs/refusals.md): its code, snake_case like the registry's own,
 // and whether the same call could ever pass.
 type DeclaredRefusal struct {
-	Code  Code  `json:"code"`
-	Retry Retry `json:"retry"`
+	Code  codes.Code  `json:"code"`
+	Retry codes.Retry `json:"retry"`
 }
 
 // legacy is the old spelling of a definition's policy, as a manifest
@@ -78,11 +79,6 @@ func isSnakeCode(s string) bool {
 	return true
 }
 
-// registryCode reports whether the registry raises c itself.
-func registryCode(c Code) bool {
-	return slices.Contains(registryCodes(), c)
-}
-
 // refusalsSentence is the sentence a tool description gains for the
 // declared refusals, or "" when none is declared.
 func refusalsSentence(rs []DeclaredRefusal) string {
@@ -93,9 +89,9 @@ func refusalsSentence(rs []DeclaredRefusal) string {
 	for i, r := range rs {
 		verdict := "do not retry"
 		switch r.Retry {
-		case RetryAfterEdit:
+		case codes.RetryAfterEdit:
 			verdict = "retry after changing the call"
-		case RetryAfterBackoff:
+		case codes.RetryAfterBackoff:
 			verdict = "retry later"
 		}
 		parts[i] = string(r.Code) + " (" + verdict + ")"

@@ -6,6 +6,8 @@ package actions
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // preview is one top-level call of an action with Definition.Preview
@@ -74,7 +76,7 @@ func (p *preview) settle(ctx context.Context, result any, entry RunEntry, err er
 // previewStale is the refusal of a confirmed call whose run departs, at
 // d.Path, from the preview the person was shown.
 func previewStale(d *Divergence) *Refusal {
-	r := NewRefusal(CodeStaleChange, "the call, run again, departs at "+d.Path+" from what the person was shown: nothing is kept")
+	r := NewRefusal(codes.StaleChange, "the call, run again, departs at "+d.Path+" from what the person was shown: nothing is kept")
 	r.NextAction = "Reject the change and propose the call again: the person must see what will run."
 	r.cause = d
 	return r

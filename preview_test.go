@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -80,7 +81,7 @@ func TestPreviewHoldsWholeAndConfirmsAsShown(t *testing.T) {
 		res, err := reg.Run(ctx, actions.Call{Action: "orders/plan", Caller: agent})
 		var rf *actions.Refusal
 		require.ErrorAs(t, err, &rf)
-		require.Equal(t, actions.CodeConfirmationRequired, rf.Code)
+		require.Equal(t, codes.ConfirmationRequired, rf.Code)
 		assert.Empty(t, rows(), "the preview is undone")
 		require.Len(t, res.Records, 1)
 		assert.Equal(t, actions.StageHeld, res.Records[0].Audit.Stage)

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // Refusal is the error of a refused call or registration. It carries what a
@@ -16,18 +18,18 @@ import (
 // A literal &Refusal{Code: c} behaves: its empty Retry and Transport stand
 // for the code's policy (see [Refusal.Policy]), and Error is never empty.
 //
-// Use errors.Is with a code (CodeInvalidParameters, ...) to test the
+// Use errors.Is with a code (codes.InvalidParameters, ...) to test the
 // code, and errors.As to read the fields:
 //
 //	var r *actions.Refusal
 //	if errors.As(err, &r) { log.Print(r.Code, r.Issues) }
 type Refusal struct {
-	Code       Code      `json:"code"`
-	Message    string    `json:"message"`          // lower case, no submitted value
-	Issues     []Issue   `json:"issues,omitempty"` // sorted by path, then keyword
-	Retry      Retry     `json:"retry"`
-	Transport  Transport `json:"transport"`
-	NextAction string    `json:"nextAction,omitempty"` // one sentence for a model
+	Code       codes.Code      `json:"code"`
+	Message    string          `json:"message"`          // lower case, no submitted value
+	Issues     []Issue         `json:"issues,omitempty"` // sorted by path, then keyword
+	Retry      codes.Retry     `json:"retry"`
+	Transport  codes.Transport `json:"transport"`
+	NextAction string          `json:"nextAction,omitempty"` // one sentence for a model
 
 	// Set by the gate (docs/gate.md): Challenge is the RFC 6750 bearer
 	// challenge of insufficient_scope, the value of a WWW-Authenticate
@@ -52,15 +54,15 @@ type Refusal struct {
 // NewRefusal returns a refusal with the code's policy and the given
 // message. A body returns one to refuse a call on its own terms (a domain
 // refusal); set Retry and NextAction on the result to say more.
-func NewRefusal(code Code, message string) *Refusal {
-	p := PolicyOf(code)
+func NewRefusal(code codes.Code, message string) *Refusal {
+	p := codes.PolicyOf(code)
 	return &Refusal{Code: code, Message: message, Retry: p.Retry, Transport: p.Transport, NextAction: nextActionOf(code)}
 }
 
 // Policy returns how the refusal is delivered: its Transport and Retry, or
-// for each one left empty, that of its code ([PolicyOf]).
-func (r *Refusal) Policy() Policy {
-	p := PolicyOf(r.Code)
+// for each one left empty, that of its code ([codes.PolicyOf]).
+func (r *Refusal) Policy() codes.Policy {
+	p := codes.PolicyOf(r.Code)
 	if r.Transport != "" {
 		p.Transport = r.Transport
 	}
@@ -82,7 +84,7 @@ func (r *Refusal) Error() string {
 	}
 	var b strings.Builder
 	if r.Code == "" {
-		b.WriteString(string(CodeInternal))
+		b.WriteString(string(codes.Internal))
 	}
 	b.WriteString(string(r.Code))
 	if r.Message != "" {
@@ -119,7 +121,7 @@ func (r *Refusal) Is(target error) bool {
 	if r == nil {
 		return false
 	}
-	if c, ok := target.(Code); ok {
+	if c, ok := target.(codes.Code); ok {
 		return c == sentinelOf(r.Code)
 	}
 	return r.cause != nil && errors.Is(r.cause, target)
@@ -167,21 +169,21 @@ func cancelRefusal(err error) error {
 	if err == nil || asRefusal(err) != nil || !isCancel(err) {
 		return err
 	}
-	r := NewRefusal(CodeCancelled, "the call was cancelled before it ended")
+	r := NewRefusal(codes.Cancelled, "the call was cancelled before it ended")
 	r.cause = err
 	return r
 }
 
 // storeFailure is the internal refusal of a store's own failure.
 func storeFailure(err error) *Refusal {
-	r := NewRefusal(CodeInternal, "the call's unit of work could not be kept")
+	r := NewRefusal(codes.Internal, "the call's unit of work could not be kept")
 	r.cause = err
 	return r
 }
 
 // CodeOf returns the code an error carries: a *Refusal's, a body's own
-// (domain) [Code] returned as the error itself (errors.Is(err,
-// Code("tank_empty")) and CodeOf(err) == "tank_empty" agree; a code the
+// (domain) [codes.Code] returned as the error itself (errors.Is(err,
+// codes.Code("tank_empty")) and CodeOf(err) == "tank_empty" agree; a code the
 // registry raises itself, such as in_progress, returned bare by a body is
 // internal: only the registry refuses with those), that of any error
 // with a Code() string method, cancelled for an error whose chain
@@ -189,44 +191,44 @@ func storeFailure(err error) *Refusal {
 // another plain error, a typed nil, an empty code or a Code method that
 // panics. It returns "" for a nil error. It is the code a run entry
 // records.
-func CodeOf(err error) (code Code) {
+func CodeOf(err error) (code codes.Code) {
 	if err == nil {
 		return ""
 	}
 	defer func() {
 		if recover() != nil {
-			code = CodeInternal
+			code = codes.Internal
 		}
 	}()
 	var r *Refusal
 	if errors.As(err, &r) {
 		if r == nil || r.Code == "" {
-			return CodeInternal
+			return codes.Internal
 		}
 		return r.Code
 	}
-	if errors.Is(err, CodeDiverged) { // a *Divergence
-		return CodeDiverged
+	if errors.Is(err, codes.Diverged) { // a *Divergence
+		return codes.Diverged
 	}
-	var bare Code // a body's own code returned as the error itself
+	var bare codes.Code // a body's own code returned as the error itself
 	if errors.As(err, &bare) && bare != "" && !registryCode(bare) {
 		return bare
 	}
 	var c interface{ Code() string }
 	if errors.As(err, &c) {
 		if s := c.Code(); s != "" {
-			return Code(s)
+			return codes.Code(s)
 		}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return CodeCancelled
+		return codes.Cancelled
 	}
-	return CodeInternal
+	return codes.Internal
 }
 
 // refusef makes the refusal of code with message and issues, each
 // issue's path clipped (see [clipPath]), at most maxIssues of them.
-func refusef(code Code, message string, issues ...Issue) *Refusal {
+func refusef(code codes.Code, message string, issues ...Issue) *Refusal {
 	if len(issues) > maxIssues {
 		message, issues = capIssues(message, issues)
 	}
@@ -302,7 +304,7 @@ func (e *panicError) Error() string {
 // value and stack stay in the refusal's cause ([Refusal.Cause]), never in
 // its message.
 func panicRefusal(where string, p any) *Refusal {
-	r := NewRefusal(CodeInternal, "the "+where+" failed")
+	r := NewRefusal(codes.Internal, "the "+where+" failed")
 	r.cause = &panicError{where: where, value: p, stack: debug.Stack()}
 	return r
 }
@@ -310,11 +312,11 @@ func panicRefusal(where string, p any) *Refusal {
 // unknownAction is the refusal of a call to an id no action has. It names
 // nothing: an id is submitted text.
 func unknownAction() *Refusal {
-	return NewRefusal(CodeUnknownAction, "no action is registered under this id")
+	return NewRefusal(codes.UnknownAction, "no action is registered under this id")
 }
 
 func internalRefusal(msg string, cause error) *Refusal {
-	r := NewRefusal(CodeInternal, msg)
+	r := NewRefusal(codes.Internal, msg)
 	r.cause = cause
 	return r
 }

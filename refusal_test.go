@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // TestCodeOfCancelled: an error whose chain holds a context's own error is
@@ -20,23 +23,23 @@ func TestCodeOfCancelled(t *testing.T) {
 	cases := []struct {
 		name string
 		err  error
-		want Code
+		want codes.Code
 	}{
-		{"canceled", context.Canceled, CodeCancelled},
-		{"deadline", context.DeadlineExceeded, CodeCancelled},
-		{"wrapped", fmt.Errorf("waiting for the pump: %w", context.Canceled), CodeCancelled},
+		{"canceled", context.Canceled, codes.Cancelled},
+		{"deadline", context.DeadlineExceeded, codes.Cancelled},
+		{"wrapped", fmt.Errorf("waiting for the pump: %w", context.Canceled), codes.Cancelled},
 		{"refusal wins", NewRefusal("tank_empty", "empty"), "tank_empty"},
-		{"plain", errors.New("disk full"), CodeInternal},
+		{"plain", errors.New("disk full"), codes.Internal},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			assert.Equal(t, c.want, CodeOf(c.err))
 		})
 	}
-	r := NewRefusal(CodeCancelled, "")
-	assert.ErrorIs(t, r, CodeCancelled)
-	assert.Equal(t, Policy{TransportProtocol, RetryAfterBackoff}, PolicyOf(CodeCancelled))
-	assert.Contains(t, Policies(), CodeCancelled)
+	r := NewRefusal(codes.Cancelled, "")
+	assert.ErrorIs(t, r, codes.Cancelled)
+	assert.Equal(t, codes.Policy{Transport: codes.TransportProtocol, Retry: codes.RetryAfterBackoff}, codes.PolicyOf(codes.Cancelled))
+	assert.Contains(t, codes.Policies(), codes.Cancelled)
 }
 
 // The one error model (docs/refusals.md): for every
@@ -46,7 +49,7 @@ func TestCodeOfCancelled(t *testing.T) {
 // libraryError reports whether err's chain holds an error the library
 // made (a *Refusal or a *Divergence), rather than only a host's own: a
 // body's plain error comes back as it is, the host's to match, and
-// CodeOf reads it as internal without CodeInternal matching
+// CodeOf reads it as internal without codes.Internal matching
 // (docs/refusals.md).
 func libraryError(err error) bool {
 	var d *Divergence
@@ -77,7 +80,7 @@ func assertOneErrorModel(t *testing.T, err error, what string) {
 
 // modelCodes are every code the library raises, the empty code (read as
 // internal) and a body's domain code, which has no sentinel.
-func modelCodes() []Code {
+func modelCodes() []codes.Code {
 	return append(registryCodes(), "", "tank_empty")
 }
 
@@ -88,7 +91,7 @@ func TestOneErrorModelEveryCode(t *testing.T) {
 	for _, c := range modelCodes() {
 		want := c
 		if c == "" {
-			want = CodeInternal
+			want = codes.Internal
 		}
 		t.Run(string(want)+"/"+string(c), func(t *testing.T) {
 			shapes := map[string]error{
@@ -116,7 +119,7 @@ func TestOneErrorModelEveryCode(t *testing.T) {
 	// A divergence is diverged, whatever the replayed call gave.
 	for _, c := range modelCodes() {
 		d := &Divergence{Path: "/error", Code: c, Err: NewRefusal(c, "m")}
-		assert.Equal(t, CodeDiverged, CodeOf(d), "a divergence of %s", c)
+		assert.Equal(t, codes.Diverged, CodeOf(d), "a divergence of %s", c)
 		assertOneErrorModel(t, d, "divergence of "+string(c))
 	}
 	// A host's own errors match no sentinel: the body's plain error, one
@@ -159,7 +162,7 @@ func oneModelRegistry(t *testing.T, opts *Options) *Registry {
 		New(Definition{ID: "m/panic"}, func(context.Context, map[string]any, *Trace) (any, error) { panic("boom") }),
 		New(Definition{ID: "m/output", OutputSchema: `{"type":"string"}`},
 			func(context.Context, map[string]any, *Trace) (any, error) { return 1, nil }),
-		New(Definition{ID: "m/domain", Refusals: []DeclaredRefusal{{Code: "tank_empty", Retry: RetryAfterBackoff}}},
+		New(Definition{ID: "m/domain", Refusals: []DeclaredRefusal{{Code: "tank_empty", Retry: codes.RetryAfterBackoff}}},
 			func(context.Context, map[string]any, *Trace) (any, error) {
 				return nil, NewRefusal("tank_empty", "the tank is empty")
 			}),
@@ -203,66 +206,66 @@ func TestOneErrorModelCalls(t *testing.T) {
 	cases := []struct {
 		name string
 		do   func(t *testing.T) outcome
-		want Code
+		want codes.Code
 		// host is the code the last record says, when it is not want;
 		// hostDone, that the record says done (the unit was undone).
-		host     Code
+		host     codes.Code
 		hostDone bool
 		check    func(t *testing.T, o outcome)
 	}{
-		{name: "invalid parameters", want: CodeInvalidParameters, do: func(t *testing.T) outcome {
+		{name: "invalid parameters", want: codes.InvalidParameters, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/strict"})
 		}},
-		{name: "unknown action", want: CodeUnknownAction, do: func(t *testing.T) outcome {
+		{name: "unknown action", want: codes.UnknownAction, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/none"})
 		}},
-		{name: "a body returns a nested call's refusal", want: CodeInternal, do: func(t *testing.T) outcome {
+		{name: "a body returns a nested call's refusal", want: codes.Internal, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/nested_invalid"})
 		}, check: func(t *testing.T, o outcome) {
 			r := asRefusal(o.err)
-			assert.NotErrorIs(t, o.err, CodeInvalidParameters, "the caller's error is internal only")
-			assert.Equal(t, CodeInvalidParameters, CodeOf(r.Cause()), "the host finds the nested refusal in Cause")
-			assert.ErrorIs(t, r.Cause(), CodeInvalidParameters)
+			assert.NotErrorIs(t, o.err, codes.InvalidParameters, "the caller's error is internal only")
+			assert.Equal(t, codes.InvalidParameters, CodeOf(r.Cause()), "the host finds the nested refusal in Cause")
+			assert.ErrorIs(t, r.Cause(), codes.InvalidParameters)
 		}},
-		{name: "a concealed forbidden call", want: CodeUnknownAction, host: CodeForbiddenCapability, do: func(t *testing.T) outcome {
+		{name: "a concealed forbidden call", want: codes.UnknownAction, host: codes.ForbiddenCapability, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/admin", Caller: ann})
 		}, check: func(t *testing.T, o outcome) {
-			assert.NotErrorIs(t, o.err, CodeForbiddenCapability, "the caller learns nothing of the action")
-			assert.Equal(t, CodeForbiddenCapability, CodeOf(asRefusal(o.err).Cause()), "the host's code is the cause's")
+			assert.NotErrorIs(t, o.err, codes.ForbiddenCapability, "the caller learns nothing of the action")
+			assert.Equal(t, codes.ForbiddenCapability, CodeOf(asRefusal(o.err).Cause()), "the host's code is the cause's")
 			rec := o.recs[len(o.recs)-1]
-			assert.Equal(t, CodeForbiddenCapability, rec.Audit.Code)
+			assert.Equal(t, codes.ForbiddenCapability, rec.Audit.Code)
 		}},
-		{name: "a concealed forbidden surface", want: CodeUnknownAction, host: CodeForbiddenSurface, do: func(t *testing.T) outcome {
+		{name: "a concealed forbidden surface", want: codes.UnknownAction, host: codes.ForbiddenSurface, do: func(t *testing.T) outcome {
 			reg := oneModelRegistry(t, nil)
 			reg.MustRegister(New(Definition{ID: "m/ui_only", Surfaces: []Surface{SurfaceUI}},
 				func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
 			return run(reg, ctx, Call{Action: "m/ui_only", Caller: ann})
 		}},
-		{name: "a body returns a concealed nested refusal", want: CodeInternal, do: func(t *testing.T) outcome {
+		{name: "a body returns a concealed nested refusal", want: codes.Internal, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/nested_forbidden", Caller: ann})
 		}, check: func(t *testing.T, o outcome) {
-			assert.NotErrorIs(t, o.err, CodeUnknownAction)
-			assert.NotErrorIs(t, o.err, CodeForbiddenCapability)
+			assert.NotErrorIs(t, o.err, codes.UnknownAction)
+			assert.NotErrorIs(t, o.err, codes.ForbiddenCapability)
 			step := o.recs[0].Entry.Steps[0].Call
-			assert.Equal(t, CodeForbiddenCapability, step.Error, "the nested entry has the host's code")
+			assert.Equal(t, codes.ForbiddenCapability, step.Error, "the nested entry has the host's code")
 		}},
-		{name: "cancelled before the call", want: CodeCancelled, do: func(t *testing.T) outcome {
+		{name: "cancelled before the call", want: codes.Cancelled, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), cancelled, Call{Action: "m/read"})
 		}, check: func(t *testing.T, o outcome) {
 			assert.ErrorIs(t, o.err, context.Canceled)
 		}},
-		{name: "cancelled in the body", want: CodeCancelled, do: func(t *testing.T) outcome {
+		{name: "cancelled in the body", want: codes.Cancelled, do: func(t *testing.T) outcome {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 			defer cancel()
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/wait"})
 		}, check: func(t *testing.T, o outcome) {
 			assert.ErrorIs(t, o.err, context.DeadlineExceeded)
-			assert.NotErrorIs(t, o.err, CodeInternal)
+			assert.NotErrorIs(t, o.err, codes.Internal)
 		}},
-		{name: "a panic", want: CodeInternal, do: func(t *testing.T) outcome {
+		{name: "a panic", want: codes.Internal, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/panic"})
 		}},
-		{name: "an output breaking its schema", want: CodeOutputInvalid, do: func(t *testing.T) outcome {
+		{name: "an output breaking its schema", want: codes.OutputInvalid, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/output"})
 		}, check: func(t *testing.T, o outcome) {
 			var r *Refusal
@@ -273,36 +276,36 @@ func TestOneErrorModelCalls(t *testing.T) {
 		{name: "a domain refusal", want: "tank_empty", do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/domain"})
 		}},
-		{name: "a held call", want: CodeConfirmationRequired, do: func(t *testing.T) outcome {
+		{name: "a held call", want: codes.ConfirmationRequired, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/confirm", Caller: ann})
 		}},
-		{name: "an anonymous call needing confirmation", want: CodeConfirmationRequired, do: func(t *testing.T) outcome {
+		{name: "an anonymous call needing confirmation", want: codes.ConfirmationRequired, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/confirm", Caller: &Caller{Surface: SurfaceUI}})
 		}},
-		{name: "insufficient scope", want: CodeInsufficientScope, do: func(t *testing.T) outcome {
+		{name: "insufficient scope", want: codes.InsufficientScope, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/read", Caller: &Caller{Principal: "ann", Surface: SurfaceMCP, Token: true}})
 		}},
-		{name: "not serving", want: CodeNotServing, do: func(t *testing.T) outcome {
+		{name: "not serving", want: codes.NotServing, do: func(t *testing.T) outcome {
 			s := &Serving{}
 			s.StopAll()
 			return run(oneModelRegistry(t, &Options{Gate: &GateOptions{Serving: s}}), ctx, Call{Action: "m/read", Caller: ann})
 		}},
-		{name: "read only", want: CodeReadOnly, do: func(t *testing.T) outcome {
+		{name: "read only", want: codes.ReadOnly, do: func(t *testing.T) outcome {
 			s := &Serving{}
 			s.SetReadOnly(true)
 			return run(oneModelRegistry(t, &Options{Gate: &GateOptions{Serving: s}}), ctx, Call{Action: "m/strict", Caller: ann})
 		}},
-		{name: "rate limited", want: CodeRateLimited, do: func(t *testing.T) outcome {
+		{name: "rate limited", want: codes.RateLimited, do: func(t *testing.T) outcome {
 			reg := oneModelRegistry(t, &Options{Gate: &GateOptions{Rate: 0.001, Burst: 1}})
 			_, err := reg.Run(ctx, Call{Action: "m/read", Caller: ann})
 			require.NoError(t, err)
 			return run(reg, ctx, Call{Action: "m/read", Caller: ann})
 		}},
-		{name: "an unknown change", want: CodeUnknownChange, do: func(t *testing.T) outcome {
+		{name: "an unknown change", want: codes.UnknownChange, do: func(t *testing.T) outcome {
 			res, err := oneModelRegistry(t, nil).Decide(ctx, Decision{Change: "0123", Confirm: true, Caller: ann})
 			return outcome{err, res.Records}
 		}},
-		{name: "a confirmation refused by today's gate", want: CodeUnknownAction, host: CodeForbiddenSurface, do: func(t *testing.T) outcome {
+		{name: "a confirmation refused by today's gate", want: codes.UnknownAction, host: codes.ForbiddenSurface, do: func(t *testing.T) outcome {
 			// The approval lets the surface decide; the action is not
 			// offered there.
 			reg := oneModelRegistry(t, &Options{Gate: &GateOptions{DecideFrom: []Surface{"elsewhere"}}})
@@ -313,63 +316,63 @@ func TestOneErrorModelCalls(t *testing.T) {
 			res, err := reg.Decide(ctx, Decision{Change: id, Confirm: true, Caller: &other})
 			return outcome{err, res.Records}
 		}},
-		{name: "a batch step refused", want: CodeInvalidParameters, do: func(t *testing.T) outcome {
+		{name: "a batch step refused", want: codes.InvalidParameters, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Batch: &Batch{Steps: []Step{{Call: "m/read"}, {Call: "m/strict"}}}})
 		}, check: func(t *testing.T, o outcome) {
 			var se *StepError
 			require.ErrorAs(t, o.err, &se)
 			assert.Equal(t, 1, se.Index)
 		}},
-		{name: "a batch step concealed", want: CodeUnknownAction, host: CodeForbiddenCapability, do: func(t *testing.T) outcome {
+		{name: "a batch step concealed", want: codes.UnknownAction, host: codes.ForbiddenCapability, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Batch: &Batch{Steps: []Step{{Call: "m/read"}, {Call: "m/admin"}}}, Caller: ann})
 		}, check: func(t *testing.T, o outcome) {
 			var se *StepError
 			require.ErrorAs(t, o.err, &se)
-			assert.NotErrorIs(t, o.err, CodeForbiddenCapability)
+			assert.NotErrorIs(t, o.err, codes.ForbiddenCapability)
 		}},
-		{name: "a batch step returning a nested refusal", want: CodeInternal, do: func(t *testing.T) outcome {
+		{name: "a batch step returning a nested refusal", want: codes.Internal, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Batch: &Batch{Steps: []Step{{Call: "m/nested_invalid"}}}})
 		}, check: func(t *testing.T, o outcome) {
 			var se *StepError
 			require.ErrorAs(t, o.err, &se)
-			assert.NotErrorIs(t, o.err, CodeInvalidParameters)
+			assert.NotErrorIs(t, o.err, codes.InvalidParameters)
 		}},
-		{name: "a batch step cancelled", want: CodeCancelled, do: func(t *testing.T) outcome {
+		{name: "a batch step cancelled", want: codes.Cancelled, do: func(t *testing.T) outcome {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 			defer cancel()
 			return run(oneModelRegistry(t, nil), ctx, Call{Batch: &Batch{Steps: []Step{{Call: "m/wait"}}}})
 		}, check: func(t *testing.T, o outcome) {
 			assert.ErrorIs(t, o.err, context.DeadlineExceeded)
 		}},
-		{name: "a batch holding a step for confirmation", want: CodeConfirmationRequired, do: func(t *testing.T) outcome {
+		{name: "a batch holding a step for confirmation", want: codes.ConfirmationRequired, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, nil), ctx, Call{Batch: &Batch{Steps: []Step{{Call: "m/read"}, {Call: "m/confirm"}}}, Caller: ann})
 		}},
-		{name: "a batch that cannot run", want: CodeInvalidScriptStep, do: func(t *testing.T) outcome {
+		{name: "a batch that cannot run", want: codes.InvalidScriptStep, do: func(t *testing.T) outcome {
 			_, err := oneModelRegistry(t, nil).DecodeBatch([]byte(`{"commands":[{"call":"m/read","when":1}]}`))
 			return outcome{err: err}
 		}},
-		{name: "a batch naming no earlier result", want: CodeUnknownReference, do: func(t *testing.T) outcome {
+		{name: "a batch naming no earlier result", want: codes.UnknownReference, do: func(t *testing.T) outcome {
 			_, err := oneModelRegistry(t, nil).DecodeBatch([]byte(`{"commands":[{"call":"m/read","with":{"x":"${q}"}}]}`))
 			return outcome{err: err}
 		}},
-		{name: "a duplicate name", want: CodeDuplicateName, do: func(t *testing.T) outcome {
+		{name: "a duplicate name", want: codes.DuplicateName, do: func(t *testing.T) outcome {
 			err := oneModelRegistry(t, nil).Register(New(Definition{ID: "m/read"}, noTraceBody))
 			return outcome{err: err}
 		}},
-		{name: "a definition refused", want: CodeConstraintViolation, do: func(t *testing.T) outcome {
+		{name: "a definition refused", want: codes.ConstraintViolation, do: func(t *testing.T) outcome {
 			err := oneModelRegistry(t, nil).Register(New(Definition{ID: "no_slash"}, noTraceBody))
 			return outcome{err: err}
 		}},
-		{name: "the store fails", want: CodeInternal, hostDone: true, do: func(t *testing.T) outcome {
+		{name: "the store fails", want: codes.Internal, hostDone: true, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, &Options{Store: failingStore{errDisk}}), ctx, Call{Action: "m/read"})
 		}, check: func(t *testing.T, o outcome) {
 			assert.ErrorIs(t, o.err, errDisk, "the store's error reaches the host")
 			assert.True(t, o.recs[0].RolledBack)
 		}},
-		{name: "the store fails under a refusal", want: CodeInvalidParameters, do: func(t *testing.T) outcome {
+		{name: "the store fails under a refusal", want: codes.InvalidParameters, do: func(t *testing.T) outcome {
 			return run(oneModelRegistry(t, &Options{Store: failingStore{errDisk}}), ctx, Call{Action: "m/strict"})
 		}},
-		{name: "a replay that departs", want: CodeDiverged, do: func(t *testing.T) outcome {
+		{name: "a replay that departs", want: codes.Diverged, do: func(t *testing.T) outcome {
 			reg := oneModelRegistry(t, nil)
 			res, err := reg.Run(ctx, Call{Action: "m/read"})
 			require.NoError(t, err)
@@ -382,7 +385,7 @@ func TestOneErrorModelCalls(t *testing.T) {
 			require.ErrorAs(t, o.err, &d)
 			assert.Equal(t, "/result", d.Path)
 		}},
-		{name: "a replay refused by today's policy", want: CodeDiverged, do: func(t *testing.T) outcome {
+		{name: "a replay refused by today's policy", want: codes.Diverged, do: func(t *testing.T) outcome {
 			reg := oneModelRegistry(t, nil)
 			admin := &Caller{Principal: "root", Surface: SurfaceMCP, Capabilities: []string{"admin"}}
 			res, err := reg.Run(ctx, Call{Action: "m/admin", Caller: admin})
@@ -394,11 +397,11 @@ func TestOneErrorModelCalls(t *testing.T) {
 		}, check: func(t *testing.T, o outcome) {
 			var d *Divergence
 			require.ErrorAs(t, o.err, &d)
-			assert.Equal(t, CodeForbiddenCapability, d.Code)
-			assert.NotErrorIs(t, o.err, CodeUnknownAction, "a divergence is diverged only, whatever the replayed call gave")
-			assert.NotErrorIs(t, o.err, CodeForbiddenCapability)
+			assert.Equal(t, codes.ForbiddenCapability, d.Code)
+			assert.NotErrorIs(t, o.err, codes.UnknownAction, "a divergence is diverged only, whatever the replayed call gave")
+			assert.NotErrorIs(t, o.err, codes.ForbiddenCapability)
 		}},
-		{name: "a replay cancelled", want: CodeCancelled, do: func(t *testing.T) outcome {
+		{name: "a replay cancelled", want: codes.Cancelled, do: func(t *testing.T) outcome {
 			_, err := oneModelRegistry(t, nil).Replay(cancelled, Record{Entry: RunEntry{Action: "m/read", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone, Result: `"read"`}})
 			return outcome{err: err}
 		}, check: func(t *testing.T, o outcome) {
@@ -432,7 +435,7 @@ func TestOneErrorModelCalls(t *testing.T) {
 	// recorded as internal, matching no sentinel.
 	res, err := oneModelRegistry(t, nil).Run(ctx, Call{Action: "m/body_plain"})
 	assert.EqualError(t, err, "disk full")
-	assert.Equal(t, CodeInternal, res.Entry().Error)
+	assert.Equal(t, codes.Internal, res.Entry().Error)
 	assertOneErrorModel(t, err, "a body's plain error")
 }
 
@@ -497,11 +500,11 @@ func TestOneErrorModelRunFixtures(t *testing.T) {
 				assert.Equal(t, CodeOf(err), res.Entry().Error, "%s: the entry records the code the caller sees", what)
 				if c.Expect.ErrorIsContext {
 					assert.ErrorIs(t, err, context.Canceled, what)
-					assert.Equal(t, CodeCancelled, CodeOf(err), what)
+					assert.Equal(t, codes.Cancelled, CodeOf(err), what)
 				}
-				if c.Expect.NestedErrorCode != "" && Code(c.Expect.NestedErrorCode) != CodeInternal {
-					assert.Equal(t, CodeInternal, CodeOf(err), what)
-					assert.NotErrorIs(t, err, sentinelOf(Code(c.Expect.NestedErrorCode)), "%s: internal only", what)
+				if c.Expect.NestedErrorCode != "" && codes.Code(c.Expect.NestedErrorCode) != codes.Internal {
+					assert.Equal(t, codes.Internal, CodeOf(err), what)
+					assert.NotErrorIs(t, err, sentinelOf(codes.Code(c.Expect.NestedErrorCode)), "%s: internal only", what)
 				}
 			}
 		})
@@ -509,20 +512,34 @@ func TestOneErrorModelRunFixtures(t *testing.T) {
 	assert.Greater(t, errorsSeen, 20, "the fixtures' errors")
 }
 
-// TestPoliciesTableInFull: Policies holds every code the registry raises
-// with PolicyOf's verdict, and the CodeDomain key with what PolicyOf
-// gives a body's own code (tool-result, never), as docs/refusals.md says.
-func TestPoliciesTableInFull(t *testing.T) {
-	want := map[Code]Policy{CodeDomain: {TransportToolResult, RetryNever}}
-	for _, c := range registryCodes() {
-		want[c] = PolicyOf(c)
+// registryCodes are the codes the registry raises itself, sorted: the
+// keys of codes.Policies but the domain's.
+func registryCodes() []codes.Code {
+	var out []codes.Code
+	for c := range codes.Policies() {
+		if c != codes.Domain {
+			out = append(out, c)
+		}
 	}
-	assert.Equal(t, want, Policies())
-	assert.Equal(t, PolicyOf("tank_empty"), Policies()[CodeDomain])
-	rows := tableRows(t, readDoc(t, "refusals.md"), "| code | transport | retry |")
-	last := rows[len(rows)-1]
-	require.Equal(t, "a domain code", last[0])
-	assert.Equal(t, string(TransportToolResult), last[1])
+	slices.Sort(out)
+	return out
+}
+
+// TestRegistryCodeEveryCode: CodeOf reads a bare code the registry
+// raises as internal (only the registry refuses with those), and any
+// other bare code as itself, domain's key included.
+func TestRegistryCodeEveryCode(t *testing.T) {
+	require.Len(t, registryCodes(), len(codes.Policies())-1)
+	for _, c := range registryCodes() {
+		assert.True(t, registryCode(c), c)
+		if c != codes.Diverged { // a bare diverged reads as a *Divergence does
+			assert.Equal(t, codes.Internal, CodeOf(c), "a bare %s", c)
+		}
+	}
+	for _, c := range []codes.Code{codes.Domain, "tank_empty"} {
+		assert.False(t, registryCode(c), c)
+		assert.Equal(t, c, CodeOf(c), "a bare %s", c)
+	}
 }
 
 // TestBareCodeOneModel: a body that returns its own Code as its error
@@ -531,14 +548,14 @@ func TestPoliciesTableInFull(t *testing.T) {
 // itself, returned bare, is the body's fault: internal.
 func TestBareCodeOneModel(t *testing.T) {
 	for name, err := range map[string]error{
-		"bare":    Code("tank_empty"),
-		"wrapped": fmt.Errorf("filling: %w", Code("tank_empty")),
-		"gate":    CodeReadOnly,
+		"bare":    codes.Code("tank_empty"),
+		"wrapped": fmt.Errorf("filling: %w", codes.Code("tank_empty")),
+		"gate":    codes.ReadOnly,
 	} {
 		t.Run(name, func(t *testing.T) {
-			want := Code("tank_empty")
+			want := codes.Code("tank_empty")
 			if name == "gate" {
-				want = CodeInternal
+				want = codes.Internal
 			}
 			assert.Equal(t, want, CodeOf(err))
 			if name != "gate" {
@@ -555,7 +572,7 @@ func TestBareCodeOneModel(t *testing.T) {
 			assert.Equal(t, want, res.Records[0].Audit.Code)
 		})
 	}
-	assert.Equal(t, CodeInternal, CodeOf(Code("")), "the empty code is internal")
+	assert.Equal(t, codes.Internal, CodeOf(codes.Code("")), "the empty code is internal")
 }
 
 // TestResultTextOfNoResult: a call done with no result gives a nil Value

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // TestRefusedCallsAreRateLimited: with a rate set, calls refused for who
@@ -24,27 +26,27 @@ func TestRefusedCallsAreRateLimited(t *testing.T) {
 	reg.MustRegister(New(Definition{ID: "t/open", Effect: EffectRead, Parameters: `{"type":"object"}`},
 		func(context.Context, map[string]any, *Trace) (any, error) { return "open", nil }))
 
-	codes := func(principal, action string, n int) []Code {
-		var out []Code
+	codesOf := func(principal, action string, n int) []codes.Code {
+		var out []codes.Code
 		for range n {
 			_, err := reg.Run(context.Background(), Call{Action: action, Caller: &Caller{Principal: principal, Surface: SurfaceMCP}})
 			out = append(out, CodeOf(err))
 		}
 		return out
 	}
-	hidden := codes("mallory", "t/secret", 6)
-	missing := codes("trudy", "t/nothere", 6)
-	want := []Code{CodeUnknownAction, CodeUnknownAction, CodeUnknownAction, CodeRateLimited, CodeRateLimited, CodeRateLimited}
+	hidden := codesOf("mallory", "t/secret", 6)
+	missing := codesOf("trudy", "t/nothere", 6)
+	want := []codes.Code{codes.UnknownAction, codes.UnknownAction, codes.UnknownAction, codes.RateLimited, codes.RateLimited, codes.RateLimited}
 	assert.Equal(t, want, hidden, "a hidden action")
 	assert.Equal(t, want, missing, "a missing action: the same answers")
-	assert.Equal(t, []Code{CodeRateLimited}, codes("mallory", "t/nothere", 1), "one bucket for every name")
+	assert.Equal(t, []codes.Code{codes.RateLimited}, codesOf("mallory", "t/nothere", 1), "one bucket for every name")
 
 	res, err := reg.Run(context.Background(), Call{Action: "t/open", Caller: &Caller{Principal: "mallory", Surface: SurfaceMCP}})
 	require.NoError(t, err, "a call the principal may make has its own bucket")
 	assert.Equal(t, "open", res.Value)
 
 	_, err = reg.Run(context.Background(), Call{Action: "t/secret", Caller: &Caller{Principal: "mallory", Surface: SurfaceMCP}})
-	r := requireRefusal(t, err, CodeRateLimited)
+	r := requireRefusal(t, err, codes.RateLimited)
 	assert.Equal(t, at.Add(time.Minute), r.RetryAt, "the refusal says when a call may pass")
 	assert.NotContains(t, err.Error(), "t/secret")
 }

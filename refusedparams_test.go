@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -46,7 +47,7 @@ func TestRefusedCallsWriteLittle(t *testing.T) {
 		}
 		for range calls {
 			_, err := reg.Run(ctx, actions.Call{Action: "t/secret", Params: big, Caller: nobody})
-			require.True(t, errors.Is(err, actions.CodeUnknownAction))
+			require.True(t, errors.Is(err, codes.UnknownAction))
 		}
 		recorded, n := recordedBytes(t, store)
 		assert.Equal(t, calls, n)
@@ -56,7 +57,7 @@ func TestRefusedCallsWriteLittle(t *testing.T) {
 		recs, err := store.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone, Limit: 1})
 		require.NoError(t, err)
 		e := recs[0].Entry
-		assert.Equal(t, actions.CodeForbiddenCapability, e.Error)
+		assert.Equal(t, codes.ForbiddenCapability, e.Error)
 		assert.Equal(t, "null", e.Parameters)
 		assert.Equal(t, hex.EncodeToString(sum[:]), e.ParametersSHA256)
 		assert.Equal(t, len(text), e.ParametersBytes)
@@ -70,7 +71,7 @@ func TestRefusedCallsWriteLittle(t *testing.T) {
 		_, err = reg.Run(ctx, actions.Call{Action: "t/secret", Params: map[string]any{"s": "hi"}, Caller: nobody})
 		require.Error(t, err)
 		_, err = reg.Run(ctx, actions.Call{Action: "t/secret", Params: big, Caller: admin})
-		require.True(t, errors.Is(err, actions.CodeInvalidParameters))
+		require.True(t, errors.Is(err, codes.InvalidParameters))
 		recs, err = store.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone, Newest: true, Limit: 2})
 		require.NoError(t, err)
 		require.Len(t, recs, 2)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/portable"
 )
@@ -77,7 +78,7 @@ type Options struct {
 	Observer Observer
 	// Timeout is how long a body may run when its action declares no
 	// [Definition].Timeout; zero or negative: no limit. Past it the call
-	// is refused with timeout (see [CodeTimeout]).
+	// is refused with timeout (see [codes.Timeout]).
 	Timeout time.Duration
 	// ProgressInterval is the least time between two progress reports
 	// delivered to one call (see [Trace.Progress]); zero means
@@ -160,14 +161,14 @@ func (r *Registry) MustRegister(as ...Action) {
 // found before (Bind's unbound bodies).
 func (r *Registry) registerAll(as []Action, prefix func(int) string, pre []Issue, message string) error {
 	issues := pre
-	code := CodeConstraintViolation
+	code := codes.ConstraintViolation
 	var prepErr error // the refusal of the one action given, as it is
 	regs := make([]*registered, 0, len(as))
 	at := make([]int, 0, len(as))
 	seen := make(map[string]bool, len(as))
 	for i, a := range as {
 		if seen[a.ID] && a.ID != "" {
-			code = CodeDuplicateName
+			code = codes.DuplicateName
 			issues = append(issues, Issue{Path: prefix(i) + "/id", Keyword: "id", Message: "the id " + a.ID + " is given twice"})
 			continue
 		}
@@ -187,14 +188,14 @@ func (r *Registry) registerAll(as []Action, prefix func(int) string, pre []Issue
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if clash := r.clashesLocked(regs, func(k int) string { return prefix(at[k]) }); len(clash) > 0 {
-		code = CodeDuplicateName
+		code = codes.DuplicateName
 		issues = append(issues, clash...)
 	}
 	if len(issues) > 0 {
 		if len(as) == 1 && len(pre) == 0 && prepErr != nil {
 			return prepErr // one action: its own refusal, message included
 		}
-		if code == CodeDuplicateName && len(as) == 1 {
+		if code == codes.DuplicateName && len(as) == 1 {
 			message = "an action with this id is already registered"
 		}
 		return refusef(code, message, sortIssues(issues)...)
@@ -220,7 +221,7 @@ func (r *Registry) prepare(a Action) (*registered, error) {
 		return nil, a.err
 	}
 	if a.Run == nil {
-		return nil, refusef(CodeConstraintViolation, "the action has no body",
+		return nil, refusef(codes.ConstraintViolation, "the action has no body",
 			Issue{Path: "/run", Keyword: "run", Message: "the body is nil"})
 	}
 	ps, doc, err := compileParameters(a.Parameters, r.limits.withDefaults(), true)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/placeholder"
 )
@@ -24,7 +25,7 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (any, []R
 	}
 	if inv.caller != nil && inv.confirming == "" {
 		if held, recs, err := r.holdBatch(ctx, b, plan, inv); held || err != nil {
-			return nil, recs, held && CodeOf(err) == CodeConfirmationRequired, err
+			return nil, recs, held && CodeOf(err) == codes.ConfirmationRequired, err
 		}
 	}
 	pl := placeholderLimits(limits)
@@ -154,7 +155,7 @@ func entryBytes(e RunEntry) int {
 // batchTooLarge is the refusal of a step that would pass
 // Limits.MaxBatchBytes. It names the bound, never the values.
 func batchTooLarge(limit int) *Refusal {
-	r := refusef(CodeInvalidScriptStep, "the batch would pass its bound of "+strconv.Itoa(limit)+" bytes copied in and recorded",
+	r := refusef(codes.InvalidScriptStep, "the batch would pass its bound of "+strconv.Itoa(limit)+" bytes copied in and recorded",
 		Issue{Path: "", Keyword: "maxBatchBytes", Message: "the bound is " + strconv.Itoa(limit) + " bytes for all steps' parameters and run entries"})
 	r.NextAction = "Split the batch, or copy less into its steps through placeholders."
 	return r
@@ -191,7 +192,7 @@ func (r *Registry) holdBatch(ctx context.Context, b Batch, plan *batchPlan, inv 
 		// included, so that neither what ran nor the answer tells the
 		// two apart.
 		if reg, ok := r.lookup(st.call); ok && reg.action.NeedsConfirmation &&
-			CodeOf(g.who(&reg.action.Definition, inv.caller)) != CodeUnknownAction {
+			CodeOf(g.who(&reg.action.Definition, inv.caller)) != codes.UnknownAction {
 			steps = append(steps, HeldStep{Index: i, Action: reg.action.ID})
 		}
 	}
@@ -286,7 +287,7 @@ func scopeValue(e RunEntry) (any, error) {
 	}
 	v, err := ijson.Decode([]byte(e.Result), 0)
 	if err != nil {
-		r := refusef(CodeInternal, "a recorded result cannot be read back")
+		r := refusef(codes.Internal, "a recorded result cannot be read back")
 		r.cause = err
 		return nil, r
 	}
@@ -305,14 +306,14 @@ func substituteRefusal(at, keyword string, err error) error {
 	switch pe.Kind {
 	case placeholder.UnknownReference:
 		is.Message = "no earlier step is named " + pe.Name
-		return refusef(CodeUnknownReference, "a placeholder names a result that no earlier step sets", is)
+		return refusef(codes.UnknownReference, "a placeholder names a result that no earlier step sets", is)
 	case placeholder.Text:
-		r := refusef(CodeInternal, "a placeholder's value has no text")
+		r := refusef(codes.Internal, "a placeholder's value has no text")
 		r.cause = err
 		return r
 	}
 	is.Message = placeholderMessage(pe)
-	return refusef(CodeInvalidScriptStep, "a step cannot be prepared", is)
+	return refusef(codes.InvalidScriptStep, "a step cannot be prepared", is)
 }
 
 // again is the call that gets the result of a step of inv on its own,

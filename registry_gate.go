@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // Admit runs the checks of the gate that take nothing (unknown_action,
@@ -153,7 +155,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 					}
 				}
 			}
-			recs := r.changeRecords(pc, d.Caller, StageRejected, NewRefusal(CodeRejected, ""))
+			recs := r.changeRecords(pc, d.Caller, StageRejected, NewRefusal(codes.Rejected, ""))
 			for i := range recs {
 				recs[i].Audit.Reason = cut(d.Reason)
 			}
@@ -169,7 +171,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 		)
 		if d.Params != nil {
 			if pc.Batch != nil || pc.Preview != nil {
-				var err error = refusef(CodeConstraintViolation, "a held batch or previewed call is confirmed or rejected whole; it cannot be edited",
+				var err error = refusef(codes.ConstraintViolation, "a held batch or previewed call is confirmed or rejected whole; it cannot be edited",
 					Issue{Path: "", Keyword: "edit", Message: "a batch is not edited"})
 				if herr := g.store().Hold(ctx, pc); herr != nil {
 					err = errors.Join(err, herr)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -109,7 +110,7 @@ func (r *Registry) replayed(ctx context.Context, rec Record) (RunEntry, error) {
 			// replay of a held call never runs its body. The divergence
 			// names the policy as the cause.
 			got := RunEntry{Action: reg.action.ID, Steps: []RunStep{}, Parameters: e.Parameters, Outcome: OutcomeDone}
-			return got, NewRefusal(CodeConfirmationRequired, "today the action needs no confirmation: the held call would run")
+			return got, NewRefusal(codes.ConfirmationRequired, "today the action needs no confirmation: the held call would run")
 		}
 	}
 	if rec.Audit.Stage == StageConfirmed && inv.caller != nil {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -166,7 +167,7 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 			}
 		}
 		ob.end(Result{Records: recs}, err)
-		if err != nil && err != unitErr && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == CodeInternal {
+		if err != nil && err != unitErr && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == codes.Internal {
 			// The store's own failure (a commit, a lost connection):
 			// an internal refusal for the caller, the cause for the host.
 			// The unit's own error (a body's plain error) is not one: it
@@ -452,7 +453,7 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 	}
 	entry.Action = reg.action.ID // an alias is recorded under the id
 	if f.depth > limits.MaxCallDepth {
-		err = refusef(CodeConstraintViolation, "nested calls are too deep",
+		err = refusef(codes.ConstraintViolation, "nested calls are too deep",
 			Issue{Path: "", Keyword: "call", Message: fmt.Sprintf("more than %d nested calls", limits.MaxCallDepth)})
 		return nil, r.refusedGiven(entry, err, params), err
 	}
@@ -539,8 +540,8 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 // cancellation stays one, as it ends the whole call), a cancellation,
 // or the body's own error as the action declares it.
 func bodyRefusal(reg *registered, t *Trace, err error) error {
-	if nr := asRefusal(err); nr != nil && nr.Code != CodeCancelled && t.fromNestedCall(nr) {
-		ir := NewRefusal(CodeInternal, "the action failed: a call it made was refused")
+	if nr := asRefusal(err); nr != nil && nr.Code != codes.Cancelled && t.fromNestedCall(nr) {
+		ir := NewRefusal(codes.Internal, "the action failed: a call it made was refused")
 		ir.cause = err
 		err = ir
 	} else if isCancel(err) && asRefusal(err) == nil {
@@ -603,7 +604,7 @@ func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params
 				// Run in the preview, which is undone and held whole.
 				inv.preview.wanted.Store(true)
 			} else {
-				err = NewRefusal(CodeConfirmationRequired, "a nested call of an action that needs confirmation is not held: the caller must call it")
+				err = NewRefusal(codes.ConfirmationRequired, "a nested call of an action that needs confirmation is not held: the caller must call it")
 			}
 		}
 		if err != nil {
@@ -672,7 +673,7 @@ func (r *Registry) answered(inv invocation, v any, rec Record, commit bool, err 
 	form, text, berr := r.boundFor(inv, rec.Entry.Result, resultLimitOf(r, inv.name, limits))
 	if berr != nil {
 		rec.Entry = rec.Entry.refused(berr, rec.Entry.Parameters)
-		rec.Audit.Code = CodeResultTooLarge
+		rec.Audit.Code = codes.ResultTooLarge
 		return nil, keepSmall(rec, limits.MaxEntryResultBytes), false, berr
 	}
 	rec = keepSmall(rec, limits.MaxEntryResultBytes)
@@ -797,7 +798,7 @@ func needsKey(d *Definition, inv invocation) error {
 	if !d.NeedsIdempotencyKey || inv.caller == nil || inv.key != "" || inv.confirming != "" || inv.replay {
 		return nil
 	}
-	return NewRefusal(CodeIdempotencyKeyRequired, "the action needs an idempotency key and the call has none")
+	return NewRefusal(codes.IdempotencyKeyRequired, "the action needs an idempotency key and the call has none")
 }
 
 // keyOf returns the unit key of c, or nil when c runs as if it had no
@@ -822,7 +823,7 @@ func (r *Registry) keyOf(ctx context.Context, c Call, pre *gateDecision) (*unitK
 			cause = errNoStore
 		}
 		rf := internalRefusal("the host keeps no idempotency keys: a call with a key cannot be honoured", cause)
-		rf.Retry = RetryNever
+		rf.Retry = codes.RetryNever
 		return nil, nil, rf
 	}
 	g := r.gateOf()

@@ -2,11 +2,13 @@ package actions
 
 import (
 	"encoding/json"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // Divergence is the first place where a replayed call departs from the
 // record it replays. Replay returns it as its error; its code is
-// diverged ([CodeOf], [CodeDiverged]), whatever the replayed call gave.
+// diverged ([CodeOf], [codes.Diverged]), whatever the replayed call gave.
 type Divergence struct {
 	// Path is the JSON Pointer (RFC 6901), into the entry's JSON form, of
 	// the first member that differs, comparing in the order of RunEntry's
@@ -32,7 +34,7 @@ type Divergence struct {
 	// today's schema refuses the recorded parameters, unknown_action that
 	// the action is gone; another code, or none, that the body does
 	// otherwise.
-	Code Code
+	Code codes.Code
 	// Err is the error the replayed call returned, if any, for the host.
 	Err error
 }
@@ -48,19 +50,19 @@ func (d *Divergence) Reason() string {
 	switch {
 	case d.Code == "":
 		return "the body does otherwise today"
-	case d.Code == CodeUnknownAction:
+	case d.Code == codes.UnknownAction:
 		return "the action is not registered today"
-	case d.Code == CodeInvalidParameters:
+	case d.Code == codes.InvalidParameters:
 		return "today's parameters schema refuses the recorded parameters"
 	}
-	if _, _, gate := gateSentinel(d.Code); gate {
+	if gateCode(d.Code) {
 		return "today's policy decides otherwise (" + string(d.Code) + ")"
 	}
 	return "the call is refused today (" + string(d.Code) + ")"
 }
 
-// Is reports whether target is [CodeDiverged].
-func (d *Divergence) Is(target error) bool { return target == CodeDiverged }
+// Is reports whether target is [codes.Diverged].
+func (d *Divergence) Is(target error) bool { return target == codes.Diverged }
 
 type kindOfStep int
 

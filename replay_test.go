@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // The format of testdata/replays/*.json is described in
@@ -32,7 +34,7 @@ type replayScenario struct {
 
 type replayExpect struct {
 	Divergence  *replayDivergence `json:"divergence"`
-	UnwrapsCode Code              `json:"unwraps_code"`
+	UnwrapsCode codes.Code        `json:"unwraps_code"`
 	Entry       json.RawMessage   `json:"entry"`
 	BodyRuns    map[string]int64  `json:"body_runs"`
 }
@@ -138,8 +140,8 @@ func checkReplay(t *testing.T, f replayScenario) {
 		assert.Equal(t, *f.Expect.Divergence, replayDivergence{d.Path, d.Want, d.Got})
 		assert.Equal(t, "actions: the replay departs from its entry at "+d.Path+": "+d.Reason(), err.Error(),
 			"the message names the path and the cause, no value")
-		assert.ErrorIs(t, err, CodeDiverged)
-		assert.Equal(t, CodeDiverged, CodeOf(err))
+		assert.ErrorIs(t, err, codes.Diverged)
+		assert.Equal(t, codes.Diverged, CodeOf(err))
 		assert.NoError(t, errors.Unwrap(err), "a divergence wraps no sentinel")
 		if f.Expect.UnwrapsCode == "" {
 			assert.NoError(t, d.Err, "a replay that was done has no error")
@@ -297,7 +299,7 @@ func TestReplayHeldAfterPolicyChange(t *testing.T) {
 	reg := NewRegistry(nil)
 	reg.MustRegister(New(def, body))
 	res, err := reg.Run(context.Background(), Call{Action: "shop/discard", Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
-	require.ErrorIs(t, err, CodeConfirmationRequired)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	held := res.Records[0]
 	_, err = reg.Replay(context.Background(), held)
 	require.NoError(t, err, "held replays as held")
@@ -308,7 +310,7 @@ func TestReplayHeldAfterPolicyChange(t *testing.T) {
 	_, err = today.Replay(context.Background(), held)
 	var d *Divergence
 	require.ErrorAs(t, err, &d)
-	assert.Equal(t, CodeConfirmationRequired, d.Code)
+	assert.Equal(t, codes.ConfirmationRequired, d.Code)
 	assert.Contains(t, d.Reason(), "policy")
 	assert.Zero(t, ran.Load(), "no body ran")
 }

@@ -4,6 +4,8 @@ package actions
 
 import (
 	"encoding/json"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // Outcome is how a call ended.
@@ -44,7 +46,7 @@ type RunEntry struct {
 	// Error is the code of a refused call ([CodeOf] its error: a
 	// refusal's code, the code of an error with a Code() string method,
 	// or internal); empty when done.
-	Error Code `json:"error,omitempty"`
+	Error codes.Code `json:"error,omitempty"`
 	// Result is the canonical JSON of the body's result; empty when the
 	// body returned nil or the call was refused.
 	Result string `json:"result,omitempty"`

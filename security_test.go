@@ -13,9 +13,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
-func requireRefusal(t *testing.T, err error, code Code) *Refusal {
+func requireRefusal(t *testing.T, err error, code codes.Code) *Refusal {
 	t.Helper()
 	require.Error(t, err)
 	var r *Refusal
@@ -49,7 +51,7 @@ func TestSchemasNeverLoad(t *testing.T) {
 	for name, s := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, err := CompileParameters(s, Limits{})
-			r := requireRefusal(t, err, CodeConstraintViolation)
+			r := requireRefusal(t, err, codes.ConstraintViolation)
 			require.Len(t, r.Issues, 1)
 			assert.NotContains(t, r.Error(), marker)
 			assert.NotContains(t, fmt.Sprintf("%+v", err), marker)
@@ -70,13 +72,13 @@ func TestSchemaIDCannotShadowAcrossActions(t *testing.T) {
 	_, _, err := call3(reg, context.Background(), "a/one", map[string]any{"x": "s"})
 	require.NoError(t, err)
 	_, _, err = call3(reg, context.Background(), "a/two", map[string]any{"x": "s"})
-	requireRefusal(t, err, CodeInvalidParameters)
+	requireRefusal(t, err, codes.InvalidParameters)
 }
 
 func TestPatternsAreRE2(t *testing.T) {
 	// Lookahead is ECMA-262 only: refused at registration, not ignored.
 	_, err := CompileParameters(`{"type":"object","properties":{"a":{"type":"string","pattern":"^(?=a)"}}}`, Limits{})
-	r := requireRefusal(t, err, CodeConstraintViolation)
+	r := requireRefusal(t, err, codes.ConstraintViolation)
 	assert.Equal(t, "/properties/a/pattern", r.Issues[0].Path)
 }
 
@@ -91,7 +93,7 @@ func TestParamDepthLimit(t *testing.T) {
 	_, err = ps.Check(ctx, json.RawMessage(nested(10, "1")), nil) // 10 objects: at the limit
 	require.NoError(t, err)
 	_, err = ps.Check(ctx, json.RawMessage(nested(11, "1")), nil) // one past
-	r := requireRefusal(t, err, CodeInvalidParameters)
+	r := requireRefusal(t, err, codes.InvalidParameters)
 	assert.Equal(t, "json", r.Issues[0].Keyword)
 
 	var v any = 1
@@ -101,11 +103,11 @@ func TestParamDepthLimit(t *testing.T) {
 	_, err = ps.Check(ctx, v, nil)
 	require.NoError(t, err)
 	_, err = ps.Check(ctx, map[string]any{"a": v}, nil)
-	requireRefusal(t, err, CodeInvalidParameters)
+	requireRefusal(t, err, codes.InvalidParameters)
 
 	// Far past the limit: a typed refusal, not a stack overflow.
 	_, err = ps.Check(ctx, json.RawMessage(strings.Repeat("[", 1_000_000)), nil)
-	requireRefusal(t, err, CodeInvalidParameters)
+	requireRefusal(t, err, codes.InvalidParameters)
 }
 
 func TestParamSizeLimit(t *testing.T) {
@@ -116,7 +118,7 @@ func TestParamSizeLimit(t *testing.T) {
 	_, err = ps.Check(context.Background(), json.RawMessage(at), nil)
 	require.NoError(t, err)
 	_, err = ps.Check(context.Background(), json.RawMessage(at+" "), nil)
-	requireRefusal(t, err, CodeInvalidParameters)
+	requireRefusal(t, err, codes.InvalidParameters)
 }
 
 // TestParamSizeRefusalSaysSize: text past MaxParamBytes is refused for
@@ -126,7 +128,7 @@ func TestParamSizeRefusalSaysSize(t *testing.T) {
 	ps, err := CompileParameters(`{"type":"object"}`, Limits{MaxParamBytes: 100})
 	require.NoError(t, err)
 	_, err = ps.Check(context.Background(), json.RawMessage(`{"s":"`+strings.Repeat("x", 200)+`"}`), nil)
-	r := requireRefusal(t, err, CodeInvalidParameters)
+	r := requireRefusal(t, err, codes.InvalidParameters)
 	assert.Equal(t, "the parameters are too large", r.Message)
 	assert.NotContains(t, r.Error(), "I-JSON")
 	require.Len(t, r.Issues, 1)
@@ -142,15 +144,15 @@ func TestRefusedEntryHoldsNoMoreThanALimit(t *testing.T) {
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }}))
 	big := `{"s":"` + strings.Repeat("x", 200) + `"}`
 	_, entry, err := call3(reg, context.Background(), "a/b", json.RawMessage(big))
-	requireRefusal(t, err, CodeInvalidParameters)
+	requireRefusal(t, err, codes.InvalidParameters)
 	assert.Equal(t, "null", entry.Parameters, "text over the limit")
 
 	_, entry, err = call3(reg, context.Background(), "a/b", map[string]any{"s": strings.Repeat("x", 200)})
-	requireRefusal(t, err, CodeInvalidParameters)
+	requireRefusal(t, err, codes.InvalidParameters)
 	assert.Equal(t, "null", entry.Parameters, "a Go value whose text passes the limit")
 
 	_, entry, err = call3(reg, context.Background(), "x/unknown", json.RawMessage(big))
-	requireRefusal(t, err, CodeUnknownAction)
+	requireRefusal(t, err, codes.UnknownAction)
 	assert.Equal(t, "null", entry.Parameters, "any refusal before the check")
 
 	small := `{"s":[1,2]}`
@@ -168,10 +170,10 @@ func TestSchemaDepthLimit(t *testing.T) {
 	_, err := CompileParameters(schemaOfDepth(9), l) // 8 levels below the root
 	require.NoError(t, err)
 	_, err = CompileParameters(schemaOfDepth(10), l)
-	requireRefusal(t, err, CodeConstraintViolation)
+	requireRefusal(t, err, codes.ConstraintViolation)
 	// Far past the default limit: refused quickly, never compiled.
 	_, err = CompileParameters(schemaOfDepth(5000), Limits{})
-	requireRefusal(t, err, CodeConstraintViolation)
+	requireRefusal(t, err, codes.ConstraintViolation)
 }
 
 func TestSchemaSizeLimit(t *testing.T) {
@@ -179,7 +181,7 @@ func TestSchemaSizeLimit(t *testing.T) {
 	_, err := CompileParameters(s, Limits{MaxSchemaBytes: len(s)})
 	require.NoError(t, err)
 	_, err = CompileParameters(s, Limits{MaxSchemaBytes: len(s) - 1})
-	requireRefusal(t, err, CodeConstraintViolation)
+	requireRefusal(t, err, codes.ConstraintViolation)
 }
 
 func TestRefFanOutLimit(t *testing.T) {
@@ -203,7 +205,7 @@ func TestRefFanOutLimit(t *testing.T) {
 	assert.Equal(t, 5, calls)
 	calls = 0
 	_, err = ps.Check(context.Background(), ids(6), resolve)
-	requireRefusal(t, err, CodeInvalidParameters)
+	requireRefusal(t, err, codes.InvalidParameters)
 	assert.Zero(t, calls, "the resolver must not be called once the limit is passed")
 }
 
@@ -221,7 +223,7 @@ func TestResolverFailures(t *testing.T) {
 	_, err = ps.Check(context.Background(), map[string]any{"who": "x"}, func(context.Context, string, string) (RefMatches, error) {
 		panic("resolver bug")
 	})
-	requireRefusal(t, err, CodeInternal)
+	requireRefusal(t, err, codes.Internal)
 }
 
 // TestPanicsLeaveRegistryServing panics in a body, a resolver and
@@ -252,22 +254,22 @@ func TestPanicsLeaveRegistryServing(t *testing.T) {
 		require.Equal(t, "ok", res)
 	}
 	_, entry, err := call3(reg, ctx, "t/boom", nil)
-	r := requireRefusal(t, err, CodeInternal)
+	r := requireRefusal(t, err, codes.Internal)
 	assert.NotContains(t, r.Message, "body bug")
 	assert.Contains(t, fmt.Sprint(r.Cause()), "body bug", "the host gets the panic value")
-	assert.Equal(t, Code("internal"), entry.Error)
+	assert.Equal(t, codes.Code("internal"), entry.Error)
 	serving()
 
 	good := resolve
 	resolve = func(context.Context, string, string) (RefMatches, error) { panic("resolver bug") }
 	_, _, err = call3(reg, ctx, "t/ok", map[string]any{"who": "x"})
-	requireRefusal(t, err, CodeInternal)
+	requireRefusal(t, err, codes.Internal)
 	resolve = good
 	serving()
 
 	onRecord = func(Record) { panic("log bug") }
 	res, _, err := call3(reg, ctx, "t/ok", nil)
-	requireRefusal(t, err, CodeInternal)
+	requireRefusal(t, err, codes.Internal)
 	assert.Nil(t, res, "the body ran, but the host's log failed: no result beside the error")
 	onRecord = func(Record) {}
 	serving()
@@ -289,10 +291,10 @@ func TestCallDepthLimit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "bottom", res)
 	_, entry, err := call3(reg, ctx, "t/down", map[string]any{"n": 4})
-	requireRefusal(t, err, CodeInternal) // the body returned its nested call's refusal
-	assert.NotErrorIs(t, err, CodeConstraintViolation, "one code per error: the caller's")
-	assert.Equal(t, CodeConstraintViolation, deepestCause(err), "the host finds the nested one down the causes")
-	assert.Equal(t, CodeInternal, entry.Error)
+	requireRefusal(t, err, codes.Internal) // the body returned its nested call's refusal
+	assert.NotErrorIs(t, err, codes.ConstraintViolation, "one code per error: the caller's")
+	assert.Equal(t, codes.ConstraintViolation, deepestCause(err), "the host finds the nested one down the causes")
+	assert.Equal(t, codes.Internal, entry.Error)
 
 	// Unbounded recursion is refused at the limit, never a stack overflow.
 	reg2 := NewRegistry(nil)
@@ -301,12 +303,12 @@ func TestCallDepthLimit(t *testing.T) {
 			return tr.Call(ctx, "t/loop", nil)
 		}}))
 	_, _, err = call3(reg2, ctx, "t/loop", nil)
-	requireRefusal(t, err, CodeInternal)
-	assert.Equal(t, CodeConstraintViolation, deepestCause(err))
+	requireRefusal(t, err, codes.Internal)
+	assert.Equal(t, codes.ConstraintViolation, deepestCause(err))
 }
 
 // deepestCause is the code of the last refusal down err's causes.
-func deepestCause(err error) Code {
+func deepestCause(err error) codes.Code {
 	code := CodeOf(err)
 	for r := asRefusal(err); r != nil; {
 		code = r.Code
@@ -340,7 +342,7 @@ func TestTypedNilErrorsFromBodies(t *testing.T) {
 	for _, id := range []string{"t/nil_refusal", "t/nil_coded"} {
 		res, err := reg.Run(context.Background(), Call{Action: id})
 		require.Error(t, err)
-		assert.Equal(t, Code("internal"), res.Entry().Error, id)
+		assert.Equal(t, codes.Code("internal"), res.Entry().Error, id)
 		assert.Len(t, res.Records, 1, "one record of each call")
 	}
 	assert.NotPanics(t, func() { _ = (*Refusal)(nil).Error() })
@@ -349,7 +351,7 @@ func TestTypedNilErrorsFromBodies(t *testing.T) {
 func TestUnknownActionDoesNotEchoTheID(t *testing.T) {
 	reg := NewRegistry(nil)
 	_, entry, err := call3(reg, context.Background(), "ns/SECRET_MARKER", nil)
-	r := requireRefusal(t, err, CodeUnknownAction)
+	r := requireRefusal(t, err, codes.UnknownAction)
 	assert.NotContains(t, r.Error(), "SECRET_MARKER")
 	assert.Equal(t, "ns/SECRET_MARKER", entry.Action, "the host's own log keeps the id")
 }
@@ -380,18 +382,18 @@ func TestParamsForms(t *testing.T) {
 		assert.Equal(t, map[string]any{"n": json.Number("1")}, got, "%#v stands for {}", in)
 	}
 	_, err = ps.Check(context.Background(), `[1]`, nil)
-	requireRefusal(t, err, CodeInvalidParameters)
+	requireRefusal(t, err, codes.InvalidParameters)
 }
 
 func TestSchemaRefusalsSpeakPlainly(t *testing.T) {
 	_, err := CompileParameters(`{"type":"object","properties":{"a":{"type":"string","pattern":"["}}}`, Limits{})
-	r := requireRefusal(t, err, CodeConstraintViolation)
+	r := requireRefusal(t, err, codes.ConstraintViolation)
 	assert.Contains(t, r.Issues[0].Message, "RE2")
 	_, err = CompileParameters(`{"type":"object","properties":{"a":{"minLength":-1}}}`, Limits{})
-	r = requireRefusal(t, err, CodeConstraintViolation)
+	r = requireRefusal(t, err, codes.ConstraintViolation)
 	assert.Equal(t, "/properties/a/minLength", r.Issues[0].Path)
 	_, err = CompileParameters(`{"type":"object","type":"object"}`, Limits{})
-	r = requireRefusal(t, err, CodeConstraintViolation)
+	r = requireRefusal(t, err, codes.ConstraintViolation)
 	assert.Equal(t, "json", r.Issues[0].Keyword)
 	assert.Contains(t, r.Issues[0].Message, "duplicate member name")
 }
@@ -406,17 +408,17 @@ func TestNumbersThatWouldStallTheEngine(t *testing.T) {
 		`{"n":1e-10000000}`, `{"n":1e-1000}`, `{"n":0.` + strings.Repeat("0", 500) + `1}`, `{"n":` + strings.Repeat("9", 200) + `e-190}`,
 	} {
 		_, err := ps.Check(context.Background(), json.RawMessage(text), nil)
-		r := requireRefusal(t, err, CodeInvalidParameters)
+		r := requireRefusal(t, err, codes.InvalidParameters)
 		assert.Equal(t, "json", r.Issues[0].Keyword)
 		_, err = ps.Check(context.Background(), map[string]any{"n": json.Number(text[5 : len(text)-1])}, nil)
-		requireRefusal(t, err, CodeInvalidParameters)
+		requireRefusal(t, err, codes.InvalidParameters)
 	}
 	// Within the bounds: checked, and a tiny number is not a multiple.
 	_, err = ps.Check(context.Background(), json.RawMessage(`{"n":1e-300}`), nil)
-	r := requireRefusal(t, err, CodeInvalidParameters)
+	r := requireRefusal(t, err, codes.InvalidParameters)
 	assert.Equal(t, "multipleOf", r.Issues[0].Keyword)
 	_, err = CompileParameters(`{"type":"object","properties":{"n":{"minimum":1e-10000000}}}`, Limits{})
-	requireRefusal(t, err, CodeConstraintViolation)
+	requireRefusal(t, err, codes.ConstraintViolation)
 }
 
 type panickyMarshaler struct{}
@@ -431,8 +433,8 @@ func TestPanickingMarshalerInAResult(t *testing.T) {
 			return panickyMarshaler{}, nil
 		}}))
 	_, entry, err := call3(reg, context.Background(), "t/p", nil)
-	requireRefusal(t, err, CodeInternal)
-	assert.Equal(t, Code("internal"), entry.Error)
+	requireRefusal(t, err, codes.Internal)
+	assert.Equal(t, codes.Code("internal"), entry.Error)
 	_, err = CanonicalJSON(map[string]any{"x": panickyMarshaler{}})
 	var ce *CanonicalError
 	require.ErrorAs(t, err, &ce)
@@ -443,9 +445,9 @@ func TestPanickingMarshalerInParamsAndSchema(t *testing.T) {
 	ps, err := CompileParameters(`{"type":"object"}`, Limits{})
 	require.NoError(t, err)
 	_, err = ps.Check(context.Background(), map[string]any{"x": panickyMarshaler{}}, nil)
-	requireRefusal(t, err, CodeInvalidParameters)
+	requireRefusal(t, err, codes.InvalidParameters)
 	_, err = CompileParameters(panickyMarshaler{}, Limits{})
-	requireRefusal(t, err, CodeConstraintViolation)
+	requireRefusal(t, err, codes.ConstraintViolation)
 }
 
 func TestIssuesAreCapped(t *testing.T) {
@@ -453,7 +455,7 @@ func TestIssuesAreCapped(t *testing.T) {
 	require.NoError(t, err)
 	text := `{"a":[` + strings.Repeat("1,", 999) + `1]}`
 	_, err = ps.Check(context.Background(), json.RawMessage(text), nil)
-	r := requireRefusal(t, err, CodeInvalidParameters)
+	r := requireRefusal(t, err, codes.InvalidParameters)
 	assert.Len(t, r.Issues, 100)
 	assert.Contains(t, r.Message, "1000 breaches")
 }
@@ -473,7 +475,7 @@ func TestBatchSurvivesAPanickingErrorChain(t *testing.T) {
 	_, entries, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "a/b"}}}, nil)
 	require.Error(t, err)
 	require.Len(t, entries, 1)
-	assert.Equal(t, CodeInternal, entries[0].Error)
+	assert.Equal(t, codes.Internal, entries[0].Error)
 }
 
 // TestMultiplyingSchemasAreRefused: schemas on which the engine's work
@@ -498,7 +500,7 @@ func TestMultiplyingSchemasAreRefused(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := CompileParameters(s, Limits{})
-			requireRefusal(t, err, CodeConstraintViolation)
+			requireRefusal(t, err, codes.ConstraintViolation)
 		})
 	}
 	// Ordinary recursion passes: a tree, and an expression whose left and
@@ -532,7 +534,7 @@ func TestBatchPlaceholdersCannotMultiplyMemory(t *testing.T) {
 		with[fmt.Sprint("k", i)] = "${l}"
 	}
 	_, entries, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "a/list", As: "l"}, {Call: "a/echo", With: with}}}, nil)
-	r := requireRefusal(t, err, CodeInvalidScriptStep)
+	r := requireRefusal(t, err, codes.InvalidScriptStep)
 	assert.Contains(t, r.Issues[0].Message, "would pass 65536 bytes")
 	assert.Len(t, entries, 1, "the second call is not made")
 }
@@ -558,7 +560,7 @@ func TestBatchEmptyContainersAndWalksAreCharged(t *testing.T) {
 	walks := map[string]any{"s": strings.Repeat("${l.*.x}", 200)}
 	for name, with := range map[string]map[string]any{"copies": copies, "walks": walks} {
 		_, entries, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "a/list", As: "l"}, {Call: "a/sink", With: with}}}, nil)
-		r := requireRefusal(t, err, CodeInvalidScriptStep)
+		r := requireRefusal(t, err, codes.InvalidScriptStep)
 		assert.Contains(t, r.Issues[0].Message, "would pass 1048576 bytes", name)
 		assert.Len(t, entries, 1, name)
 	}
@@ -588,7 +590,7 @@ func TestDefaultsCannotMultiplyACall(t *testing.T) {
 	require.NoError(t, err)
 	text := `{"lines":[` + strings.Repeat(`{},`, 20000) + `{}]}` // 60 KB: fits
 	_, err = ps.Check(context.Background(), json.RawMessage(text), nil)
-	r := requireRefusal(t, err, CodeInvalidParameters)
+	r := requireRefusal(t, err, codes.InvalidParameters)
 	assert.Equal(t, "default", r.Issues[0].Keyword)
 	_, err = ps.Check(context.Background(), json.RawMessage(`{"lines":[{},{}]}`), nil)
 	require.NoError(t, err)
@@ -605,7 +607,7 @@ func TestDynamicRefIsRefused(t *testing.T) {
 		"anchor":       `{"type":"object","$dynamicAnchor":"root","properties":{"a":{"$dynamicRef":"#root"}}}`,
 	} {
 		_, err := CompileParameters(s, Limits{})
-		r := requireRefusal(t, err, CodeConstraintViolation)
+		r := requireRefusal(t, err, codes.ConstraintViolation)
 		require.NotEmpty(t, r.Issues, name)
 		assert.Equal(t, "$dynamicRef", r.Issues[0].Keyword, name)
 	}
@@ -642,7 +644,7 @@ func TestPlainErrorThroughAStore(t *testing.T) {
 		reg.MustRegister(New(Definition{ID: "a/b"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, boom }))
 		res, err := reg.Run(context.Background(), Call{Action: "a/b"})
 		assert.Same(t, boom, err, name)
-		assert.Equal(t, CodeInternal, res.Entry().Error, name)
+		assert.Equal(t, codes.Internal, res.Entry().Error, name)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 type suiteGroup struct {
@@ -46,7 +48,7 @@ func TestJSONSchemaSuite(t *testing.T) {
 			if err != nil {
 				var r *Refusal
 				require.True(t, errors.As(err, &r), "%s: %v", name, err)
-				require.Equal(t, CodeConstraintViolation, r.Code, name)
+				require.Equal(t, codes.ConstraintViolation, r.Code, name)
 				refused++
 				reasons[r.Issues[0].Message]++
 				continue

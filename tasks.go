@@ -11,6 +11,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // TaskStatus is where a task stands (MCP Tasks extension, "Task
@@ -156,7 +158,7 @@ func tasksOf(s Store) (TaskStore, error) {
 	ts, ok := s.(TaskStore)
 	if !ok || s == nil {
 		rf := internalRefusal("the host keeps no tasks", errNoTaskStore)
-		rf.Retry = RetryNever
+		rf.Retry = codes.RetryNever
 		return nil, rf
 	}
 	return ts, nil
@@ -179,14 +181,14 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 	if err != nil && asRefusal(err) == nil {
 		// A body's plain error: its text stays with the host.
 		rf := NewRefusal(CodeOf(err), "the action failed; the server logged the cause")
-		rf.Transport = TransportToolResult
+		rf.Transport = codes.TransportToolResult
 		err = rf
 	}
 	if rf := asRefusal(err); rf != nil {
 		cp := *rf
 		cp.cause = nil
 		end.Answer = answerText(answer{Refusal: &cp})
-		if cp.Policy().Transport == TransportProtocol {
+		if cp.Policy().Transport == codes.TransportProtocol {
 			end.Status, end.Message = TaskFailed, "the call failed"
 		}
 		return end
@@ -225,13 +227,13 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 // ([TaskStore]) or fails.
 func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, error) {
 	if c.Batch != nil {
-		return Task{}, NewRefusal(CodeInvalidParameters, "a batch cannot run as a task")
+		return Task{}, NewRefusal(codes.InvalidParameters, "a batch cannot run as a task")
 	}
 	if c.Caller != nil && c.Caller.Principal == "" {
 		// Its empty principal is the host's: nobody but the host could
 		// read the task, and the caller would share it with the host.
 		rf := internalRefusal("a caller without identity cannot own a task", errAnonymousTask)
-		rf.Retry = RetryNever
+		rf.Retry = codes.RetryNever
 		return Task{}, rf
 	}
 	ts, err := tasksOf(r.opts.Store)
@@ -312,8 +314,8 @@ func (r *Registry) reserveTask(t Task, max int) (*taskRun, error) {
 			}
 		}
 		if n >= max {
-			rf := NewRefusal(CodeRateLimited, "too many tasks of this caller are running: retry when one has ended")
-			rf.Retry = RetryAfterBackoff
+			rf := NewRefusal(codes.RateLimited, "too many tasks of this caller are running: retry when one has ended")
+			rf.Retry = codes.RetryAfterBackoff
 			return nil, rf
 		}
 	}

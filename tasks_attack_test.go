@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // countingLog is a RunLog that counts the tasks it was asked to keep.
@@ -54,7 +55,7 @@ func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
 	require.Error(t, err, "a caller without the capability is refused at once")
 	assert.Zero(t, log.created.Load(), "and no task is kept")
 	_, err = reg.Start(ctx, actions.Call{Action: "reports/" + strings.Repeat("x", 10000), Caller: &actions.Caller{Principal: "mallory", Surface: actions.SurfaceUI}}, actions.TaskOptions{})
-	assert.ErrorIs(t, err, actions.CodeUnknownAction, "an action nothing serves is refused at once")
+	assert.ErrorIs(t, err, codes.UnknownAction, "an action nothing serves is refused at once")
 	assert.Zero(t, log.created.Load(), "and keeps no task under its name")
 
 	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI, Capabilities: []string{"reports"}}
@@ -71,7 +72,7 @@ func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
 	require.NoError(t, err, "the first call is within the rate and its token is spent once")
 	for range 5 {
 		_, err = reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, actions.TaskOptions{})
-		assert.ErrorIs(t, err, actions.CodeRateLimited)
+		assert.ErrorIs(t, err, codes.RateLimited)
 	}
 	assert.EqualValues(t, 1, log.created.Load(), "calls over the rate keep no task")
 	assert.EqualValues(t, 1, ran.Load())
@@ -102,7 +103,7 @@ func TestTaskAnonymousCallerFindsNoTask(t *testing.T) {
 	assert.Equal(t, actions.TaskWorking, got.Status, "nor cancelled by one")
 
 	_, err = reg.Start(ctx, actions.Call{Action: "reports/build", Caller: anon}, actions.TaskOptions{})
-	assert.ErrorIs(t, err, actions.CodeInternal, "a task needs an owner")
+	assert.ErrorIs(t, err, codes.Internal, "a task needs an owner")
 }
 
 // cancellingLog cancels each task as soon as it is kept, before Start
@@ -146,7 +147,7 @@ func TestTaskCancelledBeforeItsCallStarts(t *testing.T) {
 	require.NoError(t, err)
 	rec := <-recorded
 	assert.Zero(t, live.Load(), "no body ran with a live context")
-	assert.Equal(t, actions.CodeCancelled, rec.Entry.Error)
+	assert.Equal(t, codes.Cancelled, rec.Entry.Error)
 	got, err := reg.Task(ctx, task.ID, ann)
 	require.NoError(t, err)
 	assert.Equal(t, actions.TaskCancelled, got.Status)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // A principal's running tasks are bounded; another principal's are
@@ -28,7 +29,7 @@ func TestTaskMaxRunning(t *testing.T) {
 	first, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, o)
 	require.NoError(t, err)
 	_, err = reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, o)
-	assert.ErrorIs(t, err, actions.CodeRateLimited)
+	assert.ErrorIs(t, err, codes.RateLimited)
 	_, err = reg.Start(ctx, actions.Call{Action: "reports/build", Caller: bob}, o)
 	require.NoError(t, err, "bob's tasks are his own")
 	close(release)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/overrun"
 )
 
@@ -31,7 +32,7 @@ func timedOut(ctx context.Context, err error) error {
 // timeoutRefusal is the timeout refusal, its cause cause (which
 // errors.Is finds context.DeadlineExceeded in).
 func timeoutRefusal(cause error) *Refusal {
-	r := NewRefusal(CodeTimeout, "the action ran past its time limit")
+	r := NewRefusal(codes.Timeout, "the action ran past its time limit")
 	r.cause = cause
 	return r
 }
@@ -41,7 +42,7 @@ func timeoutRefusal(cause error) *Refusal {
 // whose refusal the outer body swallowed): that body may write yet, so
 // the unit is undone.
 func overranRefusal(err error) *Refusal {
-	r := NewRefusal(CodeTimeout, "a call the action made ran past its time limit")
+	r := NewRefusal(codes.Timeout, "a call the action made ran past its time limit")
 	r.cause = errors.Join(context.DeadlineExceeded, err)
 	return r
 }
@@ -51,7 +52,7 @@ func overranRefusal(err error) *Refusal {
 // from the rest: the unit is undone rather than kept with writes its
 // entries say did not happen.
 func unsoundRefusal(err error) *Refusal {
-	r := NewRefusal(CodeInternal, "the action failed: a call it made was refused and its writes could not be undone apart")
+	r := NewRefusal(codes.Internal, "the action failed: a call it made was refused and its writes could not be undone apart")
 	r.cause = err
 	return r
 }

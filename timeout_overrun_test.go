@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // TestNestedOverrunUndoesTheUnit: a nested call answered timeout while
@@ -27,14 +28,14 @@ func TestNestedOverrunUndoesTheUnit(t *testing.T) {
 		actions.New(actions.Definition{ID: "t/outer"},
 			func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
 				_, err := tr.Call(ctx, "t/stuck", nil)
-				if actions.CodeOf(err) != actions.CodeTimeout {
+				if actions.CodeOf(err) != codes.Timeout {
 					return nil, err
 				}
 				return "carried on", nil // swallows the nested timeout
 			}),
 	)
 	res, err := reg.Run(context.Background(), actions.Call{Action: "t/outer"})
-	require.ErrorIs(t, err, actions.CodeTimeout)
+	require.ErrorIs(t, err, codes.Timeout)
 	require.Len(t, res.Records, 1)
 	assert.True(t, res.Records[0].RolledBack)
 }

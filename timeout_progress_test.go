@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // waitBody blocks until its context ends and returns the context's error.
@@ -28,13 +29,13 @@ func TestTimeoutRefusesRecordsAndRollsBack(t *testing.T) {
 	reg.MustRegister(a)
 	res, err := reg.Run(context.Background(), actions.Call{Action: "demo/slow"})
 	require.Error(t, err)
-	assert.Equal(t, actions.CodeTimeout, actions.CodeOf(err))
-	assert.ErrorIs(t, err, actions.CodeTimeout)
-	assert.NotErrorIs(t, err, actions.CodeCancelled)
+	assert.Equal(t, codes.Timeout, actions.CodeOf(err))
+	assert.ErrorIs(t, err, codes.Timeout)
+	assert.NotErrorIs(t, err, codes.Cancelled)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, actions.Policy{Transport: actions.TransportToolResult, Retry: actions.RetryAfterBackoff}, actions.PolicyOf(actions.CodeTimeout))
+	assert.Equal(t, codes.Policy{Transport: codes.TransportToolResult, Retry: codes.RetryAfterBackoff}, codes.PolicyOf(codes.Timeout))
 	require.Len(t, res.Records, 1)
-	assert.Equal(t, actions.CodeTimeout, res.Records[0].Entry.Error)
+	assert.Equal(t, codes.Timeout, res.Records[0].Entry.Error)
 	assert.True(t, res.Records[0].RolledBack, "the unit is rolled back")
 	recs := log.Records()
 	require.Len(t, recs, 1)
@@ -50,11 +51,11 @@ func TestTimeoutRegistryDefaultAndNestedInherits(t *testing.T) {
 	})
 	reg.MustRegister(inner, outer)
 	res, err := reg.Run(context.Background(), actions.Call{Action: "demo/outer"})
-	assert.True(t, errors.Is(err, actions.CodeTimeout), "outer: %v", err)
+	assert.True(t, errors.Is(err, codes.Timeout), "outer: %v", err)
 	steps := res.Entry().Steps
 	require.Len(t, steps, 1)
 	require.NotNil(t, steps[0].Call)
-	assert.Equal(t, actions.CodeTimeout, steps[0].Call.Error, "the nested call ran out of the outer call's time")
+	assert.Equal(t, codes.Timeout, steps[0].Call.Error, "the nested call ran out of the outer call's time")
 }
 
 func TestTimeoutNegativeMeansNone(t *testing.T) {
@@ -189,6 +190,6 @@ func TestObserverSeesEveryOperation(t *testing.T) {
 
 	k.ops = nil
 	_, err = reg.Decide(context.Background(), actions.Decision{Change: "none", Confirm: true, Caller: &actions.Caller{Principal: "p"}})
-	assert.ErrorIs(t, err, actions.CodeUnknownChange)
+	assert.ErrorIs(t, err, codes.UnknownChange)
 	assert.Equal(t, []actions.OpKind{actions.OpDecide, actions.OpUnit}, k.ops)
 }

@@ -1,13 +1,16 @@
 package actions
 
 import (
-	"github.com/actionreg/actions/internal/tooltext"
 	"slices"
+
+	"github.com/actionreg/actions/internal/tooltext"
 
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // Tool is an MCP tool definition (MCP schema $defs/Tool, versions
@@ -141,7 +144,7 @@ func ToolName(id string) string {
 func ActionID(name string) (string, error) {
 	ns, rest, ok := strings.Cut(name, "-")
 	if !ok || strings.Contains(rest, "-") || !isIdentifier(ns) || !isIdentifier(rest) {
-		return "", refusef(CodeUnknownAction, "the tool name does not come from an action id",
+		return "", refusef(codes.UnknownAction, "the tool name does not come from an action id",
 			Issue{Path: "", Keyword: "name", Message: "a tool name is namespace-name with both parts identifiers"})
 	}
 	return ns + "/" + rest, nil
@@ -151,17 +154,17 @@ func ActionID(name string) (string, error) {
 // characters of [A-Za-z0-9_.-].
 func checkToolName(id, name string) error {
 	if name == "" {
-		return refusef(CodeConstraintViolation, "the tool name is empty", Issue{Path: "/id", Keyword: "id", Message: "the id is empty"})
+		return refusef(codes.ConstraintViolation, "the tool name is empty", Issue{Path: "/id", Keyword: "id", Message: "the id is empty"})
 	}
 	if len(name) > maxToolNameLength {
-		return refusef(CodeConstraintViolation, "the tool name is too long",
+		return refusef(codes.ConstraintViolation, "the tool name is too long",
 			Issue{Path: "/id", Keyword: "id", Message: fmt.Sprintf("the tool name of %s has %d characters, more than the %d MCP accepts", id, len(name), maxToolNameLength)})
 	}
 	for i := 0; i < len(name); i++ {
 		switch c := name[i]; {
 		case c == '_', c == '.', c == '-', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
 		default:
-			return refusef(CodeConstraintViolation, "the tool name has a character MCP refuses",
+			return refusef(codes.ConstraintViolation, "the tool name has a character MCP refuses",
 				Issue{Path: "/id", Keyword: "id", Message: "a tool name holds only A-Z, a-z, 0-9, _, . and -"})
 		}
 	}
@@ -223,18 +226,24 @@ func toolOf(def *Definition, in map[string]any, output *ParameterSchema, o toolO
 // root.
 var rootCompositions = [...]string{"allOf", "anyOf", "not", "oneOf"}
 
-// keepReferenced removes the root anyOf, oneOf, allOf and not. A branch that
-// the rest of the schema still reaches, by a $ref pointer into it or by an
-// $anchor, $dynamicAnchor or $id declared in it, moves to $defs instead
-// ("allOf.0", ...), and the pointers that led into it are rewritten, so
-// that the exported schema never holds a reference to nothing.
+// keepReferenced removes the root anyOf, oneOf, allOf and not. A branch
+// (or not's one schema) that the rest of the schema still reaches, by a
+// $ref pointer into it or by an $anchor, $dynamicAnchor or $id declared
+// in it, moves to $defs instead ("allOf.0", ..., "not"), and the pointers
+// that led into it are rewritten, so that the exported schema never
+// holds a reference to nothing.
 func keepReferenced(in map[string]any) {
 	moved := map[string]string{} // "#/allOf/0" → "#/$defs/allOf.0"
 	for _, kw := range rootCompositions {
 		branches, _ := in[kw].([]any)
+		suffix := func(i int) string { return "/" + strconv.Itoa(i) }
+		if sub, ok := in[kw]; ok && kw == "not" {
+			// not holds one schema, reached as "#/not".
+			branches, suffix = []any{sub}, func(int) string { return "" }
+		}
 		delete(in, kw)
 		for i, b := range branches {
-			from := "#/" + kw + "/" + strconv.Itoa(i)
+			from := "#/" + kw + suffix(i)
 			if !declaresIdentifier(b) && !refersInto(in, from) && !refersIntoAny(branches, from) {
 				continue
 			}
@@ -243,7 +252,7 @@ func keepReferenced(in map[string]any) {
 				defs = map[string]any{}
 				in["$defs"] = defs
 			}
-			name := kw + "." + strconv.Itoa(i)
+			name := kw + strings.ReplaceAll(suffix(i), "/", ".")
 			for defs[name] != nil {
 				name += "_"
 			}

@@ -15,6 +15,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // toolFixture is one file of testdata/tools: actions as a manifest, the
@@ -29,7 +31,7 @@ type toolFixture struct {
 	} `json:"options"`
 	Tools  json.RawMessage `json:"tools"`
 	Hidden json.RawMessage `json:"hidden"`
-	Error  Code            `json:"error"`
+	Error  codes.Code      `json:"error"`
 }
 
 func (f *toolFixture) options() *ToolOptions {
@@ -134,7 +136,7 @@ func requireMCPTool(t *testing.T, tool Tool) {
 	assert.NoError(t, err, "the inputSchema of %s is a parameters schema", tool.Name)
 }
 
-func requireCode(t *testing.T, err error, code Code) {
+func requireCode(t *testing.T, err error, code codes.Code) {
 	t.Helper()
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
@@ -289,8 +291,8 @@ func TestActionIDOfToolBadNames(t *testing.T) {
 		t.Run(fmt.Sprintf("%q", name), func(t *testing.T) {
 			id, err := ActionID(name)
 			assert.Empty(t, id)
-			requireCode(t, err, CodeUnknownAction)
-			assert.ErrorIs(t, err, CodeUnknownAction)
+			requireCode(t, err, codes.UnknownAction)
+			assert.ErrorIs(t, err, codes.UnknownAction)
 		})
 	}
 }
@@ -299,7 +301,7 @@ func TestToolNameLength(t *testing.T) {
 	id128 := "ns/" + strings.Repeat("a", maxToolNameLength-3)
 	id129 := id128 + "a"
 	require.NoError(t, checkID(id128))
-	requireCode(t, checkID(id129), CodeConstraintViolation)
+	requireCode(t, checkID(id129), codes.ConstraintViolation)
 
 	tool, err := exportTool(Definition{ID: id128}, nil)
 	require.NoError(t, err)
@@ -307,13 +309,13 @@ func TestToolNameLength(t *testing.T) {
 	requireMCPTool(t, tool)
 
 	_, err = exportTool(Definition{ID: id129}, nil)
-	requireCode(t, err, CodeConstraintViolation)
+	requireCode(t, err, codes.ConstraintViolation)
 	_, err = exportTools([]Definition{{ID: "ns/ok"}, {ID: id129}}, nil)
-	requireCode(t, err, CodeConstraintViolation)
+	requireCode(t, err, codes.ConstraintViolation)
 
 	r := NewRegistry(nil)
 	err = r.Register(Action{Definition: Definition{ID: id129}, Run: noBody})
-	requireCode(t, err, CodeConstraintViolation)
+	requireCode(t, err, codes.ConstraintViolation)
 }
 
 func TestToolNameChecks(t *testing.T) {
@@ -335,7 +337,7 @@ func TestToolNameChecks(t *testing.T) {
 			if tc.ok {
 				assert.NoError(t, err)
 			} else {
-				requireCode(t, err, CodeConstraintViolation)
+				requireCode(t, err, codes.ConstraintViolation)
 			}
 		})
 	}
@@ -390,7 +392,7 @@ func TestToolsDoNotShareMaps(t *testing.T) {
 
 	// The registry still checks calls against the schema it compiled.
 	_, err = r.Run(context.Background(), Call{Action: "shop/add", Params: map[string]any{"name": "too long a name"}})
-	assert.ErrorIs(t, err, CodeInvalidParameters)
+	assert.ErrorIs(t, err, codes.InvalidParameters)
 	_, err = r.Run(context.Background(), Call{Action: "shop/add", Params: map[string]any{"name": "pen", "tags": []any{"a"}}})
 	assert.NoError(t, err)
 }
@@ -404,7 +406,7 @@ func TestToolsRootCombinatorStillChecked(t *testing.T) {
 	require.Len(t, tools, 1)
 	assert.NotContains(t, tools[0].InputSchema, "anyOf")
 	_, err = r.Run(context.Background(), Call{Action: "style/set", Params: map[string]any{}})
-	assert.ErrorIs(t, err, CodeInvalidParameters, "the full schema still holds at run time")
+	assert.ErrorIs(t, err, codes.InvalidParameters, "the full schema still holds at run time")
 }
 
 func TestWithLanguagesNothingUseful(t *testing.T) {
@@ -447,9 +449,9 @@ func TestToAIToolRefusesBadDefinitions(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := exportTool(def, nil)
-			requireCode(t, err, CodeConstraintViolation)
+			requireCode(t, err, codes.ConstraintViolation)
 			_, err = inputSchema(def, []string{"en"})
-			requireCode(t, err, CodeConstraintViolation)
+			requireCode(t, err, codes.ConstraintViolation)
 		})
 	}
 }
@@ -551,13 +553,13 @@ func TestAppOnlyAction(t *testing.T) {
 	require.Len(t, tools, 1)
 	assert.Equal(t, "cart-show", tools[0].Name)
 	_, err = reg.Run(context.Background(), Call{Action: "cart/set_quantity", Caller: model})
-	assert.ErrorIs(t, err, CodeUnknownAction)
+	assert.ErrorIs(t, err, codes.UnknownAction)
 	_, err = reg.Run(context.Background(), Call{Action: "cart/set_quantity", Caller: &Caller{Principal: "v", Surface: SurfaceMCP}})
 	assert.NoError(t, err)
 
 	for _, s := range [][]Surface{{SurfaceMCP, SurfaceAI}, {SurfaceUI}} {
 		err := NewRegistry(nil).Register(New(Definition{ID: "cart/bad", AppOnly: true, Surfaces: s}, echo))
-		assert.ErrorIs(t, err, CodeConstraintViolation, "%v", s)
+		assert.ErrorIs(t, err, codes.ConstraintViolation, "%v", s)
 	}
 	// A tool whose visibility lists the model too is not app-only.
 	assert.False(t, Tool{Meta: map[string]any{"ui": map[string]any{"visibility": []any{"model", "app"}}}}.AppOnly())

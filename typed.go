@@ -12,8 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/actionreg/actions/internal/ijson"
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/internal/ijson"
 )
 
 // Typed returns an action whose body takes its parameters as a Go value P
@@ -89,7 +91,7 @@ import (
 func Typed[P, R any](def Definition, body func(ctx context.Context, p P, t *Trace) (R, error)) Action {
 	a := Action{Definition: def}
 	if body == nil {
-		a.err = refusef(CodeConstraintViolation, "the action has no body",
+		a.err = refusef(codes.ConstraintViolation, "the action has no body",
 			Issue{Path: "/run", Keyword: "run", Message: "the body is nil"})
 		return a
 	}
@@ -158,7 +160,7 @@ func decoderFunc[P any](dec *decoder) func(map[string]any) (P, error) {
 		dec.decode(m, reflect.ValueOf(&p).Elem(), &st)
 		if len(st.issues) > 0 {
 			msg, issues := capIssues("the parameters do not fit the action's Go type", sortIssues(st.issues))
-			return p, refusef(CodeInvalidParameters, msg, issues...)
+			return p, refusef(codes.InvalidParameters, msg, issues...)
 		}
 		return p, nil
 	}

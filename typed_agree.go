@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -20,7 +21,7 @@ func agreeWith(doc map[string]any, dec *decoder) error {
 		return nil
 	}
 	msg, issues := capIssues("the parameters schema and the Go type disagree", sortIssues(a.issues))
-	return refusef(CodeConstraintViolation, msg, issues...)
+	return refusef(codes.ConstraintViolation, msg, issues...)
 }
 
 type agreement struct {

@@ -6,8 +6,10 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/actionreg/actions/internal/ijson"
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/internal/ijson"
 )
 
 // The actions tag of a typed action's field: what the json and
@@ -162,7 +164,7 @@ func sameJSON(a, b any) bool {
 }
 
 func typeRefusal(ptr, msg string) *Refusal {
-	return refusef(CodeConstraintViolation, "the Go type cannot be used as the action's parameters",
+	return refusef(codes.ConstraintViolation, "the Go type cannot be used as the action's parameters",
 		Issue{Path: ptr, Keyword: "gotype", Message: msg})
 }
 

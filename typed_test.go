@@ -19,6 +19,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // typedFixture is one file of testdata/typed: cases of one kind.
@@ -53,7 +55,7 @@ type typedCase struct {
 }
 
 type typedError struct {
-	Code    Code         `json:"code"`
+	Code    codes.Code   `json:"code"`
 	Message string       `json:"message"`
 	Issues  []typedIssue `json:"issues"`
 }
@@ -209,7 +211,7 @@ func TestTypedDecode(t *testing.T) {
 				requireTypedRefusal(t, c.Error, err)
 				assert.Equal(t, OutcomeRefused, entry.Outcome)
 				assert.Equal(t, string(c.Error.Code), string(entry.Error))
-				if c.Error.Code == CodeInvalidParameters && got == nil {
+				if c.Error.Code == codes.InvalidParameters && got == nil {
 					// A decoding refusal happens inside Run, before the
 					// typed body: it never sees a half-filled P.
 					assert.Nil(t, got)
@@ -269,9 +271,9 @@ func TestTypedOutput(t *testing.T) {
 				assert.Equal(t, string(c.Error.Code), string(entry.Error))
 				assert.Empty(t, entry.Result)
 				assert.NotContains(t, err.Error(), "SECRET", "a refusal never quotes the result")
-				if c.Error.Code == CodeOutputInvalid {
-					assert.ErrorIs(t, err, CodeOutputInvalid)
-					assert.Equal(t, PolicyOf(CodeOutputInvalid), Policy{TransportProtocol, RetryNever})
+				if c.Error.Code == codes.OutputInvalid {
+					assert.ErrorIs(t, err, codes.OutputInvalid)
+					assert.Equal(t, codes.PolicyOf(codes.OutputInvalid), codes.Policy{Transport: codes.TransportProtocol, Retry: codes.RetryNever})
 					var r *Refusal
 					require.ErrorAs(t, err, &r)
 					assert.NotEmpty(t, r.Issues, "the issues reach the host in the refusal")
@@ -292,7 +294,7 @@ func TestTypedOutput(t *testing.T) {
 func TestTypedNilBody(t *testing.T) {
 	a := Typed[tOrder, tResult](Definition{ID: "typed/nil"}, nil)
 	err := NewRegistry(nil).Register(a)
-	requireCode(t, err, CodeConstraintViolation)
+	requireCode(t, err, codes.ConstraintViolation)
 }
 
 // TestTypedManifestOutputSchema: outputSchema is a member of a manifest
@@ -324,7 +326,7 @@ func TestTypedManifestOutputSchema(t *testing.T) {
 	// A broken output schema is refused at Register as the parameters
 	// schema would be.
 	err = reg.Register(Action{Definition: Definition{ID: "m/d", OutputSchema: `{"type": "objekt"}`}, Run: noBody})
-	requireCode(t, err, CodeConstraintViolation)
+	requireCode(t, err, codes.ConstraintViolation)
 	var r *Refusal
 	require.ErrorAs(t, err, &r)
 	assert.Equal(t, "invalid output schema", r.Message)
@@ -400,11 +402,11 @@ func TestOutputUntypedGoValue(t *testing.T) {
 
 	ret = map[string]int{"key": 1}
 	_, err = reg.Run(context.Background(), Call{Action: "u/go"})
-	requireTypedRefusal(t, &typedError{Code: CodeOutputInvalid, Issues: []typedIssue{{Path: "/lines", Keyword: "required", Contains: "is required"}}}, err)
+	requireTypedRefusal(t, &typedError{Code: codes.OutputInvalid, Issues: []typedIssue{{Path: "/lines", Keyword: "required", Contains: "is required"}}}, err)
 
 	ret = tResult{Key: "k", Lines: 3}
 	_, err = reg.Run(context.Background(), Call{Action: "u/go"})
-	requireTypedRefusal(t, &typedError{Code: CodeOutputInvalid, Issues: []typedIssue{{Path: "/lines", Keyword: "maximum", Contains: "must be <= 2"}}}, err)
+	requireTypedRefusal(t, &typedError{Code: codes.OutputInvalid, Issues: []typedIssue{{Path: "/lines", Keyword: "maximum", Contains: "must be <= 2"}}}, err)
 }
 
 // TestTypedConcurrentResults: the maps a typed result is encoded into
@@ -487,7 +489,7 @@ func FuzzTyped(f *testing.F) {
 			return
 		}
 		var r *Refusal
-		if !errors.As(err, &r) || r.Code != CodeInvalidParameters {
+		if !errors.As(err, &r) || r.Code != codes.InvalidParameters {
 			t.Fatalf("%s: %v", id, err)
 		}
 		if len(text) >= 16 {

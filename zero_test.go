@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
 )
 
 // The zero value of every exported type either works or fails with a
@@ -20,7 +22,7 @@ func TestZeroRegistry(t *testing.T) {
 	assert.Equal(t, "ok", res.Value)
 	assert.Equal(t, defaultLimits.MaxCallDepth, reg.Limits().MaxCallDepth, "the default limits")
 	_, err = reg.Decide(context.Background(), Decision{Change: "x", Caller: &Caller{Principal: "p"}})
-	assert.ErrorIs(t, err, CodeUnknownChange)
+	assert.ErrorIs(t, err, codes.UnknownChange)
 }
 
 func TestZeroRunLog(t *testing.T) {
@@ -68,7 +70,7 @@ func TestZeroServing(t *testing.T) {
 	reg := NewRegistry(&Options{Gate: &GateOptions{Serving: &s}})
 	reg.MustRegister(New(Definition{ID: "a/b"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
 	_, err := reg.Run(context.Background(), Call{Action: "a/b"})
-	assert.ErrorIs(t, err, CodeReadOnly, "ResumeAll leaves read-only as it was")
+	assert.ErrorIs(t, err, codes.ReadOnly, "ResumeAll leaves read-only as it was")
 	s.SetReadOnly(false)
 	_, err = reg.Run(context.Background(), Call{Action: "a/b"})
 	assert.NoError(t, err)
@@ -78,7 +80,7 @@ func TestZeroTrace(t *testing.T) {
 	var tr Trace
 	require.NoError(t, tr.Command(map[string]any{"op": "x"}, nil))
 	_, err := tr.Call(context.Background(), "a/b", nil)
-	assert.ErrorIs(t, err, CodeUnknownAction, "a trace no registry runs calls nothing")
+	assert.ErrorIs(t, err, codes.UnknownAction, "a trace no registry runs calls nothing")
 	assert.Len(t, tr.Steps(), 2)
 	assert.Nil(t, tr.Caller())
 }
@@ -86,8 +88,8 @@ func TestZeroTrace(t *testing.T) {
 func TestZeroParameterSchema(t *testing.T) {
 	var ps ParameterSchema
 	_, err := ps.Check(context.Background(), map[string]any{}, nil)
-	assert.ErrorIs(t, err, CodeInternal, "the host's fault, not the caller's")
-	assert.NotErrorIs(t, err, CodeInvalidParameters)
+	assert.ErrorIs(t, err, codes.Internal, "the host's fault, not the caller's")
+	assert.NotErrorIs(t, err, codes.InvalidParameters)
 	assert.Nil(t, ps.schema())
 }
 
@@ -103,10 +105,10 @@ func TestZeroValuesOfData(t *testing.T) {
 	assert.True(t, d.offers(SurfaceMCP))
 	var r Refusal
 	assert.Equal(t, "internal", r.Error())
-	assert.Equal(t, CodeInternal, CodeOf(&r))
-	assert.ErrorIs(t, &r, CodeInternal)
+	assert.Equal(t, codes.Internal, CodeOf(&r))
+	assert.ErrorIs(t, &r, codes.Internal)
 	var dv Divergence
-	assert.ErrorIs(t, &dv, CodeDiverged)
+	assert.ErrorIs(t, &dv, codes.Diverged)
 	var se StepError
 	assert.Equal(t, "/commands/0", se.Pointer())
 	assert.Equal(t, "step 0: refused", se.Error())
@@ -121,10 +123,10 @@ func TestZeroTask(t *testing.T) {
 	var task Task
 	assert.False(t, task.Expired(task.Created), "a task that has not ended never expires")
 	_, err := task.Result()
-	assert.ErrorIs(t, err, CodeInProgress, "no answer yet")
+	assert.ErrorIs(t, err, codes.InProgress, "no answer yet")
 	var reg Registry
 	_, err = reg.Start(context.Background(), Call{Action: "a/b"}, TaskOptions{})
-	assert.ErrorIs(t, err, CodeInternal, "no store keeps tasks")
+	assert.ErrorIs(t, err, codes.Internal, "no store keeps tasks")
 	_, err = reg.Task(context.Background(), "x", nil)
-	assert.ErrorIs(t, err, CodeInternal)
+	assert.ErrorIs(t, err, codes.Internal)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/declare"
 )
 
@@ -64,5 +65,5 @@ func TestTypeScriptOrder(t *testing.T) {
 func TestTypeScriptRefusesForeignTool(t *testing.T) {
 	_, err := declare.TypeScript([]actions.Tool{{Name: "tool_search", InputSchema: map[string]any{"type": "object"}}})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, actions.CodeUnknownAction)
+	assert.ErrorIs(t, err, codes.UnknownAction)
 }

@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/actionreg/actions/internal/portable"
 	"slices"
 	"strings"
+
+	"github.com/actionreg/actions/internal/portable"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // BatchTool is the opt-in tool that runs a call-only batch of the other
@@ -184,7 +186,7 @@ func batchSchema(names, ids []any, maxSteps int) map[string]any {
 type stepOutcome struct {
 	Call    string          `json:"call"`
 	Outcome actions.Outcome `json:"outcome"`
-	Error   actions.Code    `json:"error,omitempty"`
+	Error   codes.Code      `json:"error,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
 }
 
@@ -284,14 +286,14 @@ func (h *batchHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res 
 		if more > 0 {
 			msg += fmt.Sprintf(": %d steps, the first %d listed", len(unknown)+more, len(unknown))
 		}
-		r := actions.NewRefusal(actions.CodeUnknownAction, msg)
+		r := actions.NewRefusal(codes.UnknownAction, msg)
 		r.Issues = unknown
-		r.Transport = actions.TransportToolResult
+		r.Transport = codes.TransportToolResult
 		r.NextAction = "List the tools and call them by the names listed."
 		return h.batchRefused(ctx, r, nil)
 	}
 	result, err := h.srv.r.Run(ctx, actions.Call{Batch: &b, Caller: caller, Progress: progressOf(ctx, req), IdempotencyKey: idempotencyKey(req)})
-	if rf := (*actions.Refusal)(nil); errors.As(err, &rf) && rf.Code == actions.CodeConfirmationRequired && rf.Pending != nil {
+	if rf := (*actions.Refusal)(nil); errors.As(err, &rf) && rf.Code == codes.ConfirmationRequired && rf.Pending != nil {
 		return h.srv.held(ctx, req, caller, rf, h.name, h.render)
 	}
 	return h.render(ctx, result, err, protocolVersion(req))
@@ -309,12 +311,12 @@ func (h *batchHandler) render(ctx context.Context, result actions.Result, err er
 	text, err := actions.CanonicalJSON(clientValue(result.Value))
 	if err != nil {
 		h.report(ctx, err)
-		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
+		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(codes.Internal, ""))
 	}
 	answer, err := actions.CanonicalJSON(batchAnswer{Result: text, Steps: outcomes(entries, result.StepResults)})
 	if err != nil {
 		h.report(ctx, err)
-		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
+		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(codes.Internal, ""))
 	}
 	res := &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(answer)}},
@@ -353,7 +355,7 @@ func (h *batchHandler) batchRefused(ctx context.Context, err error, recs []actio
 		}
 		h.report(ctx, err)
 		r = plainRefusal(err)
-	} else if r.Policy().Transport == actions.TransportProtocol && r.Code != actions.CodeUnknownAction {
+	} else if r.Policy().Transport == codes.TransportProtocol && r.Code != codes.UnknownAction {
 		return h.refused(ctx, err)
 	}
 	located := *r
@@ -361,7 +363,7 @@ func (h *batchHandler) batchRefused(ctx context.Context, err error, recs []actio
 	for i, is := range r.Issues {
 		if se != nil {
 			prefix := at
-			if r.Code == actions.CodeInvalidParameters {
+			if r.Code == codes.InvalidParameters {
 				prefix += "/with"
 			}
 			is.Path = prefix + is.Path

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/sqlstore"
@@ -233,7 +234,7 @@ func TestBatchRefusedStepIsNamed(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, res.IsError)
 			var out struct {
-				Code   actions.Code    `json:"code"`
+				Code   codes.Code      `json:"code"`
 				At     string          `json:"at"`
 				Step   string          `json:"step"`
 				Kept   bool            `json:"kept"`
@@ -245,7 +246,7 @@ func TestBatchRefusedStepIsNamed(t *testing.T) {
 				} `json:"steps"`
 			}
 			structured(t, res, &out)
-			assert.Equal(t, actions.CodeInvalidParameters, out.Code)
+			assert.Equal(t, codes.InvalidParameters, out.Code)
 			assert.Equal(t, "/commands/1", out.At)
 			assert.Equal(t, "shop-restock", out.Step, "the step by its tool name")
 			require.Len(t, out.Issues, 1)
@@ -277,7 +278,7 @@ func TestBatchHeldReceiptConfirmedByDecide(t *testing.T) {
 		require.True(t, res.IsError, "held, not run")
 		var out receiptJSON
 		structured(t, res, &out)
-		assert.Equal(t, actions.CodeConfirmationRequired, out.Code)
+		assert.Equal(t, codes.ConfirmationRequired, out.Code)
 		require.NotNil(t, out.Pending, "the receipt")
 		assert.NotEmpty(t, out.Pending.ID)
 		assert.Equal(t, []actions.HeldStep{{Index: 1, Action: "shop/discard"}}, out.Pending.Steps)
@@ -305,7 +306,7 @@ func TestBatchHeldReceiptConfirmedByDecide(t *testing.T) {
 		assert.Equal(t, map[string]any{"discarded": "eggs"}, confirmed.Value, "the batch's result: its last step's")
 
 		_, err = h.reg.Decide(ctx, actions.Decision{Change: out.Pending.ID, Confirm: true, Caller: h.person()})
-		assert.ErrorIs(t, err, actions.CodeUnknownChange, "decided once")
+		assert.ErrorIs(t, err, codes.UnknownChange, "decided once")
 		assert.Equal(t, int32(1), h.restocked.Load())
 		assert.Equal(t, int32(1), h.discarded.Load())
 	})
@@ -345,7 +346,7 @@ func TestBatchHeldElicitation(t *testing.T) {
 					require.True(t, res.IsError)
 					var out receiptJSON
 					structured(t, res, &out)
-					assert.Equal(t, actions.CodeRejected, out.Code)
+					assert.Equal(t, codes.Rejected, out.Code)
 					assert.Nil(t, out.Pending)
 					assert.Contains(t, textOf(t, res), "refused: rejected")
 					assert.Zero(t, h.restocked.Load(), "nothing runs")
@@ -353,11 +354,11 @@ func TestBatchHeldElicitation(t *testing.T) {
 					rejected := h.recordsAt(actions.StageRejected)
 					require.Len(t, rejected, 2)
 					for _, rec := range rejected {
-						assert.Equal(t, actions.CodeRejected, rec.Entry.Error)
+						assert.Equal(t, codes.Rejected, rec.Entry.Error)
 						assert.Equal(t, change, rec.Audit.PendingChange)
 					}
 					_, err := h.reg.Decide(context.Background(), actions.Decision{Change: change, Confirm: true, Caller: h.person()})
-					assert.ErrorIs(t, err, actions.CodeUnknownChange, "a rejected batch cannot be confirmed later")
+					assert.ErrorIs(t, err, codes.UnknownChange, "a rejected batch cannot be confirmed later")
 					assert.Zero(t, h.discarded.Load())
 					return
 				}

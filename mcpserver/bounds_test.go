@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -84,7 +85,7 @@ func TestBatchToolStepBoundBeforeLookup(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_batch", Arguments: args})
 	require.NoError(t, err)
 	r := refusedOf(t, res)
-	assert.Equal(t, string(actions.CodeInvalidScriptStep), r.Code)
+	assert.Equal(t, string(codes.InvalidScriptStep), r.Code)
 	require.Len(t, r.Issues, 1)
 	assert.Equal(t, "/commands", r.Issues[0].Path)
 	assert.Contains(t, r.Issues[0].Message, "more than 1000 steps")
@@ -104,7 +105,7 @@ func TestBatchToolUnknownStepsCapped(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_batch", Arguments: unknownSteps(1000)})
 	require.NoError(t, err)
 	r := refusedOf(t, res)
-	assert.Equal(t, string(actions.CodeUnknownAction), r.Code)
+	assert.Equal(t, string(codes.UnknownAction), r.Code)
 	require.Len(t, r.Issues, 100)
 	assert.Equal(t, "/commands/99/call", r.Issues[99].Path)
 	assert.Contains(t, r.Message, "1000 steps, the first 100 listed")
@@ -284,15 +285,7 @@ func TestAttackBatchToolIsTracked(t *testing.T) {
 	srv := httptest.NewServer(h)
 	c := newRawClient(srv.URL)
 	c.initialize(t)
-	streamed := make(chan string, 1)
-	go func() {
-		resp, err := c.post(context.Background(), blockBatch)
-		if err != nil {
-			streamed <- err.Error()
-			return
-		}
-		streamed <- readAll(t, resp)
-	}()
+	streamed := c.postAsync(t, blockBatch)
 	w.awaitStart(t)
 
 	resp, err := c.post(context.Background(), echoCall(3))
@@ -367,7 +360,7 @@ func TestOverrunCountsInFlight(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t-stuck"})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
-	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, string(actions.CodeTimeout))
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, string(codes.Timeout))
 	select {
 	case <-returned:
 		t.Fatal("the body returned: the call was not answered at its deadline")

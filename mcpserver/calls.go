@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/overrun"
 )
 
@@ -304,7 +305,7 @@ func (g *gauge) wait(ctx context.Context) error {
 // refusedAtDoor is the answer to a call that may not start because its
 // session or the server is ending: it never reached the registry.
 func refusedAtDoor(message string) error {
-	return protocolError(CodeRequestCancelled, message, actions.NewRefusal(actions.CodeCancelled, ""))
+	return protocolError(CodeRequestCancelled, message, actions.NewRefusal(codes.Cancelled, ""))
 }
 
 // busyError is the answer to a call past the session's bound.

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -148,7 +149,7 @@ func TestPanickingBody(t *testing.T) {
 
 		logged := f.loggedErrors()
 		require.Len(t, logged, 1)
-		assert.ErrorIs(t, logged[0], actions.CodeInternal)
+		assert.ErrorIs(t, logged[0], codes.Internal)
 		var r *actions.Refusal
 		require.ErrorAs(t, logged[0], &r)
 		require.Error(t, r.Cause())
@@ -192,7 +193,7 @@ func TestNestedRefusalIsNotTheClients(t *testing.T) {
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct, nil)
 	require.NoError(t, err)
 	defer cs.Close()
-	for name, nested := range map[string]actions.Code{"shop-missing": actions.CodeUnknownAction, "shop-badcall": actions.CodeInvalidParameters} {
+	for name, nested := range map[string]codes.Code{"shop-missing": codes.UnknownAction, "shop-badcall": codes.InvalidParameters} {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name})
 		assert.Nil(t, res)
 		var werr *jsonrpc.Error
@@ -203,8 +204,8 @@ func TestNestedRefusalIsNotTheClients(t *testing.T) {
 		require.NotEmpty(t, logged, "OnError hears of it")
 		last := logged[len(logged)-1]
 		mu.Unlock()
-		assert.Equal(t, actions.CodeInternal, actions.CodeOf(last), name)
-		assert.ErrorIs(t, last, actions.CodeInternal, name)
+		assert.Equal(t, codes.Internal, actions.CodeOf(last), name)
+		assert.ErrorIs(t, last, codes.Internal, name)
 		var r *actions.Refusal
 		require.ErrorAs(t, last, &r, name)
 		assert.Equal(t, nested, actions.CodeOf(r.Cause()), "%s: the host gets the nested refusal whole, as the cause", name)
@@ -372,7 +373,7 @@ func TestAddToolsErrors(t *testing.T) {
 		Definition: actions.Definition{ID: long + "/a"},
 		Run:        func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil },
 	})
-	assert.ErrorIs(t, err, actions.CodeConstraintViolation)
+	assert.ErrorIs(t, err, codes.ConstraintViolation)
 	require.NoError(t, mcpserver.AddTools(server, reg, nil))
 }
 

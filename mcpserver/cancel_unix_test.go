@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -94,7 +94,7 @@ func stdioHost(t *testing.T) {
 		entries, _, _ := w.snapshot()
 		cancelled := 0
 		for _, e := range entries {
-			if e.Error == actions.CodeCancelled {
+			if e.Error == codes.Cancelled {
 				cancelled++
 			}
 		}

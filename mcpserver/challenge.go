@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // What the scope challenge reads of a POST body must be what the SDK will
@@ -137,7 +138,7 @@ func scopeChallenge(ctx context.Context, reg *actions.Registry, caller *actions.
 	var challenges []string
 	ask := func(id string) {
 		var rf *actions.Refusal
-		if err := reg.Admit(ctx, id, caller); errors.As(err, &rf) && rf.Code == actions.CodeInsufficientScope && rf.Challenge != "" {
+		if err := reg.Admit(ctx, id, caller); errors.As(err, &rf) && rf.Code == codes.InsufficientScope && rf.Challenge != "" {
 			challenges = append(challenges, rf.Challenge)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -64,7 +65,7 @@ func TestForbiddenAnsweredAsUnknownBeforeHooks(t *testing.T) {
 	close(release)
 	select {
 	case rec := <-recorded:
-		assert.Equal(t, actions.CodeForbiddenCapability, rec.Entry.Error, "the host's record keeps the truth")
+		assert.Equal(t, codes.ForbiddenCapability, rec.Entry.Error, "the host's record keeps the truth")
 		assert.Equal(t, "mallory", rec.Audit.Caller.Principal)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the concealed call was never recorded")

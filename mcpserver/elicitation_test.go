@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -58,7 +59,7 @@ func TestAutoAcceptingClientRunsNothingByDefault(t *testing.T) {
 			// A decision the client would bring itself is refused too.
 			onMCP := &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: actions.SurfaceMCP}
 			_, err = g.reg.Decide(context.Background(), actions.Decision{Change: out.Pending.ID, Confirm: true, Caller: onMCP})
-			require.ErrorIs(t, err, actions.CodeForbiddenSurface)
+			require.ErrorIs(t, err, codes.ForbiddenSurface)
 			onScreen := &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: actions.SurfaceUI}
 			_, err = g.reg.Decide(context.Background(), actions.Decision{Change: out.Pending.ID, Confirm: true, Caller: onScreen})
 			require.NoError(t, err)
@@ -172,7 +173,7 @@ func TestAttackElicitationNeverAnswered(t *testing.T) {
 	g.mu.Unlock()
 	require.NotEmpty(t, audit.PendingChange)
 	_, err = g.reg.PendingChange(context.Background(), audit.PendingChange, &actions.Caller{Principal: "editor"})
-	assert.ErrorIs(t, err, actions.CodeUnknownChange, "the unanswered change was rejected")
+	assert.ErrorIs(t, err, codes.UnknownChange, "the unanswered change was rejected")
 	close(gone)
 	cs.Close()
 	require.NoError(t, h.Shutdown(ctx))
@@ -227,10 +228,10 @@ func TestGateElicitationDeclineRunsNothing(t *testing.T) {
 			assert.True(t, res.IsError)
 			assert.Contains(t, textOf(t, res), "refused: rejected: the person did not confirm the call; nothing ran")
 			var out struct {
-				Code actions.Code `json:"code"`
+				Code codes.Code `json:"code"`
 			}
 			require.NoError(t, json.Unmarshal(mustJSON(t, res.StructuredContent), &out))
-			assert.Equal(t, actions.CodeRejected, out.Code)
+			assert.Equal(t, codes.Rejected, out.Code)
 			assert.Equal(t, int32(0), g.discarded.Load())
 			g.mu.Lock()
 			last := g.audits[len(g.audits)-1]
@@ -238,7 +239,7 @@ func TestGateElicitationDeclineRunsNothing(t *testing.T) {
 			assert.Equal(t, actions.StageRejected, last.Stage, "the change was rejected")
 			_, err = g.reg.Decide(context.Background(), actions.Decision{Change: last.PendingChange, Confirm: true,
 				Caller: &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: actions.SurfaceUI}})
-			assert.ErrorIs(t, err, actions.CodeUnknownChange, "a rejected change is gone")
+			assert.ErrorIs(t, err, codes.UnknownChange, "a rejected change is gone")
 			assert.Equal(t, int32(0), g.discarded.Load())
 		})
 	}
@@ -350,7 +351,7 @@ func TestConfirmRecheckedWhenThePersonAnswers(t *testing.T) {
 		h.mu.Lock()
 		last := h.records[len(h.records)-1]
 		h.mu.Unlock()
-		assert.Equal(t, actions.CodeForbiddenCapability, last.Audit.Code, "the host sees why")
+		assert.Equal(t, codes.ForbiddenCapability, last.Audit.Code, "the host sees why")
 		assert.Equal(t, change, last.Audit.PendingChange)
 
 		h.revoked.Store(false)
@@ -420,7 +421,7 @@ func TestAnonymousNeedingConfirmationIsNeverAsked(t *testing.T) {
 			require.True(t, res.IsError, name)
 			var out receiptJSON
 			structured(t, res, &out)
-			assert.Equal(t, actions.CodeConfirmationRequired, out.Code, name)
+			assert.Equal(t, codes.ConfirmationRequired, out.Code, name)
 			assert.Nil(t, out.Pending, "%s: no receipt", name)
 			assert.NotContains(t, textOf(t, res), "pending change", name)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // protocolMultiRoundTrip is the first MCP version whose servers send no
@@ -153,7 +154,7 @@ func gateMiddleware(srv *server, aliases map[string]*toolHandler, batch *batchHa
 // after the answer, by a bounded number of background calls (see
 // maxConcealedRecords).
 func (s *server) conceals(ctx context.Context, cr *mcp.CallToolRequest, id string, caller *actions.Caller) bool {
-	if actions.CodeOf(s.r.Admit(ctx, id, caller)) != actions.CodeUnknownAction {
+	if actions.CodeOf(s.r.Admit(ctx, id, caller)) != codes.UnknownAction {
 		return false
 	}
 	call := actions.Call{Action: id, Params: arguments(cr), Caller: caller}
@@ -181,13 +182,13 @@ var errConcealedUnrecorded = errors.New("mcpserver: a call of a tool hidden from
 // unknownTool is the answer to a call of a tool the caller may not see,
 // the same as the answer to one the server does not have.
 func unknownTool() error {
-	return protocolError(jsonrpc.CodeInvalidParams, unknownToolMessage, actions.NewRefusal(actions.CodeUnknownAction, ""))
+	return protocolError(jsonrpc.CodeInvalidParams, unknownToolMessage, actions.NewRefusal(codes.UnknownAction, ""))
 }
 
 // sees reports whether caller c may see the action id: the gate would
 // not answer its call as unknown (surface and capability).
 func (s *server) sees(id string, c *actions.Caller) bool {
-	return actions.CodeOf(s.r.Admit(context.Background(), id, c)) != actions.CodeUnknownAction
+	return actions.CodeOf(s.r.Admit(context.Background(), id, c)) != codes.UnknownAction
 }
 
 // filterTools keeps the tools the caller may see and marks the list
@@ -340,7 +341,7 @@ func (s *server) resume(ctx context.Context, req *mcp.CallToolRequest, caller *a
 func (s *server) decide(ctx context.Context, caller *actions.Caller, id string, accept bool, version, name string, render renderer) (*mcp.CallToolResult, error) {
 	if !accept {
 		// The answer ends the change even when the call was cancelled.
-		if _, err := s.r.Decide(context.WithoutCancel(ctx), actions.Decision{Change: id, Confirm: false, Caller: caller}); err != nil && !errors.Is(err, actions.CodeUnknownChange) {
+		if _, err := s.r.Decide(context.WithoutCancel(ctx), actions.Decision{Change: id, Confirm: false, Caller: caller}); err != nil && !errors.Is(err, codes.UnknownChange) {
 			s.report(ctx, name, err)
 		}
 		return s.toolError(declined()), nil
@@ -421,13 +422,13 @@ func visible(s string) string {
 }
 
 func declined() *actions.Refusal {
-	r := actions.NewRefusal(actions.CodeRejected, "the person did not confirm the call; nothing ran")
+	r := actions.NewRefusal(codes.Rejected, "the person did not confirm the call; nothing ran")
 	r.NextAction = "Do not call again unless the user asks for it."
 	return r
 }
 
 func staleRequest() *actions.Refusal {
-	r := actions.NewRefusal(actions.CodeUnknownChange, "the request state does not match a change of this caller and call")
+	r := actions.NewRefusal(codes.UnknownChange, "the request state does not match a change of this caller and call")
 	return r
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -94,13 +95,13 @@ func TestGateReceiptThenConfirm(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	var out struct {
-		Code    actions.Code     `json:"code"`
-		Retry   actions.Retry    `json:"retry"`
+		Code    codes.Code       `json:"code"`
+		Retry   codes.Retry      `json:"retry"`
 		Pending *actions.Receipt `json:"pending"`
 	}
 	require.NoError(t, json.Unmarshal(mustJSON(t, res.StructuredContent), &out))
-	assert.Equal(t, actions.CodeConfirmationRequired, out.Code)
-	assert.Equal(t, actions.RetryNever, out.Retry)
+	assert.Equal(t, codes.ConfirmationRequired, out.Code)
+	assert.Equal(t, codes.RetryNever, out.Retry)
 	require.NotNil(t, out.Pending)
 	assert.Contains(t, textOf(t, res), "pending change: "+out.Pending.ID)
 	assert.Equal(t, int32(0), g.discarded.Load())
@@ -112,7 +113,7 @@ func TestGateReceiptThenConfirm(t *testing.T) {
 	assert.Equal(t, `{"discarded":"milk"}`, confirmed.Entry().Result)
 	assert.Equal(t, int32(1), g.discarded.Load())
 	_, err = g.reg.Decide(context.Background(), actions.Decision{Change: out.Pending.ID, Confirm: true, Caller: person})
-	assert.ErrorIs(t, err, actions.CodeUnknownChange)
+	assert.ErrorIs(t, err, codes.UnknownChange)
 	assert.Equal(t, int32(1), g.discarded.Load())
 }
 

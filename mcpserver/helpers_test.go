@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -127,7 +128,7 @@ func (w *waiter) awaitCancelled(t *testing.T, n int, cause error) {
 		entries, errs, causes := w.snapshot()
 		cancelledEntries := 0
 		for _, e := range entries {
-			if e.Action == "wait/block" && e.Outcome == actions.OutcomeRefused && e.Error == actions.CodeCancelled {
+			if e.Action == "wait/block" && e.Outcome == actions.OutcomeRefused && e.Error == codes.Cancelled {
 				cancelledEntries++
 			}
 		}
@@ -203,6 +204,22 @@ func (c *rawClient) post(ctx context.Context, body string, header ...string) (*h
 		req.Header.Set(header[i], header[i+1])
 	}
 	return c.client.Do(req)
+}
+
+// postAsync posts body in a goroutine of its own and gives its answer
+// (every line of the response) on the channel, or the error of the post
+// as text: for a call that blocks while the test does something else.
+func (c *rawClient) postAsync(t *testing.T, body string) <-chan string {
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := c.post(context.Background(), body)
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		answer <- readAll(t, resp)
+	}()
+	return answer
 }
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
@@ -496,7 +513,7 @@ func newGateShopWith(t *testing.T, gate actions.GateOptions) *gateShop {
 			}),
 		actions.New(actions.Definition{ID: "shop/discard", Title: "Discard stock", Effect: actions.EffectDelete, Capability: "stock.write",
 			NeedsConfirmation: true, DeprecatedAliases: []string{"shop/throw_away"},
-			Refusals:   []actions.DeclaredRefusal{{Code: "not_in_stock", Retry: actions.RetryAfterEdit}},
+			Refusals:   []actions.DeclaredRefusal{{Code: "not_in_stock", Retry: codes.RetryAfterEdit}},
 			Parameters: `{"type":"object","properties":{"item":{"type":"string"}},"required":["item"]}`},
 			func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) {
 				g.discarded.Add(1)
@@ -768,8 +785,8 @@ var heldBatch = json.RawMessage(`{"commands":[
 
 // receiptJSON is the structured content of a held call.
 type receiptJSON struct {
-	Code    actions.Code     `json:"code"`
-	Retry   actions.Retry    `json:"retry"`
+	Code    codes.Code       `json:"code"`
+	Retry   codes.Retry      `json:"retry"`
 	Pending *actions.Receipt `json:"pending"`
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/sqlstore"
@@ -74,14 +75,14 @@ func TestIdempotencyKeyMeta(t *testing.T) {
 
 	refused := call("shop-charge", map[string]any{}, "")
 	assert.True(t, refused.IsError)
-	assert.Contains(t, refused.Content[0].(*mcp.TextContent).Text, string(actions.CodeIdempotencyKeyRequired))
+	assert.Contains(t, refused.Content[0].(*mcp.TextContent).Text, string(codes.IdempotencyKeyRequired))
 
 	// A key given empty is a malformed key, refused before anything
 	// runs, never a call without key.
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-charge", Arguments: map[string]any{}, Meta: mcp.Meta{mcpserver.IdempotencyKeyMeta: ""}})
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
-	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, string(actions.CodeInvalidParameters))
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, string(codes.InvalidParameters))
 	assert.Equal(t, int64(1), runs.Load())
 
 	batch := map[string]any{"commands": []any{map[string]any{"call": "shop-charge"}}}
@@ -142,7 +143,7 @@ func TestIdempotencyKeyHeader(t *testing.T) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shop-charge"})
 		require.NoError(t, err)
 		require.True(t, res.IsError, "%q", empty)
-		assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, string(actions.CodeInvalidParameters), "%q", empty)
+		assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, string(codes.InvalidParameters), "%q", empty)
 	}
 	assert.Equal(t, int64(2), runs.Load(), "nothing ran for an empty key")
 }
@@ -284,15 +285,7 @@ func TestKeyedCallOutlivesItsClient(t *testing.T) {
 
 		retry := newRawClient(srv2.URL)
 		retry.version = "2025-11-25"
-		answer := make(chan string, 1)
-		go func() {
-			resp, err := retry.post(context.Background(), call)
-			if err != nil {
-				answer <- err.Error()
-				return
-			}
-			answer <- readAll(t, resp)
-		}()
+		answer := retry.postAsync(t, call)
 		close(release)
 		require.NoError(t, <-bodyCtxErr, "the body was not cancelled by its client leaving")
 		body := <-answer

@@ -100,6 +100,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // Options configures [AddTools] and [ScopeChallenge]. The zero value, or
@@ -382,7 +383,7 @@ func (h *toolHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res *
 		return res, err // a task handle (tasks.go), or the refusal to start one
 	}
 	result, runErr := h.srv.r.Run(ctx, call)
-	if rf := (*actions.Refusal)(nil); errors.As(runErr, &rf) && rf.Code == actions.CodeConfirmationRequired && rf.Pending != nil {
+	if rf := (*actions.Refusal)(nil); errors.As(runErr, &rf) && rf.Code == codes.ConfirmationRequired && rf.Pending != nil {
 		return h.srv.held(ctx, req, caller, rf, h.name, h.render)
 	}
 	if runErr != nil {
@@ -445,7 +446,7 @@ func resultOf(text string) *mcp.CallToolResult {
 // its stack, to report, and returns the -32603 answer the client gets.
 func panicked(ctx context.Context, report func(context.Context, error), name string, p any) error {
 	report(ctx, fmt.Errorf("mcpserver: panic while serving tool %s: %v\n%s", name, p, debug.Stack()))
-	return protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(actions.CodeInternal, ""))
+	return protocolError(jsonrpc.CodeInternalError, internalMessage, actions.NewRefusal(codes.Internal, ""))
 }
 
 // internalMessage is all a client learns of an internal failure.
@@ -460,7 +461,7 @@ func (h *toolHandler) refused(ctx context.Context, err error) (*mcp.CallToolResu
 		// not a fault. The client gets an answer only if it still reads
 		// one (see how a call ends, in cancel.go).
 		h.report(ctx, cancelCause(ctx, err))
-		return nil, protocolError(CodeRequestCancelled, cancelledMessage, actions.NewRefusal(actions.CodeCancelled, ""))
+		return nil, protocolError(CodeRequestCancelled, cancelledMessage, actions.NewRefusal(codes.Cancelled, ""))
 	}
 	if !errors.As(err, &r) || r == nil {
 		// A body's plain error, a resolver's failure, a cancelled
@@ -470,12 +471,12 @@ func (h *toolHandler) refused(ctx context.Context, err error) (*mcp.CallToolResu
 	}
 	transport := r.Policy().Transport
 	switch {
-	case r.Code == actions.CodeUnknownAction:
+	case r.Code == codes.UnknownAction:
 		return nil, protocolError(jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", h.name), r)
-	case r.Code == actions.CodeCancelled:
+	case r.Code == codes.Cancelled:
 		h.report(ctx, cancelCause(ctx, err))
 		return nil, protocolError(CodeRequestCancelled, cancelledMessage, r)
-	case transport == actions.TransportProtocol:
+	case transport == codes.TransportProtocol:
 		h.report(ctx, err)
 		return nil, protocolError(jsonrpc.CodeInternalError, internalMessage, r)
 	}
@@ -493,7 +494,7 @@ func (h *toolHandler) toolError(r *actions.Refusal) *mcp.CallToolResult {
 // of a Code() string method, or internal) and a generic message.
 func plainRefusal(err error) *actions.Refusal {
 	r := actions.NewRefusal(actions.CodeOf(err), "the action failed; the server logged the cause")
-	r.Transport = actions.TransportToolResult
+	r.Transport = codes.TransportToolResult
 	if r.NextAction == "" {
 		r.NextAction = "Do not retry the same call; tell the user the action failed."
 	}
@@ -566,10 +567,10 @@ func refusalText(r *actions.Refusal, confirmURL string) string {
 // refusalJSON is the structured form of a refusal sent to clients. It
 // leaves out the transport, which the response itself shows.
 type refusalJSON struct {
-	Code       actions.Code    `json:"code"`
+	Code       codes.Code      `json:"code"`
 	Message    string          `json:"message,omitempty"`
 	Issues     []actions.Issue `json:"issues,omitempty"`
-	Retry      actions.Retry   `json:"retry,omitempty"`
+	Retry      codes.Retry     `json:"retry,omitempty"`
 	NextAction string          `json:"nextAction,omitempty"`
 	// The gate's particulars (docs/gate.md).
 	Scopes  []string         `json:"scopes,omitempty"`

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -159,11 +160,11 @@ func TestTypedTools(t *testing.T) {
 			assert.Contains(t, textOf(t, res), "/qty [type]")
 			require.NotNil(t, res.StructuredContent, "a refusal carries structuredContent on a tool with an output schema too")
 			var refused struct {
-				Code   actions.Code    `json:"code"`
+				Code   codes.Code      `json:"code"`
 				Issues []actions.Issue `json:"issues"`
 			}
 			require.NoError(t, json.Unmarshal(mustJSON(t, res.StructuredContent), &refused))
-			assert.Equal(t, actions.CodeInvalidParameters, refused.Code)
+			assert.Equal(t, codes.InvalidParameters, refused.Code)
 			require.Len(t, refused.Issues, 1)
 			assert.Equal(t, "/qty", refused.Issues[0].Path)
 			validateStructured(t, quoteSchema, res)
@@ -192,7 +193,7 @@ func TestTypedTools(t *testing.T) {
 			defer ts.mu.Unlock()
 			require.NotEmpty(t, ts.errs)
 			last := ts.errs[len(ts.errs)-1]
-			assert.ErrorIs(t, last, actions.CodeOutputInvalid)
+			assert.ErrorIs(t, last, codes.OutputInvalid)
 			var r *actions.Refusal
 			require.True(t, errors.As(last, &r), "OnError sees the issues")
 			require.Len(t, r.Issues, 1)
@@ -261,11 +262,11 @@ func TestTypedToolHeldForConfirmation(t *testing.T) {
 				assert.True(t, res.IsError)
 				assert.Contains(t, textOf(t, res), "pending change: ")
 				var receipt struct {
-					Code    actions.Code     `json:"code"`
+					Code    codes.Code       `json:"code"`
 					Pending *actions.Receipt `json:"pending"`
 				}
 				require.NoError(t, json.Unmarshal(mustJSON(t, res.StructuredContent), &receipt))
-				assert.Equal(t, actions.CodeConfirmationRequired, receipt.Code)
+				assert.Equal(t, codes.ConfirmationRequired, receipt.Code)
 				require.NotNil(t, receipt.Pending, "the receipt is structured data")
 				assert.NotEmpty(t, receipt.Pending.ID)
 				assert.Contains(t, textOf(t, res), "pending change: "+receipt.Pending.ID)
@@ -297,7 +298,7 @@ func TestTypedOutputSchemaAdmitsRefusalsAndReceipts(t *testing.T) {
 		}
 		reg.MustRegister(
 			actions.Typed(actions.Definition{ID: "shop/quote", Effect: actions.EffectRead,
-				Refusals: []actions.DeclaredRefusal{{Code: "too_many", Retry: actions.RetryAfterEdit}}}, quoteBody),
+				Refusals: []actions.DeclaredRefusal{{Code: "too_many", Retry: codes.RetryAfterEdit}}}, quoteBody),
 			actions.Typed(actions.Definition{ID: "shop/order", Effect: actions.EffectWrite, NeedsConfirmation: true}, quoteBody),
 			actions.Typed(actions.Definition{ID: "shop/sizes", Effect: actions.EffectRead},
 				func(context.Context, sizeParams, *actions.Trace) ([]string, error) { return []string{"S", "M"}, nil }),
@@ -349,7 +350,7 @@ func TestTypedOutputSchemaAdmitsRefusalsAndReceipts(t *testing.T) {
 		}
 		quote, order := compileListed(t, schemas["shop-quote"]), compileListed(t, schemas["shop-order"])
 
-		check := func(tool string, sch *jsonschema.Schema, args any, isError bool, code actions.Code) map[string]any {
+		check := func(tool string, sch *jsonschema.Schema, args any, isError bool, code codes.Code) map[string]any {
 			t.Helper()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 			require.NoError(t, err, tool)
@@ -365,11 +366,11 @@ func TestTypedOutputSchemaAdmitsRefusalsAndReceipts(t *testing.T) {
 			return out
 		}
 		check("shop-quote", quote, map[string]any{"item": "bolt", "qty": 2}, false, "")
-		out := check("shop-quote", quote, map[string]any{"item": "bolt", "qty": "two"}, true, actions.CodeInvalidParameters)
+		out := check("shop-quote", quote, map[string]any{"item": "bolt", "qty": "two"}, true, codes.InvalidParameters)
 		assert.NotEmpty(t, out["issues"])
 		out = check("shop-quote", quote, map[string]any{"item": "bolt", "qty": 101}, true, "too_many")
 		assert.Equal(t, "after-edit", out["retry"], "the body's refusal with its declared retry")
-		out = check("shop-order", order, map[string]any{"item": "bolt", "qty": 2}, true, actions.CodeConfirmationRequired)
+		out = check("shop-order", order, map[string]any{"item": "bolt", "qty": 2}, true, codes.ConfirmationRequired)
 		pending, _ := out["pending"].(map[string]any)
 		require.NotNil(t, pending, "the receipt")
 		assert.NotEmpty(t, pending["id"])
@@ -381,7 +382,7 @@ func TestTypedOutputSchemaAdmitsRefusalsAndReceipts(t *testing.T) {
 			v, err := jsonschemaValue(string(mustJSON(t, res.StructuredContent)))
 			require.NoError(t, err)
 			assert.NoError(t, sizes.Validate(v), "an array result")
-			check("shop-sizes", sizes, map[string]any{"family": 3}, true, actions.CodeInvalidParameters)
+			check("shop-sizes", sizes, map[string]any{"family": 3}, true, codes.InvalidParameters)
 		}
 	})
 }

@@ -22,11 +22,12 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
+	otelcodes "go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // ScopeName is the instrumentation scope of the tracer and meter.
@@ -285,7 +286,7 @@ func (o *Observer) end(span trace.Span, kind actions.OpKind, start time.Time, re
 	}
 	if code != "" {
 		span.SetAttributes(AttrErrorType.String(code))
-		span.SetStatus(codes.Error, code)
+		span.SetStatus(otelcodes.Error, code)
 	}
 	span.End()
 	if kind == actions.OpCall || kind == actions.OpNested {
@@ -293,7 +294,7 @@ func (o *Observer) end(span trace.Span, kind actions.OpKind, start time.Time, re
 		// names (an alias is recorded under its id), OtherValue for an
 		// action no one registered, whatever name the call gave.
 		tool := OtherValue
-		if rec.Entry.Action != "" && rec.Entry.Error != actions.CodeUnknownAction {
+		if rec.Entry.Action != "" && rec.Entry.Error != codes.UnknownAction {
 			tool = actions.ToolName(rec.Entry.Action)
 		}
 		attrs := []attribute.KeyValue{AttrToolName.String(tool), AttrToolType.String(o.toolType)}

@@ -19,6 +19,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/otelactions"
 )
@@ -297,13 +298,13 @@ func TestTimeoutSpanAndRollback(t *testing.T) {
 	log := actions.NewRunLog()
 	reg := registry(p, log)
 	_, err := reg.Run(context.Background(), actions.Call{Action: "demo/slow"})
-	assert.ErrorIs(t, err, actions.CodeTimeout)
+	assert.ErrorIs(t, err, codes.Timeout)
 	assert.Equal(t, "timeout", attrs(p.named(t, "execute_tool demo-slow"))["error.type"].AsString())
 	tx := p.named(t, "transaction")
 	assert.False(t, attrs(tx)["actions.unit.committed"].AsBool())
 	require.Len(t, log.Records(), 1)
 	assert.True(t, log.Records()[0].RolledBack)
-	assert.Equal(t, actions.CodeTimeout, log.Records()[0].Entry.Error)
+	assert.Equal(t, codes.Timeout, log.Records()[0].Entry.Error)
 }
 
 // serve connects an SDK client to a server offering reg's tools through

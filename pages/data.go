@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/sqlstore"
 )
 
@@ -234,7 +235,7 @@ func (h *Handler) change(ctx context.Context, id string, c *actions.Caller) (cha
 	if err == nil {
 		return changeOf(pc, h.definitions()), nil
 	}
-	if !errors.Is(err, actions.CodeUnknownChange) {
+	if !errors.Is(err, codes.UnknownChange) {
 		return change{}, err
 	}
 	return change{}, h.whyUnknown(ctx, id, c)
@@ -301,7 +302,7 @@ func (h *Handler) decide(ctx context.Context, id string, confirm bool, edit *str
 	}
 	res, err := h.reg.Decide(ctx, d)
 	if err != nil && len(res.Records) == 0 {
-		if errors.Is(err, actions.CodeUnknownChange) {
+		if errors.Is(err, codes.UnknownChange) {
 			if _, cerr := h.change(ctx, id, c); cerr != nil {
 				return decision{}, cerr
 			}
@@ -316,7 +317,7 @@ func (h *Handler) decide(ctx context.Context, id string, confirm bool, edit *str
 	out := decision{Confirmed: true, Outcome: string(entry.Outcome), Result: entry.Result}
 	if edit != nil && len(res.Records) > 0 {
 		a := res.Records[0].Audit
-		out.Edited, out.Held = true, errors.Is(err, actions.CodeConfirmationRequired)
+		out.Edited, out.Held = true, errors.Is(err, codes.ConfirmationRequired)
 		out.Changes = diffMembers(a.Original, entry.Parameters)
 		out.Record = h.confirmation(ctx, id, actions.StageEdited)
 	} else {
@@ -370,7 +371,7 @@ func (h *Handler) records(ctx context.Context, q query, c *actions.Caller) (reco
 	case "done":
 		f.Outcome = actions.OutcomeDone
 	case "refused":
-		f.Outcome, f.Stages, f.Code = actions.OutcomeRefused, notHeldStages, actions.Code(q.Code)
+		f.Outcome, f.Stages, f.Code = actions.OutcomeRefused, notHeldStages, codes.Code(q.Code)
 	case "held":
 		f.Stages = []actions.Stage{actions.StageHeld}
 	case "confirmed":

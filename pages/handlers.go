@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // The pages, each a template under templates/ with the layout.
@@ -338,9 +339,9 @@ func (h *Handler) row(rec record) recordRow {
 	}
 	e := rec.Entry
 	switch {
-	case e.Error == actions.CodeConfirmationRequired:
+	case e.Error == codes.ConfirmationRequired:
 		row.Outcome, row.Tone = "held", "held"
-	case e.Error == actions.CodeRejected:
+	case e.Error == codes.Rejected:
 		row.Outcome, row.Tone = "rejected", ""
 	case rec.Audit != nil && rec.Audit.PendingChange != "" && e.Outcome == actions.OutcomeDone:
 		row.Outcome, row.Tone = "confirmed · done", "ok"

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -135,7 +136,7 @@ func (a *Adapter) RunToolCall(ctx context.Context, c actions.Call) (actions.Resu
 	name := c.Action
 	id, err := actions.ActionID(name)
 	if err != nil {
-		if strings.Contains(name, "/") && !errors.Is(a.registry.Admit(ctx, name, nil), actions.CodeUnknownAction) {
+		if strings.Contains(name, "/") && !errors.Is(a.registry.Admit(ctx, name, nil), codes.UnknownAction) {
 			c.Action = strings.ReplaceAll(name, "/", "%2F")
 		}
 		return a.registry.Run(ctx, c)
@@ -208,7 +209,7 @@ func (a *Adapter) strictOf(ctx context.Context, id string) *exported {
 	if v, ok := a.back.Load(id); ok {
 		return v.(*exported)
 	}
-	if errors.Is(a.registry.Admit(ctx, id, nil), actions.CodeUnknownAction) {
+	if errors.Is(a.registry.Admit(ctx, id, nil), codes.UnknownAction) {
 		return nil // not cached: an unknown id costs no export
 	}
 	a.learning.Lock()

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/portable"
 )
 
@@ -29,8 +30,8 @@ func TestNewUnknownProfile(t *testing.T) {
 	assert.Nil(t, a)
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "profiles: constraint_violation: unknown export profile"), err.Error())
-	assert.Equal(t, actions.CodeConstraintViolation, actions.CodeOf(err))
-	for _, c := range []actions.Code{actions.CodeUnknownAction, actions.CodeInvalidParameters, actions.CodeInternal} {
+	assert.Equal(t, codes.ConstraintViolation, actions.CodeOf(err))
+	for _, c := range []codes.Code{codes.UnknownAction, codes.InvalidParameters, codes.Internal} {
 		assert.NotErrorIs(t, err, c)
 	}
 	var r *actions.Refusal
@@ -55,12 +56,12 @@ func TestRunToolCallIDAsName(t *testing.T) {
 	for name, recorded := range map[string]string{"shop/order": "shop%2Forder", "shop/buy": "shop%2Fbuy", "shop/none": "shop/none", "a/b-c": "a/b-c"} {
 		seen = nil
 		res, err := a.RunToolCall(ctx, actions.Call{Action: name, Params: `{"item":"tea"}`, Caller: caller, ToolCallID: "call_1"})
-		assert.ErrorIs(t, err, actions.CodeUnknownAction, name)
-		assert.Equal(t, actions.CodeUnknownAction, actions.CodeOf(err), name)
+		assert.ErrorIs(t, err, codes.UnknownAction, name)
+		assert.Equal(t, codes.UnknownAction, actions.CodeOf(err), name)
 		require.Len(t, seen, 1, "%s: the refused call is recorded", name)
 		assert.Equal(t, recorded, seen[0].Entry.Action, name)
 		assert.Equal(t, actions.OutcomeRefused, seen[0].Entry.Outcome, name)
-		assert.Equal(t, actions.CodeUnknownAction, seen[0].Entry.Error, name)
+		assert.Equal(t, codes.UnknownAction, seen[0].Entry.Error, name)
 		assert.Equal(t, "call_1", seen[0].Audit.ToolCallID, name)
 		assert.Equal(t, recorded, res.Entry().Action, name)
 	}
@@ -83,7 +84,7 @@ func TestAdapterLearnsLater(t *testing.T) {
 	assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1")}, res.Value)
 
 	_, err = a.RunToolCall(ctx, actions.Call{Action: "shop-later", Params: args})
-	assert.ErrorIs(t, err, actions.CodeUnknownAction)
+	assert.ErrorIs(t, err, codes.UnknownAction)
 	_, known := a.back.Load("shop/later")
 	assert.False(t, known, "an unknown id is not cached")
 
@@ -99,7 +100,7 @@ func TestAdapterLearnsLater(t *testing.T) {
 	require.NoError(t, err, "params that are not text go to Run as they are")
 	assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1")}, res.Value)
 	res, err = a.RunToolCall(ctx, actions.Call{Action: "shop-order", Params: " "})
-	assert.ErrorIs(t, err, actions.CodeInvalidParameters, "empty arguments are {}, which lacks item")
+	assert.ErrorIs(t, err, codes.InvalidParameters, "empty arguments are {}, which lacks item")
 	assert.Equal(t, "{}", res.Entry().Parameters)
 }
 
@@ -111,7 +112,7 @@ func TestAdapterHiddenAction(t *testing.T) {
 	a, err := New(reg, OpenAIChat)
 	require.NoError(t, err)
 	_, err = a.RunToolCall(context.Background(), actions.Call{Action: "shop-hidden", Params: `{"item":"tea","qty":null}`})
-	assert.ErrorIs(t, err, actions.CodeInvalidParameters)
+	assert.ErrorIs(t, err, codes.InvalidParameters)
 	v, ok := a.back.Load("shop/hidden")
 	require.True(t, ok)
 	assert.False(t, v.(*exported).strict)
@@ -145,7 +146,7 @@ func TestBoundRunToolCall(t *testing.T) {
 	_, err = runToolCall(context.Background(), reg, OpenAIChat, actions.Call{Action: "t-list", Params: string(next)})
 	require.NoError(t, err, "the next call's cursor is accepted")
 	_, err = runToolCall(context.Background(), reg, OpenAIChat, actions.Call{Action: "t-list", Params: `{"tag":"x","cursor":"40"}`})
-	assert.Equal(t, actions.CodeInvalidParameters, actions.CodeOf(err), "a made-up cursor is refused")
+	assert.Equal(t, codes.InvalidParameters, actions.CodeOf(err), "a made-up cursor is refused")
 }
 
 // An action that needs an idempotency key says so in every profile.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/schema"
 )
@@ -391,21 +392,21 @@ func (c *converter) strictFormat(s map[string]any, ptr string) {
 func (c *converter) inline(in map[string]any, ref, ptr string) (any, error) {
 	target, tptr, ok := resolveLocal(c.root, ref)
 	if !ok {
-		return nil, refusef(actions.CodeConstraintViolation, "the profile cannot express the schema",
+		return nil, refusef(codes.ConstraintViolation, "the profile cannot express the schema",
 			actions.Issue{Path: ptr, Keyword: "$ref", Message: "a $ref that is not a JSON Pointer into the schema cannot be inlined for " + string(c.rules.profile)})
 	}
 	for _, t := range c.inlining {
 		if t == tptr {
-			return nil, refusef(actions.CodeConstraintViolation, "the profile cannot express the schema",
+			return nil, refusef(codes.ConstraintViolation, "the profile cannot express the schema",
 				actions.Issue{Path: ptr, Keyword: "$ref", Message: "a recursive schema cannot be inlined for " + string(c.rules.profile)})
 		}
 	}
 	if c.inlined++; c.inlined > maxInlines {
-		return nil, refusef(actions.CodeConstraintViolation, "the profile cannot express the schema",
+		return nil, refusef(codes.ConstraintViolation, "the profile cannot express the schema",
 			actions.Issue{Path: ptr, Keyword: "$ref", Message: fmt.Sprintf("inlining the references would copy more than %d schemas", maxInlines)})
 	}
 	if len(c.inlining) >= 32 {
-		return nil, refusef(actions.CodeConstraintViolation, "the profile cannot express the schema",
+		return nil, refusef(codes.ConstraintViolation, "the profile cannot express the schema",
 			actions.Issue{Path: ptr, Keyword: "$ref", Message: "references nest too deep to inline"})
 	}
 	c.inlining = append(c.inlining, tptr)
@@ -544,7 +545,7 @@ const (
 // rule.
 func (r *profileRules) checkName(id, name string) error {
 	if len(name) > r.maxName {
-		return refusef(actions.CodeConstraintViolation, "the tool name is too long for the profile",
+		return refusef(codes.ConstraintViolation, "the tool name is too long for the profile",
 			actions.Issue{Path: "/id", Keyword: "id", Message: fmt.Sprintf("the tool name of %s has %d characters, more than the %d the profile %s accepts", id, len(name), r.maxName, r.profile)})
 	}
 	return nil

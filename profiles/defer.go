@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // Search names a provider's own tool search tool, which an export with
@@ -126,6 +127,6 @@ func searchTool(p Profile, search Search) (map[string]any, error) {
 }
 
 func deferralRefusal(keyword, msg string) error {
-	return fmt.Errorf("profiles: %w", refusef(actions.CodeConstraintViolation, "inconsistent deferred loading",
+	return fmt.Errorf("profiles: %w", refusef(codes.ConstraintViolation, "inconsistent deferred loading",
 		actions.Issue{Path: "", Keyword: keyword, Message: msg}))
 }

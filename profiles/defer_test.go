@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/profiles"
 )
 
@@ -89,7 +90,7 @@ func TestExportDeferredRefusesInconsistent(t *testing.T) {
 			require.NoError(t, err)
 			e, err := a.ExportDeferred(nil, c.d)
 			assert.Nil(t, e)
-			require.ErrorIs(t, err, actions.CodeConstraintViolation)
+			require.ErrorIs(t, err, codes.ConstraintViolation)
 			var r *actions.Refusal
 			require.True(t, errors.As(err, &r))
 			require.Len(t, r.Issues, 1)

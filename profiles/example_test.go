@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/profiles"
 )
 
@@ -64,7 +65,7 @@ func ExampleNew() {
 	fmt.Println(e.Profile, len(e.Tools), e.Tools[0]["name"])
 
 	_, err = profiles.New(orderRegistry(), "openai")
-	fmt.Println(errors.Is(err, actions.CodeConstraintViolation))
+	fmt.Println(errors.Is(err, codes.ConstraintViolation))
 	// Output:
 	// openai-responses 1 shop-order
 	// true
@@ -240,7 +241,7 @@ func ExampleAdapter_ExportDeferred() {
 	// Without a search tool, deferred tools would be refused by the
 	// provider: the export is refused instead.
 	_, err = a.ExportDeferred(nil, profiles.Deferral{Pinned: []string{"shop/list_items"}})
-	fmt.Println(errors.Is(err, actions.CodeConstraintViolation))
+	fmt.Println(errors.Is(err, codes.ConstraintViolation))
 	// Output:
 	// shop-list_items false
 	// shop-order true

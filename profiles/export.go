@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // Export is the result of exporting tools for one profile.
@@ -234,7 +235,7 @@ func rulesOf(p Profile) (*profileRules, error) {
 	case Gemini, GeminiOpenAPI:
 		return geminiRules(p), nil
 	}
-	return nil, fmt.Errorf("profiles: %w", refusef(actions.CodeConstraintViolation, "unknown export profile",
+	return nil, fmt.Errorf("profiles: %w", refusef(codes.ConstraintViolation, "unknown export profile",
 		actions.Issue{Path: "", Keyword: "profile", Message: "the profile is not one of those All lists"}))
 }
 

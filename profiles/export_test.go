@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/fixture"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/schema"
@@ -364,11 +365,11 @@ func TestProfileErrors(t *testing.T) {
 			continue
 		}
 		require.Error(t, err, p)
-		assert.ErrorIs(t, err, actions.CodeConstraintViolation)
+		assert.ErrorIs(t, err, codes.ConstraintViolation)
 		assert.Contains(t, err.Error(), long.ID, "the error names the action")
 	}
 	_, err := exportDefs(nil, "nope")
-	assert.ErrorIs(t, err, actions.CodeConstraintViolation)
+	assert.ErrorIs(t, err, codes.ConstraintViolation)
 
 	rec := actions.Definition{ID: "ns/tree", Parameters: `{"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},
 		"$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}}}}}`}
@@ -393,9 +394,9 @@ func TestPortableNames(t *testing.T) {
 	ok64 := "ns/" + strings.Repeat("a", 61)
 	require.NoError(t, reg.Register(actions.New(actions.Definition{ID: ok64}, body)))
 	err := reg.Register(actions.New(actions.Definition{ID: ok64 + "b"}, body))
-	assert.ErrorIs(t, err, actions.CodeConstraintViolation)
+	assert.ErrorIs(t, err, codes.ConstraintViolation)
 	err = reg.Bind([]actions.Definition{{ID: "ns/" + strings.Repeat("b", 62)}}, map[string]actions.Body{"ns/" + strings.Repeat("b", 62): body})
-	assert.ErrorIs(t, err, actions.CodeConstraintViolation, "a manifest is checked too")
+	assert.ErrorIs(t, err, codes.ConstraintViolation, "a manifest is checked too")
 	require.NoError(t, actions.NewRegistry(nil).Register(actions.New(actions.Definition{ID: ok64 + "b"}, body)), "off by default")
 	assert.NoError(t, CheckPortableName(ok64))
 	assert.Error(t, CheckPortableName(ok64+"b"))
@@ -485,20 +486,20 @@ func TestRunToolCall(t *testing.T) {
 	assert.Len(t, seen, 1)
 
 	_, err = runToolCall(ctx, reg, Anthropic, tool("shop-order", `{"item":"tea","qty":null}`))
-	assert.ErrorIs(t, err, actions.CodeInvalidParameters, "other profiles pass nulls as they are")
+	assert.ErrorIs(t, err, codes.InvalidParameters, "other profiles pass nulls as they are")
 
 	res, err = runToolCall(ctx, reg, OpenAIChat, tool("shop-order", `{"item":`))
-	assert.ErrorIs(t, err, actions.CodeInvalidParameters)
+	assert.ErrorIs(t, err, codes.InvalidParameters)
 	assert.Equal(t, actions.OutcomeRefused, res.Entry().Outcome)
 
 	seen = nil
 	res, err = runToolCall(ctx, reg, OpenAIChat, tool("nope", `{}`))
-	assert.ErrorIs(t, err, actions.CodeUnknownAction)
+	assert.ErrorIs(t, err, codes.UnknownAction)
 	assert.Equal(t, "nope", res.Entry().Action)
 	assert.Len(t, seen, 1, "a refused tool call is recorded too")
 
 	_, err = runToolCall(ctx, reg, OpenAIChat, tool("shop-other", ""))
-	assert.ErrorIs(t, err, actions.CodeUnknownAction)
+	assert.ErrorIs(t, err, codes.UnknownAction)
 
 	res, err = runToolCall(ctx, reg, Gemini, tool("shop-order", `{"item":"x"}`))
 	require.NoError(t, err)
@@ -804,7 +805,7 @@ func FuzzExportProfiles(f *testing.F) {
 			e, err := exportOf(reg, p, nil)
 			if err != nil {
 				var r *actions.Refusal
-				if !errors.As(err, &r) || r.Code != actions.CodeConstraintViolation || p != GeminiOpenAPI {
+				if !errors.As(err, &r) || r.Code != codes.ConstraintViolation || p != GeminiOpenAPI {
 					t.Fatalf("%s: %v", p, err)
 				}
 				continue
@@ -836,7 +837,7 @@ func TestProfileInliningBounded(t *testing.T) {
 	s := map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/d20"}}, "$defs": defs}
 	_, err := exportDefs([]actions.Definition{{ID: "ns/fan", Parameters: s}}, GeminiOpenAPI)
 	require.Error(t, err, "2^20 copies")
-	assert.ErrorIs(t, err, actions.CodeConstraintViolation)
+	assert.ErrorIs(t, err, codes.ConstraintViolation)
 	assert.Contains(t, err.Error(), "more than 1000")
 	e, err := exportDefs([]actions.Definition{{ID: "ns/fan", Parameters: s}}, Gemini)
 	require.NoError(t, err, "parametersJsonSchema keeps the references")

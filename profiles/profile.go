@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/portable"
 )
 
@@ -98,12 +99,12 @@ func CheckPortableName(id string) error {
 }
 
 func idRefusal(msg string) error {
-	return refusef(actions.CodeConstraintViolation, "invalid action id", actions.Issue{Path: "/id", Keyword: "id", Message: msg})
+	return refusef(codes.ConstraintViolation, "invalid action id", actions.Issue{Path: "/id", Keyword: "id", Message: msg})
 }
 
 // refusef builds a refusal as the root package does: code, message,
 // issues, and the code's delivery policy.
-func refusef(code actions.Code, message string, issues ...actions.Issue) *actions.Refusal {
+func refusef(code codes.Code, message string, issues ...actions.Issue) *actions.Refusal {
 	r := actions.NewRefusal(code, message)
 	r.Issues = issues
 	return r

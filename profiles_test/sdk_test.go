@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/profiles"
 )
 
@@ -282,7 +283,7 @@ func TestAnthropicToolUseRunsBack(t *testing.T) {
 	// it is, and the check refuses it where the schema does not take null.
 	_, err = adapter(t, reg, profiles.Anthropic).RunToolCall(context.Background(),
 		actions.Call{Action: use.Name, Params: []byte(`{"item":"tea","qty":null}`)})
-	assert.ErrorIs(t, err, actions.CodeInvalidParameters)
+	assert.ErrorIs(t, err, codes.InvalidParameters)
 }
 
 func adapter(t *testing.T, reg *actions.Registry, p profiles.Profile) *profiles.Adapter {

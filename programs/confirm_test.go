@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/programs"
 	"github.com/actionreg/actions/sqlstore"
@@ -103,7 +104,7 @@ var (
 func propose(t *testing.T, reg *actions.Registry, src string) actions.PendingChange {
 	t.Helper()
 	res, err := run(t, reg, agent, src, nil)
-	require.ErrorIs(t, err, actions.CodeConfirmationRequired)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	var rf *actions.Refusal
 	require.ErrorAs(t, err, &rf)
 	require.NotNil(t, rf.Pending)
@@ -197,7 +198,7 @@ func TestProgramThatChangesBeforeConfirmationIsRefused(t *testing.T) {
 
 		res, err := reg.Decide(ctx, actions.Decision{Change: pc.ID, Confirm: true, Caller: sam})
 		require.Error(t, err)
-		assert.ErrorIs(t, err, actions.CodeStaleChange)
+		assert.ErrorIs(t, err, codes.StaleChange)
 		var d *actions.Divergence
 		require.ErrorAs(t, err, &d, "the cause says where the run departed")
 		assert.Equal(t, "/steps/0/call/result", d.Path)
@@ -217,13 +218,13 @@ func TestProgramRejectedRunsNothing(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{"pear", "plum"}, rows())
 		_, err = reg.Decide(ctx, actions.Decision{Change: pc.ID, Confirm: true, Caller: sam})
-		assert.ErrorIs(t, err, actions.CodeUnknownChange, "a rejected change is gone")
+		assert.ErrorIs(t, err, codes.UnknownChange, "a rejected change is gone")
 		assert.Equal(t, []string{"pear", "plum"}, rows())
 
 		// An edit would run a program the preview never showed: refused.
 		pc = propose(t, reg, `await stock.remove({item: "plum"});`)
 		_, err = reg.Decide(ctx, actions.Decision{Change: pc.ID, Caller: sam, Params: map[string]any{"program": `await stock.remove({item: "pear"});`}})
-		assert.ErrorIs(t, err, actions.CodeConstraintViolation)
+		assert.ErrorIs(t, err, codes.ConstraintViolation)
 		assert.Equal(t, []string{"pear", "plum"}, rows())
 	})
 }
@@ -255,7 +256,7 @@ func TestProgramActionNeedingConfirmationIsPreviewed(t *testing.T) {
 			Params: map[string]any{"program": `await stock.add({item: "fig"}); return 1;`}})
 		var rf *actions.Refusal
 		require.ErrorAs(t, err, &rf)
-		require.Equal(t, actions.CodeConfirmationRequired, rf.Code)
+		require.Equal(t, codes.ConfirmationRequired, rf.Code)
 		assert.Equal(t, []string{"pear", "plum"}, rows())
 		pc, err := reg.PendingChange(ctx, rf.Pending.ID, sam)
 		require.NoError(t, err)

@@ -2,26 +2,29 @@
 
 package programs
 
-import "github.com/actionreg/actions"
+import (
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
+)
 
-// The codes of [Error], as [actions.Code] values: errors.Is(err,
+// The codes of [Error], as [codes.Code] values: errors.Is(err,
 // programs.CodeTimeLimit) tests a program's refusal, whichever entry
 // point gave it.
 const (
-	CodeTooLarge    actions.Code = "program_too_large"        // over MaxProgramBytes, or not a program body
-	CodeTimeLimit   actions.Code = "program_time_limit"       // ran past MaxTime
-	CodeMemoryLimit actions.Code = "program_memory_limit"     // allocated past MaxMemoryBytes
-	CodeCallLimit   actions.Code = "program_call_limit"       // called more than MaxCalls actions
-	CodeOutputLimit actions.Code = "program_output_too_large" // a result over MaxOutputBytes, or without JSON form
-	CodeFailed      actions.Code = "program_failed"           // threw and did not catch it, or a call was refused
-	CodeCancelled                = actions.CodeCancelled      // its context ended
+	CodeTooLarge    codes.Code = "program_too_large"        // over MaxProgramBytes, or not a program body
+	CodeTimeLimit   codes.Code = "program_time_limit"       // ran past MaxTime
+	CodeMemoryLimit codes.Code = "program_memory_limit"     // allocated past MaxMemoryBytes
+	CodeCallLimit   codes.Code = "program_call_limit"       // called more than MaxCalls actions
+	CodeOutputLimit codes.Code = "program_output_too_large" // a result over MaxOutputBytes, or without JSON form
+	CodeFailed      codes.Code = "program_failed"           // threw and did not catch it, or a call was refused
+	CodeCancelled              = codes.Cancelled            // its context ended
 )
 
 // Error is a program's refusal. Its message never holds the program's
 // text or values; what the program threw is in Thrown, for the caller
 // that wrote it.
 type Error struct {
-	Code    actions.Code
+	Code    codes.Code
 	Message string // lower case, no value of the program
 	// Thrown is the message of what the program threw (or of its syntax
 	// error), as the program's engine gives it: the program's own words.
@@ -51,9 +54,9 @@ func (e *Error) As(target any) bool {
 	}
 	r := actions.NewRefusal(e.Code, e.Message)
 	if e.Code == CodeCancelled {
-		r = actions.NewRefusal(actions.CodeCancelled, e.Message)
+		r = actions.NewRefusal(codes.Cancelled, e.Message)
 	} else {
-		r.Retry = actions.RetryAfterEdit
+		r.Retry = codes.RetryAfterEdit
 	}
 	*p = r
 	return true

@@ -28,9 +28,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/actionreg/actions"
-	"github.com/actionreg/actions/declare"
 	"modernc.org/quickjs"
+
+	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/declare"
 )
 
 // DefaultID is the id of [Action] when [Options].ID is empty: its tool
@@ -162,7 +164,7 @@ const description = `Runs a short JavaScript program that calls the other tools,
 //     MaxOutputBytes, or the result has no JSON form;
 //   - program_failed: the program threw and did not catch it, or a call
 //     was refused (caught or not); [Error.Unwrap] then gives that call's
-//     error (errors.Is(err, actions.CodeForbiddenCapability) and the like
+//     error (errors.Is(err, codes.ForbiddenCapability) and the like
 //     hold) and [Error].Call its number;
 //   - cancelled: ctx ended; [Error.Unwrap] gives ctx's cause.
 //
@@ -171,8 +173,8 @@ const description = `Runs a short JavaScript program that calls the other tools,
 func Action(reg *actions.Registry, opts *Options) actions.Action {
 	o := opts.withDefaults()
 	refusals := make([]actions.DeclaredRefusal, 0, 6)
-	for _, c := range []actions.Code{CodeTooLarge, CodeTimeLimit, CodeMemoryLimit, CodeCallLimit, CodeOutputLimit, CodeFailed} {
-		refusals = append(refusals, actions.DeclaredRefusal{Code: c, Retry: actions.RetryAfterEdit})
+	for _, c := range []codes.Code{CodeTooLarge, CodeTimeLimit, CodeMemoryLimit, CodeCallLimit, CodeOutputLimit, CodeFailed} {
+		refusals = append(refusals, actions.DeclaredRefusal{Code: c, Retry: codes.RetryAfterEdit})
 	}
 	def := actions.Definition{
 		ID:          o.ID,
@@ -242,14 +244,14 @@ type run struct {
 	firstRefused int     // the index of the first refused call, -1 for none
 
 	mu      sync.Mutex
-	stopped actions.Code // the bound that stopped the engine, "" while none
+	stopped codes.Code // the bound that stopped the engine, "" while none
 	clock   *time.Timer
 	left    time.Duration
 	since   time.Time
 }
 
 // stop interrupts the engine for the reason code, the first reason kept.
-func (r *run) stop(code actions.Code) {
+func (r *run) stop(code codes.Code) {
 	r.mu.Lock()
 	if r.stopped == "" {
 		r.stopped = code
@@ -258,7 +260,7 @@ func (r *run) stop(code actions.Code) {
 	r.vm.Interrupt()
 }
 
-func (r *run) stoppedBy() actions.Code {
+func (r *run) stoppedBy() codes.Code {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.stopped
@@ -521,7 +523,7 @@ func (r *run) hostNow([]any) (any, error) {
 }
 
 // bound is the refusal of a program stopped at a bound.
-func (r *run) bound(code actions.Code) *Error {
+func (r *run) bound(code codes.Code) *Error {
 	switch code {
 	case CodeTimeLimit:
 		return &Error{Code: code, Message: fmt.Sprintf("the program ran past its time limit of %s", r.opts.MaxTime)}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/programs"
 )
 
@@ -94,11 +95,11 @@ func TestEveryCallIsGated(t *testing.T) {
 	`, nil)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, programs.CodeFailed)
-	assert.ErrorIs(t, err, actions.CodeUnknownAction)
+	assert.ErrorIs(t, err, codes.UnknownAction)
 	assert.Nil(t, res.Value)
 	made := calls(res)
 	require.Len(t, made, 2)
-	assert.Equal(t, actions.CodeForbiddenCapability, made[1].Error, "the entry tells the host why")
+	assert.Equal(t, codes.ForbiddenCapability, made[1].Error, "the entry tells the host why")
 	require.Len(t, res.Records, 1)
 	assert.True(t, res.Records[0].RolledBack)
 
@@ -106,7 +107,7 @@ func TestEveryCallIsGated(t *testing.T) {
 	_, err = run(t, reg, writer, `await supply.rename({id: "a1"});`, nil)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, programs.CodeFailed)
-	assert.ErrorIs(t, err, actions.CodeInvalidParameters, "the refused call's error is unwrapped")
+	assert.ErrorIs(t, err, codes.InvalidParameters, "the refused call's error is unwrapped")
 	var pe *programs.Error
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, 1, pe.Call)
@@ -125,7 +126,7 @@ func TestRefusalIsCatchableButRefusesTheUnit(t *testing.T) {
 	`, nil)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, programs.CodeFailed)
-	assert.ErrorIs(t, err, actions.CodeInvalidParameters)
+	assert.ErrorIs(t, err, codes.InvalidParameters)
 	assert.Equal(t, 2, len(calls(res)), "the program went on after catching")
 	var pe *programs.Error
 	require.ErrorAs(t, err, &pe)
@@ -269,9 +270,9 @@ func TestProgramCallsCountTheCallersRate(t *testing.T) {
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "sent", nil }))
 	res, err := run(t, reg, reader, `let n = 0; for (let i = 0; i < 5; i++) { await mail.send(); n++; } return n;`, nil)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, actions.CodeRateLimited)
+	assert.ErrorIs(t, err, codes.RateLimited)
 	made := calls(res)
 	require.Len(t, made, 4, "a burst of three per caller and action: the fourth call is refused")
 	assert.Equal(t, actions.OutcomeDone, made[2].Outcome)
-	assert.Equal(t, actions.CodeRateLimited, made[3].Error)
+	assert.Equal(t, codes.RateLimited, made[3].Error)
 }

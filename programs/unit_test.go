@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/programs"
 	"github.com/actionreg/actions/sqlstore"
@@ -34,7 +35,7 @@ func stockOn(t *testing.T, db *dbtest.DB) (*actions.Registry, func() int) {
 			func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
 				tx, ok := sqlstore.Tx(ctx)
 				if !ok {
-					return nil, actions.NewRefusal(actions.CodeInternal, "no transaction")
+					return nil, actions.NewRefusal(codes.Internal, "no transaction")
 				}
 				_, err := tx.ExecContext(ctx, insert, p["item"])
 				return "added", err
@@ -80,7 +81,7 @@ func testProgramIsOneUnit(t *testing.T, db *dbtest.DB) {
 		await stock.add({item: "fig"});
 		await stock.add({item: "a name far too long for the schema"});
 	`, nil)
-	assert.ErrorIs(t, err, actions.CodeInvalidParameters)
+	assert.ErrorIs(t, err, codes.InvalidParameters)
 	assert.Equal(t, 2, count(), "nothing of the refused program is kept")
 	require.Len(t, calls(res), 2)
 	require.Len(t, res.Records, 1)

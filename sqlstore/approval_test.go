@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -37,7 +38,7 @@ func TestApproverDecidesInSQL(t *testing.T) {
 		other := &actions.Caller{Principal: "other", Surface: actions.SurfaceUI}
 		hold := func(c *actions.Caller) string {
 			_, err := reg.Run(ctx, actions.Call{Action: "t/delete", Params: `{"n":1}`, Caller: c})
-			require.ErrorIs(t, err, actions.CodeConfirmationRequired)
+			require.ErrorIs(t, err, codes.ConfirmationRequired)
 			return err.(*actions.Refusal).Pending.ID
 		}
 		first, second := hold(agent), hold(other)
@@ -53,11 +54,11 @@ func TestApproverDecidesInSQL(t *testing.T) {
 		assert.Empty(t, list, "neither its own (four eyes) nor another's (no capability)")
 
 		_, err = reg.Decide(ctx, actions.Decision{Change: second, Confirm: true, Caller: other})
-		assert.ErrorIs(t, err, actions.CodeForbiddenProposer)
+		assert.ErrorIs(t, err, codes.ForbiddenProposer)
 		onMCP := *boss
 		onMCP.Surface = actions.SurfaceMCP
 		_, err = reg.Decide(ctx, actions.Decision{Change: first, Confirm: true, Caller: &onMCP})
-		assert.ErrorIs(t, err, actions.CodeForbiddenSurface)
+		assert.ErrorIs(t, err, codes.ForbiddenSurface)
 		assert.Zero(t, ran.Load())
 
 		res, err := reg.Decide(ctx, actions.Decision{Change: first, Confirm: true, Caller: boss})
@@ -96,13 +97,13 @@ func TestEditDecisionInSQL(t *testing.T) {
 		boss := &actions.Caller{Principal: "boss", Capabilities: []string{"t.approve"}, Surface: actions.SurfaceUI}
 		hold := func(action string) string {
 			_, err := reg.Run(ctx, actions.Call{Action: action, Params: `{"n":1}`, Caller: agent})
-			require.ErrorIs(t, err, actions.CodeConfirmationRequired)
+			require.ErrorIs(t, err, codes.ConfirmationRequired)
 			return err.(*actions.Refusal).Pending.ID
 		}
 
 		first := hold("t/delete")
 		_, err := reg.Decide(ctx, actions.Decision{Change: first, Params: `{"n":"one"}`, Caller: boss})
-		require.ErrorIs(t, err, actions.CodeInvalidParameters)
+		require.ErrorIs(t, err, codes.InvalidParameters)
 		_, err = s.Pending().Get(ctx, first)
 		require.NoError(t, err, "the refused edit rolled back: the change waits")
 		_, err = reg.Decide(ctx, actions.Decision{Change: first, Params: `{"n":2}`, Caller: boss})
@@ -118,7 +119,7 @@ func TestEditDecisionInSQL(t *testing.T) {
 
 		second := hold("t/purge")
 		_, err = reg.Decide(ctx, actions.Decision{Change: second, Params: `{"n":3}`, Caller: boss})
-		require.ErrorIs(t, err, actions.CodeConfirmationRequired)
+		require.ErrorIs(t, err, codes.ConfirmationRequired)
 		next := err.(*actions.Refusal).Pending.ID
 		_, err = s.Pending().Get(ctx, second)
 		assert.ErrorIs(t, err, actions.ErrNoPendingChange)

@@ -2,7 +2,9 @@ package sqlstore_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	_ "modernc.org/sqlite" // the host picks the driver
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/sqlstore"
 )
 
@@ -178,9 +181,10 @@ func ExampleFilter_stages() {
 	// 1 stock/count no stage
 }
 
-// A replica that starts again ends, failed, the tasks it was running
-// when it stopped: nothing else would end them.
-func ExampleStore_FailTasks() {
+// A replica that starts again settles what it was running when it
+// stopped: a task still working and a keyed call's claim still
+// unanswered are answered outcome_unknown, and nothing runs again.
+func ExampleStore_SettleOrphans() {
 	ctx := context.Background()
 	db, err := sql.Open("sqlite", "file::memory:")
 	if err != nil {
@@ -195,22 +199,43 @@ func ExampleStore_FailTasks() {
 	if err := store.Migrate(ctx); err != nil {
 		panic(err)
 	}
-	// What the replica kept before it was killed: a task still working.
+	// What the replica kept before it was killed: a task still working,
+	// and the claim of a keyed call whose body was running.
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	_, _, err = store.CreateTask(ctx, actions.Task{ID: "t1", Principal: "ann", Action: "reports/build", Status: actions.TaskWorking, Created: now, Updated: now, TTL: time.Hour})
 	if err != nil {
 		panic(err)
 	}
+	params := map[string]any{"amount": 8}
+	text, _ := actions.CanonicalJSON(params)
+	digest := sha256.Sum256(text)
+	_, err = store.ClaimKey(ctx, actions.KeyRecord{Principal: "ann", Action: "shop/charge", Key: "order-17",
+		Digest: hex.EncodeToString(digest[:]), Expires: now.Add(24 * time.Hour), Unit: "claim:1"}, now)
+	if err != nil {
+		panic(err)
+	}
 
 	// At its next start, before it serves:
-	n, err := store.FailTasks(ctx, "replica-a", now.Add(time.Minute))
-	fmt.Println(n, err)
+	n, err := store.SettleOrphans(ctx, "replica-a", now.Add(time.Minute))
+	fmt.Println(n.Tasks, n.Claims, err)
 	t, _ := store.TaskByID(ctx, "t1")
 	_, why := t.Result()
 	fmt.Println(t.Status, actions.CodeOf(why))
+
+	// The client retries the keyed call: the body does not run again.
+	reg := actions.NewRegistry(&actions.Options{Store: store, Now: func() time.Time { return now.Add(time.Hour) }})
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge"},
+		func(context.Context, map[string]any, *actions.Trace) (any, error) {
+			fmt.Println("charged again")
+			return nil, nil
+		}))
+	_, err = reg.Run(ctx, actions.Call{Action: "shop/charge", Params: params, IdempotencyKey: "order-17",
+		Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}})
+	fmt.Println(actions.CodeOf(err), codes.PolicyOf(actions.CodeOf(err)).Retry)
 	// Output:
-	// 1 <nil>
-	// failed internal
+	// 1 1 <nil>
+	// completed outcome_unknown
+	// outcome_unknown never
 }
 
 // The clauses a body under OrderLocks ends its reads with: a row it reads

@@ -13,7 +13,9 @@ import (
 // keysTable holds the idempotency keys: one row per (principal, action,
 // key), a claim (answer ”) committed before its unit runs, then the
 // unit's answer, so that its unique key decides which of two racing
-// units runs.
+// units runs. Schema version 8 adds origin (keysOrigin): the
+// Options.Origin of the store that claimed the key, whose
+// SettleOrphans answers the claim if its process died.
 func keysTable(integer string) string {
 	return `CREATE TABLE IF NOT EXISTS actions_keys (
 		principal TEXT NOT NULL,
@@ -28,13 +30,18 @@ func keysTable(integer string) string {
 
 const keysIndex = `CREATE INDEX IF NOT EXISTS actions_keys_expires ON actions_keys (expires)`
 
+// keysOrigin gives each key's row the origin of the store that claimed
+// it; the rows of older releases get the empty origin.
+const keysOrigin = `ALTER TABLE actions_keys ADD COLUMN origin TEXT NOT NULL DEFAULT ''`
+
 // ClaimKey claims the key of claim for a unit about to run, as
 // [actions.KeyStore] says; with [Store.SettleKey] it makes *Store an
 // actions.KeyStore, shared by every replica of the database. It runs
 // one short transaction of its own (the driver's default isolation,
 // read committed on PostgreSQL), which commits before the unit begins,
 // so that the claim is durable before any body runs: it deletes the
-// key's row if it expired at now, inserts claim (answer ”), and, when a
+// key's row if it expired at now, inserts claim (answer ”, origin
+// the store's Options.Origin, for [Store.SettleOrphans]), and, when a
 // row is there already, reads it, then the records of its unit (those
 // of a unit kept though it rolled back included). On PostgreSQL an
 // insert that meets a row another transaction is writing waits for it
@@ -62,9 +69,9 @@ func (s *Store) ClaimKey(ctx context.Context, claim actions.KeyRecord, now time.
 			claim.Principal, claim.Action, claim.Key, now.UnixMicro()); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, "INSERT INTO actions_keys (principal, action, idem_key, digest, expires, unit, answer) VALUES ("+
-			s.param(1)+", "+s.param(2)+", "+s.param(3)+", "+s.param(4)+", "+s.param(5)+", "+s.param(6)+", '') ON CONFLICT DO NOTHING",
-			claim.Principal, claim.Action, claim.Key, claim.Digest, claim.Expires.UnixMicro(), claim.Unit)
+		res, err := tx.ExecContext(ctx, "INSERT INTO actions_keys (principal, action, idem_key, digest, expires, unit, answer, origin) VALUES ("+
+			s.params(6)+", '', "+s.param(7)+") ON CONFLICT DO NOTHING",
+			claim.Principal, claim.Action, claim.Key, claim.Digest, claim.Expires.UnixMicro(), claim.Unit, s.opts.Origin)
 		if err != nil {
 			return err
 		}
@@ -140,10 +147,9 @@ func (s *Store) writeKey(ctx context.Context, tx *sql.Tx, unit string, row actio
 			" AND idem_key = "+s.param(3)+" AND unit = "+s.param(4)+" AND answer = ''", row.Principal, row.Action, row.Key, row.Unit)
 		return err
 	}
-	_, err := tx.ExecContext(ctx, "INSERT INTO actions_keys (principal, action, idem_key, digest, expires, unit, answer) VALUES ("+
-		s.param(1)+", "+s.param(2)+", "+s.param(3)+", "+s.param(4)+", "+s.param(5)+", "+s.param(6)+", "+s.param(7)+
-		") ON CONFLICT (principal, action, idem_key) DO UPDATE SET digest = excluded.digest, expires = excluded.expires, unit = excluded.unit, answer = excluded.answer",
-		row.Principal, row.Action, row.Key, row.Digest, row.Expires.UnixMicro(), unit, string(row.Answer))
+	_, err := tx.ExecContext(ctx, "INSERT INTO actions_keys (principal, action, idem_key, digest, expires, unit, answer, origin) VALUES ("+
+		s.params(8)+") ON CONFLICT (principal, action, idem_key) DO UPDATE SET digest = excluded.digest, expires = excluded.expires, unit = excluded.unit, answer = excluded.answer",
+		row.Principal, row.Action, row.Key, row.Digest, row.Expires.UnixMicro(), unit, string(row.Answer), s.opts.Origin)
 	return err
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -170,8 +171,8 @@ func TestKeyConflictAndWindow(t *testing.T) {
 		require.NoError(t, err)
 
 		_, err = rp.reg.Run(ctx, chargeCall("secret-key-77", 6))
-		require.ErrorIs(t, err, actions.CodeIdempotencyConflict)
-		assert.Equal(t, actions.CodeIdempotencyConflict, actions.CodeOf(err))
+		require.ErrorIs(t, err, codes.IdempotencyConflict)
+		assert.Equal(t, codes.IdempotencyConflict, actions.CodeOf(err))
 		assert.NotContains(t, err.Error(), "secret-key-77")
 		assert.NotContains(t, err.Error(), "6")
 		assert.Equal(t, 1, chargeCount(t, db), "nothing ran")
@@ -256,11 +257,11 @@ func TestKeyInProgress(t *testing.T) {
 		go func() { _, err := a.reg.Run(context.Background(), call); done <- err }()
 		<-a.started
 		_, err := b.reg.Run(context.Background(), call)
-		require.ErrorIs(t, err, actions.CodeInProgress)
-		assert.Equal(t, actions.CodeInProgress, actions.CodeOf(err))
+		require.ErrorIs(t, err, codes.InProgress)
+		assert.Equal(t, codes.InProgress, actions.CodeOf(err))
 		var rf *actions.Refusal
 		require.ErrorAs(t, err, &rf)
-		assert.Equal(t, actions.RetryAfterBackoff, rf.Retry)
+		assert.Equal(t, codes.RetryAfterBackoff, rf.Retry)
 		assert.False(t, rf.RetryAt.IsZero())
 		close(a.release)
 		require.NoError(t, <-done)
@@ -309,7 +310,7 @@ func TestKeyAcrossConfirmation(t *testing.T) {
 		_, err = rp.reg.Decide(ctx, actions.Decision{Change: held.Pending.ID, Confirm: false, Caller: ann})
 		require.NoError(t, err)
 		_, err = other.reg.Run(ctx, call)
-		require.ErrorIs(t, err, actions.CodeRejected)
+		require.ErrorIs(t, err, codes.Rejected)
 		assert.Equal(t, 1, chargeCount(t, db))
 	})
 }
@@ -335,7 +336,7 @@ func TestKeyBatch(t *testing.T) {
 		other := b
 		other.Steps = b.Steps[:1]
 		_, err = rp.reg.Run(ctx, actions.Call{Batch: &other, Caller: ann, IdempotencyKey: "batch-1"})
-		require.ErrorIs(t, err, actions.CodeIdempotencyConflict)
+		require.ErrorIs(t, err, codes.IdempotencyConflict)
 		// The batch's key is its own: a single call may use it too.
 		_, err = rp.reg.Run(ctx, chargeCall("batch-1", 1))
 		require.NoError(t, err)
@@ -351,13 +352,13 @@ func TestKeyRequired(t *testing.T) {
 		ctx := context.Background()
 		call := actions.Call{Action: "shop/mail", Params: map[string]any{"amount": 1}, Caller: ann}
 		res, err := rp.reg.Run(ctx, call)
-		require.ErrorIs(t, err, actions.CodeIdempotencyKeyRequired)
-		assert.Equal(t, actions.CodeIdempotencyKeyRequired, actions.CodeOf(err))
+		require.ErrorIs(t, err, codes.IdempotencyKeyRequired)
+		assert.Equal(t, codes.IdempotencyKeyRequired, actions.CodeOf(err))
 		require.Len(t, res.Records, 1)
-		assert.Equal(t, actions.CodeIdempotencyKeyRequired, res.Records[0].Entry.Error)
+		assert.Equal(t, codes.IdempotencyKeyRequired, res.Records[0].Entry.Error)
 		b := actions.Batch{Steps: []actions.Step{{Call: "shop/mail", With: map[string]any{"amount": 1}}}}
 		_, err = rp.reg.Run(ctx, actions.Call{Batch: &b, Caller: ann})
-		require.ErrorIs(t, err, actions.CodeIdempotencyKeyRequired)
+		require.ErrorIs(t, err, codes.IdempotencyKeyRequired)
 		assert.Equal(t, 0, chargeCount(t, db))
 
 		call.IdempotencyKey = "m-1"
@@ -369,7 +370,7 @@ func TestKeyRequired(t *testing.T) {
 
 		call.IdempotencyKey = "bad key"
 		_, err = rp.reg.Run(ctx, call)
-		require.ErrorIs(t, err, actions.CodeInvalidParameters)
+		require.ErrorIs(t, err, codes.InvalidParameters)
 		assert.NotContains(t, err.Error(), "bad key")
 	})
 }
@@ -467,14 +468,14 @@ func TestKeyKeptWhateverTheOutcome(t *testing.T) {
 		result any
 		err    error
 		wait   bool
-		code   actions.Code
+		code   codes.Code
 	}{
 		// A second: the body surely starts before the deadline, even on
 		// a loaded machine.
-		{name: "timeout", def: actions.Definition{Timeout: time.Second}, wait: true, code: actions.CodeTimeout},
-		{name: "output_invalid", def: actions.Definition{OutputSchema: `{"type":"object","required":["receipt"]}`}, result: map[string]any{"charged": 1}, code: actions.CodeOutputInvalid},
-		{name: "result_too_large", def: actions.Definition{MaxResultBytes: 20}, result: map[string]any{"charged": strings.Repeat("x", 100)}, code: actions.CodeResultTooLarge},
-		{name: "body_error", err: errors.New("the bank hung up"), code: actions.CodeInternal},
+		{name: "timeout", def: actions.Definition{Timeout: time.Second}, wait: true, code: codes.Timeout},
+		{name: "output_invalid", def: actions.Definition{OutputSchema: `{"type":"object","required":["receipt"]}`}, result: map[string]any{"charged": 1}, code: codes.OutputInvalid},
+		{name: "result_too_large", def: actions.Definition{MaxResultBytes: 20}, result: map[string]any{"charged": strings.Repeat("x", 100)}, code: codes.ResultTooLarge},
+		{name: "body_error", err: errors.New("the bank hung up"), code: codes.Internal},
 		{name: "body_refusal", err: actions.NewRefusal("card_declined", "the card was declined"), code: "card_declined"},
 	}
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
@@ -551,33 +552,40 @@ func TestKeyRetryPassesTheGate(t *testing.T) {
 				call := actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "pay-1"}
 				_, err = reg.Run(context.Background(), call)
 				require.NoError(t, err)
-				answered, limited := 0, 0
-				for range 40 {
-					_, err := reg.Run(context.Background(), call)
-					switch actions.CodeOf(err) {
-					case "":
-						answered++
-					case actions.CodeRateLimited:
-						limited++
-					default:
-						t.Fatalf("unexpected %v", err)
-					}
-				}
+				answered, limited := retryLimited(t, reg, call, 40)
 				assert.Equal(t, 1, answered, "the burst's second call")
 				assert.Equal(t, 39, limited)
 				_, err = reg.Run(context.Background(), actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "pay-2"})
-				require.ErrorIs(t, err, actions.CodeRateLimited, "the retries counted")
+				require.ErrorIs(t, err, codes.RateLimited, "the retries counted")
 
 				clock.add(time.Hour)
 				lost := *payer
 				lost.Capabilities = nil
 				call.Caller = &lost
 				_, err = reg.Run(context.Background(), call)
-				require.ErrorIs(t, err, actions.CodeUnknownAction, "the caller may no longer call")
+				require.ErrorIs(t, err, codes.UnknownAction, "the caller may no longer call")
 				assert.Equal(t, int64(1), runs.Load())
 			})
 		})
 	}
+}
+
+// retryLimited sends call n times and counts the answers and the
+// rate_limited refusals; any other outcome fails the test.
+func retryLimited(t *testing.T, reg *actions.Registry, call actions.Call, n int) (answered, limited int) {
+	t.Helper()
+	for range n {
+		_, err := reg.Run(context.Background(), call)
+		switch actions.CodeOf(err) {
+		case "":
+			answered++
+		case codes.RateLimited:
+			limited++
+		default:
+			t.Fatalf("unexpected %v", err)
+		}
+	}
+	return answered, limited
 }
 
 // TestKeyHeldCallExpired: a keyed held call's retry gets the same receipt
@@ -615,7 +623,7 @@ func TestKeyHeldCallExpired(t *testing.T) {
 
 		clock.add(time.Microsecond)
 		_, err = rp.reg.PendingChange(ctx, held.Pending.ID, ann)
-		require.ErrorIs(t, err, actions.CodeUnknownChange, "the change expired")
+		require.ErrorIs(t, err, codes.UnknownChange, "the change expired")
 		_, err = rp.reg.Run(ctx, call)
 		var fresh *actions.Refusal
 		require.ErrorAs(t, err, &fresh)
@@ -690,10 +698,10 @@ func TestKeyKeptFailureClaimDurable(t *testing.T) {
 		close(proceed)
 		<-held
 		for i, err := range []error{<-aDone, <-bDone} {
-			assert.Equal(t, actions.Code("card_declined"), actions.CodeOf(err), "call %d: %v", i, err)
+			assert.Equal(t, codes.Code("card_declined"), actions.CodeOf(err), "call %d: %v", i, err)
 		}
 		_, err := b.Run(context.Background(), call)
-		assert.Equal(t, actions.Code("card_declined"), actions.CodeOf(err), "a later retry")
+		assert.Equal(t, codes.Code("card_declined"), actions.CodeOf(err), "a later retry")
 		assert.Equal(t, int64(1), card.Load(), "the card was charged once")
 	})
 }
@@ -720,29 +728,18 @@ func TestKeyBatchRetryPassesTheRate(t *testing.T) {
 		call := actions.Call{Batch: &b, Caller: ann, IdempotencyKey: "batch-1"}
 		_, err = reg.Run(context.Background(), call)
 		require.NoError(t, err)
-		answered, limited := 0, 0
-		for range 40 {
-			_, err := reg.Run(context.Background(), call)
-			switch actions.CodeOf(err) {
-			case "":
-				answered++
-			case actions.CodeRateLimited:
-				limited++
-			default:
-				t.Fatalf("unexpected %v", err)
-			}
-		}
+		answered, limited := retryLimited(t, reg, call, 40)
 		assert.Equal(t, 1, answered, "the burst's last two tokens")
 		assert.Equal(t, 39, limited)
 		_, err = reg.Run(context.Background(), actions.Call{Action: "shop/pay", Caller: ann, IdempotencyKey: "pay-2"})
-		require.ErrorIs(t, err, actions.CodeRateLimited, "the retries counted")
+		require.ErrorIs(t, err, codes.RateLimited, "the retries counted")
 		assert.Equal(t, int64(2), runs.Load())
 		mu.Lock()
 		defer mu.Unlock()
 		require.Len(t, recs, 2+1+39+1, "each call leaves its records")
 		for _, r := range recs[3 : 3+39] {
 			assert.True(t, r.RolledBack)
-			assert.Equal(t, actions.CodeRateLimited, r.Audit.Code)
+			assert.Equal(t, codes.RateLimited, r.Audit.Code)
 		}
 	})
 }
@@ -774,10 +771,10 @@ func TestKeyCommitFailureKeepsKey(t *testing.T) {
 			}})
 		call := actions.Call{Action: "shop/pay", Caller: ann, IdempotencyKey: "pay-1"}
 		_, err = reg.Run(context.Background(), call)
-		require.ErrorIs(t, err, actions.CodeInternal)
+		require.ErrorIs(t, err, codes.Internal)
 		fail.Store(false)
 		_, err = reg.Run(context.Background(), call)
-		require.ErrorIs(t, err, actions.CodeInternal, "the retry gets the kept outcome")
+		require.ErrorIs(t, err, codes.Internal, "the retry gets the kept outcome")
 		assert.Equal(t, int64(1), card.Load(), "the body ran once")
 		assert.Zero(t, chargeCount(t, db), "its writes were undone")
 	})

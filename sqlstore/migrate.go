@@ -106,6 +106,14 @@ var migrations = []migration{
 		sqlite:  partialIndexes,
 		pg:      partialIndexes,
 	},
+	{
+		// A key's claim names the origin that made it, so that a
+		// replica settles the claims its dead process left
+		// (SettleOrphans).
+		version: 8,
+		sqlite:  []string{keysOrigin},
+		pg:      []string{keysOrigin},
+	},
 }
 
 // partialIndexes replace the stage, pending change and outcome indexes
@@ -149,7 +157,7 @@ var indexes = []string{
 // SchemaVersion is the version of the store's tables that this package
 // writes and reads: the last step of migrations (a new step raises it
 // too, or the next Migrate refuses the schema the previous one wrote).
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // Migrate creates the store's tables and indexes, or brings them to
 // [SchemaVersion], in one transaction. It is idempotent: run it at every

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -46,7 +47,7 @@ func TestPendingChangesInSQL(t *testing.T) {
 		}
 
 		res, err := reg.Run(ctx, actions.Call{Action: "t/purge", Params: `{"n":1}`, Caller: eve})
-		require.ErrorIs(t, err, actions.CodeConfirmationRequired)
+		require.ErrorIs(t, err, codes.ConfirmationRequired)
 		var r *actions.Refusal
 		require.ErrorAs(t, err, &r)
 		require.NotNil(t, r.Pending)
@@ -95,7 +96,7 @@ func TestPendingChangesInSQL(t *testing.T) {
 		res, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Caller: eve})
 		require.NoError(t, err)
 		require.Len(t, res.Records, 1)
-		assert.Equal(t, actions.CodeRejected, res.Records[0].Entry.Error)
+		assert.Equal(t, codes.Rejected, res.Records[0].Entry.Error)
 		assert.Equal(t, actions.StageRejected, res.Records[0].Audit.Stage)
 		assert.False(t, res.Records[0].RolledBack, "the rejection is kept")
 		assert.Equal(t, before, dump(t, db))

@@ -122,6 +122,7 @@ func TestMigrateToPartialIndexes(t *testing.T) {
 			"CREATE INDEX actions_run_log_stage ON actions_run_log (stage, seq)",
 			"CREATE INDEX actions_run_log_pending_change ON actions_run_log (pending_change, seq)",
 			"CREATE INDEX actions_run_log_outcome ON actions_run_log (outcome, seq)",
+			"ALTER TABLE actions_keys DROP COLUMN origin",
 			"UPDATE actions_schema SET version = 6",
 		} {
 			_, err := db.Exec(q)

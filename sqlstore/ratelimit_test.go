@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -44,7 +45,7 @@ func TestSharedRateLimits(t *testing.T) {
 			require.NoError(t, err, "call %d of the burst", i)
 		}
 		_, err := regs[1].Run(ctx, call)
-		require.ErrorIs(t, err, actions.CodeRateLimited)
+		require.ErrorIs(t, err, codes.RateLimited)
 		var rf *actions.Refusal
 		require.ErrorAs(t, err, &rf)
 		assert.Equal(t, clock.now().Add(time.Second), rf.RetryAt)
@@ -52,7 +53,7 @@ func TestSharedRateLimits(t *testing.T) {
 		_, err = regs[0].Run(ctx, call)
 		require.NoError(t, err, "one call a second later")
 		_, err = regs[1].Run(ctx, call)
-		require.ErrorIs(t, err, actions.CodeRateLimited)
+		require.ErrorIs(t, err, codes.RateLimited)
 		other := call
 		other.Caller = &actions.Caller{Principal: "bob", Surface: actions.SurfaceUI}
 		_, err = regs[1].Run(ctx, other)

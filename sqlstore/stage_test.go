@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -80,7 +81,7 @@ func TestReadByStageAndPendingChange(t *testing.T) {
 			{"change's decision", sqlstore.Filter{PendingChange: confirmed, Stages: []actions.Stage{actions.StageConfirmed, actions.StageRejected}}, []int64{4}},
 			{"newest first", sqlstore.Filter{PendingChange: rejected, Newest: true, Limit: 1}, []int64{5}},
 			{"before, newest first", sqlstore.Filter{Stages: []actions.Stage{actions.StageHeld}, Before: 3, Newest: true}, []int64{2}},
-			{"by code", sqlstore.Filter{Code: actions.CodeConfirmationRequired, Newest: true}, []int64{3, 2}},
+			{"by code", sqlstore.Filter{Code: codes.ConfirmationRequired, Newest: true}, []int64{3, 2}},
 			{"unknown change", sqlstore.Filter{PendingChange: "0123456789abcdef0123456789abcdef"}, []int64{}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
@@ -111,6 +112,7 @@ func TestMigrateFillsTheStage(t *testing.T) {
 			"DROP INDEX actions_run_log_staged",
 			"ALTER TABLE actions_run_log DROP COLUMN stage",
 			"DROP INDEX actions_run_log_pending",
+			"ALTER TABLE actions_keys DROP COLUMN origin",
 			"UPDATE actions_schema SET version = 4",
 		} {
 			_, err := db.Exec(q)

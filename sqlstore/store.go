@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // Dialect names the SQL a database speaks. The store writes each query in
@@ -438,7 +439,7 @@ type Filter struct {
 	// Newest returns the records newest first (by Seq, descending).
 	Newest bool
 	// Code keeps the entries refused with this code (the host's code).
-	Code actions.Code
+	Code codes.Code
 	// Unit keeps the records of one call or batch.
 	Unit string
 	// Origin keeps the records written by the stores of this origin.

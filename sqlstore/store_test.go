@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -256,7 +257,7 @@ func TestStoreKeepsRecordOfEmptyID(t *testing.T) {
 		s := newStore(t, db, nil)
 		reg := actions.NewRegistry(&actions.Options{Store: s})
 		res, err := reg.Run(context.Background(), actions.Call{})
-		require.ErrorIs(t, err, actions.CodeUnknownAction)
+		require.ErrorIs(t, err, codes.UnknownAction)
 		require.Len(t, res.Records, 1)
 		assert.True(t, res.Records[0].RolledBack)
 		recs, err := s.Read(context.Background(), sqlstore.Filter{Kept: sqlstore.UndoneOnly})

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -226,7 +227,7 @@ func TestTaskKeyedRetry(t *testing.T) {
 		assert.Equal(t, first.ID, retry.ID)
 		c.Params = map[string]any{"amount": 8}
 		_, err = h.reg.Start(ctx, c, actions.TaskOptions{})
-		assert.ErrorIs(t, err, actions.CodeIdempotencyConflict)
+		assert.ErrorIs(t, err, codes.IdempotencyConflict)
 		close(h.release)
 		await(t, h.reg, first.ID)
 		assert.Equal(t, 1, chargeCount(t, db))
@@ -243,13 +244,13 @@ func TestTaskRefusedCallCompletes(t *testing.T) {
 		_, err = done.Result()
 		var rf *actions.Refusal
 		require.ErrorAs(t, err, &rf)
-		assert.Equal(t, actions.CodeInvalidParameters, rf.Code)
+		assert.Equal(t, codes.InvalidParameters, rf.Code)
 	})
 }
 
 // A task whose process died stays working until a replica of its origin
-// starts again and fails it.
-func TestTaskFailedAfterItsProcessDied(t *testing.T) {
+// starts again and settles it: completed, answered outcome_unknown.
+func TestTaskSettledAfterItsProcessDied(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		ctx := context.Background()
 		h := newTaskHost(t, db, true)
@@ -260,18 +261,18 @@ func TestTaskFailedAfterItsProcessDied(t *testing.T) {
 		_, created, err := dead.CreateTask(ctx, orphan)
 		require.NoError(t, err)
 		require.True(t, created)
-		n, err := h.s.FailTasks(ctx, "replica-b", now)
+		n, err := h.s.SettleOrphans(ctx, "replica-b", now)
 		require.NoError(t, err)
 		assert.Zero(t, n, "another origin's tasks are left alone")
-		n, err = h.s.FailTasks(ctx, "replica-a", now)
+		n, err = h.s.SettleOrphans(ctx, "replica-a", now)
 		require.NoError(t, err)
-		assert.Equal(t, int64(1), n)
+		assert.Equal(t, sqlstore.Orphans{Tasks: 1}, n)
 		got, err := h.reg.Task(ctx, orphan.ID, ann)
 		require.NoError(t, err)
-		assert.Equal(t, actions.TaskFailed, got.Status)
+		assert.Equal(t, actions.TaskCompleted, got.Status)
 		_, rerr := got.Result()
-		assert.ErrorIs(t, rerr, actions.CodeInternal)
-		n, err = h.s.FailTasks(ctx, "replica-a", now)
+		assert.ErrorIs(t, rerr, codes.OutcomeUnknown)
+		n, err = h.s.SettleOrphans(ctx, "replica-a", now)
 		require.NoError(t, err)
 		assert.Zero(t, n, "a terminal status stays")
 	})
@@ -282,10 +283,12 @@ func TestTaskFailedAfterItsProcessDied(t *testing.T) {
 const taskChildEnv = "SQLSTORE_TASK_CHILD"
 
 // TestTaskReplicaKilled: replica-a (a child process, this test binary)
-// starts a task whose body writes, then is killed with SIGKILL while the
-// body runs. Another replica sees the task working, and nothing of the
-// body's write (its transaction died with it); once replica-a starts
-// again and fails its tasks, the task is failed.
+// starts a task under an idempotency key whose body writes, then is
+// killed with SIGKILL while the body runs. Another replica sees the task
+// working, and nothing of the body's write (its transaction died with
+// it); once replica-a starts
+// again and settles its orphans, the task and its call's key are
+// answered outcome_unknown, and a retry under the key runs nothing.
 func TestTaskReplicaKilled(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		h := newTaskHost(t, db, true) // replica-b, and the charges table
@@ -306,12 +309,22 @@ func TestTaskReplicaKilled(t *testing.T) {
 
 		restarted, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Origin: "replica-a"})
 		require.NoError(t, err)
-		n, err := restarted.FailTasks(ctx, "replica-a", h.clock.now())
+		n, err := restarted.SettleOrphans(ctx, "replica-a", h.clock.now())
 		require.NoError(t, err)
-		assert.Equal(t, int64(1), n)
-		failed, err := h.reg.Task(ctx, id, ann)
+		assert.Equal(t, sqlstore.Orphans{Tasks: 1, Claims: 1}, n, "the task, and its call's key")
+		settled, err := h.reg.Task(ctx, id, ann)
 		require.NoError(t, err)
-		assert.Equal(t, actions.TaskFailed, failed.Status)
+		assert.Equal(t, actions.TaskCompleted, settled.Status)
+		_, rerr := settled.Result()
+		assert.ErrorIs(t, rerr, codes.OutcomeUnknown)
+
+		// A retry under the key gets the settled task; nothing runs.
+		retried, err := h.reg.Start(ctx, actions.Call{Action: "shop/report", Params: map[string]any{}, Caller: ann, IdempotencyKey: "report-1"}, actions.TaskOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, id, retried.ID)
+		_, rerr = retried.Result()
+		assert.ErrorIs(t, rerr, codes.OutcomeUnknown)
+		assert.Equal(t, 0, chargeCount(t, db))
 	})
 }
 
@@ -341,7 +354,7 @@ func TestTaskChild(t *testing.T) {
 			close(wrote)
 			select {} // killed while it runs
 		}}))
-	task, err := reg.Start(context.Background(), actions.Call{Action: "shop/report", Caller: ann}, actions.TaskOptions{})
+	task, err := reg.Start(context.Background(), actions.Call{Action: "shop/report", Caller: ann, IdempotencyKey: "report-1"}, actions.TaskOptions{})
 	require.NoError(t, err)
 	<-wrote
 	fmt.Printf("task %s\n", task.ID)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -39,7 +40,7 @@ func TestTimeoutAnsweredAtTheDeadline(t *testing.T) {
 			}})
 		res, err := reg.Run(context.Background(), actions.Call{Action: "shop/stuck"})
 		// The body is still blocked here: the answer came at the deadline.
-		require.ErrorIs(t, err, actions.CodeTimeout)
+		require.ErrorIs(t, err, codes.Timeout)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Len(t, res.Records, 1)
 		assert.True(t, res.Records[0].RolledBack)
@@ -73,7 +74,7 @@ func TestTimeoutByTheClock(t *testing.T) {
 				return "done", nil
 			}})
 		_, err = reg.Run(context.Background(), actions.Call{Action: "shop/late"})
-		require.ErrorIs(t, err, actions.CodeTimeout)
+		require.ErrorIs(t, err, codes.Timeout)
 		assert.Equal(t, 0, chargeCount(t, db))
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -129,7 +130,7 @@ func fixtureRegistry(t *testing.T, db *dbtest.DB, s *sqlstore.Store, f *batchFix
 					return nil, err
 				}
 				if fails != "" {
-					return nil, actions.NewRefusal(actions.Code(fails), "the fixture's body refuses")
+					return nil, actions.NewRefusal(codes.Code(fails), "the fixture's body refuses")
 				}
 				if string(returns) == `"$params"` {
 					return p, nil
@@ -328,7 +329,7 @@ func TestKillBetweenChangesAndCommit(t *testing.T) {
 			reg := writerRegistry(t, db, s, func(context.Context, *sql.Tx) error { cancel(); return nil }, seen.add)
 			res, err := reg.Run(ctx, actions.Call{Batch: &twoWrites})
 			require.ErrorIs(t, err, context.Canceled)
-			assert.Equal(t, actions.CodeCancelled, actions.CodeOf(err))
+			assert.Equal(t, codes.Cancelled, actions.CodeOf(err))
 			assertUndone(t, res, seen.all(), 2)
 			assertNeither(t, db, s, before)
 		})
@@ -339,7 +340,7 @@ func TestKillBetweenChangesAndCommit(t *testing.T) {
 			var seen recorder
 			res, err := writerRegistry(t, db, cs, nil, seen.add).Run(ctx, actions.Call{Batch: &twoWrites})
 			require.ErrorIs(t, err, context.Canceled)
-			assert.Equal(t, actions.CodeCancelled, actions.CodeOf(err))
+			assert.Equal(t, codes.Cancelled, actions.CodeOf(err))
 			assertUndone(t, res, seen.all(), 2)
 			assertNeither(t, db, s, before)
 		})
@@ -356,7 +357,7 @@ func TestKillBetweenChangesAndCommit(t *testing.T) {
 				var seen recorder
 				res, err := writerRegistry(t, db, ks, nil, seen.add).Run(context.Background(), actions.Call{Batch: &twoWrites})
 				require.Error(t, err)
-				assert.Equal(t, actions.CodeInternal, actions.CodeOf(err), "the store's failure: %v", err)
+				assert.Equal(t, codes.Internal, actions.CodeOf(err), "the store's failure: %v", err)
 				assertUndone(t, res, seen.all(), 2)
 				assertNeither(t, db, s, before)
 			})

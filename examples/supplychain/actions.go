@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/sqlstore"
 )
 
@@ -101,7 +102,7 @@ func definitions(m *Model) []actions.Action {
 		}, withEnv(m, getActor)),
 		actions.New(actions.Definition{
 			ID: "supply/create_actor", Title: "Create an actor", Effect: actions.EffectWrite, Additive: true, Capability: capWrite,
-			Refusals:    []actions.DeclaredRefusal{{Code: "id_taken", Retry: actions.RetryAfterEdit}},
+			Refusals:    []actions.DeclaredRefusal{{Code: "id_taken", Retry: codes.RetryAfterEdit}},
 			Description: "Adds an actor to the supply chain and gives it back with its key.",
 			Parameters:  createActorSchema, Writes: []string{"actor"},
 			OutputSchema: actorViewSchema,
@@ -286,7 +287,7 @@ func createActor(ctx context.Context, p map[string]any, env *Env) (any, error) {
 	a, err := env.Model.CreateActor(ctx, id, typ, names)
 	if errors.Is(err, errIDTaken) {
 		r := actions.NewRefusal("id_taken", "an actor already has this id")
-		r.Retry = actions.RetryAfterEdit
+		r.Retry = codes.RetryAfterEdit
 		r.NextAction = "Choose another id, or call supply-get_actor to use the existing actor."
 		return nil, r
 	}
@@ -366,8 +367,9 @@ func totalEmissions(ctx context.Context, p totalParams, env *Env) (total, error)
 }
 
 // actorOf returns the actor of a resolved ref. The registry resolved the
-// ref before the body ran, so it is a key; a concurrent delete may still
-// have removed it since.
+// ref in the call's unit before the body ran, so it is a key, held
+// against a delete by the resolution's locks; an earlier call of the same
+// batch may still have deleted it.
 func actorOf(ctx context.Context, key string, env *Env) (Actor, error) {
 	a, ok, err := env.Model.Actor(ctx, key)
 	if err != nil {

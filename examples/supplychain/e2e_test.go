@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -136,7 +137,7 @@ func (h *host) pendingIDs(t *testing.T, c *actions.Caller) []string {
 // its receipt.
 func heldReceipt(t *testing.T, err error) *actions.Receipt {
 	t.Helper()
-	require.ErrorIs(t, err, actions.CodeConfirmationRequired)
+	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	var r *actions.Refusal
 	require.ErrorAs(t, err, &r)
 	require.NotNil(t, r.Pending, "a receipt")
@@ -146,7 +147,7 @@ func heldReceipt(t *testing.T, err error) *actions.Receipt {
 
 // assertStage checks each record: kept (not rolled back), at stage, for
 // pending change id, in a batch or not, with outcome and error code.
-func assertStage(t *testing.T, recs []actions.Record, stage actions.Stage, id string, batch bool, outcome actions.Outcome, code actions.Code) {
+func assertStage(t *testing.T, recs []actions.Record, stage actions.Stage, id string, batch bool, outcome actions.Outcome, code codes.Code) {
 	t.Helper()
 	require.NotEmpty(t, recs)
 	for i, rec := range recs {
@@ -224,7 +225,7 @@ func (h *host) replayAll(t *testing.T) figures {
 // receipt (code, pending), a batch's refusal (at, step, kept, steps) or
 // a batch's answer (result, steps).
 type toolAnswer struct {
-	Code    actions.Code     `json:"code"`
+	Code    codes.Code       `json:"code"`
 	Pending *actions.Receipt `json:"pending"`
 	At      string           `json:"at"`
 	Step    string           `json:"step"`
@@ -233,7 +234,7 @@ type toolAnswer struct {
 	Steps   []struct {
 		Call    string          `json:"call"`
 		Outcome actions.Outcome `json:"outcome"`
-		Error   actions.Code    `json:"error"`
+		Error   codes.Code      `json:"error"`
 	} `json:"steps"`
 }
 
@@ -296,7 +297,7 @@ func TestEndToEnd(t *testing.T) {
 			rc := heldReceipt(t, err)
 			assert.Equal(t, "supply/delete_actor", rc.Action)
 			assert.Empty(t, rc.Steps, "one call, no steps")
-			assertStage(t, res.Records, actions.StageHeld, rc.ID, false, actions.OutcomeRefused, actions.CodeConfirmationRequired)
+			assertStage(t, res.Records, actions.StageHeld, rc.ID, false, actions.OutcomeRefused, codes.ConfirmationRequired)
 			assert.Equal(t, `{"actor":"act_1"}`, res.Records[0].Entry.Parameters, "held checked, its ref resolved")
 			assert.Equal(t, before, h.dump(t), "nothing ran")
 			assert.Contains(t, h.pendingIDs(t, editorUI), rc.ID)
@@ -313,7 +314,7 @@ func TestEndToEnd(t *testing.T) {
 			assert.Len(t, h.since(n), 2, "OnRecord: the held call, then the confirmed one")
 
 			_, err = h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Confirm: true, Caller: editorUI})
-			require.ErrorIs(t, err, actions.CodeUnknownChange, "a change runs once")
+			require.ErrorIs(t, err, codes.UnknownChange, "a change runs once")
 			assert.Len(t, h.since(n), 2, "a refused decision makes no record")
 			replayed(t)
 		})
@@ -324,11 +325,11 @@ func TestEndToEnd(t *testing.T) {
 			rc := heldReceipt(t, err)
 			res, err := h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Caller: editorUI})
 			require.NoError(t, err)
-			assertStage(t, res.Records, actions.StageRejected, rc.ID, false, actions.OutcomeRefused, actions.CodeRejected)
+			assertStage(t, res.Records, actions.StageRejected, rc.ID, false, actions.OutcomeRefused, codes.Rejected)
 			assert.Equal(t, before, h.dump(t), "nothing ran")
 			assert.NotContains(t, h.pendingIDs(t, editorUI), rc.ID)
 			_, err = h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Confirm: true, Caller: editorUI})
-			require.ErrorIs(t, err, actions.CodeUnknownChange, "a rejected change is gone")
+			require.ErrorIs(t, err, codes.UnknownChange, "a rejected change is gone")
 			replayed(t)
 		})
 
@@ -344,7 +345,7 @@ func TestEndToEnd(t *testing.T) {
 			rc := heldReceipt(t, err)
 			assert.Equal(t, []actions.HeldStep{{Index: 2, Action: "supply/delete_actor"}}, rc.Steps, "the receipt names the held step")
 			require.Len(t, res.Records, 3, "one record per step, held with the batch")
-			assertStage(t, res.Records, actions.StageHeld, rc.ID, true, actions.OutcomeRefused, actions.CodeConfirmationRequired)
+			assertStage(t, res.Records, actions.StageHeld, rc.ID, true, actions.OutcomeRefused, codes.ConfirmationRequired)
 			assert.Equal(t, before, h.dump(t), "no step ran before the confirmation")
 
 			res, err = h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Confirm: true, Caller: editorUI})
@@ -402,7 +403,7 @@ func TestEndToEnd(t *testing.T) {
 						recs := h.since(n)
 						require.Len(t, recs, 6, "three steps held, then three confirmed")
 						id := recs[0].Audit.PendingChange
-						assertStage(t, recs[:3], actions.StageHeld, id, true, actions.OutcomeRefused, actions.CodeConfirmationRequired)
+						assertStage(t, recs[:3], actions.StageHeld, id, true, actions.OutcomeRefused, codes.ConfirmationRequired)
 						assertStage(t, recs[3:], actions.StageConfirmed, id, true, actions.OutcomeDone, "")
 					})
 					t.Run("declined", func(t *testing.T) {
@@ -413,13 +414,13 @@ func TestEndToEnd(t *testing.T) {
 						res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_batch", Arguments: batch(site+"_no", "north_warehouse")})
 						require.NoError(t, err)
 						require.True(t, res.IsError)
-						assert.Equal(t, actions.CodeRejected, answerOf(t, res).Code)
+						assert.Equal(t, codes.Rejected, answerOf(t, res).Code)
 						assert.Equal(t, before, h.dump(t), "nothing ran")
 						recs := h.since(n)
 						require.Len(t, recs, 6, "three steps held, then three rejected")
 						id := recs[0].Audit.PendingChange
-						assertStage(t, recs[:3], actions.StageHeld, id, true, actions.OutcomeRefused, actions.CodeConfirmationRequired)
-						assertStage(t, recs[3:], actions.StageRejected, id, true, actions.OutcomeRefused, actions.CodeRejected)
+						assertStage(t, recs[:3], actions.StageHeld, id, true, actions.OutcomeRefused, codes.ConfirmationRequired)
+						assertStage(t, recs[3:], actions.StageRejected, id, true, actions.OutcomeRefused, codes.Rejected)
 						assert.NotContains(t, h.pendingIDs(t, editorUI), id)
 					})
 				})
@@ -455,7 +456,7 @@ func TestEndToEnd(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, res.IsError)
 			a = answerOf(t, res)
-			assert.Equal(t, actions.CodeInvalidParameters, a.Code)
+			assert.Equal(t, codes.InvalidParameters, a.Code)
 			assert.Equal(t, "/commands/1", a.At)
 			assert.Equal(t, "carbon-record_emissions", a.Step)
 			assert.False(t, a.Kept)
@@ -470,14 +471,14 @@ func TestEndToEnd(t *testing.T) {
 			assert.False(t, res.Records[0].RolledBack)
 
 			res, err = h.reg.Run(ctx, actions.Call{Action: "supply/create_actor", Params: `{"id":"v_site","display_name":"V"}`, Caller: viewerMCP})
-			require.ErrorIs(t, err, actions.CodeUnknownAction, "the viewer learns nothing of the write")
-			assert.NotErrorIs(t, err, actions.CodeForbiddenCapability)
+			require.ErrorIs(t, err, codes.UnknownAction, "the viewer learns nothing of the write")
+			assert.NotErrorIs(t, err, codes.ForbiddenCapability)
 			require.Len(t, res.Records, 1)
 			assert.True(t, res.Records[0].RolledBack)
-			assert.Equal(t, actions.CodeForbiddenCapability, res.Records[0].Entry.Error, "the host's view")
+			assert.Equal(t, codes.ForbiddenCapability, res.Records[0].Entry.Error, "the host's view")
 
 			_, err = h.reg.Run(ctx, actions.Call{Action: "supply/delete_actor", Params: `{"actor":"north_warehouse"}`, Caller: viewerMCP})
-			require.ErrorIs(t, err, actions.CodeUnknownAction, "refused before anything is held")
+			require.ErrorIs(t, err, codes.UnknownAction, "refused before anything is held")
 			assert.Empty(t, h.pendingIDs(t, viewerUI))
 
 			write := actions.Batch{Steps: []actions.Step{
@@ -485,7 +486,7 @@ func TestEndToEnd(t *testing.T) {
 				{Call: "supply/create_actor", With: map[string]any{"id": "v_site", "display_name": "V"}},
 			}}
 			res, err = h.reg.Run(ctx, actions.Call{Batch: &write, Caller: viewerMCP})
-			require.ErrorIs(t, err, actions.CodeUnknownAction)
+			require.ErrorIs(t, err, codes.UnknownAction)
 			var se *actions.StepError
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, 1, se.Index)
@@ -497,7 +498,7 @@ func TestEndToEnd(t *testing.T) {
 				{Call: "supply/delete_actor", With: map[string]any{"actor": "north_warehouse"}},
 			}}
 			_, err = h.reg.Run(ctx, actions.Call{Batch: &held, Caller: viewerMCP})
-			require.ErrorIs(t, err, actions.CodeUnknownAction, "a batch the viewer may not run is not held either")
+			require.ErrorIs(t, err, codes.UnknownAction, "a batch the viewer may not run is not held either")
 			assert.Empty(t, h.pendingIDs(t, viewerUI))
 
 			// The editor's change: the viewer can neither confirm nor
@@ -506,7 +507,7 @@ func TestEndToEnd(t *testing.T) {
 			rc := heldReceipt(t, err)
 			for _, confirm := range []bool{true, false} {
 				res, err := h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Confirm: confirm, Caller: viewerUI})
-				require.ErrorIs(t, err, actions.CodeUnknownChange, "confirm %v", confirm)
+				require.ErrorIs(t, err, codes.UnknownChange, "confirm %v", confirm)
 				assert.Empty(t, res.Records)
 			}
 			assert.Contains(t, h.pendingIDs(t, editorUI), rc.ID, "the change still waits for its proposer")

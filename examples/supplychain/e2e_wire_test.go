@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 )
 
 // announcer is serve's standard error: it keeps what is written and
@@ -153,13 +154,13 @@ func TestEndToEndOverTheWire(t *testing.T) {
 			map[string]any{"call": "supply-get_actor", "with": map[string]any{"actor": "lyon_plant"}},
 			map[string]any{"call": "supply-delete_actor", "with": map[string]any{"actor": "lyon_plant"}},
 		}})
-		assert.Equal(t, actions.CodeUnknownAction, answerOf(t, res).Code, "a batch with a write step is refused before any step")
+		assert.Equal(t, codes.UnknownAction, answerOf(t, res).Code, "a batch with a write step is refused before any step")
 
 		// Delete, confirm: held, the receipt in structuredContent; only
 		// its proposer decides it, once.
 		res = call(editor, "supply-delete_actor", map[string]any{"actor": "Usine de Lyon"})
 		a := answerOf(t, res)
-		require.Equal(t, actions.CodeConfirmationRequired, a.Code)
+		require.Equal(t, codes.ConfirmationRequired, a.Code)
 		require.NotNil(t, a.Pending)
 		for _, d := range []string{"confirm", "reject"} {
 			status, code := post(t, base, "viewer-demo-token", a.Pending.ID, d)
@@ -192,7 +193,7 @@ func TestEndToEndOverTheWire(t *testing.T) {
 			map[string]any{"call": "supply-delete_actor", "with": map[string]any{"actor": "marseille_depot"}},
 		}})
 		a = answerOf(t, res)
-		require.Equal(t, actions.CodeConfirmationRequired, a.Code, "%s", textOf(res))
+		require.Equal(t, codes.ConfirmationRequired, a.Code, "%s", textOf(res))
 		require.NotNil(t, a.Pending)
 		assert.Equal(t, []actions.HeldStep{{Index: 2, Action: "supply/delete_actor"}}, a.Pending.Steps)
 		assert.True(t, call(editor, "supply-get_actor", map[string]any{"actor": "wire_yard"}).IsError, "no step ran yet")
@@ -217,7 +218,7 @@ func TestEndToEndOverTheWire(t *testing.T) {
 				assert.False(t, res.IsError, "%s", textOf(res))
 				assert.True(t, gone)
 			} else {
-				assert.Equal(t, actions.CodeRejected, answerOf(t, res).Code)
+				assert.Equal(t, codes.Rejected, answerOf(t, res).Code)
 				assert.False(t, gone, "nothing ran")
 			}
 			_ = asker.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -87,14 +88,14 @@ func protect(mux *http.ServeMux, mcpHandler http.Handler, reg *actions.Registry)
 		res, err := reg.Decide(r.Context(), d)
 		w.Header().Set("Content-Type", "application/json")
 		var rf *actions.Refusal
-		if errors.As(err, &rf) && rf.Code == actions.CodeInsufficientScope {
+		if errors.As(err, &rf) && rf.Code == codes.InsufficientScope {
 			// The same answer a call over MCP gets (RFC 6750 §3.1).
 			w.Header().Set("WWW-Authenticate", rf.Challenge)
 			w.WriteHeader(http.StatusForbidden)
 			_ = json.NewEncoder(w).Encode(map[string]any{"code": rf.Code, "message": rf.Message})
 			return
 		}
-		if errors.As(err, &rf) && rf.Code != actions.CodeInternal {
+		if errors.As(err, &rf) && rf.Code != codes.Internal {
 			w.WriteHeader(http.StatusConflict)
 			_ = json.NewEncoder(w).Encode(map[string]any{"code": rf.Code, "message": rf.Message})
 			return

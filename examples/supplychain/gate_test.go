@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -52,7 +53,7 @@ func connectAs(t *testing.T, url, token string) *mcp.ClientSession {
 
 // heldAnswer is the structuredContent of a held call's tool result.
 type heldAnswer struct {
-	Code    actions.Code     `json:"code"`
+	Code    codes.Code       `json:"code"`
 	Pending *actions.Receipt `json:"pending"`
 }
 
@@ -64,7 +65,7 @@ func receiptOf(t *testing.T, res *mcp.CallToolResult) heldAnswer {
 	require.NoError(t, err)
 	var out heldAnswer
 	require.NoError(t, json.Unmarshal(text, &out), "%s", text)
-	require.Equal(t, actions.CodeConfirmationRequired, out.Code)
+	require.Equal(t, codes.ConfirmationRequired, out.Code)
 	require.NotNil(t, out.Pending, "%s", text)
 	return out
 }
@@ -115,7 +116,7 @@ func TestViewerAndEditor(t *testing.T) {
 	// is structured data all the same (its listed output schema admits
 	// a refusal), so a client needs no prose to find the change's id.
 	text := res.Content[0].(*mcp.TextContent).Text
-	require.Contains(t, text, "refused: "+string(actions.CodeConfirmationRequired))
+	require.Contains(t, text, "refused: "+string(codes.ConfirmationRequired))
 	held := receiptOf(t, res)
 	require.NotEmpty(t, held.Pending.ID)
 	assert.Contains(t, text, "pending change: "+held.Pending.ID, "the text names the change too")

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -111,7 +112,7 @@ func TestBatchFlagAndRefusal(t *testing.T) {
 		{"call":"supply/list_actors"}]}`), 0o600))
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"-batch", path}, &out, io.Discard)
-	require.ErrorIs(t, err, actions.CodeInvalidParameters)
+	require.ErrorIs(t, err, codes.InvalidParameters)
 	lines := strings.Split(strings.TrimSpace(strings.TrimPrefix(out.String(), "run entries:\n")), "\n")
 	require.Len(t, lines, 2, out.String())
 	assert.Contains(t, lines[1], `"error":"invalid_parameters"`)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ijson
+
+const raceEnabled = false

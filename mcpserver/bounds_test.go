@@ -285,15 +285,7 @@ func TestAttackBatchToolIsTracked(t *testing.T) {
 	srv := httptest.NewServer(h)
 	c := newRawClient(srv.URL)
 	c.initialize(t)
-	streamed := make(chan string, 1)
-	go func() {
-		resp, err := c.post(context.Background(), blockBatch)
-		if err != nil {
-			streamed <- err.Error()
-			return
-		}
-		streamed <- readAll(t, resp)
-	}()
+	streamed := c.postAsync(t, blockBatch)
 	w.awaitStart(t)
 
 	resp, err := c.post(context.Background(), echoCall(3))

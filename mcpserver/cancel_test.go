@@ -47,29 +47,20 @@ func TestAttackCancelLosesTheRace(t *testing.T) {
 		defer srv.Close()
 		c := newRawClient(srv.URL)
 		c.initialize(t)
-		streamed := make(chan string, 1)
-		go func() {
-			resp, err := c.post(context.Background(), callBody(5, "commit-late"))
-			if err != nil {
-				streamed <- err.Error()
-				return
-			}
-			streamed <- readAll(t, resp)
-		}()
+		streamed := c.postAsync(t, callBody(5, "commit-late"))
 		<-started // a cancellation before the handler runs is the SDK's to answer
+		var body string
 		require.Eventually(t, func() bool {
 			resp, err := c.post(context.Background(), cancelFive)
 			require.NoError(t, err)
 			resp.Body.Close()
 			select {
-			case body := <-streamed:
-				streamed <- body
+			case body = <-streamed:
 				return true
 			default:
 				return false
 			}
 		}, eventually, 50*time.Millisecond)
-		body := <-streamed
 		assert.Contains(t, body, "committed", "the call that ran is answered")
 		require.Len(t, entries(), 1)
 		assert.Equal(t, actions.OutcomeDone, entries()[0].Outcome)
@@ -189,15 +180,7 @@ func TestHTTPCancelledNotification(t *testing.T) {
 	srv := httptest.NewServer(h)
 	c := newRawClient(srv.URL)
 	c.initialize(t)
-	stream := make(chan string, 1)
-	go func() {
-		resp, err := c.post(context.Background(), callBody(7, "wait-block"))
-		if err != nil {
-			stream <- err.Error()
-			return
-		}
-		stream <- readAll(t, resp)
-	}()
+	stream := c.postAsync(t, callBody(7, "wait-block"))
 	w.awaitStart(t)
 	resp, err := c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"the user gave up"}}`)
 	require.NoError(t, err)

@@ -206,6 +206,22 @@ func (c *rawClient) post(ctx context.Context, body string, header ...string) (*h
 	return c.client.Do(req)
 }
 
+// postAsync posts body in a goroutine of its own and gives its answer
+// (every line of the response) on the channel, or the error of the post
+// as text: for a call that blocks while the test does something else.
+func (c *rawClient) postAsync(t *testing.T, body string) <-chan string {
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := c.post(context.Background(), body)
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		answer <- readAll(t, resp)
+	}()
+	return answer
+}
+
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
 
 // initialize opens a session (stateful) and sends notifications/initialized.

@@ -285,15 +285,7 @@ func TestKeyedCallOutlivesItsClient(t *testing.T) {
 
 		retry := newRawClient(srv2.URL)
 		retry.version = "2025-11-25"
-		answer := make(chan string, 1)
-		go func() {
-			resp, err := retry.post(context.Background(), call)
-			if err != nil {
-				answer <- err.Error()
-				return
-			}
-			answer <- readAll(t, resp)
-		}()
+		answer := retry.postAsync(t, call)
 		close(release)
 		require.NoError(t, <-bodyCtxErr, "the body was not cancelled by its client leaving")
 		body := <-answer

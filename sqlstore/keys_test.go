@@ -552,18 +552,7 @@ func TestKeyRetryPassesTheGate(t *testing.T) {
 				call := actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "pay-1"}
 				_, err = reg.Run(context.Background(), call)
 				require.NoError(t, err)
-				answered, limited := 0, 0
-				for range 40 {
-					_, err := reg.Run(context.Background(), call)
-					switch actions.CodeOf(err) {
-					case "":
-						answered++
-					case codes.RateLimited:
-						limited++
-					default:
-						t.Fatalf("unexpected %v", err)
-					}
-				}
+				answered, limited := retryLimited(t, reg, call, 40)
 				assert.Equal(t, 1, answered, "the burst's second call")
 				assert.Equal(t, 39, limited)
 				_, err = reg.Run(context.Background(), actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "pay-2"})
@@ -579,6 +568,24 @@ func TestKeyRetryPassesTheGate(t *testing.T) {
 			})
 		})
 	}
+}
+
+// retryLimited sends call n times and counts the answers and the
+// rate_limited refusals; any other outcome fails the test.
+func retryLimited(t *testing.T, reg *actions.Registry, call actions.Call, n int) (answered, limited int) {
+	t.Helper()
+	for range n {
+		_, err := reg.Run(context.Background(), call)
+		switch actions.CodeOf(err) {
+		case "":
+			answered++
+		case codes.RateLimited:
+			limited++
+		default:
+			t.Fatalf("unexpected %v", err)
+		}
+	}
+	return answered, limited
 }
 
 // TestKeyHeldCallExpired: a keyed held call's retry gets the same receipt
@@ -721,18 +728,7 @@ func TestKeyBatchRetryPassesTheRate(t *testing.T) {
 		call := actions.Call{Batch: &b, Caller: ann, IdempotencyKey: "batch-1"}
 		_, err = reg.Run(context.Background(), call)
 		require.NoError(t, err)
-		answered, limited := 0, 0
-		for range 40 {
-			_, err := reg.Run(context.Background(), call)
-			switch actions.CodeOf(err) {
-			case "":
-				answered++
-			case codes.RateLimited:
-				limited++
-			default:
-				t.Fatalf("unexpected %v", err)
-			}
-		}
+		answered, limited := retryLimited(t, reg, call, 40)
 		assert.Equal(t, 1, answered, "the burst's last two tokens")
 		assert.Equal(t, 39, limited)
 		_, err = reg.Run(context.Background(), actions.Call{Action: "shop/pay", Caller: ann, IdempotencyKey: "pay-2"})

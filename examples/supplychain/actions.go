@@ -367,8 +367,9 @@ func totalEmissions(ctx context.Context, p totalParams, env *Env) (total, error)
 }
 
 // actorOf returns the actor of a resolved ref. The registry resolved the
-// ref before the body ran, so it is a key; a concurrent delete may still
-// have removed it since.
+// ref in the call's unit before the body ran, so it is a key, held
+// against a delete by the resolution's locks; an earlier call of the same
+// batch may still have deleted it.
 func actorOf(ctx context.Context, key string, env *Env) (Actor, error) {
 	a, ok, err := env.Model.Actor(ctx, key)
 	if err != nil {

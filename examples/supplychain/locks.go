@@ -20,7 +20,9 @@ import (
 //     delete change it.
 //   - idKey(id), nameKey(name): whether an id, a display name, belongs
 //     to an actor, as a ref resolves and create_actor checks; create and
-//     delete change it.
+//     delete change it. Held shared by a ref's resolution to the unit's
+//     end, they also keep the resolved actor's row from a delete, so a
+//     body reads that row with no row lock (Model.Actor).
 //   - periodKey(period): the emissions of a period, which
 //     total_emissions sums. Every write of an emission (insert, update,
 //     delete) takes it exclusively, first: the writers of one period run

@@ -97,6 +97,10 @@ func readModelFile(data []byte) (*modelFile, error) {
 	return &file, nil
 }
 
+// maxIdlePostgreSQL is how many idle connections a PostgreSQL pool
+// keeps: as many as the units a replica typically runs at once.
+const maxIdlePostgreSQL = 32
+
 // memoryDSN is the default database: SQLite in memory, on one connection
 // (each connection to :memory: is a database of its own).
 const memoryDSN = ":memory:"
@@ -110,7 +114,15 @@ func openDB(dsn string) (db, read *sql.DB, dialect sqlstore.Dialect, err error) 
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		db, err := sql.Open("pgx", dsn)
-		return db, db, sqlstore.PostgreSQL, err
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		// database/sql keeps two idle connections by default: under a
+		// few more concurrent calls than that, connections would be
+		// closed after each unit and opened again, a new server process
+		// each time.
+		db.SetMaxIdleConns(maxIdlePostgreSQL)
+		return db, db, sqlstore.PostgreSQL, nil
 	case dsn == "" || dsn == memoryDSN:
 		db, err := sql.Open("sqlite", "file::memory:?_pragma=foreign_keys(1)")
 		if err != nil {
@@ -394,11 +406,15 @@ func (m *Model) ResolveRef(ctx context.Context, schema, value string) (actions.R
 	return found, rows.Err()
 }
 
-// Actor returns the actor of a key; ok is false when there is none.
-// Inside a unit the row is read FOR SHARE: a delete of it waits for the
-// unit, or the unit for the delete.
+// Actor returns the actor of a key that a ref resolved in the same unit;
+// ok is false when there is none. The row is read without a lock of its
+// own: the resolution holds the actor's id or name key shared to the
+// unit's end, and a delete takes both exclusively (locks.go), so a
+// delete of it waits for the unit, or the unit for the delete. (A row
+// lock here, FOR SHARE, would write the row's lock into the row, for
+// every call on a hot actor.)
 func (m *Model) Actor(ctx context.Context, key string) (Actor, bool, error) {
-	list, err := m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors WHERE actor_key = ?"+sqlstore.ForShare(ctx), key)
+	list, err := m.actors(ctx, "SELECT actor_key, id, type, display_name FROM sc_actors WHERE actor_key = ?", key)
 	if err != nil || len(list) == 0 {
 		return Actor{}, false, err
 	}
@@ -478,15 +494,19 @@ func (m *Model) DeleteActor(ctx context.Context, key string) (bool, error) {
 // SetEmissions sets an actor's emissions for a period and returns the
 // previous value (ok false when there was none).
 //
-// Inside a unit it locks the period's emissions before reading the row
-// FOR UPDATE (two units inserting the same row wait for one another
-// rather than one failing on the primary key), and an insert locks the
-// actor's emissions, the range the row enters (locks.go).
+// Inside a unit it locks the period's emissions first (two units writing
+// the same row, or inserting it, wait for one another rather than one
+// failing on the primary key), then updates the row and reads its
+// previous value (updateEmissions: one statement on PostgreSQL); an
+// insert locks the actor's emissions, the range the row
+// enters (locks.go). The period's lock is held to the unit's commit, so
+// the statements after it are kept few: one for an update, two for an
+// insert.
 func (m *Model) SetEmissions(ctx context.Context, key, period string, co2t float64) (previous float64, ok bool, err error) {
 	if err := lock(ctx, sqlstore.Lock, periodKey(period)); err != nil {
 		return 0, false, err
 	}
-	err = m.q.QueryRowContext(ctx, m.bind("SELECT co2_t FROM sc_emissions WHERE actor_key = ? AND period = ?"+sqlstore.ForUpdate(ctx)), key, period).Scan(&previous)
+	previous, err = m.updateEmissions(ctx, key, period, co2t)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if err := lock(ctx, sqlstore.Lock, actorEmissionsKey(key)); err != nil {
@@ -497,8 +517,27 @@ func (m *Model) SetEmissions(ctx context.Context, key, period string, co2t float
 	case err != nil:
 		return 0, false, err
 	}
+	return previous, true, nil
+}
+
+// updateEmissions sets the figure of an existing row and returns its
+// previous one; sql.ErrNoRows when there is no such row. On PostgreSQL
+// it is one statement (a round trip fewer while the period's lock is
+// held): the old value read FOR UPDATE in a subquery, the latest
+// committed whatever the statement's snapshot. SQLite, whose RETURNING
+// sees only the updated table, reads then updates; it runs in process
+// and one writer at a time.
+func (m *Model) updateEmissions(ctx context.Context, key, period string, co2t float64) (previous float64, err error) {
+	if m.dialect == sqlstore.PostgreSQL {
+		err = m.q.QueryRowContext(ctx, m.bind("UPDATE sc_emissions SET co2_t = ? FROM (SELECT co2_t FROM sc_emissions WHERE actor_key = ? AND period = ?"+sqlstore.ForUpdate(ctx)+") AS old WHERE actor_key = ? AND period = ? RETURNING old.co2_t"),
+			co2t, key, period, key, period).Scan(&previous)
+		return previous, err
+	}
+	if err := m.q.QueryRowContext(ctx, m.bind("SELECT co2_t FROM sc_emissions WHERE actor_key = ? AND period = ?"), key, period).Scan(&previous); err != nil {
+		return 0, err
+	}
 	_, err = m.q.ExecContext(ctx, m.bind("UPDATE sc_emissions SET co2_t = ? WHERE actor_key = ? AND period = ?"), co2t, key, period)
-	return previous, true, err
+	return previous, err
 }
 
 // ClearEmissions removes every emission of an actor and returns how many.

@@ -484,8 +484,8 @@ func driveHTTP(ctx context.Context, sessions []*mcp.ClientSession, work string, 
 // callOf is client c's call number i; checked is true for a
 // record_emissions of a hot actor, whose answer the lost-update check
 // reads. Work emissions: every call one, all in one period. Work spread:
-// the same over four periods (the host's writers of one period run one
-// at a time). Work mix, in ten calls: five of those of emissions, two get_actor, one total_emissions, one create_actor of a new
+// the same over four periods, clients 2k and 2k+1 in period k mod 4 (the
+// host's writers of one period run one at a time). Work mix, in ten calls: five of those of emissions, two get_actor, one total_emissions, one create_actor of a new
 // id, and one batch that records an emission of an actor (the same for
 // every client's batches, by its French name) in batchPeriod and then
 // sums that period.
@@ -498,7 +498,12 @@ func callOf(work string, c, i int) (params *mcp.CallToolParams, checked bool) {
 	case "emissions":
 		return emission, true
 	case "spread":
-		emission.Arguments.(map[string]any)["period"] = spread[(c+i/len(hot))%len(spread)]
+		// The period is the client's: four clients per period, two on
+		// each of two replicas. (A period that changed with the call's
+		// number gathered the clients in one period: a client leaves a
+		// free period after a few quick calls and stays long in the one
+		// whose lock has a queue, so the queue grows.)
+		emission.Arguments.(map[string]any)["period"] = spread[(c/2)%len(spread)]
 		return emission, true
 	}
 	switch i % 10 {

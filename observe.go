@@ -13,10 +13,13 @@ import (
 // and its nested calls, and their observations nest. A nil context
 // means the one Start was given.
 //
-// Start and End may be called concurrently, from many goroutines. A panic
-// in either is not recovered: an observer must not panic. (One during an
+// Start and End may be called concurrently, from many goroutines. An
+// observer must not panic. If it does while a unit runs (an OpCall's Start
+// or End, a batch's step's included), the unit is undone and refused
+// internal, and its calls are recorded, rolled back; one during an
 // OpNested runs inside the calling body, whose panics are recovered: that
-// body's call then fails internal.)
+// body's call then fails internal. A panic in the others (OpBatch,
+// OpDecide, OpUnit, OpReplay) is not recovered.
 type Observer interface {
 	Start(ctx context.Context, op Operation) (context.Context, Observation)
 }

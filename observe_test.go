@@ -222,11 +222,16 @@ func (o panicking) Start(ctx context.Context, op actions.Operation) (context.Con
 	return ctx, actions.Observation{}
 }
 
-// An observer's panic is not recovered, as Observer says, except during
-// a nested call, inside the calling body: that call fails internal.
+// An observer's panic, as Observer says: outside a unit (OpUnit) it is
+// not recovered; inside one, the unit is undone and refused internal,
+// and the call is recorded: refused, rolled back (OpCall); during a
+// nested call, inside the calling body, that call fails internal.
 func TestObserverPanic(t *testing.T) {
+	var recs []actions.Record
 	run := func(kind actions.OpKind) (actions.Result, error) {
-		reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog(), Observer: panicking{kind}})
+		recs = nil
+		reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog(), Observer: panicking{kind},
+			OnRecord: func(r actions.Record) { recs = append(recs, r) }})
 		reg.MustRegister(
 			actions.New(actions.Definition{ID: "shop/inner"}, func(context.Context, map[string]any, *actions.Trace) (any, error) { return "in", nil }),
 			actions.New(actions.Definition{ID: "shop/order"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
@@ -234,9 +239,13 @@ func TestObserverPanic(t *testing.T) {
 			}))
 		return reg.Run(context.Background(), actions.Call{Action: "shop/order", Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}})
 	}
-	for _, kind := range []actions.OpKind{actions.OpCall, actions.OpUnit} {
-		assert.PanicsWithValue(t, "observer", func() { _, _ = run(kind) }, kind)
-	}
-	_, err := run(actions.OpNested)
+	assert.PanicsWithValue(t, "observer", func() { _, _ = run(actions.OpUnit) })
+	_, err := run(actions.OpCall)
+	assert.Equal(t, codes.Internal, actions.CodeOf(err))
+	require.Len(t, recs, 1, "the call is recorded")
+	assert.Equal(t, "shop/order", recs[0].Entry.Action)
+	assert.Equal(t, codes.Internal, recs[0].Entry.Error)
+	assert.True(t, recs[0].RolledBack)
+	_, err = run(actions.OpNested)
 	assert.Equal(t, codes.Internal, actions.CodeOf(err))
 }

@@ -17,7 +17,7 @@ import (
 // inv's caller, each as a top-level call of [Registry.Run]; see [Batch]
 // for the rules. A caller's batch holding a step that needs confirmation
 // is held whole as one pending change, before any step runs.
-func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (any, []Record, bool, error) {
+func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (_ any, recs []Record, _ bool, err error) {
 	limits := r.Limits()
 	plan, err := checkBatch(b, limits, nil)
 	if err != nil {
@@ -41,7 +41,24 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (any, []R
 		}
 		return results[j], true
 	}
-	recs := make([]Record, 0, len(plan.steps))
+	recs = make([]Record, 0, len(plan.steps))
+	// running is the step whose call runs, -1 between calls: a panic
+	// there (a host's Observer, a fault of the registry's own) stops the
+	// batch refused internal, with that step recorded and the records of
+	// the steps before it kept, so that the store writes them all.
+	running, step := -1, inv
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicRefusal("registry", p)
+			if running < 0 {
+				return
+			}
+			if len(recs) == running {
+				recs = append(recs, r.refusedRecord(step.name, step.params, r.audit(step), err))
+			}
+			err = &StepError{Index: running, Action: step.name, Err: err}
+		}
+	}()
 	bound := newBatchBound(limits)
 	size := batchSize{limit: limits.MaxBatchBytes}
 	var result any
@@ -71,11 +88,13 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (any, []R
 		for _, j := range st.drop {
 			results[j] = nil
 		}
-		step := inv
+		step = inv
 		step.name, step.params, step.step = st.call, params, true
 		step.stepIndex, step.progress = i, nil
+		running = i
 		_, rec, _, err := r.top(ctx, step)
 		recs = append(recs, bound.step(r.limitOf(step.name), r.bounder(step), r.again(step), rec))
+		running = -1
 		size.spend(recs[len(recs)-1].Entry)
 		if err != nil {
 			return nil, recs, false, &StepError{Index: i, Action: st.call, Err: err}

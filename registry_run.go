@@ -78,8 +78,15 @@ func (r *Registry) run(ctx context.Context, c Call, pre *gateDecision) (Result, 
 	if c.Batch != nil {
 		return r.observeBatch(ctx, c, key, p, st)
 	}
-	return r.unit(ctx, key, st, func(ctx context.Context) (any, []Record, bool, error) {
+	return r.unit(ctx, key, st, func(ctx context.Context) (v any, recs []Record, commit bool, err error) {
 		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, state: st, gated: gated}
+		defer func() {
+			if p := recover(); p != nil {
+				// The call ran (or may have): it is recorded, refused.
+				err = panicRefusal("registry", p)
+				v, recs, commit = nil, []Record{r.refusedRecord(c.Action, c.Params, r.audit(inv), err)}, false
+			}
+		}()
 		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
 		return v, []Record{rec}, commit, err
 	})
@@ -88,6 +95,21 @@ func (r *Registry) run(ctx context.Context, c Call, pre *gateDecision) (Result, 
 // unitWork is one unit's work: its value, records, whether to keep it, and
 // its error.
 type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, err error)
+
+// guarded runs fn. A panic in it (a host hook the call path does not
+// guard, such as an Observer's, or a fault of the registry's own) ends
+// the attempt refused internal, not kept, instead of unwinding through
+// the store: the store then rolls the unit back and writes its records,
+// and the caller is answered. The work of a call and of a batch recover
+// their own panics first, so that the call at fault is recorded too.
+func (fn unitWork) guarded(ctx context.Context) (v any, recs []Record, commit bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, commit, err = nil, false, panicRefusal("registry", p)
+		}
+	}()
+	return fn(ctx)
+}
 
 // unitState is what the calls of one unit tell it, whichever goroutine
 // they run on.
@@ -123,7 +145,7 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 		st.started.Store(false) // a store may run the unit again
 		st.overran.Store(false)
 		st.unsound.Store(false)
-		v, recs, commit, err := fn(ctx)
+		v, recs, commit, err := fn.guarded(ctx)
 		switch {
 		case commit && st.overran.Load():
 			// A body left running at its deadline may write yet: the

@@ -162,7 +162,7 @@ func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Con
 		if err := s.writers.enter(ctx); err != nil {
 			return nil, err
 		}
-		u, key, committed, err := s.attempt(ctx, unit, fn)
+		u, key, committed, err := s.attemptInQueue(ctx, unit, fn)
 		if committed {
 			s.writers.leave()
 			return u.Records, err
@@ -201,6 +201,22 @@ func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Con
 		s.writers.leave()
 		return u.Records, err
 	}
+}
+
+// attemptInQueue is attempt for a unit holding a slot of the writers'
+// queue: should fn panic, the slot is given back (the transaction is
+// rolled back by attempt) before the panic goes on, so that the units
+// after it still run.
+func (s *Store) attemptInQueue(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) (u actions.Unit, key *settlement, committed bool, err error) {
+	returned := false
+	defer func() {
+		if !returned {
+			s.writers.leave()
+		}
+	}()
+	u, key, committed, err = s.attempt(ctx, unit, fn)
+	returned = true
+	return u, key, committed, err
 }
 
 // attempt runs fn once in a new transaction and commits when the unit

@@ -569,3 +569,44 @@ func TestConcurrentConflictingBatches(t *testing.T) {
 	t.Run("postgresql", func(t *testing.T) { run(t, dbtest.Postgres(t), false) })
 	t.Run("postgresql-serial", func(t *testing.T) { run(t, dbtest.Postgres(t), true) })
 }
+
+// TestAtomicPanicGivesTheSlotBack: a unit's work that panics (the store
+// does not recover it: the panic is its caller's) rolls the transaction
+// back and gives its slot of the writers' queue back, so that the next
+// unit runs instead of waiting for a slot nobody will free.
+func TestAtomicPanicGivesTheSlotBack(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		ctx := context.Background()
+		s := newStore(t, db, &sqlstore.Options{Writers: 1})
+		_, err := db.Exec("CREATE TABLE marks (n INTEGER NOT NULL)")
+		require.NoError(t, err)
+		func() {
+			defer func() { assert.NotNil(t, recover(), "the panic goes on") }()
+			_, _ = s.Atomic(ctx, func(ctx context.Context) actions.Unit {
+				tx, _ := sqlstore.Tx(ctx)
+				_, err := tx.ExecContext(ctx, "INSERT INTO marks (n) VALUES (1)")
+				require.NoError(t, err)
+				panic("the unit's work failed")
+			})
+		}()
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		_, err = s.Atomic(cctx, func(ctx context.Context) actions.Unit {
+			tx, _ := sqlstore.Tx(ctx)
+			_, err := tx.ExecContext(ctx, "INSERT INTO marks (n) VALUES (2)")
+			return actions.Unit{Commit: err == nil, Err: err}
+		})
+		require.NoError(t, err, "the next unit ran")
+		var marks []int
+		rows, err := db.Query("SELECT n FROM marks")
+		require.NoError(t, err)
+		defer rows.Close()
+		for rows.Next() {
+			var n int
+			require.NoError(t, rows.Scan(&n))
+			marks = append(marks, n)
+		}
+		require.NoError(t, rows.Err())
+		assert.Equal(t, []int{2}, marks, "the panicking unit was rolled back")
+	})
+}

@@ -135,12 +135,14 @@ type unitState struct {
 // not nil, and delivers its records; st is told what the unit's calls
 // did.
 func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitWork) (Result, error) {
-	var (
+	// What the attempts tell the unit, in one variable: the closure
+	// below shares it, and one shared variable is one allocation.
+	var at struct {
 		value   any
-		unitErr error // the last attempt's own error, as the calls gave it
-		ks      KeyStore
-		token   string // the key's claim, when k claimed one
-	)
+		unitErr error    // the last attempt's own error, as the calls gave it
+		ks      KeyStore // the store's keys, for a keyed unit
+		token   string   // the key's claim, when k claimed one
+	}
 	attempt := func(ctx context.Context) Unit {
 		st.started.Store(false) // a store may run the unit again
 		st.overran.Store(false)
@@ -154,12 +156,12 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 		case commit && st.unsound.Load():
 			commit, err = false, unsoundRefusal(err)
 		}
-		value, unitErr = v, err
+		at.value, at.unitErr = v, err
 		stamp(ctx, observed{}, recs)
 		u := Unit{Records: recs, Commit: commit, Err: err}
 		endInUnit(ctx, r.gateOf().now(), v, &u)
-		if ks != nil {
-			settleKey(ctx, ks, k, token, st.keepStarted && st.started.Load(), v, &u)
+		if at.ks != nil {
+			settleKey(ctx, at.ks, k, at.token, st.keepStarted && st.started.Load(), v, &u)
 		}
 		return u
 	}
@@ -174,22 +176,22 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 		case k == nil:
 			recs, err = r.opts.Store.Atomic(uctx, attempt)
 		default:
-			ks = r.opts.Store.(KeyStore) // keyOf made sure
+			at.ks = r.opts.Store.(KeyStore) // keyOf made sure
 			if !k.replace {
 				var found *KeyRecord
-				if token, found, err = claimKey(uctx, ks, k); found != nil {
+				if at.token, found, err = claimKey(uctx, at.ks, k); found != nil {
 					var res Result
-					if recs, res, err = answerRetry(uctx, ks, k, found); err == nil {
+					if recs, res, err = answerRetry(uctx, at.ks, k, found); err == nil {
 						retried = &res
 					}
 				}
 			}
 			if err == nil && retried == nil {
-				recs, err = r.atomicClaimed(uctx, ks, k, token, st, attempt, &unitErr)
+				recs, err = r.atomicClaimed(uctx, at.ks, k, at.token, st, attempt, &at.unitErr)
 			}
 		}
 		ob.end(Result{Records: recs}, err)
-		if err != nil && err != unitErr && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == codes.Internal {
+		if err != nil && err != at.unitErr && asRefusal(err) == nil && !isCancel(err) && CodeOf(err) == codes.Internal {
 			// The store's own failure (a commit, a lost connection):
 			// an internal refusal for the caller, the cause for the host.
 			// The unit's own error (a body's plain error) is not one: it
@@ -214,8 +216,8 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 	if retried != nil && err == nil {
 		return *retried, nil
 	}
-	res := Result{Value: value, Records: recs}
-	if a, ok := value.(answered); ok {
+	res := Result{Value: at.value, Records: recs}
+	if a, ok := at.value.(answered); ok {
 		res.Value, res.Text, res.StepResults = a.value, a.text, a.steps
 	}
 	if err != nil {

@@ -257,3 +257,39 @@ func TestSettledClaimOfACallRefusedBeforeItsBody(t *testing.T) {
 		assert.Zero(t, runs.Load())
 	})
 }
+
+// TestRetriesRacingSettleOrphans: eight retries of a dead replica's
+// keyed call wait on its claim while a store of its origin settles it;
+// each is answered outcome_unknown (none in_progress, none run), with
+// one audit line each.
+func TestRetriesRacingSettleOrphans(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		ctx := context.Background()
+		createCharges(t, db)
+		clock := &keyClock{t: time.Unix(1e9, 0)}
+		text, err := actions.CanonicalJSON(map[string]any{"amount": 8})
+		require.NoError(t, err)
+		sum := sha256.Sum256(text)
+		dead := newStore(t, db, &sqlstore.Options{Origin: "replica-a"})
+		found, err := dead.ClaimKey(ctx, actions.KeyRecord{Principal: "ann", Action: "shop/charge", Key: "k",
+			Digest: hex.EncodeToString(sum[:]), Expires: clock.now().Add(time.Hour), Unit: "claim:k"}, clock.now())
+		require.NoError(t, err)
+		require.Nil(t, found)
+
+		var runs atomic.Int64
+		b := newKeyReplica(t, db, true, clock, &runs, &sqlstore.Options{Origin: "replica-b"})
+		errs := make(chan error, 8)
+		for range 8 {
+			go func() { _, err := b.reg.Run(ctx, chargeCall("k", 8)); errs <- err }()
+		}
+		n, err := newStore(t, db, &sqlstore.Options{Origin: "replica-a"}).SettleOrphans(ctx, "replica-a", clock.now())
+		require.NoError(t, err)
+		assert.Equal(t, sqlstore.Orphans{Claims: 1}, n)
+		for i := range 8 {
+			assert.ErrorIs(t, <-errs, codes.OutcomeUnknown, "retry %d", i)
+		}
+		assert.Zero(t, runs.Load())
+		assert.Equal(t, 0, chargeCount(t, db))
+		assert.Len(t, auditLines(t, b.s), 8)
+	})
+}

@@ -90,8 +90,10 @@ type KeyStore interface {
 	// written in place of the key's row, with the unit's changes and
 	// records (in the same transaction). When it does not (it says so,
 	// or its commit fails), undone is written instead, with the unit's
-	// rolled-back records; an undone whose Answer is nil deletes the
-	// row if it is still the claim undone.Unit names (Answer nil), and
+	// rolled-back records; an undone whose Answer is nil (no body of
+	// the unit started) deletes the row if it is still the claim
+	// undone.Unit names, unanswered or answered by the store itself
+	// (as sqlstore's SettleOrphans answers a dead process's claims), and
 	// one with neither Answer nor Unit leaves the row as it is. In a row
 	// it writes, a store puts its own id of the unit in Unit, by which
 	// ClaimKey finds the unit's records. Outside a unit it returns an

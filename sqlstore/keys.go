@@ -136,15 +136,17 @@ type settlement struct {
 }
 
 // writeKey writes row in tx for unit: an upsert when it has an answer;
-// otherwise the deletion of the claim row.Unit names, if any and still
-// unanswered.
+// otherwise the deletion of the claim row.Unit names, if any. The claim's
+// token names it alone: a claim answered meanwhile was answered by
+// SettleOrphans (a replica of the same origin), and is deleted too, as
+// no body of its unit started.
 func (s *Store) writeKey(ctx context.Context, tx *sql.Tx, unit string, row actions.KeyRecord) error {
 	if row.Answer == nil {
 		if row.Unit == "" {
 			return nil
 		}
 		_, err := tx.ExecContext(ctx, "DELETE FROM actions_keys WHERE principal = "+s.param(1)+" AND action = "+s.param(2)+
-			" AND idem_key = "+s.param(3)+" AND unit = "+s.param(4)+" AND answer = ''", row.Principal, row.Action, row.Key, row.Unit)
+			" AND idem_key = "+s.param(3)+" AND unit = "+s.param(4), row.Principal, row.Action, row.Key, row.Unit)
 		return err
 	}
 	_, err := tx.ExecContext(ctx, "INSERT INTO actions_keys (principal, action, idem_key, digest, expires, unit, answer, origin) VALUES ("+

@@ -42,9 +42,13 @@ const orphanMessage = "the process running the call stopped before the call ende
 // (none of its calls can be running then), or for a replica that is gone
 // for good. Replicas sharing a database need an origin each: with the
 // empty origin shared, one replica's start settles the calls the others
-// are running. Even then nothing runs twice: a call that was still
-// running and then commits replaces its claim's answer with its own, and
-// a task's unit, finding its task ended, commits nothing. Claims made
+// are running. A call that was still running and then commits replaces
+// its claim's answer with its own (one refused before any body started
+// frees the key, as it would unsettled), and a task's unit, finding its task
+// ended, commits nothing; but on PostgreSQL a running unit that read or
+// wrote before the settle conflicts with it when it writes its answer,
+// and is run again from the start, its body a second time (on SQLite the
+// settle waits for the running unit's write lock instead). Claims made
 // before schema version 8 have the empty origin.
 //
 // Tasks and claims are settled in one transaction, in the writers'

@@ -100,6 +100,17 @@ func resultLimit(d *Definition, l Limits) int {
 	return l.MaxResultBytes
 }
 
+// errCannotCut is boundText's answer for a result over its bound that
+// cannot be cut: a batch step's result is then omitted, a call's refused
+// with [tooLarge]. It holds nothing, so that a long batch whose budget is
+// nearly spent builds no refusal per step only to drop it.
+var errCannotCut = errors.New("actions: the result cannot be cut to its bound")
+
+// minBoundedBytes is the length of the shortest [Bounded] text: an empty
+// list or string kept, every count one digit. A limit below it holds no
+// cut result, so a result over such a limit is not decoded to be cut.
+const minBoundedBytes = len(`{"bounded":{"bytes":0,"kept":0,"left":0,"limit":0,"path":"","total":0},"value":""}`)
+
 // tooLarge is the refusal of a result over limit bytes that cannot be
 // cut. It names the bound, never the value.
 func tooLarge(limit int) *Refusal {
@@ -196,9 +207,12 @@ func keyOf(item any, key string) string {
 // boundText bounds the result whose canonical JSON is text to limit
 // bytes (see [Bounded]); next, when not nil, makes the next call.
 func boundText(text string, limit int, next *pager) (*Bounded, error) {
+	if limit < minBoundedBytes {
+		return nil, errCannotCut
+	}
 	v, err := ijson.Decode([]byte(text), canonicalMaxDepth)
 	if err != nil {
-		return nil, tooLarge(limit)
+		return nil, errCannotCut
 	}
 	b := Bound{Limit: limit, Bytes: len(text)}
 	switch x := v.(type) {
@@ -223,7 +237,7 @@ func boundText(text string, limit int, next *pager) (*Bounded, error) {
 			return m
 		}, next, hasNext)
 	}
-	return nil, tooLarge(limit)
+	return nil, errCannotCut
 }
 
 // listMember is the member of m that holds its list: "items" when it is
@@ -282,13 +296,13 @@ func cutList(b Bound, list []any, wrap func([]any) any, next *pager, setNext ...
 		}
 		fixed, err := exactText(widest)
 		if err != nil {
-			return nil, tooLarge(b.Limit)
+			return nil, errCannotCut
 		}
 		room, k := b.Limit-len(fixed), 0
 		for ; skip+k < len(list); k++ {
 			t, err := exactText(list[skip+k])
 			if err != nil {
-				return nil, tooLarge(b.Limit)
+				return nil, errCannotCut
 			}
 			cost := len(t)
 			if k > 0 {
@@ -309,7 +323,7 @@ func cutList(b Bound, list []any, wrap func([]any) any, next *pager, setNext ...
 			}
 		}
 	}
-	return nil, tooLarge(b.Limit)
+	return nil, errCannotCut
 }
 
 // cutString keeps the first characters of s that fit b.Limit; next,
@@ -324,7 +338,7 @@ func cutString(b Bound, s string, next *pager) (*Bounded, error) {
 	}
 	fixed, err := exactText(widest)
 	if err != nil {
-		return nil, tooLarge(b.Limit)
+		return nil, errCannotCut
 	}
 	room, end, kept := b.Limit-len(fixed), 0, 0
 	for i, c := range s {
@@ -347,7 +361,7 @@ func cutString(b Bound, s string, next *pager) (*Bounded, error) {
 		_, size := utf8.DecodeLastRuneInString(s[:end])
 		end, kept = end-size, kept-1
 	}
-	return nil, tooLarge(b.Limit)
+	return nil, errCannotCut
 }
 
 // escapedLen is the length of c in a JSON string as RFC 8785 writes it.
@@ -384,8 +398,9 @@ type batchBound struct {
 // caller gets it, its next sealed (see [Registry.boundFor]).
 type boundFunc func(text string, limit int) (*Bounded, string, error)
 
-func newBatchBound(l Limits) *batchBound {
-	b := &batchBound{limits: l, off: l.MaxBatchResultBytes < 0}
+// newBatchBound starts the bound of a batch of n steps.
+func newBatchBound(l Limits, n int) *batchBound {
+	b := &batchBound{limits: l, off: l.MaxBatchResultBytes < 0, steps: make([]any, 0, n)}
 	if !b.off {
 		b.reserve = l.MaxResultBytes
 		if b.reserve < 0 || b.reserve > l.MaxBatchResultBytes {
@@ -398,10 +413,10 @@ func newBatchBound(l Limits) *batchBound {
 
 // step records the bounded form of one step's result (rec's entry holds
 // it whole) and returns the record kept small. limit is the step's
-// action's result limit, bound bounds as that step, and again, when not
-// nil, is the call that gets the result on its own should it be
-// omitted.
-func (b *batchBound) step(limit int, bound boundFunc, again *NextCall, rec Record) Record {
+// action's result limit, bound bounds as that step, and again, asked
+// only when the result is omitted, returns the call that gets the
+// result on its own (nil for none).
+func (b *batchBound) step(limit int, bound boundFunc, again func() *NextCall, rec Record) Record {
 	b.last = bound
 	text := rec.Entry.Result
 	var form any
@@ -423,7 +438,7 @@ func (b *batchBound) step(limit int, bound boundFunc, again *NextCall, rec Recor
 		switch {
 		case err != nil:
 			bf = omitted(text, limit)
-			bf.Bound.NextCall = again
+			bf.Bound.NextCall = again()
 			form = bf
 		case bf != nil:
 			form = bf

@@ -122,6 +122,34 @@ func TestBoundStringCutsAtACharacter(t *testing.T) {
 	}
 }
 
+// TestBoundShortestEnvelope: no cut result is shorter than
+// minBoundedBytes, the envelope of nothing kept, so that a limit below it
+// is refused without decoding the result.
+func TestBoundShortestEnvelope(t *testing.T) {
+	for _, v := range []any{"", []any{}} {
+		text, err := exactText(&Bounded{Value: v})
+		require.NoError(t, err)
+		assert.Len(t, text, minBoundedBytes, "%q", text)
+	}
+	cuts := 0
+	for _, result := range []string{`"abcdefghijklmnopqrstuvwxyz"`, `[1,2,3,4,5,6,7,8,9]`, `["` + strings.Repeat("x", 200) + `",1]`, `{"items":[1,2],"n":3}`} {
+		for limit := range minBoundedBytes + 40 {
+			form, err := boundText(result, limit, nil)
+			if limit < minBoundedBytes {
+				require.ErrorIs(t, err, errCannotCut, "%s within %d", result, limit)
+				continue
+			}
+			if err == nil {
+				text := must(exactText(form))
+				assert.GreaterOrEqual(t, len(text), minBoundedBytes, text)
+				assert.LessOrEqual(t, len(text), limit, text)
+				cuts++
+			}
+		}
+	}
+	assert.Positive(t, cuts, "some limits above the envelope hold a cut")
+}
+
 // pagedRegistry registers t/list, which pages n items with Paginate,
 // size items at most per page (0: every item left).
 func pagedRegistry(t testing.TB, n, size, limit int) *Registry {

@@ -59,7 +59,9 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (_ any, r
 			err = &StepError{Index: running, Action: step.name, Err: err}
 		}
 	}()
-	bound := newBatchBound(limits)
+	bound := newBatchBound(limits, len(plan.steps))
+	cur := &runningStep{r: r}
+	boundStep, againStep := cur.bound, cur.again
 	size := batchSize{limit: limits.MaxBatchBytes}
 	var result any
 	for i, st := range plan.steps {
@@ -93,13 +95,16 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (_ any, r
 		step.stepIndex, step.progress = i, nil
 		running = i
 		_, rec, _, err := r.top(ctx, step)
-		recs = append(recs, bound.step(r.limitOf(step.name), r.bounder(step), r.again(step), rec))
+		cur.inv = step
+		recs = append(recs, bound.step(r.limitOf(step.name), boundStep, againStep, rec))
 		running = -1
 		size.spend(recs[len(recs)-1].Entry)
 		if err != nil {
 			return nil, recs, false, &StepError{Index: i, Action: st.call, Err: err}
 		}
-		inv.progress.report(stepProgress(i, len(plan.steps)))
+		if inv.progress != nil {
+			inv.progress.report(stepProgress(i, len(plan.steps)))
+		}
 		if st.keep || i == len(plan.steps)-1 {
 			v, err := scopeValue(rec.Entry)
 			if err != nil {
@@ -121,6 +126,24 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (_ any, r
 	}
 	return a, recs, true, nil
 }
+
+// runningStep is the step of a batch whose result is bounded, as
+// [batchBound] sees it: one per batch, set to each step in turn, so that
+// a step costs no closures of its own. Once the steps ran it is the last
+// one, as which the batch's result pages.
+type runningStep struct {
+	r   *Registry
+	inv invocation
+}
+
+// bound bounds a result as the step's (see [Registry.boundFor]).
+func (s *runningStep) bound(text string, limit int) (*Bounded, string, error) {
+	return s.r.boundFor(s.inv, text, limit)
+}
+
+// again is the call that gets the step's result on its own (see
+// [Registry.again]).
+func (s *runningStep) again() *NextCall { return s.r.again(s.inv) }
 
 // batchSize counts what a batch's steps copy in and record against
 // Limits.MaxBatchBytes (negative: no bound).

@@ -694,8 +694,10 @@ func (r *Registry) answered(inv invocation, v any, rec Record, commit bool, err 
 	if err != nil {
 		return v, keepSmall(rec, limits.MaxEntryResultBytes), commit, err
 	}
-	form, text, berr := r.boundFor(inv, rec.Entry.Result, resultLimitOf(r, inv.name, limits))
+	limit := resultLimitOf(r, inv.name, limits)
+	form, text, berr := r.boundFor(inv, rec.Entry.Result, limit)
 	if berr != nil {
+		berr = tooLarge(limit)
 		rec.Entry = rec.Entry.refused(berr, rec.Entry.Parameters)
 		rec.Audit.Code = codes.ResultTooLarge
 		return nil, keepSmall(rec, limits.MaxEntryResultBytes), false, berr
@@ -738,7 +740,8 @@ func resultLimitOf(r *Registry, name string, l Limits) int {
 // boundFor bounds text, a result of a call of inv, to limit, and seals
 // the cursors it gives: form is nil when the result fits (or limit is
 // negative), and sealed is the result's text as its caller gets it, its
-// "next" sealed (see [CursorSchema]).
+// "next" sealed (see [CursorSchema]); err is errCannotCut when the
+// result is over limit and cannot be cut.
 func (r *Registry) boundFor(inv invocation, text string, limit int) (form *Bounded, sealed string, err error) {
 	var next *pager
 	if reg, ok := r.lookup(inv.name); ok && reg.cursor {

@@ -628,12 +628,15 @@ func ValidNumber(s string) bool {
 	if s == "" || len(s) > MaxNumberLength {
 		return false
 	}
-	v, err := Decode([]byte(s), 1)
-	if err != nil {
-		return false
-	}
-	n, ok := v.(json.Number)
-	return ok && string(n) == s
+	// The number is read where it is, in s's memory: nothing is copied.
+	d := decoderPool.Get().(*decoder)
+	d.data = unsafe.Slice(unsafe.StringData(s), len(s)) // only read
+	d.shared = true
+	d.pos = 0
+	_, err := d.readNumber()
+	ok := err == nil && d.pos == len(s)
+	d.release()
+	return ok
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -300,6 +300,8 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := Decode(data, 64)
+		n, isNumber := v.(json.Number)
+		require.Equal(t, err == nil && isNumber && string(n) == string(data), ValidNumber(string(data)), "ValidNumber")
 		k, kv, kerr := Keep(string(data), 64)
 		require.Equal(t, err, kerr, "Keep's error")
 		require.Equal(t, v, kv, "Keep's value")
@@ -319,6 +321,22 @@ func FuzzDecode(f *testing.F) {
 		require.True(t, json.Valid(data), "accepted invalid JSON")
 		require.Equal(t, stdDecode(t, data), v)
 	})
+}
+
+func TestValidNumber(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0": true, "-0": true, "12345": true, "-1.5e-3": true, "1E+2": true, "1e400": false,
+		"": false, "-": false, "01": false, "1.": false, ".5": false, "1e": false, "+1": false,
+		" 1": false, "1 ": false, "1,": false, "0x10": false, "NaN": false, `"1"`: false,
+		strings.Repeat("9", MaxNumberLength+1): false,
+	} {
+		assert.Equal(t, want, ValidNumber(s), "ValidNumber(%q)", s)
+	}
+	if !raceEnabled {
+		// It reads the number where it is: a long batch's numbers cost
+		// no copy each.
+		assert.Zero(t, testing.AllocsPerRun(100, func() { ValidNumber("123456789.25e-7") }))
+	}
 }
 
 func TestExact(t *testing.T) {

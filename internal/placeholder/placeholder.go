@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -328,7 +327,8 @@ func (w *walker) paths(v any, refs *[]Ref) error {
 		if err := w.enter(); err != nil {
 			return err
 		}
-		for _, k := range slices.Sorted(maps.Keys(x)) {
+		var buf [8]string
+		for _, k := range sortedKeys(x, buf[:0]) {
 			w.push(token{key: k})
 			err := w.paths(x[k], refs)
 			w.pop()
@@ -405,6 +405,17 @@ type token struct {
 	key     string
 	index   int
 	isIndex bool
+}
+
+// sortedKeys returns the names of m in byte order, appended to keys: an
+// object of a few members (as many as keys has room for) costs no
+// allocation.
+func sortedKeys(m map[string]any, keys []string) []string {
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func (w *walker) push(t token) { w.ptr = append(w.ptr, t) }
@@ -495,7 +506,8 @@ func (w *walker) substitute(v any) (any, bool, error) {
 			return nil, false, err
 		}
 		out := make(map[string]any, len(x))
-		for _, k := range slices.Sorted(maps.Keys(x)) {
+		var buf [8]string
+		for _, k := range sortedKeys(x, buf[:0]) {
 			w.push(token{key: k})
 			r, ok, err := w.substitute(x[k])
 			w.pop()

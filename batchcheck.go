@@ -205,6 +205,17 @@ type plannedStep struct {
 	// time; they are let go once its parameters are built, so that a long
 	// batch holds only the results still to be read.
 	drop []int32
+	// reads are the names its placeholders read, each with its step, in
+	// the order of the placeholders (a name may repeat): looked up here
+	// rather than in the batch's map of names, which a long batch spreads
+	// over far more memory.
+	reads []stepRead
+}
+
+// stepRead is a name a step's placeholders read, and the step setting it.
+type stepRead struct {
+	name string
+	step int32
 }
 
 // stepRef is a path placeholder whose name is not set by an earlier step.
@@ -268,8 +279,13 @@ func checkBatch(b Batch, limits Limits, shape *batchShape) (*batchPlan, error) {
 	for i := range lastRead {
 		lastRead[i] = -1
 	}
-	var unresolved []stepRef
+	var (
+		unresolved []stepRef
+		reads      = make([]stepRead, 0, len(b.Steps)) // every step's, in order (a chain reads one name a step); see plannedStep.reads
+		readsFrom  = make([]int32, len(b.Steps)+1)
+	)
 	for i, s := range b.Steps {
+		readsFrom[i] = int32(len(reads))
 		if shape != nil && len(shape.steps[i]) > 0 {
 			faults.add(shape.steps[i]...)
 			continue
@@ -299,6 +315,7 @@ func checkBatch(b Batch, limits Limits, shape *batchShape) (*batchPlan, error) {
 		for _, r := range found {
 			if j, set := names[r.Name]; set && j < i {
 				lastRead[j] = int32(i)
+				reads = append(reads, stepRead{name: r.Name, step: int32(j)})
 			} else if len(unresolved) <= maxBatchIssues { // one more tells there are more
 				unresolved = append(unresolved, stepRef{step: i, pointer: stepPointer(i) + "/with" + r.Pointer, keyword: "with", name: r.Name})
 			}
@@ -324,6 +341,10 @@ func checkBatch(b Batch, limits Limits, shape *batchShape) (*batchPlan, error) {
 	}
 	if len(unresolved) > 0 {
 		return nil, unknownRefs(unresolved, names)
+	}
+	readsFrom[len(b.Steps)] = int32(len(reads))
+	for i := range plan.steps {
+		plan.steps[i].reads = reads[readsFrom[i]:readsFrom[i+1]:readsFrom[i+1]]
 	}
 	plan.names = names
 	planDrops(plan.steps, lastRead)

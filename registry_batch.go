@@ -35,6 +35,13 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (_ any, r
 	results := make([]any, len(plan.steps))
 	current := 0
 	lookup := func(name string) (any, bool) {
+		if current < len(plan.steps) {
+			for _, rd := range plan.steps[current].reads {
+				if rd.name == name {
+					return results[rd.step], true
+				}
+			}
+		}
 		j, ok := plan.names[name]
 		if !ok || j >= current {
 			return nil, false

@@ -121,6 +121,7 @@ type Store struct {
 	dialect Dialect
 	opts    Options
 	insert1 string // the insert of one record
+	origin  any    // Options.Origin, the origin column's bound value
 	writers queue  // Options.Writers
 	readers *sql.DB
 
@@ -158,6 +159,7 @@ func New(db *sql.DB, dialect Dialect, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: unknown Options.Order %d", int(s.opts.Order))
 	}
 	s.insert1 = s.insertQuery(1)
+	s.origin = s.opts.Origin
 	s.writers = newQueue(db, s.opts.Writers)
 	s.readers = db
 	if s.opts.Readers != nil {
@@ -293,7 +295,8 @@ func (s *Store) append(ctx context.Context, tx *sql.Tx, own bool, unit string, r
 	for start := 0; start < len(recs); start += maxRowsPerInsert {
 		chunk := recs[start:min(start+maxRowsPerInsert, len(recs))]
 		args := make([]any, 0, len(chunk)*columnsPerRow)
-		for k, r := range chunk {
+		for k := range chunk {
+			r := &chunk[k]
 			text, err := actions.CanonicalJSON(r.Entry)
 			if err != nil {
 				return fmt.Errorf("sqlstore: entry: %w", err)
@@ -302,7 +305,7 @@ func (s *Store) append(ctx context.Context, tx *sql.Tx, own bool, unit string, r
 			if err != nil {
 				return err
 			}
-			args = append(args, now, unit, start+k, s.opts.Origin, r.Entry.Action, string(r.Entry.Outcome),
+			args = append(args, now, unit, start+k, s.origin, r.Entry.Action, outcomeArg(r.Entry.Outcome),
 				string(r.Entry.Error), r.RolledBack, principal, surface, pendingChange, string(r.Audit.Stage), audit, ownText(text))
 		}
 		if stmt := s.insert.Load(); len(chunk) == 1 && own && stmt != nil {
@@ -320,6 +323,15 @@ func (s *Store) append(ctx context.Context, tx *sql.Tx, own bool, unit string, r
 		}
 	}
 	return nil
+}
+
+// outcomeArg is the outcome column's bound value, boxed once: check has
+// let only done and refused through.
+func outcomeArg(o actions.Outcome) any {
+	if o == actions.OutcomeRefused {
+		return string(actions.OutcomeRefused)
+	}
+	return string(actions.OutcomeDone)
 }
 
 // Write appends the records of one unit in a transaction of their own,
@@ -547,6 +559,9 @@ func (f Filter) where(param func(int) string) (string, []any) {
 	}
 	if f.PendingChange != "" {
 		conds = append(conds, "pending_change <> ''")
+	}
+	if f.Principal != "" {
+		conds = append(conds, "principal <> ''")
 	}
 	if len(f.Stages) > 0 {
 		ins := make([]string, len(f.Stages))

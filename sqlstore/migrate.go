@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync/atomic"
 )
 
 // migration is one step of the store's schema, in both dialects. Steps
@@ -281,12 +282,22 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 		}
 		return tx.Commit()
 	})
-	if err == nil && s.insert.Load() == nil {
-		// The insert of one record, prepared once for every unit's
-		// append; without it, Append sends the text.
-		if stmt, perr := s.db.PrepareContext(ctx, s.insert1); perr == nil && !s.insert.CompareAndSwap(nil, stmt) {
-			_ = stmt.Close()
-		}
+	if err == nil {
+		// The inserts of one record, prepared once for every unit's
+		// append; without them, Append sends the text.
+		s.prepare(ctx, &s.insert, s.insert1)
+		s.prepare(ctx, &s.insertPlain, s.insertPlainQuery())
 	}
 	return err
+}
+
+// prepare prepares q into p unless p holds a statement already; a
+// failure leaves p nil.
+func (s *Store) prepare(ctx context.Context, p *atomic.Pointer[sql.Stmt], q string) {
+	if p.Load() != nil {
+		return
+	}
+	if stmt, err := s.db.PrepareContext(ctx, q); err == nil && !p.CompareAndSwap(nil, stmt) {
+		_ = stmt.Close()
+	}
 }

@@ -135,42 +135,15 @@ type unitState struct {
 // not nil, and delivers its records; st is told what the unit's calls
 // did.
 func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitWork) (Result, error) {
-	// What the attempts tell the unit, in one variable: the closure
-	// below shares it, and one shared variable is one allocation.
-	var at struct {
-		value   any
-		unitErr error    // the last attempt's own error, as the calls gave it
-		ks      KeyStore // the store's keys, for a keyed unit
-		token   string   // the key's claim, when k claimed one
-	}
-	attempt := func(ctx context.Context) Unit {
-		st.started.Store(false) // a store may run the unit again
-		st.overran.Store(false)
-		st.unsound.Store(false)
-		v, recs, commit, err := fn.guarded(ctx)
-		switch {
-		case commit && st.overran.Load():
-			// A body left running at its deadline may write yet: the
-			// unit is undone rather than kept half done.
-			commit, err = false, overranRefusal(err)
-		case commit && st.unsound.Load():
-			commit, err = false, unsoundRefusal(err)
-		}
-		at.value, at.unitErr = v, err
-		stamp(ctx, observed{}, recs)
-		u := Unit{Records: recs, Commit: commit, Err: err}
-		endInUnit(ctx, r.gateOf().now(), v, &u)
-		if at.ks != nil {
-			settleKey(ctx, at.ks, k, at.token, st.keepStarted && st.started.Load(), v, &u)
-		}
-		return u
-	}
 	var (
+		value   any // the last attempt's
 		recs    []Record
 		err     error
 		retried *Result // a recorded unit's answer to a retry
 	)
 	if r.opts.Store != nil {
+		at := &unitAttempt{r: r, k: k, st: st, fn: fn} // the store keeps its attempt
+		attempt := at.run
 		uctx, ob := r.observe(ctx, Operation{Kind: OpUnit, Step: -1})
 		switch {
 		case k == nil:
@@ -198,9 +171,11 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 			// comes back as it is, as without a store.
 			err = storeFailure(err)
 		}
+		value = at.value
 	} else {
-		u := attempt(ctx)
-		recs, err = u.Records, u.Err
+		at := unitAttempt{r: r, k: k, st: st, fn: fn} // run here: it stays on the stack
+		u := at.run(ctx)
+		value, recs, err = at.value, u.Records, u.Err
 		for i := range recs {
 			recs[i].RolledBack = !u.Commit
 		}
@@ -216,14 +191,55 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 	if retried != nil && err == nil {
 		return *retried, nil
 	}
-	res := Result{Value: at.value, Records: recs}
-	if a, ok := at.value.(answered); ok {
+	res := Result{Value: value, Records: recs}
+	if a, ok := value.(answered); ok {
 		res.Value, res.Text, res.StepResults = a.value, a.text, a.steps
 	}
 	if err != nil {
 		res.Value, res.Text, res.StepResults = nil, "", nil
 	}
 	return res, err
+}
+
+// unitAttempt runs the attempts of one unit (a store may run it more
+// than once) and keeps what the last one told: its value and its own
+// error, with the store's keys and the key's claim for a keyed unit.
+type unitAttempt struct {
+	r  *Registry
+	k  *unitKey
+	st *unitState
+	fn unitWork
+
+	value   any
+	unitErr error    // the last attempt's own error, as the calls gave it
+	ks      KeyStore // the store's keys, for a keyed unit
+	token   string   // the key's claim, when k claimed one
+}
+
+// run is one attempt of the unit, in ctx (the store's unit, when there
+// is a store).
+func (at *unitAttempt) run(ctx context.Context) Unit {
+	st := at.st
+	st.started.Store(false) // a store may run the unit again
+	st.overran.Store(false)
+	st.unsound.Store(false)
+	v, recs, commit, err := at.fn.guarded(ctx)
+	switch {
+	case commit && st.overran.Load():
+		// A body left running at its deadline may write yet: the
+		// unit is undone rather than kept half done.
+		commit, err = false, overranRefusal(err)
+	case commit && st.unsound.Load():
+		commit, err = false, unsoundRefusal(err)
+	}
+	at.value, at.unitErr = v, err
+	stamp(ctx, observed{}, recs)
+	u := Unit{Records: recs, Commit: commit, Err: err}
+	endInUnit(ctx, at.r.gateOf().now(), v, &u)
+	if at.ks != nil {
+		settleKey(ctx, at.ks, at.k, at.token, st.keepStarted && st.started.Load(), v, &u)
+	}
+	return u
 }
 
 // atomicClaimed runs attempt in one unit of ks, under the claim token

@@ -6,12 +6,15 @@ package actions
 // a model API's tool call (package profiles).
 type Call struct {
 	// Action is the id of the action called, or a deprecated alias of
-	// it (the call is recorded under the id). Empty when Batch is set.
+	// it (the call is recorded under the id). Empty when Batch is set:
+	// a call with both is refused invalid_parameters.
 	Action string
 	// Params are the call's parameters: map[string]any, JSON text
-	// (json.RawMessage, []byte or string), or nil for {} (as is the text
-	// null; empty text is not JSON, and refused). The caller's value is
-	// never changed. Ignored when Batch is set.
+	// (json.RawMessage, []byte or string), nil for {} (as is the text
+	// null; empty text is not JSON, and refused), or any other Go value,
+	// taken as encoding/json marshals it (a struct, a map with other
+	// value types; a map's integer keys become member names). The
+	// caller's value is never changed. Ignored when Batch is set.
 	Params any
 	// Batch, when set, makes the call a batch: its steps run one after
 	// the other in one unit (see [Batch] and docs/batches.md).

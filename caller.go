@@ -24,7 +24,10 @@ type Caller struct {
 	// scopes, and the scope check applies.
 	Token  bool     `json:"token,omitempty"`
 	Scopes []string `json:"scopes,omitempty"`
-	// Surface is where the call comes from: ui, mcp or ai.
+	// Surface is where the call comes from: ui, mcp or ai. A caller
+	// whose surface an action does not offer (an empty or unknown one
+	// offers none) is told the action is unknown (unknown_action), the
+	// audit keeping forbidden_surface: set it on every caller.
 	Surface Surface `json:"surface"`
 	// Client is the connected app that called, when one did.
 	Client *Client `json:"client,omitempty"`
@@ -47,9 +50,9 @@ func (c *Caller) clone() Caller {
 }
 
 // Can reports whether the caller holds the capability c ("" is held by
-// every caller).
+// every caller). A nil Caller, the host, holds every capability.
 func (c *Caller) Can(capability string) bool {
-	return capability == "" || slices.Contains(c.Capabilities, capability)
+	return c == nil || capability == "" || slices.Contains(c.Capabilities, capability)
 }
 
 // Audit is who made a call, recorded beside its run entry (never inside

@@ -84,6 +84,32 @@ func ExampleRegistry_MayDecide() {
 	// unknown_change: no pending change of this caller has this id
 }
 
+// An approver's list: the changes held by others that this supervisor
+// may decide, and none for the agent who proposed them (four eyes).
+func ExampleRegistry_ChangesToDecide() {
+	reg := helpdeskDelete()
+	ctx := context.Background()
+	agent := &actions.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: actions.SurfaceMCP}
+	for _, id := range []string{`{"id":101}`, `{"id":102}`} {
+		_, _ = reg.Run(ctx, actions.Call{Action: "tickets/delete", Params: id, Caller: agent})
+	}
+	supervisor := &actions.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: actions.SurfaceUI}
+	list, err := reg.ChangesToDecide(ctx, supervisor)
+	fmt.Println(len(list), err)
+	for _, pc := range list {
+		fmt.Println(pc.Proposer.Principal, pc.Parameters)
+	}
+	agentOnScreen := *agent
+	agentOnScreen.Surface = actions.SurfaceUI
+	own, _ := reg.ChangesToDecide(ctx, &agentOnScreen)
+	fmt.Println(len(own))
+	// Output:
+	// 2 <nil>
+	// agent {"id":102,"note":"none"}
+	// agent {"id":101,"note":"none"}
+	// 0
+}
+
 // A supervisor edits an agent's held delete: the edited arguments are a
 // new call of the same action, checked in full; the rule lets ticket 7
 // run under the decision, and the record says what the edit replaced.

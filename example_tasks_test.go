@@ -50,3 +50,36 @@ func ExampleRegistry_Start() {
 	// completed {"pages":12}
 	// <nil> completed
 }
+
+// A running task cancelled by its owner: the body sees its context done,
+// nothing it did is kept, and the task ends cancelled. Another caller
+// cannot cancel it (it is not found for them).
+func ExampleRegistry_CancelTask() {
+	started := make(chan struct{})
+	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog()})
+	_ = reg.Register(actions.Action{
+		Definition: actions.Definition{ID: "reports/build", Long: true},
+		Run: func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	})
+	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+	ctx := context.Background()
+	task, _ := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, actions.TaskOptions{})
+	<-started
+
+	fmt.Println(reg.CancelTask(ctx, task.ID, &actions.Caller{Principal: "bob"}))
+	fmt.Println(reg.CancelTask(ctx, task.ID, ann))
+	t, _ := reg.Task(ctx, task.ID, ann)
+	for !t.Status.Terminal() {
+		time.Sleep(time.Millisecond)
+		t, _ = reg.Task(ctx, task.ID, ann)
+	}
+	fmt.Println(t.Status)
+	// Output:
+	// actions: task not found
+	// <nil>
+	// cancelled
+}

@@ -188,7 +188,12 @@ func schemaDocument(s any, limits Limits) (*ijson.Kept, map[string]any, error) {
 			err = derr
 		}
 		var je *ijson.Error
-		if errors.As(err, &je) {
+		if errors.As(err, &je) && je.Reason == ijson.TooDeep {
+			// Said in schema levels, the limit the host set, as the
+			// schema's own check says it.
+			return nil, nil, schemaRefusal(je.Pointer, "json", fmt.Sprintf("schema nesting deeper than %d levels", limits.MaxSchemaDepth), nil)
+		}
+		if je != nil {
 			return nil, nil, schemaRefusal(je.Pointer, "json", "the schema is not I-JSON text: "+textFault(je, text, depth), nil)
 		}
 		return nil, nil, schemaRefusal("", "json", "the schema is not JSON", nil)

@@ -35,7 +35,8 @@ type Refusal struct {
 	// challenge of insufficient_scope, the value of a WWW-Authenticate
 	// header, and Scopes the scopes the call needed; RetryAt is when a
 	// rate_limited call may pass; Pending is the receipt of a call held
-	// by confirmation_required.
+	// by confirmation_required, nil when nothing was held (the caller
+	// has no principal, so nobody could confirm the call).
 	Challenge string    `json:"challenge,omitempty"`
 	Scopes    []string  `json:"scopes,omitempty"`
 	RetryAt   time.Time `json:"retryAt,omitzero"`
@@ -314,6 +315,14 @@ func panicRefusal(where string, p any) *Refusal {
 func unknownAction() *Refusal {
 	return NewRefusal(codes.UnknownAction, "no action is registered under this id")
 }
+
+// nilContext refuses a call given a nil context.Context (a fault of the
+// host's code: pass context.Background() or a request's context).
+func nilContext() *Refusal {
+	return internalRefusal("the call was given no context", errNilContext)
+}
+
+var errNilContext = errors.New("actions: nil context.Context")
 
 func internalRefusal(msg string, cause error) *Refusal {
 	r := NewRefusal(codes.Internal, msg)

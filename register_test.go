@@ -67,6 +67,37 @@ func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 	assert.False(t, ok)
 }
 
+// TestRegisterRefusesKeyedActionWithoutKeyStore: an action that needs
+// idempotency keys is refused on a registry whose store keeps none (no
+// caller could ever call it), and registered on one that keeps them.
+func TestRegisterRefusesKeyedActionWithoutKeyStore(t *testing.T) {
+	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
+	keyed := Action{Definition: Definition{ID: "pay/charge", NeedsIdempotencyKey: true}, Run: body}
+	for name, store := range map[string]Store{"no store": nil, "no KeyStore": plainStore{}} {
+		t.Run(name, func(t *testing.T) {
+			reg := NewRegistry(&Options{Store: store})
+			err := reg.Register(keyed)
+			require.ErrorIs(t, err, codes.ConstraintViolation)
+			rf := asRefusal(err)
+			require.NotNil(t, rf)
+			require.Len(t, rf.Issues, 1)
+			assert.Equal(t, "/needsIdempotencyKey", rf.Issues[0].Path)
+			assert.Empty(t, reg.Definitions())
+		})
+	}
+	reg := NewRegistry(&Options{Store: NewRunLog()})
+	require.NoError(t, reg.Register(keyed))
+}
+
+// plainStore is a Store and nothing more: it runs each unit once and
+// keeps no keys.
+type plainStore struct{}
+
+func (plainStore) Atomic(ctx context.Context, fn func(context.Context) Unit) ([]Record, error) {
+	u := fn(ctx)
+	return u.Records, u.Err
+}
+
 func TestRegistryRegisterKeepsItsOwnCopyOfWrites(t *testing.T) {
 	writes := []string{"plant", "bed"}
 	reg := NewRegistry(nil)

@@ -131,7 +131,9 @@ func (r *Registry) Limits() Limits { return r.limits.withDefaults() }
 //
 // Errors (*Refusal), and nothing is registered: constraint_violation when
 // an id is not namespace/name with both parts identifiers or is longer
-// than 128 bytes (the longest MCP tool name), when a body is nil, when a schema
+// than 128 bytes (the longest MCP tool name), when a body is nil, when the
+// action needs idempotency keys (NeedsIdempotencyKey) and Options.Store is
+// no [KeyStore] (no caller could ever call it), when a schema
 // is refused (see [CompileParameters]; an output schema under the same
 // rules, any root allowed), or when a typed action's Go types cannot be
 // described or disagree with its given schema (see [Typed]);
@@ -223,6 +225,12 @@ func (r *Registry) prepare(a Action) (*registered, error) {
 	if a.Run == nil {
 		return nil, refusef(codes.ConstraintViolation, "the action has no body",
 			Issue{Path: "/run", Keyword: "run", Message: "the body is nil"})
+	}
+	if _, ok := r.opts.Store.(KeyStore); a.NeedsIdempotencyKey && !ok {
+		// A caller could never call it: without a key it is refused,
+		// and a key cannot be honoured.
+		return nil, refusef(codes.ConstraintViolation, "the action needs idempotency keys and the registry's store keeps none",
+			Issue{Path: "/needsIdempotencyKey", Keyword: "needsIdempotencyKey", Message: "Options.Store is no KeyStore (give the registry one, such as NewRunLog())"})
 	}
 	ps, doc, err := compileParameters(a.Parameters, r.limits.withDefaults(), true)
 	if err != nil {

@@ -119,9 +119,10 @@ func (r *Registry) MayDecide(ctx context.Context, id string, caller *Caller) err
 // says rejected (code rejected). The gate's checks of who may call each
 // held action (surface, capability, scope) are made as the person first.
 //
-// Errors: unknown_change when d.Caller is nil or has no principal, the
-// change is unknown, expired, decided already, or d.Caller is neither
-// its proposer nor a person its approval names (no record is made);
+// Errors: internal for a nil ctx (nothing decided); unknown_change when
+// d.Caller is nil or has no principal, the change is unknown, expired,
+// decided already, or d.Caller is neither its proposer nor a person its
+// approval names (no record is made);
 // forbidden_proposer (four eyes: the proposer decides its own change),
 // forbidden_capability (a proposer without the capability
 // [ProposerNeedsCapability] asks) and forbidden_surface (a surface the
@@ -131,6 +132,9 @@ func (r *Registry) MayDecide(ctx context.Context, id string, caller *Caller) err
 // for edited arguments the schema refuses, confirmation_required with
 // the new receipt for an edit held again).
 func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
+	if ctx == nil {
+		return Result{}, nilContext()
+	}
 	if d.Caller == nil || d.Caller.Principal == "" {
 		return Result{}, unknownChange()
 	}

@@ -39,8 +39,11 @@ import (
 // It returns the replayed entry, and an error: nil when the replay
 // matches; a *[Divergence] at the first member that differs; cancelled
 // when ctx was done by the end of the replay, since a cancelled run says
-// nothing about the entry.
+// nothing about the entry; internal for a nil ctx.
 func (r *Registry) Replay(ctx context.Context, rec Record) (_ RunEntry, err error) {
+	if ctx == nil {
+		return RunEntry{}, nilContext()
+	}
 	ctx, ob := r.observe(ctx, Operation{Kind: OpReplay, Call: Call{Action: rec.Entry.Action, Caller: rec.Audit.Caller}, Step: -1})
 	defer func() { ob.end(Result{}, err) }()
 	var (

@@ -36,7 +36,9 @@ import (
 //   - confirmation_required: the action (or a step of the batch) needs
 //     confirmation; the call, checked in full, is held as one pending
 //     change, the refusal's Pending its receipt (see [Registry.Decide]).
-//     The unit commits: the change is kept;
+//     The unit commits: the change is kept. From a caller without a
+//     principal nothing is held (nobody could confirm it): Pending is
+//     nil and the retry never;
 //   - invalid_parameters: see [ParameterSchema.Check]; the body does not
 //     run, and the entry records the parameters as given;
 //   - the body's own error, as it is (a *Refusal the body raised keeps
@@ -50,11 +52,17 @@ import (
 //     the result is withheld, and the refusal's issues point into it;
 //   - cancelled: ctx was done before the call ended (errors.Is also
 //     finds context.Canceled or context.DeadlineExceeded);
+//   - invalid_parameters, too, for a call that sets both Action and
+//     Batch, before anything else (nothing recorded);
 //   - a batch's own refusals (invalid_script_step, unknown_reference)
 //     and a *[StepError] wrapping a step's error: see [Batch].
 //
-// A body sees ctx and must honour its cancellation itself.
+// A body sees ctx and must honour its cancellation itself. A nil ctx is
+// refused internal, nothing run or recorded.
 func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
+	if ctx == nil {
+		return Result{}, nilContext()
+	}
 	return r.run(ctx, c, nil)
 }
 
@@ -62,6 +70,9 @@ func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
 // nil (a task's call, decided when it was started): the decision is
 // then used as it is, never made twice.
 func (r *Registry) run(ctx context.Context, c Call, pre *gateDecision) (Result, error) {
+	if c.Batch != nil && c.Action != "" {
+		return Result{}, NewRefusal(codes.InvalidParameters, "a call names an action or a batch, not both")
+	}
 	var (
 		key   *unitKey
 		gated = pre

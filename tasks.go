@@ -224,8 +224,11 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 // rate_limited...); invalid_parameters for a batch call or a malformed
 // key; idempotency_conflict; rate_limited when o.MaxRunning tasks of the
 // principal run in this process; internal when the Store keeps no tasks
-// ([TaskStore]) or fails.
+// ([TaskStore]) or fails, or ctx is nil.
 func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, error) {
+	if ctx == nil {
+		return Task{}, nilContext()
+	}
 	if c.Batch != nil {
 		return Task{}, NewRefusal(codes.InvalidParameters, "a batch cannot run as a task")
 	}

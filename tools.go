@@ -37,7 +37,8 @@ type Tool struct {
 	// connector leaves it out for a client of the older version
 	// (mcpserver does). It is the caller's own copy.
 	OutputSchema map[string]any `json:"outputSchema,omitempty"`
-	// Annotations are the hints MCP clients read; both are always written.
+	// Annotations are the hints MCP clients read; all four are always
+	// written.
 	Annotations ToolAnnotations `json:"annotations"`
 	// Meta is the tool's _meta: {"io.actionreg/idempotency-key":
 	// "required"} for an action that needs an idempotency key, and {"ui": {"visibility":

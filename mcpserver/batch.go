@@ -145,11 +145,14 @@ func (h *batchHandler) stepAction(call string, c *actions.Caller) (string, bool)
 	return id, h.srv.sees(id, c)
 }
 
-const batchDescription = "Runs several tool calls in order as one unit: either every call is done, or none is kept. " +
+// batchDescription promises no undo: whether the steps before a refused
+// one are undone is the host's store's to say (a host on sqlstore may
+// say it in BatchTool.Description).
+const batchDescription = "Runs several tool calls in order as one unit. " +
 	"Each step names a tool in \"call\" (as listed), its arguments in \"with\", " +
 	"and may name its result in \"as\" for later steps to use as \"${name}\" or \"${name.field}\" in their strings. " +
 	"\"result\", optional, is one such placeholder: the batch's result (default: the last call's). " +
-	"A refused step stops the batch and undoes the steps before it; the answer names the step, such as /commands/2."
+	"A refused step stops the batch; the answer names the step, such as /commands/2."
 
 // batchSchema is the batch grammar ([actions.Batch]) as a JSON Schema
 // whose "call" lists the callable tools by name (and, accepted too, by

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync/atomic"
 )
 
 // migration is one step of the store's schema, in both dialects. Steps
@@ -114,15 +115,69 @@ var migrations = []migration{
 		sqlite:  []string{keysOrigin},
 		pg:      []string{keysOrigin},
 	},
+	{
+		// Less written per record. SQLite: seq loses AUTOINCREMENT,
+		// which wrote sqlite_sequence at every insert (the table is
+		// rebuilt: SQLite cannot alter a column); the store deletes no
+		// record, so max(seq)+1, what INTEGER PRIMARY KEY draws, still
+		// grows and is never given twice (docs/database.md). Both: the
+		// index on recorded_at goes (the time filters scan by seq), and
+		// the principal's becomes partial: the host's own calls, which
+		// have none, skip it.
+		version: 9,
+		sqlite:  logRebuild,
+		pg:      []string{dropTimeIndex, `DROP INDEX IF EXISTS actions_run_log_principal`, principalIndex},
+	},
 }
+
+const (
+	dropTimeIndex  = `DROP INDEX IF EXISTS actions_run_log_time`
+	principalIndex = `CREATE INDEX actions_run_log_principal ON actions_run_log (principal, seq) WHERE principal <> ''`
+)
+
+// logColumns are the columns of actions_run_log after seq, in the order
+// of the table.
+const logColumns = `recorded_at, unit, position, origin, action, outcome, error, rolled_back, principal, surface, pending_change, audit, entry, stage`
+
+// logRebuild rebuilds actions_run_log on SQLite without AUTOINCREMENT,
+// its records and their seqs as they were; dropping the old table drops
+// its indexes and its row of sqlite_sequence.
+var logRebuild = append([]string{
+	`CREATE TABLE actions_run_log_v9 (
+		seq INTEGER PRIMARY KEY,
+		recorded_at INTEGER NOT NULL,
+		unit TEXT NOT NULL,
+		position INTEGER NOT NULL,
+		origin TEXT NOT NULL,
+		action TEXT NOT NULL,
+		outcome TEXT NOT NULL,
+		error TEXT NOT NULL,
+		rolled_back BOOLEAN NOT NULL,
+		principal TEXT NOT NULL,
+		surface TEXT NOT NULL,
+		pending_change TEXT NOT NULL,
+		audit TEXT NOT NULL,
+		entry TEXT NOT NULL,
+		stage TEXT NOT NULL DEFAULT '',
+		UNIQUE (unit, position))`,
+	`INSERT INTO actions_run_log_v9 (seq, ` + logColumns + `) SELECT seq, ` + logColumns + ` FROM actions_run_log ORDER BY seq`,
+	`DROP TABLE actions_run_log`,
+	`ALTER TABLE actions_run_log_v9 RENAME TO actions_run_log`,
+	`CREATE INDEX actions_run_log_action ON actions_run_log (action, seq)`,
+	principalIndex,
+}, partialIndexDefs...)
 
 // partialIndexes replace the stage, pending change and outcome indexes
 // with partial ones. A query uses one only when its WHERE clause holds
 // the index's own condition (Filter.where writes it).
-var partialIndexes = []string{
+var partialIndexes = append([]string{
 	`DROP INDEX IF EXISTS actions_run_log_stage`,
 	`DROP INDEX IF EXISTS actions_run_log_pending_change`,
 	`DROP INDEX IF EXISTS actions_run_log_outcome`,
+}, partialIndexDefs...)
+
+// partialIndexDefs create the partial indexes of version 7.
+var partialIndexDefs = []string{
 	`CREATE INDEX IF NOT EXISTS actions_run_log_staged ON actions_run_log (stage, seq) WHERE stage <> ''`,
 	`CREATE INDEX IF NOT EXISTS actions_run_log_pending ON actions_run_log (pending_change, seq) WHERE pending_change <> ''`,
 	`CREATE INDEX IF NOT EXISTS actions_run_log_refused ON actions_run_log (seq) WHERE outcome = 'refused'`,
@@ -157,7 +212,7 @@ var indexes = []string{
 // SchemaVersion is the version of the store's tables that this package
 // writes and reads: the last step of migrations (a new step raises it
 // too, or the next Migrate refuses the schema the previous one wrote).
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // Migrate creates the store's tables and indexes, or brings them to
 // [SchemaVersion], in one transaction. It is idempotent: run it at every
@@ -171,6 +226,12 @@ const SchemaVersion = 8
 // Errors: the database's; or a schema newer than this package knows
 // (written by a later release), which it leaves alone.
 func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrateTo(ctx, SchemaVersion)
+}
+
+// migrateTo is Migrate, stopping at version target (a test builds an
+// older schema with it).
+func (s *Store) migrateTo(ctx context.Context, target int) error {
 	if err := s.made(); err != nil {
 		return err
 	}
@@ -202,7 +263,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return fmt.Errorf("sqlstore: the database holds schema version %d; this package knows %d", version, SchemaVersion)
 		}
 		for _, m := range migrations {
-			if m.version <= version {
+			if m.version <= version || m.version > target {
 				continue
 			}
 			stmts := m.sqlite
@@ -221,12 +282,22 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		return tx.Commit()
 	})
-	if err == nil && s.insert.Load() == nil {
-		// The insert of one record, prepared once for every unit's
-		// append; without it, Append sends the text.
-		if stmt, perr := s.db.PrepareContext(ctx, s.insert1); perr == nil && !s.insert.CompareAndSwap(nil, stmt) {
-			_ = stmt.Close()
-		}
+	if err == nil {
+		// The inserts of one record, prepared once for every unit's
+		// append; without them, Append sends the text.
+		s.prepare(ctx, &s.insert, s.insert1)
+		s.prepare(ctx, &s.insertPlain, s.insertPlainQuery())
 	}
 	return err
+}
+
+// prepare prepares q into p unless p holds a statement already; a
+// failure leaves p nil.
+func (s *Store) prepare(ctx context.Context, p *atomic.Pointer[sql.Stmt], q string) {
+	if p.Load() != nil {
+		return
+	}
+	if stmt, err := s.db.PrepareContext(ctx, q); err == nil && !p.CompareAndSwap(nil, stmt) {
+		_ = stmt.Close()
+	}
 }

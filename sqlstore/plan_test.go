@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,6 +43,17 @@ func TestFiltersUseTheirIndexes(t *testing.T) {
 				assert.Contains(t, plan, c.index, "%s\n%s", q, plan)
 			})
 		}
+		// The time filters have no index: the log is read in seq
+		// order, newest first, with no sort, and the read stops at the
+		// limit.
+		t.Run("time", func(t *testing.T) {
+			where, args := sqlstore.WhereOf(sqlstore.Filter{Since: time.Unix(1e9, 0), Until: time.Unix(2e9, 0)}, db.Dialect)
+			q := "SELECT seq FROM actions_run_log" + where + " ORDER BY seq DESC LIMIT 50"
+			plan := explain(t, db, q, args)
+			assert.NotContains(t, plan, "actions_run_log_time", "%s\n%s", q, plan)
+			assert.NotContains(t, plan, "TEMP B-TREE", "%s\n%s", q, plan)
+			assert.NotContains(t, plan, "Sort", "%s\n%s", q, plan)
+		})
 	})
 }
 
@@ -109,7 +121,7 @@ func logIndexes(t *testing.T, db *dbtest.DB) []string {
 // and reads by stage, pending change and outcome select what they did.
 func TestMigrateToPartialIndexes(t *testing.T) {
 	want := []string{"actions_run_log_action", "actions_run_log_pending", "actions_run_log_principal",
-		"actions_run_log_refused", "actions_run_log_staged", "actions_run_log_time"}
+		"actions_run_log_refused", "actions_run_log_staged"}
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		ctx := context.Background()
 		s := newStore(t, db, nil)
@@ -147,4 +159,86 @@ func TestMigrateToPartialIndexes(t *testing.T) {
 			assert.Equal(t, c.want, seqs(recs), "%+v", c.f)
 		}
 	})
+}
+
+// TestMigrateRebuildsTheLog: a log at schema version 8 (seq drawn with
+// AUTOINCREMENT on SQLite, an index on recorded_at) is brought to
+// version 9: every record reads back as it was, seq included, the time
+// index is gone, SQLite's seq is a plain INTEGER PRIMARY KEY with no row
+// in sqlite_sequence, the principal's index holds only the calls that
+// have one, and the next record is numbered after the last one; the time
+// and principal filters still select what they did.
+func TestMigrateRebuildsTheLog(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		ctx := context.Background()
+		at := time.Unix(1_700_000_000, 0).UTC()
+		s, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Origin: "replica-a", Now: func() time.Time { return at }})
+		require.NoError(t, err)
+		require.NoError(t, s.MigrateTo(ctx, 8))
+		confirmed, _ := stageLog(t, s)
+		at = at.Add(time.Hour)
+		require.NoError(t, s.Write(ctx, sqlstore.NewUnit(), actions.Record{Entry: benchEntry}, actions.Record{Entry: benchEntry, RolledBack: true}))
+		before, err := s.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
+		require.NoError(t, err)
+		require.Len(t, before, 7)
+		evesBefore := []int64{}
+		for _, r := range before {
+			if r.Audit.Caller != nil && r.Audit.Caller.Principal == "eve" {
+				evesBefore = append(evesBefore, r.Seq)
+			}
+		}
+		require.NotEmpty(t, evesBefore)
+		if db.Dialect == sqlstore.SQLite {
+			assert.Contains(t, tableSQL(t, db), "AUTOINCREMENT", "version 8")
+		}
+		assert.Contains(t, logIndexes(t, db), "actions_run_log_time", "version 8")
+
+		require.NoError(t, s.Migrate(ctx))
+		var version int
+		require.NoError(t, db.QueryRow("SELECT version FROM actions_schema").Scan(&version))
+		assert.Equal(t, sqlstore.SchemaVersion, version)
+		assert.Equal(t, []string{"actions_run_log_action", "actions_run_log_pending", "actions_run_log_principal",
+			"actions_run_log_refused", "actions_run_log_staged"}, logIndexes(t, db))
+		if db.Dialect == sqlstore.SQLite {
+			assert.NotContains(t, tableSQL(t, db), "AUTOINCREMENT")
+			var n int
+			require.NoError(t, db.QueryRow("SELECT count(*) FROM sqlite_sequence WHERE name = 'actions_run_log'").Scan(&n))
+			assert.Zero(t, n, "no row in sqlite_sequence")
+		}
+		after, err := s.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
+		require.NoError(t, err)
+		assert.Equal(t, before, after)
+
+		require.NoError(t, s.Write(ctx, sqlstore.NewUnit(), actions.Record{Entry: benchEntry}))
+		last, err := s.Read(ctx, sqlstore.Filter{Newest: true, Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, last, 1)
+		assert.Greater(t, last[0].Seq, before[len(before)-1].Seq)
+		if db.Dialect == sqlstore.SQLite {
+			assert.Equal(t, before[len(before)-1].Seq+1, last[0].Seq)
+		}
+
+		for _, c := range []struct {
+			f    sqlstore.Filter
+			want []int64
+		}{
+			{sqlstore.Filter{Until: at}, []int64{1, 2, 3, 4, 5}},
+			{sqlstore.Filter{Since: at, Kept: sqlstore.KeptAndUndone}, []int64{6, 7, last[0].Seq}},
+			{sqlstore.Filter{Since: at, Until: at.Add(time.Second), Newest: true, Limit: 1}, []int64{last[0].Seq}},
+			{sqlstore.Filter{PendingChange: confirmed}, []int64{2, 4}},
+			{sqlstore.Filter{Principal: "eve", Kept: sqlstore.KeptAndUndone}, evesBefore},
+		} {
+			recs, err := s.Read(ctx, c.f)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, seqs(recs), "%+v", c.f)
+		}
+	})
+}
+
+// tableSQL is the statement that created actions_run_log on SQLite.
+func tableSQL(t *testing.T, db *dbtest.DB) string {
+	t.Helper()
+	var q string
+	require.NoError(t, db.QueryRow("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'actions_run_log'").Scan(&q))
+	return q
 }

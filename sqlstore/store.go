@@ -121,12 +121,14 @@ type Store struct {
 	dialect Dialect
 	opts    Options
 	insert1 string // the insert of one record
+	origin  any    // Options.Origin, the origin column's bound value
 	writers queue  // Options.Writers
 	readers *sql.DB
 
 	// insert is insert1 prepared on db by Migrate (nil before, or when
-	// preparing failed: Append then sends the text).
-	insert atomic.Pointer[sql.Stmt]
+	// preparing failed: Append then sends the text); insertPlain is
+	// insertPlainQuery's, for a plain record.
+	insert, insertPlain atomic.Pointer[sql.Stmt]
 }
 
 // New returns a store on db speaking dialect. opts may be nil. Call
@@ -158,6 +160,7 @@ func New(db *sql.DB, dialect Dialect, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: unknown Options.Order %d", int(s.opts.Order))
 	}
 	s.insert1 = s.insertQuery(1)
+	s.origin = s.opts.Origin
 	s.writers = newQueue(db, s.opts.Writers)
 	s.readers = db
 	if s.opts.Readers != nil {
@@ -293,7 +296,8 @@ func (s *Store) append(ctx context.Context, tx *sql.Tx, own bool, unit string, r
 	for start := 0; start < len(recs); start += maxRowsPerInsert {
 		chunk := recs[start:min(start+maxRowsPerInsert, len(recs))]
 		args := make([]any, 0, len(chunk)*columnsPerRow)
-		for k, r := range chunk {
+		for k := range chunk {
+			r := &chunk[k]
 			text, err := actions.CanonicalJSON(r.Entry)
 			if err != nil {
 				return fmt.Errorf("sqlstore: entry: %w", err)
@@ -302,14 +306,23 @@ func (s *Store) append(ctx context.Context, tx *sql.Tx, own bool, unit string, r
 			if err != nil {
 				return err
 			}
-			args = append(args, now, unit, start+k, s.opts.Origin, r.Entry.Action, string(r.Entry.Outcome),
-				string(r.Entry.Error), r.RolledBack, principal, surface, pendingChange, string(r.Audit.Stage), audit, ownText(text))
+			// The order of insertColumns: the columns a plain record
+			// leaves empty last.
+			args = append(args, now, unit, start+k, s.origin, r.Entry.Action, outcomeArg(r.Entry.Outcome),
+				r.RolledBack, audit, ownText(text),
+				string(r.Entry.Error), principal, surface, pendingChange, string(r.Audit.Stage))
 		}
-		if stmt := s.insert.Load(); len(chunk) == 1 && own && stmt != nil {
-			if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...); err != nil {
-				return err
+		if len(chunk) == 1 && own {
+			stmt, n := s.insert.Load(), columnsPerRow
+			if plain := s.insertPlain.Load(); plain != nil && isPlain(args) {
+				stmt, n = plain, plainColumns
 			}
-			continue
+			if stmt != nil {
+				if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args[:n]...); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		q := s.insert1
 		if len(chunk) > 1 {
@@ -320,6 +333,28 @@ func (s *Store) append(ctx context.Context, tx *sql.Tx, own bool, unit string, r
 		}
 	}
 	return nil
+}
+
+// isPlain reports whether the row args holds (one record, in the order
+// of insertColumns) leaves the columns after plainColumns empty: a call
+// that is done, with no caller, pending change or stage (a host's own
+// call), which the plain insert writes with fewer bound values.
+func isPlain(args []any) bool {
+	for _, v := range args[plainColumns:] {
+		if v != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// outcomeArg is the outcome column's bound value, boxed once: check has
+// let only done and refused through.
+func outcomeArg(o actions.Outcome) any {
+	if o == actions.OutcomeRefused {
+		return string(actions.OutcomeRefused)
+	}
+	return string(actions.OutcomeDone)
 }
 
 // Write appends the records of one unit in a transaction of their own,
@@ -376,12 +411,31 @@ const migrateLockKey int64 = 0x616374696f6e74
 const (
 	columnsPerRow    = 14
 	maxRowsPerInsert = 500
+	// plainColumns are the columns of insertColumns a plain record
+	// binds (isPlain); the others are empty.
+	plainColumns = 9
 )
+
+// insertColumns are the log's columns an append writes, in the order of
+// its bound values.
+const insertColumns = "recorded_at, unit, position, origin, action, outcome, rolled_back, audit, entry, error, principal, surface, pending_change, stage"
+
+// insertPlainQuery is the insert of one plain record (isPlain): its
+// empty columns are written as literals, not bound.
+func (s *Store) insertPlainQuery() string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO actions_run_log (" + insertColumns + ") VALUES (")
+	for j := range plainColumns {
+		b.WriteString(s.param(j+1) + ", ")
+	}
+	b.WriteString(strings.Repeat("'', ", columnsPerRow-plainColumns-1) + "'')")
+	return b.String()
+}
 
 // insertQuery is the insert of n records.
 func (s *Store) insertQuery(n int) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO actions_run_log (recorded_at, unit, position, origin, action, outcome, error, rolled_back, principal, surface, pending_change, stage, audit, entry) VALUES ")
+	b.WriteString("INSERT INTO actions_run_log (" + insertColumns + ") VALUES ")
 	p := 0
 	for i := range n {
 		if i > 0 {
@@ -547,6 +601,9 @@ func (f Filter) where(param func(int) string) (string, []any) {
 	}
 	if f.PendingChange != "" {
 		conds = append(conds, "pending_change <> ''")
+	}
+	if f.Principal != "" {
+		conds = append(conds, "principal <> ''")
 	}
 	if len(f.Stages) > 0 {
 		ins := make([]string, len(f.Stages))

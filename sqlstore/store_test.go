@@ -266,3 +266,57 @@ func TestStoreKeepsRecordOfEmptyID(t *testing.T) {
 		assert.Equal(t, "", recs[0].Entry.Action)
 	})
 }
+
+// TestRecordColumns: each column of the log holds what the record says,
+// whichever insert wrote it: the plain one (a done call with no caller,
+// pending change or stage, written with fewer bound values), the full
+// one, and the text sent from a host's own transaction (Append).
+func TestRecordColumns(t *testing.T) {
+	type row struct {
+		Outcome, Error, Principal, Surface, PendingChange, Stage, Origin, Audit string
+		RolledBack                                                              bool
+	}
+	refused := benchEntry
+	refused.Outcome, refused.Error, refused.Result = actions.OutcomeRefused, "not_found", ""
+	cases := []struct {
+		name string
+		rec  actions.Record
+		want row
+	}{
+		{"plain", actions.Record{Entry: benchEntry}, row{Outcome: "done", Origin: "o'1"}},
+		{"plain, rolled back", actions.Record{Entry: benchEntry, RolledBack: true, Audit: actions.Audit{ToolCallID: "c1"}},
+			row{Outcome: "done", Origin: "o'1", RolledBack: true}},
+		{"refused", actions.Record{Entry: refused}, row{Outcome: "refused", Error: "not_found", Origin: "o'1"}},
+		{"caller", actions.Record{Entry: benchEntry, Audit: actions.Audit{Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}}},
+			row{Outcome: "done", Principal: "ann", Surface: "mcp", Origin: "o'1"}},
+		{"stage", actions.Record{Entry: benchEntry, Audit: actions.Audit{PendingChange: "pc_1", Stage: actions.StageConfirmed}},
+			row{Outcome: "done", PendingChange: "pc_1", Stage: "confirmed", Origin: "o'1"}},
+	}
+	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
+		ctx := context.Background()
+		s := newStore(t, db, &sqlstore.Options{Origin: "o'1"})
+		for _, c := range cases {
+			for _, how := range []string{"Write", "Append"} {
+				t.Run(c.name+", "+how, func(t *testing.T) {
+					unit := sqlstore.NewUnit()
+					if how == "Write" {
+						require.NoError(t, s.Write(ctx, unit, c.rec))
+					} else {
+						tx, err := db.BeginTx(ctx, nil)
+						require.NoError(t, err)
+						require.NoError(t, s.Append(ctx, tx, unit, c.rec))
+						require.NoError(t, tx.Commit())
+					}
+					audit, err := actions.CanonicalJSON(c.rec.Audit)
+					require.NoError(t, err)
+					want := c.want
+					want.Audit = string(audit)
+					var got row
+					require.NoError(t, db.QueryRow(db.Q("SELECT outcome, error, principal, surface, pending_change, stage, origin, audit, rolled_back FROM actions_run_log WHERE unit = ?"), unit).
+						Scan(&got.Outcome, &got.Error, &got.Principal, &got.Surface, &got.PendingChange, &got.Stage, &got.Origin, &got.Audit, &got.RolledBack))
+					assert.Equal(t, want, got)
+				})
+			}
+		}
+	})
+}

@@ -238,10 +238,18 @@ func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Co
 	if err := ctx.Err(); err != nil {
 		return actions.Unit{}, key, false, err
 	}
-	txCtx, endTx := context.WithCancel(context.WithoutCancel(ctx))
-	defer endTx()
-	follow := context.AfterFunc(ctx, endTx)
-	defer follow()
+	// A ctx that never ends (Done is nil) is the transaction's own as it
+	// is: no watcher to set up, and none for the driver to start at the
+	// begin and the commit (modernc.org/sqlite starts one per statement
+	// whose context can end).
+	txCtx, follow := ctx, neverEnded
+	if ctx.Done() != nil {
+		var endTx context.CancelFunc
+		txCtx, endTx = context.WithCancel(context.WithoutCancel(ctx))
+		defer endTx()
+		follow = context.AfterFunc(ctx, endTx)
+		defer follow()
+	}
 	var tx *sql.Tx
 	if s.opts.Serial && s.dialect == PostgreSQL {
 		conn, err := s.serialConn(ctx)
@@ -287,6 +295,11 @@ func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Co
 	}
 	return u, key, true, u.Err
 }
+
+// neverEnded is the stop function of a context.AfterFunc on a context
+// that never ends: the function was never started, so stopping it
+// succeeds.
+func neverEnded() bool { return true }
 
 // joinUnit joins the store's failure to the unit's own error (a held
 // call's refusal), so that neither is lost.

@@ -23,7 +23,7 @@ type Env struct {
 // ref keyword; see docs/parameters.md.
 const (
 	actorRef = `{"type": "string", "minLength": 1, "ref": "actor",
-		"description": "The actor: its id, or its exact display name in any language."}`
+		"description": "The actor, named in any of the dataset's languages."}`
 	periodParam = `{"type": "string", "pattern": "^[0-9]{4}$", "default": "2024",
 		"description": "The reporting year."}`
 

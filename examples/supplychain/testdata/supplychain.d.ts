@@ -4,7 +4,7 @@ type Ref<Kind extends string> = string & { readonly __ref: Kind };
 declare namespace carbon {
   /** The parameters of carbon.record_emissions. */
   type RecordEmissionsParams = {
-    /** The actor: its id, or its exact display name in any language. The id or the exact display name of an actor. */
+    /** The actor, named in any of the dataset's languages. The id or the exact display name of an actor. */
     actor: Ref<"actor">;
     /** Tonnes of CO2 emitted in the period. */
     co2_t: number;
@@ -86,7 +86,7 @@ declare namespace supply {
   };
   /** The parameters of supply.delete_actor. */
   type DeleteActorParams = {
-    /** The actor: its id, or its exact display name in any language. The id or the exact display name of an actor. */
+    /** The actor, named in any of the dataset's languages. The id or the exact display name of an actor. */
     actor: Ref<"actor">;
   };
   /** What supply.delete_actor gives. */
@@ -97,7 +97,7 @@ declare namespace supply {
   };
   /** The parameters of supply.get_actor. */
   type GetActorParams = {
-    /** The actor: its id, or its exact display name in any language. The id or the exact display name of an actor. */
+    /** The actor, named in any of the dataset's languages. The id or the exact display name of an actor. */
     actor: Ref<"actor">;
   };
   /** What supply.get_actor gives. */

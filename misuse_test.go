@@ -1,0 +1,60 @@
+package actions
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actionreg/actions/codes"
+)
+
+// A host's own mistakes get a clear refusal, nothing run or recorded;
+// none panics.
+
+func TestNilContextIsRefused(t *testing.T) {
+	ran := 0
+	log := NewRunLog()
+	reg := NewRegistry(&Options{Store: log})
+	reg.MustRegister(New(Definition{ID: "a/b"}, func(context.Context, map[string]any, *Trace) (any, error) { ran++; return "ok", nil }))
+	var nilCtx context.Context
+	_, err := reg.Run(nilCtx, Call{Action: "a/b"})
+	assert.ErrorIs(t, err, codes.Internal, "Run")
+	_, err = reg.Start(nilCtx, Call{Action: "a/b"}, TaskOptions{})
+	assert.ErrorIs(t, err, codes.Internal, "Start")
+	_, err = reg.Decide(nilCtx, Decision{Change: "x", Caller: &Caller{Principal: "p"}})
+	assert.ErrorIs(t, err, codes.Internal, "Decide")
+	_, err = reg.Replay(nilCtx, Record{Entry: RunEntry{Action: "a/b", Outcome: OutcomeDone}})
+	assert.ErrorIs(t, err, codes.Internal, "Replay")
+	assert.Zero(t, ran, "no body ran")
+	assert.Empty(t, log.Records(), "nothing recorded")
+}
+
+func TestCallWithActionAndBatchIsRefused(t *testing.T) {
+	ran := 0
+	reg := NewRegistry(nil)
+	reg.MustRegister(New(Definition{ID: "a/b"}, func(context.Context, map[string]any, *Trace) (any, error) { ran++; return "ok", nil }))
+	_, err := reg.Run(context.Background(), Call{Action: "a/b", Batch: &Batch{Steps: []Step{{Call: "a/b"}}}})
+	require.ErrorIs(t, err, codes.InvalidParameters)
+	assert.Zero(t, ran)
+}
+
+func TestNilCallerHoldsEveryCapability(t *testing.T) {
+	var host *Caller
+	assert.True(t, host.Can("admin"), "the host")
+	assert.False(t, (&Caller{}).Can("admin"))
+	assert.True(t, (&Caller{}).Can(""))
+}
+
+// TestDeepSchemaSaysSchemaLevels: a schema past the depth limit is
+// refused in the limit's own terms however far past it is (the text's
+// bound, checked first, counts JSON levels).
+func TestDeepSchemaSaysSchemaLevels(t *testing.T) {
+	for _, depth := range []int{34, 40, 5000} {
+		_, err := CompileParameters(schemaOfDepth(depth), Limits{})
+		rf := requireRefusal(t, err, codes.ConstraintViolation)
+		require.NotEmpty(t, rf.Issues)
+		assert.Contains(t, rf.Issues[0].Message, "schema nesting deeper than 32 levels", "depth %d", depth)
+	}
+}

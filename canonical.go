@@ -183,13 +183,14 @@ func within(err error, token string) error {
 	return err
 }
 
-// canonicalWriter appends canonical text to buf. keys is a stack shared by
-// the objects being written, so sorting names allocates nothing once warm.
+// canonicalWriter appends canonical text to buf. shared is a stack shared
+// by the objects being written too large to sort on the stack, so sorting
+// names allocates nothing once warm.
 type canonicalWriter struct {
-	buf     []byte
-	members []objectMember // a stack: each open object's members, sorted
-	open    []container    // the objects and arrays being written, to catch a cycle
-	exact   bool           // refuse numbers a double does not hold (exactText)
+	buf    []byte
+	shared []objectMember // a stack: each open large object's members, sorted
+	open   []container    // the objects and arrays being written, to catch a cycle
+	exact  bool           // refuse numbers a double does not hold (exactText)
 }
 
 // container tells an object or array from any other: a map by its
@@ -211,12 +212,12 @@ var canonicalPool = sync.Pool{New: func() any { return new(canonicalWriter) }}
 
 func (w *canonicalWriter) release() {
 	w.exact = false
-	clear(w.members)
-	w.members = w.members[:0]
+	clear(w.shared)
+	w.shared = w.shared[:0]
 	clear(w.open)
 	w.open = w.open[:0]
 	w.buf = w.buf[:0]
-	if cap(w.buf) > 1<<20 || cap(w.members) > 1<<12 {
+	if cap(w.buf) > 1<<20 || cap(w.shared) > 1<<12 {
 		return
 	}
 	canonicalPool.Put(w)
@@ -382,30 +383,81 @@ func (w *canonicalWriter) object(m map[string]any, depth int) error {
 	if depth >= canonicalMaxDepth {
 		return &CanonicalError{Reason: reasonTooDeep}
 	}
-	start := len(w.members)
-	for k, v := range m {
-		w.members = append(w.members, objectMember{k, v})
+	if len(m) <= len(smallObject{}) && depth < smallObjectDepth {
+		return w.smallObject(m, depth)
 	}
-	sortUTF16(w.members[start:])
+	start := len(w.shared)
+	for k, v := range m {
+		w.shared = append(w.shared, objectMember{k, v})
+	}
+	ms := w.shared[start:]
+	sortUTF16(ms)
 	w.buf = append(w.buf, '{')
-	n := len(m)
-	for i := 0; i < n; i++ {
-		// Nested objects push onto w.members and may move it: index afresh.
-		mb := w.members[start+i]
-		if i > 0 {
-			w.buf = append(w.buf, ',')
-		}
-		if err := w.string(mb.name); err != nil {
-			return err // a fault in a name belongs to the object
-		}
-		w.buf = append(w.buf, ':')
-		if err := w.value(mb.value, depth+1); err != nil {
-			return within(err, mb.name)
+	for i := range ms {
+		// Nested objects push onto w.shared and may move it: index afresh.
+		if err := w.member(i, w.shared[start+i], depth); err != nil {
+			return err
 		}
 	}
 	w.buf = append(w.buf, '}')
-	clear(w.members[start:])
-	w.members = w.members[:start]
+	clear(w.shared[start:])
+	w.shared = w.shared[:start]
+	return nil
+}
+
+// smallObject holds the members of an object small enough to be sorted
+// in the writer's stack frame, at most smallObjectDepth levels deep.
+type smallObject [8]objectMember
+
+const smallObjectDepth = 32
+
+// smallObject writes m, of at most len(smallObject{}) members, sorting
+// them in the stack frame: storing their pointers there needs no write
+// barrier, and sorting moves their indexes only. Past a few levels the
+// shared stack takes over, so that deep values do not grow the
+// goroutine's stack by a frame's array each.
+func (w *canonicalWriter) smallObject(m map[string]any, depth int) error {
+	var (
+		local smallObject
+		order [len(smallObject{})]uint8
+	)
+	n := 0
+	for k, v := range m {
+		local[n] = objectMember{k, v}
+		order[n] = uint8(n)
+		n++
+	}
+	for i := 1; i < n; i++ { // insertion sort, as sortUTF16 does
+		o := order[i]
+		j := i
+		for j > 0 && compareUTF16(local[order[j-1]].name, local[o].name) > 0 {
+			order[j] = order[j-1]
+			j--
+		}
+		order[j] = o
+	}
+	w.buf = append(w.buf, '{')
+	for i := range n {
+		if err := w.member(i, local[order[i]], depth); err != nil {
+			return err
+		}
+	}
+	w.buf = append(w.buf, '}')
+	return nil
+}
+
+// member writes the i-th member mb of an object depth levels deep.
+func (w *canonicalWriter) member(i int, mb objectMember, depth int) error {
+	if i > 0 {
+		w.buf = append(w.buf, ',')
+	}
+	if err := w.string(mb.name); err != nil {
+		return err // a fault in a name belongs to the object
+	}
+	w.buf = append(w.buf, ':')
+	if err := w.value(mb.value, depth+1); err != nil {
+		return within(err, mb.name)
+	}
 	return nil
 }
 

@@ -176,5 +176,10 @@ func floatNumber(f float64, bits int) (any, *copyError) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return nil, &copyError{msg: "a number must be finite"}
 	}
+	if f > -1e6 && f < 1e6 && f == math.Trunc(f) && (f != 0 || !math.Signbit(f)) {
+		// An integer below 10^6 has the same text as 'g' gives it, and
+		// strconv writes it without its float path.
+		return json.Number(strconv.FormatInt(int64(f), 10)), nil
+	}
 	return json.Number(strconv.FormatFloat(f, 'g', -1, bits)), nil
 }

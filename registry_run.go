@@ -146,42 +146,15 @@ type unitState struct {
 // not nil, and delivers its records; st is told what the unit's calls
 // did.
 func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitWork) (Result, error) {
-	// What the attempts tell the unit, in one variable: the closure
-	// below shares it, and one shared variable is one allocation.
-	var at struct {
-		value   any
-		unitErr error    // the last attempt's own error, as the calls gave it
-		ks      KeyStore // the store's keys, for a keyed unit
-		token   string   // the key's claim, when k claimed one
-	}
-	attempt := func(ctx context.Context) Unit {
-		st.started.Store(false) // a store may run the unit again
-		st.overran.Store(false)
-		st.unsound.Store(false)
-		v, recs, commit, err := fn.guarded(ctx)
-		switch {
-		case commit && st.overran.Load():
-			// A body left running at its deadline may write yet: the
-			// unit is undone rather than kept half done.
-			commit, err = false, overranRefusal(err)
-		case commit && st.unsound.Load():
-			commit, err = false, unsoundRefusal(err)
-		}
-		at.value, at.unitErr = v, err
-		stamp(ctx, observed{}, recs)
-		u := Unit{Records: recs, Commit: commit, Err: err}
-		endInUnit(ctx, r.gateOf().now(), v, &u)
-		if at.ks != nil {
-			settleKey(ctx, at.ks, k, at.token, st.keepStarted && st.started.Load(), v, &u)
-		}
-		return u
-	}
 	var (
+		value   any // the last attempt's
 		recs    []Record
 		err     error
 		retried *Result // a recorded unit's answer to a retry
 	)
 	if r.opts.Store != nil {
+		at := &unitAttempt{r: r, k: k, st: st, fn: fn} // the store keeps its attempt
+		attempt := at.run
 		uctx, ob := r.observe(ctx, Operation{Kind: OpUnit, Step: -1})
 		switch {
 		case k == nil:
@@ -209,9 +182,11 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 			// comes back as it is, as without a store.
 			err = storeFailure(err)
 		}
+		value = at.value
 	} else {
-		u := attempt(ctx)
-		recs, err = u.Records, u.Err
+		at := unitAttempt{r: r, k: k, st: st, fn: fn} // run here: it stays on the stack
+		u := at.run(ctx)
+		value, recs, err = at.value, u.Records, u.Err
 		for i := range recs {
 			recs[i].RolledBack = !u.Commit
 		}
@@ -227,14 +202,55 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 	if retried != nil && err == nil {
 		return *retried, nil
 	}
-	res := Result{Value: at.value, Records: recs}
-	if a, ok := at.value.(answered); ok {
+	res := Result{Value: value, Records: recs}
+	if a, ok := value.(answered); ok {
 		res.Value, res.Text, res.StepResults = a.value, a.text, a.steps
 	}
 	if err != nil {
 		res.Value, res.Text, res.StepResults = nil, "", nil
 	}
 	return res, err
+}
+
+// unitAttempt runs the attempts of one unit (a store may run it more
+// than once) and keeps what the last one told: its value and its own
+// error, with the store's keys and the key's claim for a keyed unit.
+type unitAttempt struct {
+	r  *Registry
+	k  *unitKey
+	st *unitState
+	fn unitWork
+
+	value   any
+	unitErr error    // the last attempt's own error, as the calls gave it
+	ks      KeyStore // the store's keys, for a keyed unit
+	token   string   // the key's claim, when k claimed one
+}
+
+// run is one attempt of the unit, in ctx (the store's unit, when there
+// is a store).
+func (at *unitAttempt) run(ctx context.Context) Unit {
+	st := at.st
+	st.started.Store(false) // a store may run the unit again
+	st.overran.Store(false)
+	st.unsound.Store(false)
+	v, recs, commit, err := at.fn.guarded(ctx)
+	switch {
+	case commit && st.overran.Load():
+		// A body left running at its deadline may write yet: the
+		// unit is undone rather than kept half done.
+		commit, err = false, overranRefusal(err)
+	case commit && st.unsound.Load():
+		commit, err = false, unsoundRefusal(err)
+	}
+	at.value, at.unitErr = v, err
+	stamp(ctx, observed{}, recs)
+	u := Unit{Records: recs, Commit: commit, Err: err}
+	endInUnit(ctx, at.r.gateOf().now(), v, &u)
+	if at.ks != nil {
+		settleKey(ctx, at.ks, at.k, at.token, st.keepStarted && st.started.Load(), v, &u)
+	}
+	return u
 }
 
 // atomicClaimed runs attempt in one unit of ks, under the claim token
@@ -365,32 +381,6 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		resolve = nil // replayed parameters that were resolved already
 	}
 	f := r.frame(inv, 0)
-	held := false
-	// store holds the checked call (text: its canonical JSON) as a
-	// pending change, shown the preview's entry when there was one, and
-	// returns its refusal.
-	store := func(ctx context.Context, call CheckedCall, text, reason string, shown *RunEntry) error {
-		a := reg.action.Approval
-		switch {
-		case inv.caller.Principal == "":
-			return anonymousHold()
-		case inv.replay:
-			held = true
-			return Receipt{Action: reg.action.ID}.confirmationRequired()
-		}
-		pc := PendingChange{Action: reg.action.ID, Alias: audit.Alias, Parameters: text, Given: r.givenParameters(inv.params),
-			Reason: reason, Description: describeHeld(ctx, a, call), IdempotencyKey: inv.key, Preview: shown}
-		rec, err := g.hold(ctx, pc, inv.caller)
-		if err != nil {
-			return err
-		}
-		held = true
-		audit.PendingChange = rec.ID
-		if inv.edit != nil {
-			audit.Replaces = inv.edit.ID
-		}
-		return rec.confirmationRequired()
-	}
 	var pv *preview
 	if ok && reg.action.Preview {
 		pv, err = r.startPreview(ctx, inv)
@@ -403,31 +393,18 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 	if pv != nil {
 		runCtx, f.inv.preview = pv.ctx, pv
 	}
+	var h *topHold // only a call that may be held makes one
 	if holds || pv != nil {
-		f.hold = func(ctx context.Context, checked map[string]any, text string) error {
-			call := CheckedCall{Action: reg.action.ID, Params: checked, Caller: inv.caller}
-			hold, reason := false, ""
-			if holds {
-				hold, reason = g.shouldHold(ctx, reg.action.Approval, call)
-			}
-			switch {
-			case pv != nil:
-				// Decided now, held (or not) once the body has run.
-				pv.call, pv.text, pv.hold, pv.reason = call, text, hold, reason
-				return nil
-			case !hold:
-				return nil
-			case inv.edit != nil && g.mayDecideOne(&reg.action.Definition, inv.caller.Principal, inv.caller) == nil:
-				// The editor may decide a change of their own: the
-				// decision confirms the edited call.
-				return nil
-			}
-			return store(ctx, call, text, reason, nil)
-		}
+		h = &topHold{r: r, g: g, reg: reg, inv: inv, alias: audit.Alias, holds: holds, pv: pv}
+		f.hold = h.hold
 	}
 	result, entry, err := f.run(runCtx, inv.name, inv.params, resolve)
 	if pv != nil {
-		result, entry, err = pv.settle(ctx, result, entry, err, store)
+		result, entry, err = pv.settle(ctx, result, entry, err, h.store)
+	}
+	held := h != nil && h.held
+	if h != nil && h.stored {
+		audit.PendingChange, audit.Replaces = h.pending, h.replaces
 	}
 	if err == nil && inv.shown != nil {
 		if d := r.diverge("", *inv.shown, entry, 0); d != nil {
@@ -455,6 +432,76 @@ func (r *Registry) refusedRecord(id string, params any, audit Audit, err error) 
 	entry.Error = hostCode(err)
 	audit.Code = entry.Error
 	return Record{Entry: entry, Audit: audit}
+}
+
+// topHold holds a top-level call of an action that needs confirmation,
+// or runs in a preview, as a pending change: the call's frame asks it
+// through hold, and a preview through store. What store kept is read
+// back into the call's audit once the call has run.
+type topHold struct {
+	r     *Registry
+	g     *gate
+	reg   *registered
+	inv   invocation
+	alias string // the alias the call named, if any
+	holds bool   // the call needs confirmation (not only a preview)
+	pv    *preview
+	// held: the call was held (as a pending change, or refused so in a
+	// replay); stored: a pending change was kept, its id pending,
+	// replacing the change replaces (an edit's).
+	held, stored      bool
+	pending, replaces string
+}
+
+// hold decides whether the checked call (text: its canonical JSON) is
+// held, holds it when so and returns its refusal; nil when the call
+// runs now (or, in a preview, is decided once its body has run).
+func (h *topHold) hold(ctx context.Context, checked map[string]any, text string) error {
+	reg, inv, g := h.reg, h.inv, h.g
+	call := CheckedCall{Action: reg.action.ID, Params: checked, Caller: inv.caller}
+	hold, reason := false, ""
+	if h.holds {
+		hold, reason = g.shouldHold(ctx, reg.action.Approval, call)
+	}
+	switch {
+	case h.pv != nil:
+		// Decided now, held (or not) once the body has run.
+		h.pv.call, h.pv.text, h.pv.hold, h.pv.reason = call, text, hold, reason
+		return nil
+	case !hold:
+		return nil
+	case inv.edit != nil && g.mayDecideOne(&reg.action.Definition, inv.caller.Principal, inv.caller) == nil:
+		// The editor may decide a change of their own: the
+		// decision confirms the edited call.
+		return nil
+	}
+	return h.store(ctx, call, text, reason, nil)
+}
+
+// store holds the checked call (text: its canonical JSON) as a pending
+// change, shown the preview's entry when there was one, and returns its
+// refusal.
+func (h *topHold) store(ctx context.Context, call CheckedCall, text, reason string, shown *RunEntry) error {
+	reg, inv := h.reg, h.inv
+	switch {
+	case inv.caller.Principal == "":
+		return anonymousHold()
+	case inv.replay:
+		h.held = true
+		return Receipt{Action: reg.action.ID}.confirmationRequired()
+	}
+	a := reg.action.Approval
+	pc := PendingChange{Action: reg.action.ID, Alias: h.alias, Parameters: text, Given: h.r.givenParameters(inv.params),
+		Reason: reason, Description: describeHeld(ctx, a, call), IdempotencyKey: inv.key, Preview: shown}
+	rec, err := h.g.hold(ctx, pc, inv.caller)
+	if err != nil {
+		return err
+	}
+	h.held, h.stored, h.pending = true, true, rec.ID
+	if inv.edit != nil {
+		h.replaces = inv.edit.ID
+	}
+	return rec.confirmationRequired()
 }
 
 // frame returns the frame of a call of inv at depth.
@@ -520,12 +567,13 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 	t := &f.Trace
 	t.action, t.entry, t.runner, t.caller = id, entry, f, f.inv.caller
 	t.progress, t.recorded, t.now = f.inv.progress, f.inv.recorded, r.gateOf().now
-	result, err, overran := lim.run(ctx, func() (result any, err error) {
-		if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, t) }); perr != nil {
-			err = perr
-		}
-		return result, err
-	})
+	overran := false
+	if lim.deadline.IsZero() {
+		// No limit: the body runs here, and no closure is made for it.
+		result, err = runBody(ctx, reg, id, checked, t)
+	} else {
+		result, err, overran = lim.run(ctx, func() (any, error) { return runBody(ctx, reg, id, checked, t) })
+	}
 	if overran {
 		// The body runs on past its deadline: the call is answered now,
 		// with the steps recorded so far, and the unit may not commit.
@@ -568,6 +616,15 @@ func (f *frame) run(ctx context.Context, id string, params any, resolve RefResol
 	}
 	entry.Outcome = OutcomeDone
 	return result, entry, nil
+}
+
+// runBody runs the body of reg, called as id, on the checked parameters
+// with its trace t; a panic in it is an internal refusal.
+func runBody(ctx context.Context, reg *registered, id string, checked map[string]any, t *Trace) (result any, err error) {
+	if perr := safeCallOf("body of", id, func() { result, err = reg.action.Run(ctx, checked, t) }); perr != nil {
+		err = perr
+	}
+	return result, err
 }
 
 // bodyRefusal is the refusal a body's error becomes: an internal one
@@ -805,7 +862,7 @@ func (r *Registry) limitOf(name string) int { return resultLimitOf(r, name, r.Li
 // time limit: the context ends after the action's timeout (or the
 // registry's default) with the cause errTimedOut; a deadline ctx already
 // has that comes sooner stays. The limit's stop releases the timer.
-func (r *Registry) limitTime(ctx context.Context, a *Action) (context.Context, *timeLimit) {
+func (r *Registry) limitTime(ctx context.Context, a *Action) (context.Context, timeLimit) {
 	d := timeoutOf(a.Timeout, r.opts.Timeout)
 	now := r.gateOf().now
 	outer, _ := ctx.Value(deadlineKey{}).(time.Time) // a caller's limit, if any
@@ -813,9 +870,9 @@ func (r *Registry) limitTime(ctx context.Context, a *Action) (context.Context, *
 		// No limit of its own: a nested call still runs within its
 		// caller's, on its own goroutine, so that the caller's answer
 		// at the deadline waits for no body.
-		return ctx, &timeLimit{now: now, deadline: outer, stop: func() {}}
+		return ctx, timeLimit{now: now, deadline: outer, stop: func() {}}
 	}
-	lim := &timeLimit{now: now, deadline: now().Add(d)}
+	lim := timeLimit{now: now, deadline: now().Add(d)}
 	if !outer.IsZero() && outer.Before(lim.deadline) {
 		lim.deadline = outer
 	}

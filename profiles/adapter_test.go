@@ -151,7 +151,7 @@ func TestBoundRunToolCall(t *testing.T) {
 
 // An action that needs an idempotency key says so in every profile.
 func TestKeyToolSaysEveryProfile(t *testing.T) {
-	reg := actions.NewRegistry(nil)
+	reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog()})
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge", NeedsIdempotencyKey: true,
 		Parameters: `{"type":"object","properties":{"amount":{"type":"integer"}}}`}, echo))
 	for _, p := range All() {

@@ -43,14 +43,38 @@ func TestTimeoutRefusesRecordsAndRollsBack(t *testing.T) {
 }
 
 func TestTimeoutRegistryDefaultAndNestedInherits(t *testing.T) {
-	reg := actions.NewRegistry(&actions.Options{Timeout: 10 * time.Millisecond})
-	inner := actions.New(actions.Definition{ID: "demo/inner"}, waitBody)
-	inner.Timeout = time.Hour // the outer call's limit is the smaller
+	// The deadlines themselves: the registry's default bounds a call
+	// whose action sets none, and a nested call with a longer limit of
+	// its own keeps its caller's deadline.
+	reg := actions.NewRegistry(&actions.Options{Timeout: time.Hour})
+	inner := actions.New(actions.Definition{ID: "demo/inner"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
+		d, _ := ctx.Deadline()
+		return d.UnixNano(), nil
+	})
+	inner.Timeout = 2 * time.Hour
+	var outerDeadline time.Time
 	outer := actions.New(actions.Definition{ID: "demo/outer"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
+		outerDeadline, _ = ctx.Deadline()
 		return tr.Call(ctx, "demo/inner", nil)
 	})
 	reg.MustRegister(inner, outer)
+	before := time.Now()
 	res, err := reg.Run(context.Background(), actions.Call{Action: "demo/outer"})
+	require.NoError(t, err)
+	assert.False(t, outerDeadline.Before(before.Add(time.Hour)), "the registry's default bounds the outer call")
+	assert.True(t, outerDeadline.Before(time.Now().Add(time.Hour+time.Second)))
+	assert.EqualValues(t, outerDeadline.UnixNano(), res.Value, "the nested call keeps the outer call's deadline")
+
+	// Running out of it: the nested call, started well before the outer
+	// call's second is up, is refused timeout in the outer's entry.
+	reg = actions.NewRegistry(&actions.Options{Timeout: time.Second})
+	inner = actions.New(actions.Definition{ID: "demo/inner"}, waitBody)
+	inner.Timeout = time.Hour
+	outer = actions.New(actions.Definition{ID: "demo/outer"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
+		return tr.Call(ctx, "demo/inner", nil)
+	})
+	reg.MustRegister(inner, outer)
+	res, err = reg.Run(context.Background(), actions.Call{Action: "demo/outer"})
 	assert.True(t, errors.Is(err, codes.Timeout), "outer: %v", err)
 	steps := res.Entry().Steps
 	require.Len(t, steps, 1)

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 	"unsafe"
@@ -652,6 +653,10 @@ func (w *canonicalWriter) number(s string) error {
 		w.buf = append(w.buf, s...)
 		return nil
 	}
+	if digits == 0 && ownDecimal(s) {
+		w.buf = append(w.buf, s...)
+		return nil
+	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return &CanonicalError{Reason: reasonRange}
@@ -665,6 +670,36 @@ func (w *canonicalWriter) number(s string) error {
 	}
 	w.buf = canonicalNumber(w.buf, f)
 	return nil
+}
+
+// ownDecimal reports whether s, valid JSON number text, is a decimal
+// fraction that is its own canonical text: no exponent, a last digit
+// other than 0, at most 15 significant digits, and, below 1, at most 5
+// zeros after the point. A double tells every decimal of at most 15
+// significant digits from every other, so the shortest digits that read
+// back to its value are its own, and ECMAScript lays such a number out
+// as it is written (an exponent only from 10^21 up, or below 10^-6).
+func ownDecimal(s string) bool {
+	if s[0] == '-' {
+		s = s[1:]
+	}
+	point := strings.IndexByte(s, '.')
+	if point < 0 || s[len(s)-1] == '0' || strings.ContainsAny(s, "eE") {
+		return false
+	}
+	sig := len(s) - 1 // the digits, the point aside
+	if point == 1 && s[0] == '0' {
+		// 0.000ddd: the zeros are not significant.
+		zeros := 0
+		for zeros+2 < len(s) && s[zeros+2] == '0' {
+			zeros++
+		}
+		if zeros > 5 {
+			return false
+		}
+		sig -= 1 + zeros
+	}
+	return sig <= 15
 }
 
 // scanJSONNumber checks that s is a JSON number (RFC 8259 §6). digits is the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -542,4 +543,54 @@ func TestExactText(t *testing.T) {
 	b, err = CanonicalJSON(RunEntry{Action: "a/b", Parameters: "{}", Steps: []RunStep{{Command: json.RawMessage(`{"id":9007199254740993}`)}}, Outcome: OutcomeDone})
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"command":{"id":9007199254740993}`)
+}
+
+// TestOwnDecimalAgrees checks the fast path of decimal fractions against
+// the double's canonical text: whenever ownDecimal takes a text as its
+// own canonical form, reading it as a double and writing that double
+// gives the same text.
+func TestOwnDecimalAgrees(t *testing.T) {
+	texts := []string{"0.5", "-0.5", "0.1", "0.000001", "0.0000001", "1.5", "123456789012.345", "1234567890123.456",
+		"0.123456789012345", "0.1234567890123456", "9007199254740.993", "0.30000000000000004", "2.50", "-0.000005", "100.25"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		digits := strconv.FormatUint(1+rng.Uint64N(uint64(math.Pow10(1+rng.IntN(17)))), 10)
+		point := rng.IntN(len(digits) + 7)
+		var s string
+		if point < len(digits) {
+			s = strings.TrimLeft(digits[:point], "0")
+			if s == "" {
+				s = "0"
+			}
+			s += "." + digits[point:]
+		} else {
+			s = "0." + strings.Repeat("0", point-len(digits)) + digits
+		}
+		if rng.IntN(2) == 0 {
+			s = "-" + s
+		}
+		texts = append(texts, s)
+	}
+	taken := 0
+	for _, s := range texts {
+		if !ownDecimal(s) {
+			continue
+		}
+		taken++
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if got := string(canonicalNumber(nil, f)); got != s {
+			t.Errorf("ownDecimal(%s): its double's canonical text is %s", s, got)
+		}
+	}
+	if taken < 1000 {
+		t.Fatalf("only %d texts took the fast path", taken)
+	}
+	for _, s := range []string{"0.0000001", "1234567890123.456", "0.1234567890123456", "2.50", "1e5", "1", "0.30000000000000004"} {
+		if ownDecimal(s) {
+			t.Errorf("ownDecimal(%s) = true, want false", s)
+		}
+	}
 }

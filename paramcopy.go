@@ -146,11 +146,11 @@ func copyValue(in any, depth int) (any, *copyError) {
 	case float32:
 		return floatNumber(float64(v), 32)
 	case int:
-		return json.Number(strconv.FormatInt(int64(v), 10)), nil
+		return intNumber(int64(v)), nil
 	case int64:
-		return json.Number(strconv.FormatInt(v, 10)), nil
+		return intNumber(v), nil
 	case int32:
-		return json.Number(strconv.FormatInt(int64(v), 10)), nil
+		return intNumber(int64(v)), nil
 	case uint64:
 		return json.Number(strconv.FormatUint(v, 10)), nil
 	}
@@ -179,7 +179,27 @@ func floatNumber(f float64, bits int) (any, *copyError) {
 	if f > -1e6 && f < 1e6 && f == math.Trunc(f) && (f != 0 || !math.Signbit(f)) {
 		// An integer below 10^6 has the same text as 'g' gives it, and
 		// strconv writes it without its float path.
-		return json.Number(strconv.FormatInt(int64(f), 10)), nil
+		return intNumber(int64(f)), nil
 	}
 	return json.Number(strconv.FormatFloat(f, 'g', -1, bits)), nil
 }
+
+// intNumber is i as a json.Number in an interface; one of smallNumbers
+// when it is one, which saves boxing the text anew.
+func intNumber(i int64) any {
+	if i >= 0 && i < int64(len(smallNumbers)) {
+		return smallNumbers[i]
+	}
+	return json.Number(strconv.FormatInt(i, 10))
+}
+
+// smallNumbers holds the integers 0 to 99 as json.Number, each already
+// in an interface. Parameters are full of small counts and quantities;
+// a json.Number is immutable, so every copy may share these. Never
+// written after it is made.
+var smallNumbers = func() (t [100]any) {
+	for i := range t {
+		t[i] = json.Number(strconv.Itoa(i))
+	}
+	return t
+}()

@@ -26,6 +26,8 @@ type Registry struct {
 	mu      sync.Mutex // serialises registrations only
 	actions sync.Map   // id → *registered
 	limits  Limits     // as given: zero fields mean their default
+	// inForce is limits with the defaults filled (see limitsInForce).
+	inForce atomic.Pointer[Limits]
 	gate    atomic.Pointer[gate]
 	opts    Options
 	// drawKey draws randomKey, the cursor key when Options.CursorKey is
@@ -124,7 +126,18 @@ func NewRegistry(opts *Options) *Registry {
 // defaults. A field given negative (no limit) reads as math.MaxInt32,
 // except MaxResultBytes, MaxBatchResultBytes, MaxEntryResultBytes,
 // MaxBatchBytes and MaxRefusedParamBytes, which stay negative.
-func (r *Registry) Limits() Limits { return r.limits.withDefaults() }
+func (r *Registry) Limits() Limits { return *r.limitsInForce() }
+
+// limitsInForce is what Limits returns, filled once (the registry's
+// limits never change), shared: read only.
+func (r *Registry) limitsInForce() *Limits {
+	if l := r.inForce.Load(); l != nil {
+		return l
+	}
+	l := r.limits.withDefaults()
+	r.inForce.CompareAndSwap(nil, &l)
+	return r.inForce.Load()
+}
 
 // Register adds actions, all or none, each with its parameters schema
 // compiled once. Build an action with [New] (or [Typed]) or as a literal.

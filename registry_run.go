@@ -246,7 +246,7 @@ func (at *unitAttempt) run(ctx context.Context) Unit {
 	at.value, at.unitErr = v, err
 	stamp(ctx, observed{}, recs)
 	u := Unit{Records: recs, Commit: commit, Err: err}
-	endInUnit(ctx, at.r.gateOf().now(), v, &u)
+	endInUnit(ctx, at.r.gateOf().now, v, &u)
 	if at.ks != nil {
 		settleKey(ctx, at.ks, at.k, at.token, st.keepStarted && st.started.Load(), v, &u)
 	}
@@ -338,8 +338,11 @@ func (r *Registry) audit(inv invocation) Audit {
 
 // top runs one top-level call through the gate and records it.
 func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Record, commit bool, err error) {
-	ctx, ob := r.observe(ctx, callOp(inv))
-	defer func() { rec = ob.endCall(rec, value, err) }()
+	if r.opts.Observer != nil { // else no operation is made for nobody
+		var ob observed
+		ctx, ob = r.observe(ctx, callOp(inv))
+		defer func() { rec = ob.endCall(rec, value, err) }()
+	}
 	audit := r.audit(inv)
 	g := r.gateOf()
 	reg, ok := r.lookup(inv.name)
@@ -398,7 +401,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		h = &topHold{r: r, g: g, reg: reg, inv: inv, alias: audit.Alias, holds: holds, pv: pv}
 		f.hold = h.hold
 	}
-	result, entry, err := f.run(runCtx, inv.name, inv.params, resolve)
+	result, entry, err := f.run(runCtx, reg, inv.name, inv.params, resolve)
 	if pv != nil {
 		result, entry, err = pv.settle(ctx, result, entry, err, h.store)
 	}
@@ -522,21 +525,20 @@ type frame struct {
 	hold func(ctx context.Context, checked map[string]any, text string) error
 }
 
-// run runs one call at the frame's depth, resolving its refs with
-// resolve; it records nothing.
-func (f *frame) run(ctx context.Context, id string, params any, resolve RefResolver) (result any, entry RunEntry, err error) {
+// run runs one call at the frame's depth of reg, the action id names
+// (nil when it names none), resolving its refs with resolve; it records
+// nothing.
+func (f *frame) run(ctx context.Context, reg *registered, id string, params any, resolve RefResolver) (result any, entry RunEntry, err error) {
 	r := f.r
 	entry = RunEntry{Action: id, Steps: []RunStep{}, AsHost: f.inv.asHost}
-	limits := r.Limits()
-	reg, ok := r.lookup(id)
-	if !ok {
+	if reg == nil {
 		err = unknownAction()
 		return nil, r.refusedGiven(entry, err, params), err
 	}
 	entry.Action = reg.action.ID // an alias is recorded under the id
-	if f.depth > limits.MaxCallDepth {
+	if maxDepth := r.limitsInForce().MaxCallDepth; f.depth > maxDepth {
 		err = refusef(codes.ConstraintViolation, "nested calls are too deep",
-			Issue{Path: "", Keyword: "call", Message: fmt.Sprintf("more than %d nested calls", limits.MaxCallDepth)})
+			Issue{Path: "", Keyword: "call", Message: fmt.Sprintf("more than %d nested calls", maxDepth)})
 		return nil, r.refusedGiven(entry, err, params), err
 	}
 	checked, err := reg.params.Check(ctx, params, resolve)
@@ -684,7 +686,8 @@ func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params
 	asHost := inv.asHost
 	child := f.r.frame(inv, f.depth+1)
 	child.inv.callerCalls = false // the calls its body makes are the host's
-	if reg, ok := f.r.lookup(id); ok {
+	reg, ok := f.r.lookup(id)
+	if ok {
 		d := &reg.action.Definition
 		g := f.r.gateOf()
 		err := g.admitNested(d, inv.caller)
@@ -705,7 +708,7 @@ func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params
 			return nil, entry, err
 		}
 	}
-	res, entry, err := child.run(ctx, id, params, f.r.opts.Resolve)
+	res, entry, err := child.run(ctx, reg, id, params, f.r.opts.Resolve)
 	return res, entry, err
 }
 
@@ -717,7 +720,7 @@ func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params
 func (r *Registry) refusedGiven(e RunEntry, err error, params any) RunEntry {
 	text := r.givenParameters(params)
 	e = e.refused(err, text)
-	if limit := r.Limits().MaxRefusedParamBytes; limit >= 0 && len(text) > limit {
+	if limit := r.limitsInForce().MaxRefusedParamBytes; limit >= 0 && len(text) > limit {
 		e.Parameters = "null"
 		e.ParametersSHA256, e.ParametersBytes = digestOf(text), len(text)
 	}
@@ -729,7 +732,7 @@ func (r *Registry) refusedGiven(e RunEntry, err error, params any) RunEntry {
 // are not JSON at all, or larger than MaxParamBytes (an entry holds no
 // more than a call may bring).
 func (r *Registry) givenParameters(params any) string {
-	limit := r.Limits().MaxParamBytes
+	limit := r.limitsInForce().MaxParamBytes
 	if m, isMap := params.(map[string]any); params == nil || (isMap && m == nil) || nullText(params) {
 		return "{}"
 	}
@@ -758,12 +761,16 @@ func (r *Registry) answer(inv invocation) func(v any, rec Record, commit bool, e
 }
 
 func (r *Registry) answered(inv invocation, v any, rec Record, commit bool, err error) (any, Record, bool, error) {
-	limits := r.Limits()
+	limits := r.limitsInForce()
 	if err != nil {
 		return v, keepSmall(rec, limits.MaxEntryResultBytes), commit, err
 	}
-	limit := resultLimitOf(r, inv.name, limits)
-	form, text, berr := r.boundFor(inv, rec.Entry.Result, limit)
+	reg, _ := r.lookup(inv.name)
+	limit := limits.MaxResultBytes
+	if reg != nil {
+		limit = resultLimit(&reg.action.Definition, *limits)
+	}
+	form, text, berr := r.boundOf(reg, inv, rec.Entry.Result, limit)
 	if berr != nil {
 		berr = tooLarge(limit)
 		rec.Entry = rec.Entry.refused(berr, rec.Entry.Parameters)
@@ -811,8 +818,14 @@ func resultLimitOf(r *Registry, name string, l Limits) int {
 // "next" sealed (see [CursorSchema]); err is errCannotCut when the
 // result is over limit and cannot be cut.
 func (r *Registry) boundFor(inv invocation, text string, limit int) (form *Bounded, sealed string, err error) {
+	reg, _ := r.lookup(inv.name)
+	return r.boundOf(reg, inv, text, limit)
+}
+
+// boundOf is boundFor with reg, the action inv names (nil for none).
+func (r *Registry) boundOf(reg *registered, inv invocation, text string, limit int) (form *Bounded, sealed string, err error) {
 	var next *pager
-	if reg, ok := r.lookup(inv.name); ok && reg.cursor {
+	if reg != nil && reg.cursor {
 		if params := paramsObject(inv.params); params != nil {
 			next = r.pagerOf(reg, inv.caller, params)
 			if b, ok := bindingOf(reg.action.ID, inv.caller, params); ok {

@@ -384,14 +384,15 @@ type taskUnit struct {
 
 // endInUnit ends the task of ctx, if any, inside the unit whose attempt
 // gives u (v the value, err the unit's error): a unit that commits
-// completes its task in its own transaction, or, when the task was ended
-// meanwhile, commits nothing and answers cancelled.
-func endInUnit(ctx context.Context, now time.Time, v any, u *Unit) {
+// completes its task in its own transaction, at the time now reads (read
+// only then), or, when the task was ended meanwhile, commits nothing and
+// answers cancelled.
+func endInUnit(ctx context.Context, now func() time.Time, v any, u *Unit) {
 	tu, _ := ctx.Value(taskKey{}).(*taskUnit)
 	if tu == nil || !u.Commit {
 		return
 	}
-	end := endOf(v, u.Records, u.Err, tu.cancelled(), now)
+	end := endOf(v, u.Records, u.Err, tu.cancelled(), now())
 	ok, err := tu.store.EndTask(ctx, tu.id, end)
 	switch {
 	case err != nil:

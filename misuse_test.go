@@ -58,3 +58,25 @@ func TestDeepSchemaSaysSchemaLevels(t *testing.T) {
 		assert.Contains(t, rf.Issues[0].Message, "schema nesting deeper than 32 levels", "depth %d", depth)
 	}
 }
+
+// TestAnonymousHoldIsNotAskedForAKey: a caller without a principal
+// calling an action that needs confirmation and a key is told at once
+// that nobody can confirm it, not first asked for a key that would not
+// help.
+func TestAnonymousHoldIsNotAskedForAKey(t *testing.T) {
+	reg := NewRegistry(&Options{Store: NewRunLog()})
+	ran := 0
+	reg.MustRegister(New(Definition{ID: "pay/charge", Effect: EffectWrite, NeedsConfirmation: true, NeedsIdempotencyKey: true},
+		func(context.Context, map[string]any, *Trace) (any, error) { ran++; return nil, nil }))
+	anon := &Caller{Surface: SurfaceMCP}
+	for _, key := range []string{"", "k-1"} {
+		_, err := reg.Run(context.Background(), Call{Action: "pay/charge", Caller: anon, IdempotencyKey: key})
+		require.ErrorIs(t, err, codes.ConfirmationRequired, "key %q", key)
+		assert.Nil(t, asRefusal(err).Pending, "nothing held")
+		assert.Equal(t, codes.RetryNever, asRefusal(err).Retry)
+	}
+	// A person with a principal is still asked for the key first.
+	_, err := reg.Run(context.Background(), Call{Action: "pay/charge", Caller: &Caller{Principal: "ann", Surface: SurfaceMCP}})
+	require.ErrorIs(t, err, codes.IdempotencyKeyRequired)
+	assert.Zero(t, ran)
+}

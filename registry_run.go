@@ -906,6 +906,9 @@ func needsKey(d *Definition, inv invocation) error {
 	if !d.NeedsIdempotencyKey || inv.caller == nil || inv.key != "" || inv.confirming != "" || inv.replay {
 		return nil
 	}
+	if d.NeedsConfirmation && inv.caller.Principal == "" && !hasRule(d.Approval) {
+		return nil // refused as a hold nobody could confirm: a key would not help
+	}
 	return NewRefusal(codes.IdempotencyKeyRequired, "the action needs an idempotency key and the call has none")
 }
 

@@ -205,8 +205,8 @@ type plannedStep struct {
 	// time; they are let go once its parameters are built, so that a long
 	// batch holds only the results still to be read.
 	drop []int32
-	// reads are the names its placeholders read, each with its step, in
-	// the order of the placeholders (a name may repeat): looked up here
+	// reads are the names its placeholders read, each once with its
+	// step, in the order of their first placeholders: looked up here
 	// rather than in the batch's map of names, which a long batch spreads
 	// over far more memory.
 	reads []stepRead
@@ -314,8 +314,10 @@ func checkBatch(b Batch, limits Limits, shape *batchShape) (*batchPlan, error) {
 		}
 		for _, r := range found {
 			if j, set := names[r.Name]; set && j < i {
+				if lastRead[j] != int32(i) { // each name once: a step's lookups scan its reads
+					reads = append(reads, stepRead{name: r.Name, step: int32(j)})
+				}
 				lastRead[j] = int32(i)
-				reads = append(reads, stepRead{name: r.Name, step: int32(j)})
 			} else if len(unresolved) <= maxBatchIssues { // one more tells there are more
 				unresolved = append(unresolved, stepRef{step: i, pointer: stepPointer(i) + "/with" + r.Pointer, keyword: "with", name: r.Name})
 			}

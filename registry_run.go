@@ -766,10 +766,7 @@ func (r *Registry) answered(inv invocation, v any, rec Record, commit bool, err 
 		return v, keepSmall(rec, limits.MaxEntryResultBytes), commit, err
 	}
 	reg, _ := r.lookup(inv.name)
-	limit := limits.MaxResultBytes
-	if reg != nil {
-		limit = resultLimit(&reg.action.Definition, *limits)
-	}
+	limit := resultLimitOf(reg, limits)
 	form, text, berr := r.boundOf(reg, inv, rec.Entry.Result, limit)
 	if berr != nil {
 		berr = tooLarge(limit)
@@ -803,13 +800,13 @@ func withText(v any, text string) any {
 	return d
 }
 
-// resultLimitOf is the result bound of the action called as name.
-func resultLimitOf(r *Registry, name string, l Limits) int {
-	reg, ok := r.lookup(name)
-	if !ok {
+// resultLimitOf is the result bound of reg's calls (nil: a call naming
+// no action).
+func resultLimitOf(reg *registered, l *Limits) int {
+	if reg == nil {
 		return l.MaxResultBytes
 	}
-	return resultLimit(&reg.action.Definition, l)
+	return resultLimit(&reg.action.Definition, *l)
 }
 
 // boundFor bounds text, a result of a call of inv, to limit, and seals
@@ -869,7 +866,10 @@ func (r *Registry) bounder(inv invocation) boundFunc {
 }
 
 // limitOf is the result bound of the action called as name.
-func (r *Registry) limitOf(name string) int { return resultLimitOf(r, name, r.Limits()) }
+func (r *Registry) limitOf(name string) int {
+	reg, _ := r.lookup(name)
+	return resultLimitOf(reg, r.limitsInForce())
+}
 
 // limitTime returns the context a body of the action a runs in, and its
 // time limit: the context ends after the action's timeout (or the

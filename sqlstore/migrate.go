@@ -21,40 +21,10 @@ var migrations = []migration{
 	{
 		version: 1,
 		sqlite: append([]string{
-			`CREATE TABLE IF NOT EXISTS actions_run_log (
-				seq INTEGER PRIMARY KEY AUTOINCREMENT,
-				recorded_at INTEGER NOT NULL,
-				unit TEXT NOT NULL,
-				position INTEGER NOT NULL,
-				origin TEXT NOT NULL,
-				action TEXT NOT NULL,
-				outcome TEXT NOT NULL,
-				error TEXT NOT NULL,
-				rolled_back BOOLEAN NOT NULL,
-				principal TEXT NOT NULL,
-				surface TEXT NOT NULL,
-				pending_change TEXT NOT NULL,
-				audit TEXT NOT NULL,
-				entry TEXT NOT NULL,
-				UNIQUE (unit, position))`,
+			logTable("actions_run_log", "INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", ""),
 		}, indexes...),
 		pg: append([]string{
-			`CREATE TABLE IF NOT EXISTS actions_run_log (
-				seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-				recorded_at BIGINT NOT NULL,
-				unit TEXT NOT NULL,
-				position INTEGER NOT NULL,
-				origin TEXT NOT NULL,
-				action TEXT NOT NULL,
-				outcome TEXT NOT NULL,
-				error TEXT NOT NULL,
-				rolled_back BOOLEAN NOT NULL,
-				principal TEXT NOT NULL,
-				surface TEXT NOT NULL,
-				pending_change TEXT NOT NULL,
-				audit TEXT NOT NULL,
-				entry TEXT NOT NULL,
-				UNIQUE (unit, position))`,
+			logTable("actions_run_log", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", ""),
 		}, indexes...),
 	},
 	{
@@ -143,27 +113,11 @@ const logColumns = `recorded_at, unit, position, origin, action, outcome, error,
 // its records and their seqs as they were; dropping the old table drops
 // its indexes and its row of sqlite_sequence.
 var logRebuild = append([]string{
-	`CREATE TABLE actions_run_log_v9 (
-		seq INTEGER PRIMARY KEY,
-		recorded_at INTEGER NOT NULL,
-		unit TEXT NOT NULL,
-		position INTEGER NOT NULL,
-		origin TEXT NOT NULL,
-		action TEXT NOT NULL,
-		outcome TEXT NOT NULL,
-		error TEXT NOT NULL,
-		rolled_back BOOLEAN NOT NULL,
-		principal TEXT NOT NULL,
-		surface TEXT NOT NULL,
-		pending_change TEXT NOT NULL,
-		audit TEXT NOT NULL,
-		entry TEXT NOT NULL,
-		stage TEXT NOT NULL DEFAULT '',
-		UNIQUE (unit, position))`,
+	logTable("actions_run_log_v9", "INTEGER PRIMARY KEY", "INTEGER", "stage TEXT NOT NULL DEFAULT '',"),
 	`INSERT INTO actions_run_log_v9 (seq, ` + logColumns + `) SELECT seq, ` + logColumns + ` FROM actions_run_log ORDER BY seq`,
 	`DROP TABLE actions_run_log`,
 	`ALTER TABLE actions_run_log_v9 RENAME TO actions_run_log`,
-	`CREATE INDEX actions_run_log_action ON actions_run_log (action, seq)`,
+	indexes[0], // the action's, as version 1 made it
 	principalIndex,
 }, partialIndexDefs...)
 
@@ -190,6 +144,30 @@ const (
 )
 
 const pendingPrincipalIndex = `CREATE INDEX IF NOT EXISTS actions_pending_principal ON actions_pending (principal)`
+
+// logTable creates the run log's table name, its seq column seq, its
+// time column of type integer, and the columns extra adds (each with its
+// comma) before the unique key: the table of version 1, and as version
+// 9 rebuilds it on SQLite.
+func logTable(name, seq, integer, extra string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + name + ` (
+		seq ` + seq + `,
+		recorded_at ` + integer + ` NOT NULL,
+		unit TEXT NOT NULL,
+		position INTEGER NOT NULL,
+		origin TEXT NOT NULL,
+		action TEXT NOT NULL,
+		outcome TEXT NOT NULL,
+		error TEXT NOT NULL,
+		rolled_back BOOLEAN NOT NULL,
+		principal TEXT NOT NULL,
+		surface TEXT NOT NULL,
+		pending_change TEXT NOT NULL,
+		audit TEXT NOT NULL,
+		entry TEXT NOT NULL,
+		` + extra + `
+		UNIQUE (unit, position))`
+}
 
 func pendingTable(integer string) string {
 	return `CREATE TABLE IF NOT EXISTS actions_pending (

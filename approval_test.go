@@ -59,7 +59,7 @@ func TestDecideFromModelSurfacesRefusedByDefault(t *testing.T) {
 	reg, ran := helpdesk(t, GateOptions{}, nil)
 	id := holdDelete(t, reg, agent)
 	for _, s := range []Surface{SurfaceMCP, SurfaceAI} {
-		c := agent.clone()
+		c := cloneCaller(agent)
 		c.Surface = s
 		for _, confirm := range []bool{true, false} {
 			res, err := decide(reg, id, confirm, &c)
@@ -174,7 +174,7 @@ func TestProposerNeedsCapability(t *testing.T) {
 func TestDecideChecksTheDecidersScope(t *testing.T) {
 	reg, ran := helpdesk(t, GateOptions{}, &Approval{Capability: "tickets.approve"})
 	id := holdDelete(t, reg, agent)
-	readOnly := supervisor.clone()
+	readOnly := cloneCaller(supervisor)
 	readOnly.Token, readOnly.Scopes = true, []string{"mcp:read"}
 	for _, confirm := range []bool{true, false} {
 		_, err := decide(reg, id, confirm, &readOnly)

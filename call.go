@@ -130,10 +130,10 @@ type Record struct {
 }
 
 // clone copies r deeply.
-func (r Record) clone() Record {
-	r.Entry = r.Entry.clone()
+func cloneRecord(r Record) Record {
+	r.Entry = cloneEntry(r.Entry)
 	if r.Audit.Caller != nil {
-		c := r.Audit.Caller.clone()
+		c := cloneCaller(r.Audit.Caller)
 		r.Audit.Caller = &c
 	}
 	return r

@@ -38,7 +38,7 @@ type Caller struct {
 }
 
 // clone copies c with its slices.
-func (c *Caller) clone() Caller {
+func cloneCaller(c *Caller) Caller {
 	cp := *c
 	cp.Capabilities = slices.Clone(c.Capabilities)
 	cp.Scopes = slices.Clone(c.Scopes)

@@ -68,14 +68,14 @@ func TestEditIsCheckedAgain(t *testing.T) {
 	require.NoError(t, err, "a refused edit leaves the change")
 
 	// The gate is the editor's: a read-only token edits nothing.
-	readOnly := supervisor.clone()
+	readOnly := cloneCaller(supervisor)
 	readOnly.Token, readOnly.Scopes = true, []string{"mcp:read"}
 	_, err = edit(reg, id, `{"id":3}`, &readOnly)
 	require.ErrorIs(t, err, codes.InsufficientScope)
 	// Nor may someone the policy does not name, nor the model's surface.
 	_, err = edit(reg, id, `{"id":3}`, colleague)
 	require.ErrorIs(t, err, codes.UnknownChange)
-	onMCP := supervisor.clone()
+	onMCP := cloneCaller(supervisor)
 	onMCP.Surface = SurfaceMCP
 	_, err = edit(reg, id, `{"id":3}`, &onMCP)
 	require.ErrorIs(t, err, codes.ForbiddenSurface)

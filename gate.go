@@ -443,7 +443,7 @@ func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, 
 	}
 	now := g.now()
 	pc.ID = hex.EncodeToString(b[:])
-	pc.Proposer = c.clone()
+	pc.Proposer = cloneCaller(c)
 	pc.Proposer.PendingChange = ""
 	pc.Created, pc.Expires = now, now.Add(g.opts.PendingFor)
 	if err := g.store().Hold(ctx, pc); err != nil {

@@ -255,7 +255,7 @@ func auditLine(found *KeyRecord, k *unitKey, answerErr error) Record {
 		rec.Entry.Action = k.action
 	}
 	if n := len(found.Records); n > 0 {
-		rec = found.Records[n-1].clone()
+		rec = cloneRecord(found.Records[n-1])
 	}
 	a := k.audit
 	a.Answered = found.Unit

@@ -186,14 +186,14 @@ func sortNewestFirst(cs []PendingChange) {
 
 // clone copies c with its caller's slices and its batch.
 func (c PendingChange) clone() PendingChange {
-	c.Proposer = c.Proposer.clone()
+	c.Proposer = cloneCaller(&c.Proposer)
 	if c.Batch != nil {
 		b := c.Batch.clone()
 		c.Batch = &b
 	}
 	c.Held = append([]HeldStep(nil), c.Held...)
 	if c.Preview != nil {
-		e := c.Preview.clone()
+		e := cloneEntry(*c.Preview)
 		c.Preview = &e
 	}
 	return c

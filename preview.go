@@ -59,7 +59,7 @@ func (p *preview) settle(ctx context.Context, result any, entry RunEntry, err er
 		// What the run wrote cannot be told apart from the rest of the
 		// unit: neither kept nor held.
 		err = internalRefusal("the call's preview could not be settled", uerr)
-		return nil, entry.refused(err, entry.Parameters), err
+		return nil, refusedEntry(entry, err, entry.Parameters), err
 	}
 	if !hold {
 		return result, entry, err
@@ -68,9 +68,9 @@ func (p *preview) settle(ctx context.Context, result any, entry RunEntry, err er
 	if reason == "" && p.wanted.Load() {
 		reason = wantedReason
 	}
-	shown := entry.clone()
+	shown := cloneEntry(entry)
 	err = store(ctx, p.call, p.text, reason, &shown)
-	return nil, entry.refused(err, entry.Parameters), err
+	return nil, refusedEntry(entry, err, entry.Parameters), err
 }
 
 // previewStale is the refusal of a confirmed call whose run departs, at

@@ -165,7 +165,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 			}
 			return nil, recs, true, nil
 		}
-		confirmer := d.Caller.clone()
+		confirmer := cloneCaller(d.Caller)
 		confirmer.PendingChange = pc.ID
 		inv := invocation{caller: &confirmer, confirming: pc.ID, key: pc.IdempotencyKey, state: st}
 		var (
@@ -224,7 +224,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 func (r *Registry) changeRecords(pc PendingChange, caller *Caller, stage Stage, err error) []Record {
 	audit := Audit{At: r.gateOf().now(), Caller: caller, PendingChange: pc.ID, Stage: stage, Alias: pc.Alias, Code: CodeOf(err)}
 	if pc.Batch == nil {
-		entry := RunEntry{Action: pc.Action, Steps: []RunStep{}}.refused(err, pc.givenText())
+		entry := refusedEntry(RunEntry{Action: pc.Action, Steps: []RunStep{}}, err, pc.givenText())
 		return []Record{{Entry: entry, Audit: audit}}
 	}
 	audit.Alias, audit.Batch = "", true
@@ -234,7 +234,7 @@ func (r *Registry) changeRecords(pc PendingChange, caller *Caller, stage Stage, 
 		if reg, ok := r.lookup(id); ok {
 			id = reg.action.ID
 		}
-		recs[i] = Record{Entry: RunEntry{Action: id, Steps: []RunStep{}}.refused(err, r.givenParameters(st.With)), Audit: audit}
+		recs[i] = Record{Entry: refusedEntry(RunEntry{Action: id, Steps: []RunStep{}}, err, r.givenParameters(st.With)), Audit: audit}
 	}
 	return recs
 }

@@ -97,10 +97,10 @@ func (r *Registry) replayed(ctx context.Context, rec Record) (RunEntry, error) {
 		// exists and its caller may call it.
 		reg, ok := r.lookup(inv.name)
 		if !ok {
-			return RunEntry{Action: e.Action, Parameters: e.Parameters, Steps: []RunStep{}}.refused(unknownAction(), e.Parameters), unknownAction()
+			return refusedEntry(RunEntry{Action: e.Action, Parameters: e.Parameters, Steps: []RunStep{}}, unknownAction(), e.Parameters), unknownAction()
 		}
 		if err := r.gateOf().who(&reg.action.Definition, inv.caller); err != nil {
-			got := RunEntry{Action: reg.action.ID, Steps: []RunStep{}}.refused(err, e.Parameters)
+			got := refusedEntry(RunEntry{Action: reg.action.ID, Steps: []RunStep{}}, err, e.Parameters)
 			got.Error = hostCode(err)
 			return got, err
 		}
@@ -117,7 +117,7 @@ func (r *Registry) replayed(ctx context.Context, rec Record) (RunEntry, error) {
 		}
 	}
 	if rec.Audit.Stage == StageConfirmed && inv.caller != nil {
-		c := inv.caller.clone()
+		c := cloneCaller(inv.caller)
 		c.PendingChange = rec.Audit.PendingChange
 		inv.caller, inv.confirming = &c, rec.Audit.PendingChange
 	}

@@ -412,7 +412,7 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 	if err == nil && inv.shown != nil {
 		if d := r.diverge("", *inv.shown, entry, 0); d != nil {
 			err = previewStale(d)
-			entry = entry.refused(err, entry.Parameters)
+			entry = refusedEntry(entry, err, entry.Parameters)
 			result = nil
 		}
 	}
@@ -546,22 +546,22 @@ func (f *frame) run(ctx context.Context, reg *registered, id string, params any,
 		return nil, r.refusedGiven(entry, err, params), err
 	}
 	if entry.Parameters, err = canonicalString(checked); err != nil {
-		return nil, entry.refused(err, "null"), err
+		return nil, refusedEntry(entry, err, "null"), err
 	}
 	if f.depth == 0 && f.inv.expect != "" && entry.Parameters != f.inv.expect {
 		err = staleChange()
-		return nil, entry.refused(err, entry.Parameters), err
+		return nil, refusedEntry(entry, err, entry.Parameters), err
 	}
 	if f.hold != nil {
 		if err = f.hold(ctx, checked, entry.Parameters); err != nil {
-			return nil, entry.refused(err, entry.Parameters), err
+			return nil, refusedEntry(entry, err, entry.Parameters), err
 		}
 	}
 	ctx, lim := r.limitTime(ctx, &reg.action)
 	defer lim.stop()
 	if err := ctx.Err(); err != nil {
 		err = endedRefusal(ctx, err)
-		return nil, entry.refused(err, entry.Parameters), err
+		return nil, refusedEntry(entry, err, entry.Parameters), err
 	}
 	if f.inv.state != nil {
 		f.inv.state.started.Store(true)
@@ -584,27 +584,27 @@ func (f *frame) run(ctx context.Context, reg *registered, id string, params any,
 		}
 		entry = t.abandon()
 		terr := timeoutRefusal(ctx.Err())
-		return nil, entry.refused(terr, entry.Parameters), terr
+		return nil, refusedEntry(entry, terr, entry.Parameters), terr
 	}
 	t.close()
 	entry = t.entry
 	if terr := timedOut(ctx, err); terr != nil {
-		return nil, entry.refused(terr, entry.Parameters), terr
+		return nil, refusedEntry(entry, terr, entry.Parameters), terr
 	}
 	if lim.passed() {
 		// Done, but after the deadline by the clock, before the
 		// context's timer said so: not accepted as done.
 		terr := timeoutRefusal(errors.Join(context.DeadlineExceeded, err))
-		return nil, entry.refused(terr, entry.Parameters), terr
+		return nil, refusedEntry(entry, terr, entry.Parameters), terr
 	}
 	if err != nil {
 		err = bodyRefusal(reg, t, err)
-		return nil, entry.refused(err, entry.Parameters), err
+		return nil, refusedEntry(entry, err, entry.Parameters), err
 	}
 	written := result
 	if reg.output != nil {
 		if written, err = reg.output.checkOutput(result, reg.encode); err != nil {
-			return nil, entry.refused(err, entry.Parameters), err
+			return nil, refusedEntry(entry, err, entry.Parameters), err
 		}
 	}
 	if result != nil {
@@ -613,7 +613,7 @@ func (f *frame) run(ctx context.Context, reg *registered, id string, params any,
 			reg.release(written) // the encoded value is written: its maps are free
 		}
 		if err != nil {
-			return nil, entry.refused(err, entry.Parameters), err
+			return nil, refusedEntry(entry, err, entry.Parameters), err
 		}
 	}
 	entry.Outcome = OutcomeDone
@@ -719,7 +719,7 @@ func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params
 // parameters adds little to the log.
 func (r *Registry) refusedGiven(e RunEntry, err error, params any) RunEntry {
 	text := r.givenParameters(params)
-	e = e.refused(err, text)
+	e = refusedEntry(e, err, text)
 	if limit := r.limitsInForce().MaxRefusedParamBytes; limit >= 0 && len(text) > limit {
 		e.Parameters = "null"
 		e.ParametersSHA256, e.ParametersBytes = digestOf(text), len(text)
@@ -770,7 +770,7 @@ func (r *Registry) answered(inv invocation, v any, rec Record, commit bool, err 
 	form, text, berr := r.boundOf(reg, inv, rec.Entry.Result, limit)
 	if berr != nil {
 		berr = tooLarge(limit)
-		rec.Entry = rec.Entry.refused(berr, rec.Entry.Parameters)
+		rec.Entry = refusedEntry(rec.Entry, berr, rec.Entry.Parameters)
 		rec.Audit.Code = codes.ResultTooLarge
 		return nil, keepSmall(rec, limits.MaxEntryResultBytes), false, berr
 	}
@@ -998,7 +998,7 @@ func (r *Registry) batchRetryRate(c Call, ids []string) func(ctx context.Context
 			if err := g.limit(ctx, id, c.Caller.Principal); err != nil {
 				a := r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, step: true})
 				a.Code = CodeOf(err)
-				entry := RunEntry{Action: id, Steps: []RunStep{}}.refused(err, r.givenParameters(c.Batch.Steps[i].With))
+				entry := refusedEntry(RunEntry{Action: id, Steps: []RunStep{}}, err, r.givenParameters(c.Batch.Steps[i].With))
 				return Record{Entry: entry, Audit: a, RolledBack: true}, err
 			}
 		}

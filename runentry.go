@@ -77,7 +77,7 @@ type RunStep struct {
 }
 
 // refused marks e as refused by err, with the parameters text params.
-func (e RunEntry) refused(err error, params string) RunEntry {
+func refusedEntry(e RunEntry, err error, params string) RunEntry {
 	e.Parameters = params
 	e.ParametersSHA256, e.ParametersBytes = "", 0
 	e.Outcome = OutcomeRefused
@@ -88,7 +88,7 @@ func (e RunEntry) refused(err error, params string) RunEntry {
 }
 
 // clone copies e with its steps, commands and nested entries.
-func (e RunEntry) clone() RunEntry {
+func cloneEntry(e RunEntry) RunEntry {
 	if e.Steps == nil {
 		return e
 	}
@@ -98,7 +98,7 @@ func (e RunEntry) clone() RunEntry {
 			s.Command = append(json.RawMessage(nil), s.Command...)
 		}
 		if s.Call != nil {
-			c := s.Call.clone()
+			c := cloneEntry(*s.Call)
 			s.Call = &c
 		}
 		steps[i] = s

@@ -43,7 +43,7 @@ func (l *RunLog) Atomic(ctx context.Context, fn func(ctx context.Context) Unit) 
 func (l *RunLog) add(records ...Record) {
 	cp := make([]Record, len(records))
 	for i, r := range records {
-		cp[i] = r.clone()
+		cp[i] = cloneRecord(r)
 	}
 	l.mu.Lock()
 	l.records = append(l.records, cp...)
@@ -58,7 +58,7 @@ func (l *RunLog) Records() []Record {
 	defer l.mu.Unlock()
 	out := make([]Record, len(l.records))
 	for i, r := range l.records {
-		out[i] = r.clone()
+		out[i] = cloneRecord(r)
 	}
 	return out
 }

@@ -112,7 +112,7 @@ func (ks *runLogKeys) sweep(now time.Time) {
 func cloneRecords(recs []Record) []Record {
 	out := make([]Record, len(recs))
 	for i, r := range recs {
-		out[i] = r.clone()
+		out[i] = cloneRecord(r)
 	}
 	return out
 }

@@ -17,12 +17,12 @@ func (l *RunLog) CreateTask(_ context.Context, t Task) (Task, bool, error) {
 	if t.Key != "" {
 		for _, o := range l.tasks {
 			if o.Principal == t.Principal && o.Action == t.Action && o.Key == t.Key && !o.Expired(t.Created) {
-				return o.clone(), false, nil
+				return cloneTask(o), false, nil
 			}
 		}
 	}
 	l.sweepTasks(t.Created)
-	l.tasks[t.ID] = t.clone()
+	l.tasks[t.ID] = cloneTask(t)
 	return t, true, nil
 }
 
@@ -50,7 +50,7 @@ func (l *RunLog) TaskByID(_ context.Context, id string) (Task, error) {
 	if !ok {
 		return Task{}, ErrTaskNotFound
 	}
-	return t.clone(), nil
+	return cloneTask(t), nil
 }
 
 // EndTask ends the task id unless it is terminal; see [TaskStore]. The
@@ -63,7 +63,7 @@ func (l *RunLog) EndTask(_ context.Context, id string, end Task) (bool, error) {
 	if !ok || t.Status.Terminal() {
 		return false, nil
 	}
-	t.Status, t.Message, t.Updated, t.Answer = end.Status, end.Message, end.Updated, end.clone().Answer
+	t.Status, t.Message, t.Updated, t.Answer = end.Status, end.Message, end.Updated, cloneTask(end).Answer
 	l.tasks[id] = t
 	return true, nil
 }
@@ -77,7 +77,7 @@ func (l *RunLog) DeleteTask(_ context.Context, id string) error {
 }
 
 // clone copies t with its answer.
-func (t Task) clone() Task {
+func cloneTask(t Task) Task {
 	if t.Answer != nil {
 		t.Answer = append(json.RawMessage(nil), t.Answer...)
 	}

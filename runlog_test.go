@@ -202,7 +202,7 @@ func onUI(c *Caller) *Caller {
 	if c == nil {
 		return nil
 	}
-	cp := c.clone()
+	cp := cloneCaller(c)
 	cp.Surface = SurfaceUI
 	return &cp
 }

@@ -53,7 +53,7 @@ func (t *Trace) Action() string { return t.action }
 func (t *Trace) Steps() []RunStep {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return RunEntry{Steps: t.entry.Steps}.clone().Steps
+	return cloneEntry(RunEntry{Steps: t.entry.Steps}).Steps
 }
 
 // Command records a command the body emitted, as emitted, with its result
@@ -141,7 +141,7 @@ func (t *Trace) call(ctx context.Context, id string, params any, asHost bool) (a
 	)
 	if t.runner == nil {
 		err = unknownAction()
-		entry = RunEntry{Action: id, Parameters: "null", Steps: []RunStep{}}.refused(err, "null")
+		entry = refusedEntry(RunEntry{Action: id, Parameters: "null", Steps: []RunStep{}}, err, "null")
 	} else {
 		result, entry, err = t.runner.nested(ctx, id, params, asHost, recorded)
 	}
@@ -181,7 +181,7 @@ func (t *Trace) abandon() RunEntry {
 	t.inflight.Wait()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.entry.clone()
+	return cloneEntry(t.entry)
 }
 
 // fromNestedCall reports whether r is a refusal a nested call returned to

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/portable"
 
 	"github.com/actionreg/actions/codes"
@@ -88,7 +89,7 @@ type Definition struct {
 	// Surfaces is the allowlist of surfaces the action is offered on
 	// (ui, mcp, ai). Nil means all three; an empty, non-nil slice
 	// (JSON []) means none: only the host and other actions call it.
-	Surfaces []Surface `json:"surfaces,omitzero"`
+	Surfaces []identity.Surface `json:"surfaces,omitzero"`
 	// Refusals are the domain refusals the body may raise, each with its
 	// retry verdict; a body refusing with a code not listed gets never.
 	// They are listed, in one sentence, in the tool's description.
@@ -458,11 +459,11 @@ func (d *Definition) IsDestructive() bool {
 // offers reports whether the definition may be offered on surface s: s is
 // in Surfaces (every surface when Surfaces is nil), and s is not mcp or ai
 // for an action touching protected personal data.
-func (d *Definition) offers(s Surface) bool {
-	if (s == SurfaceMCP || s == SurfaceAI) && slices.Contains(d.PersonalData, PersonalProtected) {
+func (d *Definition) offers(s identity.Surface) bool {
+	if (s == identity.SurfaceMCP || s == identity.SurfaceAI) && slices.Contains(d.PersonalData, PersonalProtected) {
 		return false
 	}
-	if s == SurfaceAI && d.AppOnly {
+	if s == identity.SurfaceAI && d.AppOnly {
 		return false
 	}
 	surfaces := d.Surfaces
@@ -514,7 +515,7 @@ func (d *Definition) fold(old legacy) error {
 				d.Additive = d.Effect == EffectWrite && (old.Destructive == nil || !*old.Destructive)
 			}
 			if old.Exposure == "hidden" {
-				d.Surfaces = []Surface{}
+				d.Surfaces = []identity.Surface{}
 			}
 		}
 	}
@@ -540,13 +541,13 @@ func (d *Definition) checkPolicy() []Issue {
 	if d.Effect == EffectRead && d.NeedsConfirmation {
 		add("/needsConfirmation", "needsConfirmation", "a read needs no confirmation")
 	}
-	if d.NeedsConfirmation && !d.offers(SurfaceUI) {
+	if d.NeedsConfirmation && !d.offers(identity.SurfaceUI) {
 		// The person confirms on the host's own screen: an action that
 		// screen is not offered could never be confirmed there.
 		add("/needsConfirmation", "needsConfirmation", "an action that needs confirmation must be offered on the ui surface")
 	}
 	issues = append(issues, d.checkApproval()...)
-	if d.AppOnly && (slices.Contains(d.Surfaces, SurfaceAI) || !d.offers(SurfaceMCP)) {
+	if d.AppOnly && (slices.Contains(d.Surfaces, identity.SurfaceAI) || !d.offers(identity.SurfaceMCP)) {
 		add("/appOnly", "appOnly", "an app-only tool is offered on mcp, where its view calls it, and never on ai")
 	}
 	if d.Effect == EffectDelete && d.Additive {
@@ -559,7 +560,7 @@ func (d *Definition) checkPolicy() []Issue {
 			add(at, "surfaces", "a surface is ui, mcp or ai")
 		case slices.Index(d.Surfaces, s) < i:
 			add(at, "surfaces", "the surface is listed twice")
-		case (s == SurfaceMCP || s == SurfaceAI) && slices.Contains(d.PersonalData, PersonalProtected):
+		case (s == identity.SurfaceMCP || s == identity.SurfaceAI) && slices.Contains(d.PersonalData, PersonalProtected):
 			add(at, "surfaces", "an action touching protected personal data is never offered on mcp or ai")
 		}
 	}
@@ -625,7 +626,7 @@ func (d *Definition) own() error {
 // cannot change what it checks.
 func (d *Definition) clonePolicy() {
 	if d.Surfaces != nil {
-		d.Surfaces = append([]Surface{}, d.Surfaces...)
+		d.Surfaces = append([]identity.Surface{}, d.Surfaces...)
 	}
 	d.PersonalData = slices.Clone(d.PersonalData)
 	d.Refusals = slices.Clone(d.Refusals)

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // Approval is an action's approval policy: who may decide (confirm or
@@ -39,7 +40,7 @@ type Approval struct {
 	// listing mcp or ai lets a person answer in an MCP client's
 	// elicitation, which a client may fill in by itself: opt in only
 	// where the host trusts the client's person.
-	Surfaces []Surface `json:"surfaces,omitzero"`
+	Surfaces []identity.Surface `json:"surfaces,omitzero"`
 	// When, if set, decides which calls are held: the rest run at once,
 	// as calls of an action needing no confirmation do. It sees the
 	// checked call (see [CheckedCall]) and says whether to hold it (hold
@@ -69,7 +70,7 @@ type Approval struct {
 type CheckedCall struct {
 	Action string
 	Params map[string]any
-	Caller *Caller
+	Caller *identity.Caller
 }
 
 // maxDescriptionBytes bounds a held call's description
@@ -202,13 +203,13 @@ func (a *Approval) clone() *Approval {
 	}
 	cp := *a
 	if a.Surfaces != nil {
-		cp.Surfaces = append([]Surface{}, a.Surfaces...)
+		cp.Surfaces = append([]identity.Surface{}, a.Surfaces...)
 	}
 	return &cp
 }
 
 // decideFrom is where decisions may come from by default.
-var decideFrom = []Surface{SurfaceUI}
+var decideFrom = []identity.Surface{identity.SurfaceUI}
 
 // mayDecide checks whether c may decide pc under the approval policies of
 // the actions it holds (def gives an action's definition, nil when it is
@@ -217,7 +218,7 @@ var decideFrom = []Surface{SurfaceUI}
 // change); forbidden_proposer, forbidden_capability (the proposer
 // without the capability needs-capability names) and forbidden_surface
 // (a decision from a surface the policy does not list) otherwise.
-func (g *gate) mayDecide(pc PendingChange, c *Caller, def func(id string) *Definition) error {
+func (g *gate) mayDecide(pc PendingChange, c *identity.Caller, def func(id string) *Definition) error {
 	if c == nil || c.Principal == "" || !g.now().Before(pc.Expires) {
 		return unknownChange()
 	}
@@ -235,7 +236,7 @@ func (g *gate) mayDecide(pc PendingChange, c *Caller, def func(id string) *Defin
 }
 
 // mayDecideOne checks c against the approval of one held action d.
-func (g *gate) mayDecideOne(d *Definition, proposer string, c *Caller) error {
+func (g *gate) mayDecideOne(d *Definition, proposer string, c *identity.Caller) error {
 	var a Approval
 	if d != nil && d.Approval != nil {
 		a = *d.Approval
@@ -300,7 +301,7 @@ func (r *Registry) definitionOf(id string) *Definition {
 }
 
 // decidable returns the live pending changes c may decide, newest first.
-func (g *gate) decidable(ctx context.Context, c *Caller, def func(id string) *Definition) ([]PendingChange, error) {
+func (g *gate) decidable(ctx context.Context, c *identity.Caller, def func(id string) *Definition) ([]PendingChange, error) {
 	if c == nil || c.Principal == "" {
 		return nil, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // helpdesk has tickets/delete, a delete needing confirmation under
@@ -36,19 +37,19 @@ func helpdesk(t *testing.T, opts GateOptions, a *Approval) (*Registry, *atomic.I
 }
 
 var (
-	agent      = &Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: SurfaceMCP}
-	supervisor = &Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: SurfaceUI}
-	colleague  = &Caller{Principal: "cora", Capabilities: []string{"tickets.write"}, Surface: SurfaceUI}
+	agent      = &identity.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: identity.SurfaceMCP}
+	supervisor = &identity.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: identity.SurfaceUI}
+	colleague  = &identity.Caller{Principal: "cora", Capabilities: []string{"tickets.write"}, Surface: identity.SurfaceUI}
 )
 
-func holdDelete(t *testing.T, reg *Registry, c *Caller) string {
+func holdDelete(t *testing.T, reg *Registry, c *identity.Caller) string {
 	t.Helper()
 	_, err := reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":2}`, Caller: c})
 	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	return asRefusal(err).Pending.ID
 }
 
-func decide(reg *Registry, id string, confirm bool, c *Caller) (Result, error) {
+func decide(reg *Registry, id string, confirm bool, c *identity.Caller) (Result, error) {
 	return reg.Decide(context.Background(), Decision{Change: id, Confirm: confirm, Caller: c})
 }
 
@@ -58,7 +59,7 @@ func decide(reg *Registry, id string, confirm bool, c *Caller) (Result, error) {
 func TestDecideFromModelSurfacesRefusedByDefault(t *testing.T) {
 	reg, ran := helpdesk(t, GateOptions{}, nil)
 	id := holdDelete(t, reg, agent)
-	for _, s := range []Surface{SurfaceMCP, SurfaceAI} {
+	for _, s := range []identity.Surface{identity.SurfaceMCP, identity.SurfaceAI} {
 		c := cloneCaller(agent)
 		c.Surface = s
 		for _, confirm := range []bool{true, false} {
@@ -76,12 +77,12 @@ func TestDecideFromModelSurfacesRefusedByDefault(t *testing.T) {
 // The host opts in per host (DecideFrom) or per action (Approval.Surfaces,
 // which wins over the host's).
 func TestDecideFromOptIn(t *testing.T) {
-	reg, ran := helpdesk(t, GateOptions{DecideFrom: []Surface{SurfaceUI, SurfaceMCP}}, nil)
+	reg, ran := helpdesk(t, GateOptions{DecideFrom: []identity.Surface{identity.SurfaceUI, identity.SurfaceMCP}}, nil)
 	_, err := decide(reg, holdDelete(t, reg, agent), true, agent)
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), ran.Load())
 
-	reg, _ = helpdesk(t, GateOptions{DecideFrom: []Surface{SurfaceMCP}}, &Approval{Surfaces: []Surface{SurfaceUI}})
+	reg, _ = helpdesk(t, GateOptions{DecideFrom: []identity.Surface{identity.SurfaceMCP}}, &Approval{Surfaces: []identity.Surface{identity.SurfaceUI}})
 	_, err = decide(reg, holdDelete(t, reg, agent), true, agent)
 	assert.ErrorIs(t, err, codes.ForbiddenSurface, "the action's surfaces win")
 }
@@ -116,7 +117,7 @@ func TestSupervisorDecides(t *testing.T) {
 
 	// A supervisor without the action's own capability is nobody here.
 	id = holdDelete(t, reg, agent)
-	approverOnly := &Caller{Principal: "ava", Capabilities: []string{"tickets.approve"}, Surface: SurfaceUI}
+	approverOnly := &identity.Caller{Principal: "ava", Capabilities: []string{"tickets.approve"}, Surface: identity.SurfaceUI}
 	_, err = decide(reg, id, true, approverOnly)
 	assert.ErrorIs(t, err, codes.UnknownChange)
 	// The proposer keeps deciding its own (ProposerDecides).
@@ -162,7 +163,7 @@ func TestProposerNeedsCapability(t *testing.T) {
 	assert.ErrorIs(t, err, codes.ForbiddenCapability)
 	assert.Zero(t, ran.Load())
 
-	boss := &Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: SurfaceMCP}
+	boss := &identity.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: identity.SurfaceMCP}
 	id = holdDelete(t, reg, boss)
 	_, err = decide(reg, id, true, onUI(boss))
 	require.NoError(t, err)
@@ -204,8 +205,8 @@ func TestApprovalPolicyIsChecked(t *testing.T) {
 		"without needsConfirmation":    {ID: "t/a", Approval: &Approval{}},
 		"needs-capability naming none": {ID: "t/a", NeedsConfirmation: true, Approval: &Approval{Proposer: ProposerNeedsCapability}},
 		"an unknown proposer rule":     {ID: "t/a", NeedsConfirmation: true, Approval: &Approval{Proposer: "sometimes"}},
-		"an unknown surface":           {ID: "t/a", NeedsConfirmation: true, Approval: &Approval{Surfaces: []Surface{"web"}}},
-		"a surface listed twice":       {ID: "t/a", NeedsConfirmation: true, Approval: &Approval{Surfaces: []Surface{SurfaceUI, SurfaceUI}}},
+		"an unknown surface":           {ID: "t/a", NeedsConfirmation: true, Approval: &Approval{Surfaces: []identity.Surface{"web"}}},
+		"a surface listed twice":       {ID: "t/a", NeedsConfirmation: true, Approval: &Approval{Surfaces: []identity.Surface{identity.SurfaceUI, identity.SurfaceUI}}},
 	}
 	for name, d := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -222,7 +223,7 @@ func TestApprovalInAManifest(t *testing.T) {
 		"approval":{"capability":"t.approve","proposer":"never","surfaces":["ui"]}}]`))
 	require.NoError(t, err)
 	require.NotNil(t, defs[0].Approval)
-	assert.Equal(t, Approval{Capability: "t.approve", Proposer: ProposerNever, Surfaces: []Surface{SurfaceUI}}, *defs[0].Approval)
+	assert.Equal(t, Approval{Capability: "t.approve", Proposer: ProposerNever, Surfaces: []identity.Surface{identity.SurfaceUI}}, *defs[0].Approval)
 }
 
 // The person sees what runs: the change holds the checked parameters
@@ -317,7 +318,7 @@ func TestApprovalRuleDecidesPerCall(t *testing.T) {
 
 	// An anonymous caller's call the rule lets through runs; one it
 	// holds is refused, with nothing held.
-	anon := &Caller{Capabilities: []string{"tickets.write"}, Surface: SurfaceMCP}
+	anon := &identity.Caller{Capabilities: []string{"tickets.write"}, Surface: identity.SurfaceMCP}
 	_, err = reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":3}`, Caller: anon})
 	require.NoError(t, err)
 	res, err := reg.Run(context.Background(), Call{Action: "tickets/delete", Params: `{"id":300}`, Caller: anon})
@@ -405,9 +406,9 @@ func TestBatchHidesForbiddenActionsLikeMissingOnes(t *testing.T) {
 			return "text", nil
 		}),
 		New(Definition{ID: "doc/drop", Effect: EffectDelete, Capability: "doc.admin", NeedsConfirmation: true}, nop),
-		New(Definition{ID: "doc/purge", Effect: EffectDelete, NeedsConfirmation: true, Surfaces: []Surface{SurfaceUI}}, nop),
+		New(Definition{ID: "doc/purge", Effect: EffectDelete, NeedsConfirmation: true, Surfaces: []identity.Surface{identity.SurfaceUI}}, nop),
 	)
-	caller := &Caller{Principal: "ann", Surface: SurfaceMCP}
+	caller := &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}
 	type seen struct {
 		err   string
 		index int

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // These tests attack the gate as a caller without rights would, through
@@ -39,10 +40,10 @@ func attackRegistry(t *testing.T, opts GateOptions) (*Registry, *atomic.Int32) {
 func TestAttackRateLimitNotSpread(t *testing.T) {
 	const burst = 3
 	reg, ran := attackRegistry(t, GateOptions{Rate: 1 / time.Hour.Seconds(), Burst: burst})
-	callers := []*Caller{
-		{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP, Client: &Client{ID: "a"}},
-		{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceAI, Client: &Client{ID: "b"}},
-		{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceUI},
+	callers := []*identity.Caller{
+		{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceMCP, Client: &identity.Client{ID: "a"}},
+		{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceAI, Client: &identity.Client{ID: "b"}},
+		{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceUI},
 	}
 	passed := 0
 	for i := 0; i < 4; i++ {
@@ -90,13 +91,13 @@ func TestAttackRateLimitNotSpread(t *testing.T) {
 func TestAttackReadOnlyHolds(t *testing.T) {
 	serving := &Serving{}
 	reg, ran := attackRegistry(t, GateOptions{Serving: serving})
-	c := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
+	c := &identity.Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceMCP}
 	_, _, err := callAs(reg, context.Background(), c, "shop/toss", nil)
 	held := asRefusal(err)
 	require.NotNil(t, held)
 	require.NotNil(t, held.Pending)
 	serving.SetReadOnly(true)
-	for _, caller := range []*Caller{c, nil} {
+	for _, caller := range []*identity.Caller{c, nil} {
 		for _, name := range []string{"shop/restock", "shop/refill", "shop/discard", "shop/toss"} {
 			_, _, err := callAs(reg, context.Background(), caller, name, nil)
 			assert.ErrorIs(t, err, codes.ReadOnly, name)
@@ -114,9 +115,9 @@ func TestAttackReadOnlyHolds(t *testing.T) {
 // every right as for one with none, and indistinguishable from it.
 func TestAttackNamesAreExact(t *testing.T) {
 	reg, ran := attackRegistry(t, GateOptions{})
-	all := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
-	none := &Caller{Principal: "mallory", Surface: SurfaceMCP}
-	unknown := func(c *Caller, name string) string {
+	all := &identity.Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceMCP}
+	none := &identity.Caller{Principal: "mallory", Surface: identity.SurfaceMCP}
+	unknown := func(c *identity.Caller, name string) string {
 		_, _, err := callAs(reg, context.Background(), c, name, map[string]any{"x": "MARKER"})
 		require.ErrorIs(t, err, codes.UnknownAction, name)
 		return err.Error()
@@ -139,8 +140,8 @@ func TestAttackNamesAreExact(t *testing.T) {
 // same unknown_change.
 func TestAttackConfirmations(t *testing.T) {
 	reg, ran := attackRegistry(t, GateOptions{})
-	eve := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
-	mallory := &Caller{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
+	eve := &identity.Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceMCP}
+	mallory := &identity.Caller{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceMCP}
 	_, _, err := callAs(reg, context.Background(), eve, "shop/discard", nil)
 	id := asRefusal(err).Pending.ID
 	_, _, missing := confirm3(reg, context.Background(), strings.Repeat("0", 32), mallory)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -135,7 +136,7 @@ type pager struct {
 // pagerOf returns the pager of a call of reg by caller with params, the
 // parameters as given (in JSON's Go types): nil when reg declares no
 // cursor or params carries one that is not the registry's.
-func (r *Registry) pagerOf(reg *registered, caller *Caller, params map[string]any) *pager {
+func (r *Registry) pagerOf(reg *registered, caller *identity.Caller, params map[string]any) *pager {
 	if !reg.cursor {
 		return nil
 	}

@@ -1,5 +1,7 @@
 package actions
 
+import "github.com/actionreg/actions/identity"
+
 // Call is one call made through a [Registry]: of one action (Action and
 // Params) or of a batch (Batch), on behalf of Caller. Every entry point
 // makes the same Call: a host's own Go code, an MCP tool, the batch tool,
@@ -22,7 +24,7 @@ type Call struct {
 	// Caller is who calls, built by the host from what it authenticated;
 	// nil is the host itself, which the gate lets through
 	// (docs/gate.md).
-	Caller *Caller
+	Caller *identity.Caller
 	// ToolCallID is the id a client or model gave the call (an MCP
 	// request id, a model's tool call id), kept in the audit record for
 	// tracing; it decides nothing.
@@ -110,7 +112,7 @@ type Decision struct {
 	Reason string
 	// Caller is the person deciding: only the principal who proposed the
 	// change may decide it.
-	Caller *Caller
+	Caller *identity.Caller
 }
 
 // Record is one call as the run log keeps it: its entry (the run_entry

@@ -7,38 +7,11 @@ import (
 	"time"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
-// Caller is who calls, built by the host for each call from what it
-// authenticated (a session, a verified token), never from the call's
-// arguments. Set it as [Call].Caller; a nil Caller is the host itself,
-// which the gate lets through (see [Registry.Run]). The token itself is
-// never held: only what the host derived from it.
-type Caller struct {
-	// Principal identifies the person (or service) acting, for rate
-	// limits, pending changes and the audit record.
-	Principal string `json:"principal"`
-	// Capabilities are the capabilities the host derived for this call.
-	Capabilities []string `json:"capabilities,omitempty"`
-	// Token says the call came with a bearer token; Scopes are then its
-	// scopes, and the scope check applies.
-	Token  bool     `json:"token,omitempty"`
-	Scopes []string `json:"scopes,omitempty"`
-	// Surface is where the call comes from: ui, mcp or ai. A caller
-	// whose surface an action does not offer (an empty or unknown one
-	// offers none) is told the action is unknown (unknown_action), the
-	// audit keeping forbidden_surface: set it on every caller.
-	Surface Surface `json:"surface"`
-	// Client is the connected app that called, when one did.
-	Client *Client `json:"client,omitempty"`
-	// PendingChange is the id of the pending change this call confirms.
-	// [Registry.Decide] sets it; a host that sets it itself confirms
-	// nothing.
-	PendingChange string `json:"pendingChange,omitempty"`
-}
-
 // clone copies c with its slices.
-func cloneCaller(c *Caller) Caller {
+func cloneCaller(c *identity.Caller) identity.Caller {
 	cp := *c
 	cp.Capabilities = slices.Clone(c.Capabilities)
 	cp.Scopes = slices.Clone(c.Scopes)
@@ -49,12 +22,6 @@ func cloneCaller(c *Caller) Caller {
 	return cp
 }
 
-// Can reports whether the caller holds the capability c ("" is held by
-// every caller). A nil Caller, the host, holds every capability.
-func (c *Caller) Can(capability string) bool {
-	return c == nil || capability == "" || slices.Contains(c.Capabilities, capability)
-}
-
 // Audit is who made a call, recorded beside its run entry (never inside
 // it: the entry keeps the run_entry shape), in its [Record]; a SQL
 // store keeps its fields as columns.
@@ -62,7 +29,7 @@ type Audit struct {
 	// At is when the call was admitted or refused (the gate's clock).
 	At time.Time `json:"at"`
 	// Caller is who called, nil for the host's own call.
-	Caller *Caller `json:"caller,omitempty"`
+	Caller *identity.Caller `json:"caller,omitempty"`
 	// Alias is the deprecated alias the call named, when it named one;
 	// the entry's action is the id.
 	Alias string `json:"alias,omitempty"`
@@ -103,13 +70,6 @@ type Audit struct {
 	// empty otherwise. The audit line is the recorded unit's last entry,
 	// with the retry's audit, rolled back: the retry changed nothing.
 	Answered string `json:"answered,omitempty"`
-}
-
-// Client is the connected app a call came through: its id and host, never
-// its token.
-type Client struct {
-	ID   string `json:"id"`
-	Host string `json:"host,omitempty"`
 }
 
 // Stage is what a call did to a pending change (see [Audit]).

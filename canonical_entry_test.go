@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // viaMarshal is what the writer did before it knew the entry's form:
@@ -122,7 +123,7 @@ func FuzzCanonicalEntry(f *testing.F) {
 			{Call: &RunEntry{Action: result, Steps: []RunStep{}, Error: codes.Code(code)}}}, Outcome: Outcome(code), Result: result, AsHost: asHost}
 		got, err := CanonicalJSON(e)
 		want, werr := viaMarshal(t, e)
-		a := Audit{Alias: action, Reason: params, Caller: &Caller{Principal: result}, Stage: Stage(code), Batch: asHost}
+		a := Audit{Alias: action, Reason: params, Caller: &identity.Caller{Principal: result}, Stage: Stage(code), Batch: asHost}
 		gotA, errA := CanonicalJSON(a)
 		wantA, werrA := viaMarshal(t, a)
 		if werrA == nil {
@@ -222,7 +223,7 @@ func TestCanonicalAuditFaults(t *testing.T) {
 	for name, a := range map[string]Audit{
 		"year 10000":            {At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		"invalid utf-8":         {Reason: "\xff"},
-		"invalid utf-8, caller": {Caller: &Caller{Principal: "\xfe"}},
+		"invalid utf-8, caller": {Caller: &identity.Caller{Principal: "\xfe"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := CanonicalJSON(a)

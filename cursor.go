@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -58,7 +59,7 @@ type cursorBinding struct {
 // bindingOf returns the binding of a call of action by caller with
 // params (in JSON's Go types, the cursor member ignored); ok is false
 // when params is not an object with a canonical form.
-func bindingOf(action string, caller *Caller, params map[string]any) (cursorBinding, bool) {
+func bindingOf(action string, caller *identity.Caller, params map[string]any) (cursorBinding, bool) {
 	rest := make(map[string]any, len(params))
 	for k, v := range params {
 		if k != cursorParam {
@@ -122,7 +123,7 @@ func badCursor() *Refusal {
 // badCursor when the cursor is not one the registry sealed for this
 // call. Parameters that are not an object are left for the check to
 // refuse.
-func (r *Registry) openParams(reg *registered, caller *Caller, params any) (any, error) {
+func (r *Registry) openParams(reg *registered, caller *identity.Caller, params any) (any, error) {
 	if !reg.cursor {
 		return params, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // table is a list of rows ordered by id that changes between pages.
@@ -80,7 +81,7 @@ func TestCursorKeysetWalkOnAChangingTable(t *testing.T) {
 	for _, limit := range []int{0, 420} {
 		tb := &table{ids: slices.Clone(fx.Rows)}
 		reg := keysetRegistry(t, tb, limit, "k")
-		caller := &Caller{Principal: "p", Surface: SurfaceMCP}
+		caller := &identity.Caller{Principal: "p", Surface: identity.SurfaceMCP}
 		params := map[string]any{"size": fx.Page}
 		var seen []string
 		cut := 0
@@ -161,8 +162,8 @@ func TestCursorRefusedWhenNotGiven(t *testing.T) {
 			ran++
 			return Paginate([]int{1, 2, 3}, p["cursor"].(string), 1)
 		})))
-	p := &Caller{Principal: "p", Surface: SurfaceMCP}
-	q := &Caller{Principal: "q", Surface: SurfaceMCP}
+	p := &identity.Caller{Principal: "p", Surface: identity.SurfaceMCP}
+	q := &identity.Caller{Principal: "q", Surface: identity.SurfaceMCP}
 	res, err := reg.Run(context.Background(), Call{Action: "t/rows", Params: map[string]any{"size": 2}, Caller: p})
 	require.NoError(t, err)
 	var first struct{ Next string }
@@ -180,7 +181,7 @@ func TestCursorRefusedWhenNotGiven(t *testing.T) {
 		name   string
 		action string
 		params map[string]any
-		caller *Caller
+		caller *identity.Caller
 	}{
 		{"an offset", "t/rows", map[string]any{"size": 2, "cursor": "31"}, p},
 		{"a large offset", "t/rows", map[string]any{"size": 2, "cursor": "9999999999"}, p},
@@ -253,7 +254,7 @@ func TestCursorReplayNeedsNoKey(t *testing.T) {
 func TestCursorInABatchStep(t *testing.T) {
 	tb := &table{ids: []string{"a1", "a2", "a3"}}
 	reg := keysetRegistry(t, tb, 0, "k")
-	caller := &Caller{Principal: "p", Surface: SurfaceMCP}
+	caller := &identity.Caller{Principal: "p", Surface: identity.SurfaceMCP}
 	b := Batch{Steps: []Step{{Call: "t/rows", With: map[string]any{"size": 1}}}}
 	res, err := reg.Run(context.Background(), Call{Batch: &b, Caller: caller})
 	require.NoError(t, err)

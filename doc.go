@@ -12,7 +12,7 @@
 // ([Registry.Replay]), the host's own Go code. The life of one call:
 //
 //  1. look the action up by id ("namespace/name"), or refuse unknown_action;
-//     then the gate checks who calls ([Caller]: surface, capability,
+//     then the gate checks who calls ([identity.Caller]: surface, capability,
 //     token scope, serving, read-only, rate), before any parameter is
 //     looked at;
 //  2. copy the parameters into JSON's Go types (the caller's value is never

@@ -9,9 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
-func edit(reg *Registry, id string, params any, c *Caller) (Result, error) {
+func edit(reg *Registry, id string, params any, c *identity.Caller) (Result, error) {
 	return reg.Decide(context.Background(), Decision{Change: id, Params: params, Caller: c})
 }
 
@@ -76,7 +77,7 @@ func TestEditIsCheckedAgain(t *testing.T) {
 	_, err = edit(reg, id, `{"id":3}`, colleague)
 	require.ErrorIs(t, err, codes.UnknownChange)
 	onMCP := cloneCaller(supervisor)
-	onMCP.Surface = SurfaceMCP
+	onMCP.Surface = identity.SurfaceMCP
 	_, err = edit(reg, id, `{"id":3}`, &onMCP)
 	require.ErrorIs(t, err, codes.ForbiddenSurface)
 	assert.Zero(t, ran.Load())
@@ -102,7 +103,7 @@ func TestEditUnderFourEyesIsHeldAgain(t *testing.T) {
 	assert.ErrorIs(t, err, codes.UnknownChange, "the edited change is gone")
 	_, err = decide(reg, next, true, supervisor)
 	assert.ErrorIs(t, err, codes.ForbiddenProposer, "the editor may not confirm its own edit")
-	other := &Caller{Principal: "olga", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: SurfaceUI}
+	other := &identity.Caller{Principal: "olga", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: identity.SurfaceUI}
 	res, err = decide(reg, next, true, other)
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), ran.Load())

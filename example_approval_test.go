@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 )
 
 // helpdeskDelete is a delete that an agent may propose and that only a
@@ -37,8 +38,8 @@ func helpdeskDelete() *actions.Registry {
 func ExampleApproval() {
 	reg := helpdeskDelete()
 	ctx := context.Background()
-	agent := &actions.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: actions.SurfaceMCP}
-	supervisor := &actions.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: actions.SurfaceUI}
+	agent := &identity.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: identity.SurfaceMCP}
+	supervisor := &identity.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: identity.SurfaceUI}
 
 	// The rule lets ticket 7 through; ticket 120 is held.
 	res, err := reg.Run(ctx, actions.Call{Action: "tickets/delete", Params: `{"id":7}`, Caller: agent})
@@ -50,7 +51,7 @@ func ExampleApproval() {
 
 	// The agent may not decide its own change, not even from the screen.
 	agentOnScreen := *agent
-	agentOnScreen.Surface = actions.SurfaceUI
+	agentOnScreen.Surface = identity.SurfaceUI
 	_, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: &agentOnScreen})
 	fmt.Println(err)
 
@@ -70,14 +71,14 @@ func ExampleApproval() {
 func ExampleRegistry_MayDecide() {
 	reg := helpdeskDelete()
 	ctx := context.Background()
-	agent := &actions.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: actions.SurfaceMCP}
+	agent := &identity.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: identity.SurfaceMCP}
 	_, err := reg.Run(ctx, actions.Call{Action: "tickets/delete", Params: `{"id":300}`, Caller: agent})
 	var r *actions.Refusal
 	errors.As(err, &r)
 
-	supervisorInClient := &actions.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: actions.SurfaceMCP}
+	supervisorInClient := &identity.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: identity.SurfaceMCP}
 	fmt.Println(reg.MayDecide(ctx, r.Pending.ID, supervisorInClient))
-	stranger := &actions.Caller{Principal: "eve", Capabilities: []string{"tickets.write"}, Surface: actions.SurfaceUI}
+	stranger := &identity.Caller{Principal: "eve", Capabilities: []string{"tickets.write"}, Surface: identity.SurfaceUI}
 	fmt.Println(reg.MayDecide(ctx, r.Pending.ID, stranger))
 	// Output:
 	// forbidden_surface: the change may not be decided from this surface
@@ -89,18 +90,18 @@ func ExampleRegistry_MayDecide() {
 func ExampleRegistry_ChangesToDecide() {
 	reg := helpdeskDelete()
 	ctx := context.Background()
-	agent := &actions.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: actions.SurfaceMCP}
+	agent := &identity.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: identity.SurfaceMCP}
 	for _, id := range []string{`{"id":101}`, `{"id":102}`} {
 		_, _ = reg.Run(ctx, actions.Call{Action: "tickets/delete", Params: id, Caller: agent})
 	}
-	supervisor := &actions.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: actions.SurfaceUI}
+	supervisor := &identity.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: identity.SurfaceUI}
 	list, err := reg.ChangesToDecide(ctx, supervisor)
 	fmt.Println(len(list), err)
 	for _, pc := range list {
 		fmt.Println(pc.Proposer.Principal, pc.Parameters)
 	}
 	agentOnScreen := *agent
-	agentOnScreen.Surface = actions.SurfaceUI
+	agentOnScreen.Surface = identity.SurfaceUI
 	own, _ := reg.ChangesToDecide(ctx, &agentOnScreen)
 	fmt.Println(len(own))
 	// Output:
@@ -116,8 +117,8 @@ func ExampleRegistry_ChangesToDecide() {
 func ExampleDecision_edit() {
 	reg := helpdeskDelete()
 	ctx := context.Background()
-	agent := &actions.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: actions.SurfaceMCP}
-	sam := &actions.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: actions.SurfaceUI}
+	agent := &identity.Caller{Principal: "agent", Capabilities: []string{"tickets.write"}, Surface: identity.SurfaceMCP}
+	sam := &identity.Caller{Principal: "sam", Capabilities: []string{"tickets.write", "tickets.approve"}, Surface: identity.SurfaceUI}
 
 	_, err := reg.Run(ctx, actions.Call{Action: "tickets/delete", Params: `{"id":107}`, Caller: agent})
 	var r *actions.Refusal

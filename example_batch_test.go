@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 )
 
 // A batch is one call: Run runs its steps one after the other in one unit
@@ -106,7 +107,7 @@ func ExampleRegistry_Decide_batch() {
 	fmt.Println(r.Code, r.Pending.Steps, len(res.Records))
 
 	// The person confirms on the host's own screen (surface ui).
-	onScreen := &actions.Caller{Principal: editor.Principal, Capabilities: editor.Capabilities, Surface: actions.SurfaceUI}
+	onScreen := &identity.Caller{Principal: editor.Principal, Capabilities: editor.Capabilities, Surface: identity.SurfaceUI}
 	res, err = reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: onScreen})
 	fmt.Println(res.Value, err)
 	for _, rec := range res.Records {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // gatedShop is a registry with three gated actions: a read, an additive
@@ -38,8 +39,8 @@ func gatedShopWith(opts *actions.Options) *actions.Registry {
 }
 
 var (
-	viewer = &actions.Caller{Principal: "vera", Capabilities: []string{"stock.read"}, Surface: actions.SurfaceMCP}
-	editor = &actions.Caller{Principal: "eddie", Capabilities: []string{"stock.read", "stock.write"}, Surface: actions.SurfaceMCP}
+	viewer = &identity.Caller{Principal: "vera", Capabilities: []string{"stock.read"}, Surface: identity.SurfaceMCP}
+	editor = &identity.Caller{Principal: "eddie", Capabilities: []string{"stock.read", "stock.write"}, Surface: identity.SurfaceMCP}
 )
 
 func ExampleCaller() {
@@ -89,7 +90,7 @@ func ExampleRegistry_Decide() {
 
 	// Later, on the host's own screen, the same person confirms: every
 	// check is made again, as that person, and the body runs once.
-	onScreen := &actions.Caller{Principal: "eddie", Capabilities: []string{"stock.write"}, Surface: actions.SurfaceUI}
+	onScreen := &identity.Caller{Principal: "eddie", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceUI}
 	res, err := reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: true, Caller: onScreen})
 	fmt.Println(res.Value, err)
 	rec := res.Records[0]
@@ -114,7 +115,7 @@ func ExampleRegistry_Decide_reject() {
 
 	// Rejecting, on the host's own screen, runs nothing, and records
 	// the held call as rejected.
-	onScreen := &actions.Caller{Principal: "eddie", Capabilities: []string{"stock.write"}, Surface: actions.SurfaceUI}
+	onScreen := &identity.Caller{Principal: "eddie", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceUI}
 	res, err := reg.Decide(ctx, actions.Decision{Change: r.Pending.ID, Confirm: false, Caller: onScreen})
 	fmt.Println(res.Value, err)
 	rec := res.Records[0]
@@ -236,7 +237,7 @@ func ExampleDefinition_UnmarshalJSON() {
 
 func ExampleToolOptions_caller() {
 	reg := gatedShop(nil)
-	for _, c := range []*actions.Caller{viewer, editor} {
+	for _, c := range []*identity.Caller{viewer, editor} {
 		tools, _ := reg.Tools(&actions.ToolOptions{Caller: c})
 		var names []string
 		for _, t := range tools {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 func ExampleCompileParameters() {
@@ -195,7 +196,7 @@ func ExampleNewRegistry() {
 			}
 			return greeting + " " + user + " from " + t.Action(), nil
 		}))
-	res, err := reg.Run(context.Background(), actions.Call{Action: "shop/greet", Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}})
+	res, err := reg.Run(context.Background(), actions.Call{Action: "shop/greet", Caller: &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}})
 	fmt.Println(res.Value, err)
 
 	_, err = reg.Run(context.Background(), actions.Call{Action: "shop/greet", Params: `{"note":"` + strings.Repeat("x", 100) + `"}`})

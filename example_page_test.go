@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 )
 
 // A keyset page: the body reads the rows after the key the cursor stands
@@ -27,7 +28,7 @@ func ExamplePageAfter() {
 			}
 			return actions.PageAfter(rows, 2, func(r map[string]any) string { return r["id"].(string) }), nil
 		}))
-	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+	caller := &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}
 	params := map[string]any{}
 	for {
 		res, err := reg.Run(context.Background(), actions.Call{Action: "t/list", Params: params, Caller: caller})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // plantSchema is the parameters schema the examples share: a required
@@ -105,7 +106,7 @@ func ExampleTrace_CallAsHost() {
 	reg := actions.NewRegistry(nil)
 	reg.MustRegister(
 		// Only the host may write the audit trail.
-		actions.New(actions.Definition{ID: "audit/append", Additive: true, Surfaces: []actions.Surface{}},
+		actions.New(actions.Definition{ID: "audit/append", Additive: true, Surfaces: []identity.Surface{}},
 			func(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) { return "appended", nil }),
 		actions.New(actions.Definition{ID: "shop/checkout"},
 			func(ctx context.Context, _ map[string]any, t *actions.Trace) (any, error) {
@@ -117,7 +118,7 @@ func ExampleTrace_CallAsHost() {
 				return t.CallAsHost(ctx, "audit/append", nil)
 			}),
 	)
-	shopper := &actions.Caller{Principal: "sam", Surface: actions.SurfaceMCP}
+	shopper := &identity.Caller{Principal: "sam", Surface: identity.SurfaceMCP}
 	res, err := reg.Run(context.Background(), actions.Call{Action: "shop/checkout", Caller: shopper})
 	fmt.Println(res.Value, err)
 	for _, step := range res.Entry().Steps {
@@ -276,7 +277,7 @@ func ExampleNewEntryWriter() {
 
 	ctx := context.Background()
 	_, _ = reg.Run(ctx, actions.Call{Action: "garden/plant", Params: map[string]any{"species": "ivy", "count": 3}})
-	_, _ = reg.Run(ctx, actions.Call{Action: "garden/plant", Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}})
+	_, _ = reg.Run(ctx, actions.Call{Action: "garden/plant", Caller: &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}})
 	if err := w.Err(); err != nil {
 		fmt.Println(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 )
 
 // A long call run as a task: the handle comes back at once, the answer
@@ -24,7 +25,7 @@ func ExampleRegistry_Start() {
 			}
 		},
 	})
-	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+	ann := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}
 	ctx := context.Background()
 
 	task, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, actions.TaskOptions{})
@@ -32,7 +33,7 @@ func ExampleRegistry_Start() {
 		panic(err)
 	}
 	fmt.Println(task.Status)
-	_, err = reg.Task(ctx, task.ID, &actions.Caller{Principal: "bob"})
+	_, err = reg.Task(ctx, task.ID, &identity.Caller{Principal: "bob"})
 	fmt.Println(err)
 
 	close(release)
@@ -65,12 +66,12 @@ func ExampleRegistry_CancelTask() {
 			return nil, ctx.Err()
 		},
 	})
-	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+	ann := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}
 	ctx := context.Background()
 	task, _ := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, actions.TaskOptions{})
 	<-started
 
-	fmt.Println(reg.CancelTask(ctx, task.ID, &actions.Caller{Principal: "bob"}))
+	fmt.Println(reg.CancelTask(ctx, task.ID, &identity.Caller{Principal: "bob"}))
 	fmt.Println(reg.CancelTask(ctx, task.ID, ann))
 	t, _ := reg.Task(ctx, task.ID, ann)
 	for !t.Status.Terminal() {

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 )
 
 func ExampleRegistry_Tools_languages() {
@@ -30,7 +31,7 @@ func ExampleRegistry_Tools_languages() {
 			}`,
 		},
 		{ID: "shop/list_items", Title: "List items", Effect: actions.EffectRead, Idempotent: true},
-		{ID: "shop/rebuild_index", Surfaces: []actions.Surface{}}, // offered nowhere: the host calls it
+		{ID: "shop/rebuild_index", Surfaces: []identity.Surface{}}, // offered nowhere: the host calls it
 	}
 	reg := actions.NewRegistry(nil)
 	for _, d := range defs {
@@ -130,7 +131,7 @@ func ExampleTool_AppOnly() {
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return nil, nil }))
 	tools, _ := reg.Tools(nil)
 	fmt.Println(tools[0].Name, tools[0].AppOnly(), tools[0].Meta)
-	forModel, _ := reg.Tools(&actions.ToolOptions{Caller: &actions.Caller{Principal: "m", Surface: actions.SurfaceAI}})
+	forModel, _ := reg.Tools(&actions.ToolOptions{Caller: &identity.Caller{Principal: "m", Surface: identity.SurfaceAI}})
 	fmt.Println(len(forModel))
 	// Output:
 	// cart-set_quantity true map[ui:map[visibility:[app]]]

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // GateOptions configures the gate of a registry. The zero value is usable:
@@ -47,7 +48,7 @@ type GateOptions struct {
 	// own screen). Adding mcp lets an MCP client's elicitation decide,
 	// which a client may answer without its person: opt in only for
 	// clients the host trusts.
-	DecideFrom []Surface
+	DecideFrom []identity.Surface
 	// RuleTimeout bounds how long an approval rule ([Approval].When)
 	// may take to answer (0: 1 s); past it the call is held.
 	RuleTimeout time.Duration
@@ -115,7 +116,7 @@ func (g *gate) store() PendingStore {
 }
 
 // admit runs the checks that take nothing, in order.
-func (g *gate) admit(d *Definition, c *Caller) error {
+func (g *gate) admit(d *Definition, c *identity.Caller) error {
 	if err := g.who(d, c); err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (g *gate) admit(d *Definition, c *Caller) error {
 
 // who checks whether c may call the action at all: its surface,
 // capability and token scope.
-func (g *gate) who(d *Definition, c *Caller) error {
+func (g *gate) who(d *Definition, c *identity.Caller) error {
 	if c != nil {
 		if !d.offers(c.Surface) {
 			return concealed(NewRefusal(codes.ForbiddenSurface, "the action is not offered on this surface"))
@@ -157,7 +158,7 @@ func (g *gate) serving(d *Definition) error {
 
 // check runs every check of the gate before the parameters: admit, then
 // the rate limit. Only a call with a caller counts towards a limit.
-func (g *gate) check(ctx context.Context, d *Definition, c *Caller) error {
+func (g *gate) check(ctx context.Context, d *Definition, c *identity.Caller) error {
 	if err := g.who(d, c); err != nil {
 		if c != nil {
 			if lerr := g.limitRefused(ctx, c.Principal); lerr != nil {
@@ -187,7 +188,7 @@ func (g *gate) scopeNeeded(d *Definition) string {
 // (sorted, each once), so that a client asking for exactly those loses
 // nothing it held (MCP 2025-11-25 authorization, runtime insufficient
 // scope errors).
-func (g *gate) scopeRefusal(c *Caller, need string) *Refusal {
+func (g *gate) scopeRefusal(c *identity.Caller, need string) *Refusal {
 	scopes := append(slices.Clone(c.Scopes), need)
 	scopes = slices.DeleteFunc(scopes, func(s string) bool { return !scopeToken(s) })
 	sort.Strings(scopes)
@@ -370,7 +371,7 @@ func hostCode(err error) codes.Code {
 // call by c. A replay checks who may call (surface, capability, scope)
 // against today's policy, but counts no rate and reads no serving
 // switch: those were the state of the moment.
-func (g *gate) decide(ctx context.Context, d *Definition, c *Caller, replay bool) error {
+func (g *gate) decide(ctx context.Context, d *Definition, c *identity.Caller, replay bool) error {
 	if replay {
 		return g.who(d, c)
 	}
@@ -380,7 +381,7 @@ func (g *gate) decide(ctx context.Context, d *Definition, c *Caller, replay bool
 // admitNested runs the checks of a call a body makes: who may call, and
 // the serving switches; a nested call counts no rate of its own (its
 // top-level call did).
-func (g *gate) admitNested(d *Definition, c *Caller) error { return g.admit(d, c) }
+func (g *gate) admitNested(d *Definition, c *identity.Caller) error { return g.admit(d, c) }
 
 // anonymousHold refuses a call that needs confirmation from a caller
 // with no principal: nobody could confirm it, so nothing is held.
@@ -415,7 +416,7 @@ func (d *Definition) declared(err error) error {
 // hold stores a checked call (or a batch) as a pending change proposed by
 // c, and returns its receipt. A principal holding MaxPending changes
 // already is refused rate_limited: nothing is held.
-func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, error) {
+func (g *gate) hold(ctx context.Context, pc PendingChange, c *identity.Caller) (Receipt, error) {
 	if max := g.opts.MaxPending; max >= 0 {
 		if max == 0 {
 			max = defaultMaxPending
@@ -456,7 +457,7 @@ func (g *gate) hold(ctx context.Context, pc PendingChange, c *Caller) (Receipt, 
 // person its approval lets decide it. Errors: unknown_change for anyone
 // else, and when the change is unknown or expired; internal when the
 // store fails.
-func (g *gate) pendingOf(ctx context.Context, id string, c *Caller, def func(string) *Definition) (PendingChange, error) {
+func (g *gate) pendingOf(ctx context.Context, id string, c *identity.Caller, def func(string) *Definition) (PendingChange, error) {
 	pc, err := g.store().Get(ctx, id)
 	switch {
 	case errors.Is(err, ErrNoPendingChange):
@@ -472,7 +473,7 @@ func (g *gate) pendingOf(ctx context.Context, id string, c *Caller, def func(str
 
 // take claims the change for a decision by c: once, and only when c may
 // decide it (see mayDecide).
-func (g *gate) take(ctx context.Context, id string, c *Caller, def func(string) *Definition) (PendingChange, error) {
+func (g *gate) take(ctx context.Context, id string, c *identity.Caller, def func(string) *Definition) (PendingChange, error) {
 	pc, err := g.pendingOf(ctx, id, c, def)
 	if err != nil {
 		return PendingChange{}, err

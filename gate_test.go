@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // gateFixture is testdata/gate/checks.json.
@@ -32,10 +33,10 @@ type gateFixture struct {
 }
 
 type gateCase struct {
-	Name        string          `json:"name"`
-	Fails       []string        `json:"fails"`
-	Definitions json.RawMessage `json:"definitions"`
-	Caller      *Caller         `json:"caller"`
+	Name        string           `json:"name"`
+	Fails       []string         `json:"fails"`
+	Definitions json.RawMessage  `json:"definitions"`
+	Caller      *identity.Caller `json:"caller"`
 	Gate        struct {
 		ReadOnly        bool     `json:"readOnly"`
 		Stopped         []string `json:"stopped"`
@@ -102,7 +103,7 @@ func runGateCase(t *testing.T, f gateFixture, c gateCase) gateRun {
 		}}))
 	}
 	for range c.Gate.Before {
-		before := &Caller{Principal: "alice", Capabilities: []string{"stock.write"}, Surface: SurfaceUI}
+		before := &identity.Caller{Principal: "alice", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceUI}
 		if c.Gate.BeforePrincipal != "" {
 			before.Principal = c.Gate.BeforePrincipal
 		}
@@ -248,7 +249,7 @@ func BenchmarkRunGated(b *testing.B) {
 	reg.gate.Store(newGate(GateOptions{Rate: math.Inf(1)}, nil))
 	ctx := context.Background()
 	params := typicalMap(b)
-	caller := &Caller{Principal: "ann", Capabilities: []string{"supply.write"}, Token: true, Scopes: []string{"mcp:read", "mcp:write"}, Surface: SurfaceMCP}
+	caller := &identity.Caller{Principal: "ann", Capabilities: []string{"supply.write"}, Token: true, Scopes: []string{"mcp:read", "mcp:write"}, Surface: identity.SurfaceMCP}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := reg.Run(ctx, Call{Action: "supply/create_site", Params: params, Caller: caller}); err != nil {
@@ -275,7 +276,7 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 	)
 	b, err := reg.DecodeBatch([]byte(`{"commands":[{"call":"shop/count"},{"call":"shop/discard"},{"call":"shop/count"}]}`))
 	require.NoError(t, err)
-	p := &Caller{Principal: "p", Surface: SurfaceAI}
+	p := &identity.Caller{Principal: "p", Surface: identity.SurfaceAI}
 	res, err := reg.Run(context.Background(), Call{Batch: &b, Caller: p})
 	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	assert.Empty(t, ran, "no step runs before the person confirms")
@@ -290,9 +291,9 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 		assert.False(t, rec.RolledBack, "the held unit is kept")
 	}
 	// Another person cannot confirm it; its proposer can, once.
-	_, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "q", Surface: SurfaceUI}})
+	_, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &identity.Caller{Principal: "q", Surface: identity.SurfaceUI}})
 	require.ErrorIs(t, err, codes.UnknownChange)
-	res, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
+	res, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &identity.Caller{Principal: "p", Surface: identity.SurfaceUI}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"count", "discard", "count"}, ran)
 	require.Len(t, res.Records, 3)
@@ -301,7 +302,7 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 		assert.Equal(t, StageConfirmed, rec.Audit.Stage)
 		assert.True(t, rec.Audit.Batch)
 	}
-	_, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
+	_, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &identity.Caller{Principal: "p", Surface: identity.SurfaceUI}})
 	require.ErrorIs(t, err, codes.UnknownChange, "a batch runs once")
 
 	// Rejected: nothing runs, and the rejection is recorded per step.
@@ -325,7 +326,7 @@ func TestRateLimitersArePruned(t *testing.T) {
 	reg := NewRegistry(&Options{Now: clk.Now, Gate: &GateOptions{Rate: 1 / time.Minute.Seconds(), Burst: 1}})
 	reg.MustRegister(New(Definition{ID: "shop/count", Effect: EffectRead}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
 	call := func(p string) error {
-		_, err := reg.Run(context.Background(), Call{Action: "shop/count", Caller: &Caller{Principal: p, Surface: SurfaceUI}})
+		_, err := reg.Run(context.Background(), Call{Action: "shop/count", Caller: &identity.Caller{Principal: p, Surface: identity.SurfaceUI}})
 		return err
 	}
 	count := func() int {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -39,7 +40,7 @@ func keyedRegistry(t *testing.T, runs *atomic.Int64, block chan struct{}, opts a
 	return reg, log
 }
 
-var payer = &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+var payer = &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}
 
 func TestRunLogKeys(t *testing.T) {
 	var runs atomic.Int64
@@ -169,7 +170,7 @@ func TestKeyToolSays(t *testing.T) {
 // ended).
 func TestBodyBareKeyCode(t *testing.T) {
 	ctx := context.Background()
-	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
+	caller := &identity.Caller{Principal: "ann", Surface: identity.SurfaceAI}
 	for name, bodyErr := range map[string]error{
 		"in_progress":          codes.InProgress,
 		"idempotency_conflict": codes.IdempotencyConflict,

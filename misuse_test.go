@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // A host's own mistakes get a clear refusal, nothing run or recorded;
@@ -23,7 +24,7 @@ func TestNilContextIsRefused(t *testing.T) {
 	assert.ErrorIs(t, err, codes.Internal, "Run")
 	_, err = reg.Start(nilCtx, Call{Action: "a/b"}, TaskOptions{})
 	assert.ErrorIs(t, err, codes.Internal, "Start")
-	_, err = reg.Decide(nilCtx, Decision{Change: "x", Caller: &Caller{Principal: "p"}})
+	_, err = reg.Decide(nilCtx, Decision{Change: "x", Caller: &identity.Caller{Principal: "p"}})
 	assert.ErrorIs(t, err, codes.Internal, "Decide")
 	_, err = reg.Replay(nilCtx, Record{Entry: RunEntry{Action: "a/b", Outcome: OutcomeDone}})
 	assert.ErrorIs(t, err, codes.Internal, "Replay")
@@ -41,10 +42,10 @@ func TestCallWithActionAndBatchIsRefused(t *testing.T) {
 }
 
 func TestNilCallerHoldsEveryCapability(t *testing.T) {
-	var host *Caller
+	var host *identity.Caller
 	assert.True(t, host.Can("admin"), "the host")
-	assert.False(t, (&Caller{}).Can("admin"))
-	assert.True(t, (&Caller{}).Can(""))
+	assert.False(t, (&identity.Caller{}).Can("admin"))
+	assert.True(t, (&identity.Caller{}).Can(""))
 }
 
 // TestDeepSchemaSaysSchemaLevels: a schema past the depth limit is
@@ -68,7 +69,7 @@ func TestAnonymousHoldIsNotAskedForAKey(t *testing.T) {
 	ran := 0
 	reg.MustRegister(New(Definition{ID: "pay/charge", Effect: EffectWrite, NeedsConfirmation: true, NeedsIdempotencyKey: true},
 		func(context.Context, map[string]any, *Trace) (any, error) { ran++; return nil, nil }))
-	anon := &Caller{Surface: SurfaceMCP}
+	anon := &identity.Caller{Surface: identity.SurfaceMCP}
 	for _, key := range []string{"", "k-1"} {
 		_, err := reg.Run(context.Background(), Call{Action: "pay/charge", Caller: anon, IdempotencyKey: key})
 		require.ErrorIs(t, err, codes.ConfirmationRequired, "key %q", key)
@@ -76,7 +77,7 @@ func TestAnonymousHoldIsNotAskedForAKey(t *testing.T) {
 		assert.Equal(t, codes.RetryNever, asRefusal(err).Retry)
 	}
 	// A person with a principal is still asked for the key first.
-	_, err := reg.Run(context.Background(), Call{Action: "pay/charge", Caller: &Caller{Principal: "ann", Surface: SurfaceMCP}})
+	_, err := reg.Run(context.Background(), Call{Action: "pay/charge", Caller: &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}})
 	require.ErrorIs(t, err, codes.IdempotencyKeyRequired)
 	assert.Zero(t, ran)
 }

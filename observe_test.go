@@ -12,6 +12,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // ended is what one observation's End received.
@@ -69,7 +70,7 @@ func TestObserverIsToldTheCallPathsValues(t *testing.T) {
 			return "done", nil
 		}),
 	)
-	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+	ann := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}
 	ctx := context.Background()
 
 	t.Run("call", func(t *testing.T) {
@@ -202,7 +203,7 @@ func TestObserverNilContext(t *testing.T) {
 			var res actions.Result
 			var err error
 			require.NotPanics(t, func() {
-				res, err = reg.Run(ctx, actions.Call{Action: "shop/order", Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}})
+				res, err = reg.Run(ctx, actions.Call{Action: "shop/order", Caller: &identity.Caller{Principal: "ann", Surface: identity.SurfaceAI}})
 			}, "ids %v, store %v", o.ids, store != nil)
 			require.NoError(t, err)
 			assert.Equal(t, "given", res.Value, "the body runs in the caller's context")
@@ -237,7 +238,7 @@ func TestObserverPanic(t *testing.T) {
 			actions.New(actions.Definition{ID: "shop/order"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {
 				return tr.Call(ctx, "shop/inner", nil)
 			}))
-		return reg.Run(context.Background(), actions.Call{Action: "shop/order", Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}})
+		return reg.Run(context.Background(), actions.Call{Action: "shop/order", Caller: &identity.Caller{Principal: "ann", Surface: identity.SurfaceAI}})
 	}
 	assert.PanicsWithValue(t, "observer", func() { _, _ = run(actions.OpUnit) })
 	_, err := run(actions.OpCall)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // PendingChange is a call held until a person confirms it: an action that
@@ -52,7 +53,7 @@ type PendingChange struct {
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	// Proposer is who called: principal, surface and client. Its
 	// PendingChange is empty.
-	Proposer Caller `json:"proposer"`
+	Proposer identity.Caller `json:"proposer"`
 	// Created and Expires bound the change's life (at most 7 days).
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`

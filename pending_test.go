@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // clock is a settable clock for the gate.
@@ -52,9 +53,9 @@ func confirmRegistry(t *testing.T, opts Options) (*Registry, *atomic.Int32) {
 	return reg, &ran
 }
 
-var editor = &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
+var editor = &identity.Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceMCP}
 
-func propose(t *testing.T, reg *Registry, caller *Caller, name, params string) Receipt {
+func propose(t *testing.T, reg *Registry, caller *identity.Caller, name, params string) Receipt {
 	t.Helper()
 	_, entry, err := callAs(reg, context.Background(), caller, name, params)
 	require.ErrorIs(t, err, codes.ConfirmationRequired)
@@ -78,7 +79,7 @@ func TestConfirmRunsOnceAsTheConfirmingPerson(t *testing.T) {
 	assert.Equal(t, `{"item":"old-milk"}`, pc.Given, "the call as given, canonical")
 	assert.Equal(t, "shop/throw_away", pc.Alias)
 
-	onUI := &Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: SurfaceUI}
+	onUI := &identity.Caller{Principal: "eve", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceUI}
 	out, err := reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: onUI})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"discarded": "old-milk", "count": json.Number("1")}, out.Value)
@@ -103,7 +104,7 @@ func TestConfirmChecksAgain(t *testing.T) {
 	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
 	// The confirming person has lost the capability since: the caller is
 	// told unknown_action, the record says why.
-	weaker := &Caller{Principal: "eve", Surface: SurfaceUI}
+	weaker := &identity.Caller{Principal: "eve", Surface: identity.SurfaceUI}
 	res, err := reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: weaker})
 	assert.ErrorIs(t, err, codes.UnknownAction)
 	assert.NotErrorIs(t, err, codes.ForbiddenCapability, "the caller's view is unknown_action only")
@@ -132,7 +133,7 @@ func TestConfirmOnlyByTheProposerBeforeExpiry(t *testing.T) {
 	rc := propose(t, reg, editor, "shop/discard", `{"item":"x"}`)
 	assert.Equal(t, clk.Now().Add(time.Hour), rc.Expires)
 
-	mallory := &Caller{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: SurfaceUI}
+	mallory := &identity.Caller{Principal: "mallory", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceUI}
 	_, _, err := confirm3(reg, context.Background(), rc.ID, mallory)
 	assert.ErrorIs(t, err, codes.UnknownChange, "another principal cannot confirm")
 	assert.ErrorIs(t, reject(reg, context.Background(), rc.ID, mallory), codes.UnknownChange)
@@ -215,7 +216,7 @@ func TestRateLimitHoldsUnderConcurrency(t *testing.T) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for p := range principals {
-		caller := &Caller{Principal: fmt.Sprint("p", p), Surface: SurfaceAI}
+		caller := &identity.Caller{Principal: fmt.Sprint("p", p), Surface: identity.SurfaceAI}
 		for range goroutines {
 			wg.Add(1)
 			go func() {
@@ -312,13 +313,13 @@ func TestFoldOldSpellings(t *testing.T) {
 	want := []struct {
 		effect      Effect
 		destructive bool
-		surfaces    []Surface
+		surfaces    []identity.Surface
 	}{
 		{EffectRead, false, nil},
 		{EffectWrite, false, nil},
 		{EffectWrite, true, nil},
 		{EffectWrite, false, nil},
-		{EffectWrite, false, []Surface{}},
+		{EffectWrite, false, []identity.Surface{}},
 		{EffectWrite, false, nil},
 		{EffectWrite, true, nil},
 	}
@@ -352,7 +353,7 @@ func TestFoldOldSpellings(t *testing.T) {
 	assert.ErrorIs(t, err, codes.ConstraintViolation)
 	// An action needing confirmation must be offered on the host's own
 	// screen, where the person confirms it.
-	err = reg.Register(Action{Definition: Definition{ID: "a/c", Effect: EffectDelete, NeedsConfirmation: true, Surfaces: []Surface{SurfaceMCP}},
+	err = reg.Register(Action{Definition: Definition{ID: "a/c", Effect: EffectDelete, NeedsConfirmation: true, Surfaces: []identity.Surface{identity.SurfaceMCP}},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }})
 	assert.ErrorIs(t, err, codes.ConstraintViolation)
 }
@@ -360,16 +361,16 @@ func TestFoldOldSpellings(t *testing.T) {
 // What the registry hands out cannot change what it checks.
 func TestPolicyIsNotShared(t *testing.T) {
 	reg := NewRegistry(nil)
-	surfaces := []Surface{SurfaceUI}
+	surfaces := []identity.Surface{identity.SurfaceUI}
 	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "a/b", Surfaces: surfaces, DeprecatedAliases: []string{"a/old"}},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }}))
-	surfaces[0] = SurfaceMCP
+	surfaces[0] = identity.SurfaceMCP
 	a, ok := getAction(reg, "a/old")
 	require.True(t, ok)
 	assert.Equal(t, "a/b", a.ID)
-	a.Surfaces[0] = SurfaceMCP
-	reg.Definitions()[0].Surfaces[0] = SurfaceMCP
-	res, err := reg.Run(context.Background(), Call{Action: "a/b", Caller: &Caller{Principal: "p", Surface: SurfaceMCP}})
+	a.Surfaces[0] = identity.SurfaceMCP
+	reg.Definitions()[0].Surfaces[0] = identity.SurfaceMCP
+	res, err := reg.Run(context.Background(), Call{Action: "a/b", Caller: &identity.Caller{Principal: "p", Surface: identity.SurfaceMCP}})
 	assert.ErrorIs(t, err, codes.UnknownAction)
 	assert.Equal(t, codes.ForbiddenSurface, res.Entry().Error)
 }
@@ -396,7 +397,7 @@ func TestPendingChangesAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, held, defaultMaxPending)
 
-	other := &Caller{Principal: "olga", Capabilities: []string{"stock.write"}, Surface: SurfaceMCP}
+	other := &identity.Caller{Principal: "olga", Capabilities: []string{"stock.write"}, Surface: identity.SurfaceMCP}
 	propose(t, reg, other, "shop/discard", `{"item":"hers"}`)
 
 	require.NoError(t, reject(reg, context.Background(), first.ID, editor))
@@ -436,7 +437,7 @@ func TestAccessorsHandOutCopies(t *testing.T) {
 		tools[i].Annotations.DestructiveHint = false
 	}
 	for _, d := range reg.Definitions() {
-		d.Surfaces = append(d.Surfaces, SurfaceMCP)
+		d.Surfaces = append(d.Surfaces, identity.SurfaceMCP)
 		d.Capability = ""
 	}
 	for _, a := range reg.Definitions() {
@@ -460,9 +461,9 @@ func TestAccessorsHandOutCopies(t *testing.T) {
 	a, ok := getAction(reg, "shop/throw_away")
 	require.True(t, ok, "the alias still names the action")
 	assert.Equal(t, "stock.write", a.Capability)
-	_, err = reg.PendingChange(ctx, rc.ID, &Caller{Principal: "mallory", Surface: SurfaceUI})
+	_, err = reg.PendingChange(ctx, rc.ID, &identity.Caller{Principal: "mallory", Surface: identity.SurfaceUI})
 	assert.ErrorIs(t, err, codes.UnknownChange, "the change is still editor's")
-	nobody := &Caller{Principal: "mallory", Surface: SurfaceMCP}
+	nobody := &identity.Caller{Principal: "mallory", Surface: identity.SurfaceMCP}
 	_, err = reg.Run(ctx, Call{Action: "shop/discard", Params: `{"item":"y"}`, Caller: nobody})
 	assert.ErrorIs(t, err, codes.UnknownAction, "the capability is still needed")
 	_, _, err = confirm3(reg, ctx, rc.ID, editor)

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // Effect is what an action does to the host's records: read, write or
@@ -17,20 +18,8 @@ const (
 	EffectDelete Effect = "delete"
 )
 
-// Surface is where an action may be offered: ui is the host's own
-// screens, in process; mcp is a connected MCP client; ai is a model the
-// host drives itself.
-type Surface string
-
-// The surfaces.
-const (
-	SurfaceUI  Surface = "ui"
-	SurfaceMCP Surface = "mcp"
-	SurfaceAI  Surface = "ai"
-)
-
 // allSurfaces is what a definition without Surfaces is offered on.
-var allSurfaces = []Surface{SurfaceUI, SurfaceMCP, SurfaceAI}
+var allSurfaces = []identity.Surface{identity.SurfaceUI, identity.SurfaceMCP, identity.SurfaceAI}
 
 // PersonalData is a category of personal data an action can touch
 // (docs/gate.md), in the host's own words ("email", "health",

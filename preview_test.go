@@ -9,6 +9,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -75,8 +76,8 @@ func TestPreviewHoldsWholeAndConfirmsAsShown(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, store.Migrate(ctx))
 		reg, rows := previewRegistry(t, db, store, store.Pending())
-		agent := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
-		person := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+		agent := &identity.Caller{Principal: "ann", Surface: identity.SurfaceAI}
+		person := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}
 
 		res, err := reg.Run(ctx, actions.Call{Action: "orders/plan", Caller: agent})
 		var rf *actions.Refusal
@@ -110,7 +111,7 @@ func TestPreviewHoldsWholeAndConfirmsAsShown(t *testing.T) {
 func TestPreviewNeedsSavepoints(t *testing.T) {
 	db := dbtest.SQLite(t)
 	reg, _ := previewRegistry(t, db, actions.NewRunLog(), nil)
-	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
+	ann := &identity.Caller{Principal: "ann", Surface: identity.SurfaceAI}
 	_, err := reg.Run(context.Background(), actions.Call{Action: "orders/plan", Caller: ann})
 	require.Error(t, err)
 	var rf *actions.Refusal

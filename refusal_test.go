@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // TestCodeOfCancelled: an error whose chain holds a context's own error is
@@ -191,7 +192,7 @@ func (s failingStore) Atomic(ctx context.Context, fn func(context.Context) Unit)
 // host's view) where the caller's code differs from the host's.
 func TestOneErrorModelCalls(t *testing.T) {
 	ctx := context.Background()
-	ann := &Caller{Principal: "ann", Surface: SurfaceMCP}
+	ann := &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}
 	type outcome struct {
 		err  error
 		recs []Record
@@ -237,7 +238,7 @@ func TestOneErrorModelCalls(t *testing.T) {
 		}},
 		{name: "a concealed forbidden surface", want: codes.UnknownAction, host: codes.ForbiddenSurface, do: func(t *testing.T) outcome {
 			reg := oneModelRegistry(t, nil)
-			reg.MustRegister(New(Definition{ID: "m/ui_only", Surfaces: []Surface{SurfaceUI}},
+			reg.MustRegister(New(Definition{ID: "m/ui_only", Surfaces: []identity.Surface{identity.SurfaceUI}},
 				func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }))
 			return run(reg, ctx, Call{Action: "m/ui_only", Caller: ann})
 		}},
@@ -280,10 +281,10 @@ func TestOneErrorModelCalls(t *testing.T) {
 			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/confirm", Caller: ann})
 		}},
 		{name: "an anonymous call needing confirmation", want: codes.ConfirmationRequired, do: func(t *testing.T) outcome {
-			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/confirm", Caller: &Caller{Surface: SurfaceUI}})
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/confirm", Caller: &identity.Caller{Surface: identity.SurfaceUI}})
 		}},
 		{name: "insufficient scope", want: codes.InsufficientScope, do: func(t *testing.T) outcome {
-			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/read", Caller: &Caller{Principal: "ann", Surface: SurfaceMCP, Token: true}})
+			return run(oneModelRegistry(t, nil), ctx, Call{Action: "m/read", Caller: &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP, Token: true}})
 		}},
 		{name: "not serving", want: codes.NotServing, do: func(t *testing.T) outcome {
 			s := &Serving{}
@@ -308,7 +309,7 @@ func TestOneErrorModelCalls(t *testing.T) {
 		{name: "a confirmation refused by today's gate", want: codes.UnknownAction, host: codes.ForbiddenSurface, do: func(t *testing.T) outcome {
 			// The approval lets the surface decide; the action is not
 			// offered there.
-			reg := oneModelRegistry(t, &Options{Gate: &GateOptions{DecideFrom: []Surface{"elsewhere"}}})
+			reg := oneModelRegistry(t, &Options{Gate: &GateOptions{DecideFrom: []identity.Surface{"elsewhere"}}})
 			_, err := reg.Run(ctx, Call{Action: "m/confirm", Caller: ann})
 			id := asRefusal(err).Pending.ID
 			other := *ann
@@ -387,7 +388,7 @@ func TestOneErrorModelCalls(t *testing.T) {
 		}},
 		{name: "a replay refused by today's policy", want: codes.Diverged, do: func(t *testing.T) outcome {
 			reg := oneModelRegistry(t, nil)
-			admin := &Caller{Principal: "root", Surface: SurfaceMCP, Capabilities: []string{"admin"}}
+			admin := &identity.Caller{Principal: "root", Surface: identity.SurfaceMCP, Capabilities: []string{"admin"}}
 			res, err := reg.Run(ctx, Call{Action: "m/admin", Caller: admin})
 			require.NoError(t, err)
 			rec := res.Records[0]

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // TestRefusedCallsAreRateLimited: with a rate set, calls refused for who
@@ -29,7 +30,7 @@ func TestRefusedCallsAreRateLimited(t *testing.T) {
 	codesOf := func(principal, action string, n int) []codes.Code {
 		var out []codes.Code
 		for range n {
-			_, err := reg.Run(context.Background(), Call{Action: action, Caller: &Caller{Principal: principal, Surface: SurfaceMCP}})
+			_, err := reg.Run(context.Background(), Call{Action: action, Caller: &identity.Caller{Principal: principal, Surface: identity.SurfaceMCP}})
 			out = append(out, CodeOf(err))
 		}
 		return out
@@ -41,11 +42,11 @@ func TestRefusedCallsAreRateLimited(t *testing.T) {
 	assert.Equal(t, want, missing, "a missing action: the same answers")
 	assert.Equal(t, []codes.Code{codes.RateLimited}, codesOf("mallory", "t/nothere", 1), "one bucket for every name")
 
-	res, err := reg.Run(context.Background(), Call{Action: "t/open", Caller: &Caller{Principal: "mallory", Surface: SurfaceMCP}})
+	res, err := reg.Run(context.Background(), Call{Action: "t/open", Caller: &identity.Caller{Principal: "mallory", Surface: identity.SurfaceMCP}})
 	require.NoError(t, err, "a call the principal may make has its own bucket")
 	assert.Equal(t, "open", res.Value)
 
-	_, err = reg.Run(context.Background(), Call{Action: "t/secret", Caller: &Caller{Principal: "mallory", Surface: SurfaceMCP}})
+	_, err = reg.Run(context.Background(), Call{Action: "t/secret", Caller: &identity.Caller{Principal: "mallory", Surface: identity.SurfaceMCP}})
 	r := requireRefusal(t, err, codes.RateLimited)
 	assert.Equal(t, at.Add(time.Minute), r.RetryAt, "the refusal says when a call may pass")
 	assert.NotContains(t, err.Error(), "t/secret")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -40,7 +41,7 @@ func TestRefusedCallsWriteLittle(t *testing.T) {
 		text, err := actions.CanonicalJSON(big)
 		require.NoError(t, err)
 		sum := sha256.Sum256(text)
-		nobody := &actions.Caller{Principal: "mallory", Surface: actions.SurfaceMCP}
+		nobody := &identity.Caller{Principal: "mallory", Surface: identity.SurfaceMCP}
 		calls := 100
 		if raceEnabled {
 			calls = 10 // full size in CI's run without the race detector
@@ -67,7 +68,7 @@ func TestRefusedCallsWriteLittle(t *testing.T) {
 
 		// Small parameters are kept whole; an invalid call's large ones
 		// are kept as a digest.
-		admin := &actions.Caller{Principal: "ada", Surface: actions.SurfaceMCP, Capabilities: []string{"admin"}}
+		admin := &identity.Caller{Principal: "ada", Surface: identity.SurfaceMCP, Capabilities: []string{"admin"}}
 		_, err = reg.Run(ctx, actions.Call{Action: "t/secret", Params: map[string]any{"s": "hi"}, Caller: nobody})
 		require.Error(t, err)
 		_, err = reg.Run(ctx, actions.Call{Action: "t/secret", Params: big, Caller: admin})

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -361,7 +362,7 @@ func TestBindManifest(t *testing.T) {
 		list, _ := getAction(reg, "garden/list")
 		assert.True(t, list.EffectOf() == EffectRead)
 		audit, _ := getAction(reg, "garden/audit")
-		assert.False(t, audit.offers(SurfaceMCP))
+		assert.False(t, audit.offers(identity.SurfaceMCP))
 		assert.Equal(t, []string{"plant"}, mustGetAction(t, reg, "garden/plant").Writes)
 
 		result, entry, err := call3(reg, context.Background(), "garden/plant", map[string]any{"species": "rose"})

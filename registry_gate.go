@@ -8,6 +8,7 @@ import (
 	"errors"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // Admit runs the checks of the gate that take nothing (unknown_action,
@@ -18,7 +19,7 @@ import (
 // handled: mcpserver's HTTP middleware turns insufficient_scope into an
 // HTTP 403 with its challenge. It returns nil when those checks pass;
 // errors are as [Registry.Run]'s for the same checks.
-func (r *Registry) Admit(ctx context.Context, id string, caller *Caller) error {
+func (r *Registry) Admit(ctx context.Context, id string, caller *identity.Caller) error {
 	reg, ok := r.lookup(id)
 	if !ok {
 		return unknownAction()
@@ -31,7 +32,7 @@ func (r *Registry) Admit(ctx context.Context, id string, caller *Caller) error {
 // person its action's [Approval] lets decide it. Errors: unknown_change
 // when the store holds no such change, it expired, or caller is none of
 // those; internal when the store fails (the cause in [Refusal.Cause]).
-func (r *Registry) PendingChange(ctx context.Context, id string, caller *Caller) (PendingChange, error) {
+func (r *Registry) PendingChange(ctx context.Context, id string, caller *identity.Caller) (PendingChange, error) {
 	pc, err := r.gateOf().pendingOf(ctx, id, caller, r.definitionOf)
 	if err != nil {
 		return PendingChange{}, err
@@ -42,7 +43,7 @@ func (r *Registry) PendingChange(ctx context.Context, id string, caller *Caller)
 // PendingChanges returns the pending changes caller's principal proposed
 // and that have not expired, newest first, whoever may decide them.
 // Errors: internal when the store fails.
-func (r *Registry) PendingChanges(ctx context.Context, caller *Caller) ([]PendingChange, error) {
+func (r *Registry) PendingChanges(ctx context.Context, caller *identity.Caller) ([]PendingChange, error) {
 	if caller == nil || caller.Principal == "" {
 		return nil, nil
 	}
@@ -67,7 +68,7 @@ func (r *Registry) PendingChanges(ctx context.Context, caller *Caller) ([]Pendin
 // caller, on the caller's surface, and it has not expired). It reads
 // every change the gate's [PendingStore] holds (ListAll). Errors:
 // internal when the store fails.
-func (r *Registry) ChangesToDecide(ctx context.Context, caller *Caller) ([]PendingChange, error) {
+func (r *Registry) ChangesToDecide(ctx context.Context, caller *identity.Caller) ([]PendingChange, error) {
 	return r.gateOf().decidable(ctx, caller, r.definitionOf)
 }
 
@@ -78,7 +79,7 @@ func (r *Registry) ChangesToDecide(ctx context.Context, caller *Caller) ([]Pendi
 // asks an MCP client only then). Errors: those of Decide before it
 // takes the change: unknown_change, forbidden_proposer,
 // forbidden_capability, forbidden_surface, internal.
-func (r *Registry) MayDecide(ctx context.Context, id string, caller *Caller) error {
+func (r *Registry) MayDecide(ctx context.Context, id string, caller *identity.Caller) error {
 	g := r.gateOf()
 	pc, err := g.pendingOf(ctx, id, caller, r.definitionOf)
 	if err != nil {
@@ -221,7 +222,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 // changeRecords are the records of the calls a pending change holds, each
 // refused with err's code at stage by caller: one for a call, one per
 // step for a batch (its parameters as the batch wrote them).
-func (r *Registry) changeRecords(pc PendingChange, caller *Caller, stage Stage, err error) []Record {
+func (r *Registry) changeRecords(pc PendingChange, caller *identity.Caller, stage Stage, err error) []Record {
 	audit := Audit{At: r.gateOf().now(), Caller: caller, PendingChange: pc.ID, Stage: stage, Alias: pc.Alias, Code: CodeOf(err)}
 	if pc.Batch == nil {
 		entry := refusedEntry(RunEntry{Action: pc.Action, Steps: []RunStep{}}, err, pc.givenText())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -275,7 +276,7 @@ func (r *Registry) atomicClaimed(ctx context.Context, ks KeyStore, k *unitKey, t
 type invocation struct {
 	name       string // the id or alias called
 	params     any
-	caller     *Caller
+	caller     *identity.Caller
 	toolCallID string
 	key        string // the call's idempotency key
 	// confirming is the pending change a confirmation runs; expect is

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // The format of testdata/replays/*.json is described in
@@ -298,7 +299,7 @@ func TestReplayHeldAfterPolicyChange(t *testing.T) {
 	body := func(context.Context, map[string]any, *Trace) (any, error) { ran.Add(1); return "gone", nil }
 	reg := NewRegistry(nil)
 	reg.MustRegister(New(def, body))
-	res, err := reg.Run(context.Background(), Call{Action: "shop/discard", Caller: &Caller{Principal: "p", Surface: SurfaceUI}})
+	res, err := reg.Run(context.Background(), Call{Action: "shop/discard", Caller: &identity.Caller{Principal: "p", Surface: identity.SurfaceUI}})
 	require.ErrorIs(t, err, codes.ConfirmationRequired)
 	held := res.Records[0]
 	_, err = reg.Replay(context.Background(), held)

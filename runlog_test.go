@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/actionreg/actions/identity"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -163,14 +164,14 @@ func call3(reg *Registry, ctx context.Context, id string, params any) (any, RunE
 }
 
 // callAs is call3 as caller c.
-func callAs(reg *Registry, ctx context.Context, c *Caller, id string, params any) (any, RunEntry, error) {
+func callAs(reg *Registry, ctx context.Context, c *identity.Caller, id string, params any) (any, RunEntry, error) {
 	res, err := reg.Run(ctx, Call{Action: id, Params: params, Caller: c})
 	return res.Value, res.Entry(), err
 }
 
 // batch3 runs b through reg as caller c (nil: the host) and returns its
 // result, the entries of the calls made and its error.
-func batch3(reg *Registry, ctx context.Context, b Batch, c *Caller) (any, []RunEntry, error) {
+func batch3(reg *Registry, ctx context.Context, b Batch, c *identity.Caller) (any, []RunEntry, error) {
 	res, err := reg.Run(ctx, Call{Batch: &b, Caller: c})
 	return res.Value, entriesOf(res.Records), err
 }
@@ -185,25 +186,25 @@ func entriesOf(recs []Record) []RunEntry {
 }
 
 // confirm3 confirms the pending change id as caller c.
-func confirm3(reg *Registry, ctx context.Context, id string, c *Caller) (any, RunEntry, error) {
+func confirm3(reg *Registry, ctx context.Context, id string, c *identity.Caller) (any, RunEntry, error) {
 	res, err := reg.Decide(ctx, Decision{Change: id, Confirm: true, Caller: onUI(c)})
 	return res.Value, res.Entry(), err
 }
 
 // reject rejects the pending change id as caller c.
-func reject(reg *Registry, ctx context.Context, id string, c *Caller) error {
+func reject(reg *Registry, ctx context.Context, id string, c *identity.Caller) error {
 	_, err := reg.Decide(ctx, Decision{Change: id, Caller: onUI(c)})
 	return err
 }
 
 // onUI is c as the host's own screen sees the same person: where a
 // decision comes from by default. Nil stays nil.
-func onUI(c *Caller) *Caller {
+func onUI(c *identity.Caller) *identity.Caller {
 	if c == nil {
 		return nil
 	}
 	cp := cloneCaller(c)
-	cp.Surface = SurfaceUI
+	cp.Surface = identity.SurfaceUI
 	return &cp
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 func requireRefusal(t *testing.T, err error, code codes.Code) *Refusal {
@@ -630,7 +631,7 @@ func TestManifestMemberNamesAreExact(t *testing.T) {
 	}
 	defs, err := DecodeManifest([]byte(`[{"id":"a/b","title":"T","description":"D","kind":"read","destructive":false,"exposure":"hidden","parameters":{"type":"object"},"writes":["x"]}]`))
 	require.NoError(t, err, "every member, spelt exactly")
-	assert.Equal(t, []Surface{}, defs[0].Surfaces, "exposure hidden folds into no surface")
+	assert.Equal(t, []identity.Surface{}, defs[0].Surfaces, "exposure hidden folds into no surface")
 	assert.Equal(t, EffectRead, defs[0].Effect, "kind read folds into effect read")
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // TaskStatus is where a task stands (MCP Tasks extension, "Task
@@ -413,7 +414,7 @@ func endInUnit(ctx context.Context, now func() time.Time, v any, u *Unit) {
 //
 // Errors: [ErrTaskNotFound] (unknown, expired, or another principal's:
 // one answer); internal when the Store keeps no tasks or fails.
-func (r *Registry) Task(ctx context.Context, id string, caller *Caller) (Task, error) {
+func (r *Registry) Task(ctx context.Context, id string, caller *identity.Caller) (Task, error) {
 	ts, err := tasksOf(r.opts.Store)
 	if err != nil {
 		return Task{}, err
@@ -459,7 +460,7 @@ func (r *Registry) withProgress(t Task) Task {
 // Cancelling is cooperative: a body that ignores ctx runs on.
 //
 // Errors: those of [Registry.Task].
-func (r *Registry) CancelTask(ctx context.Context, id string, caller *Caller) error {
+func (r *Registry) CancelTask(ctx context.Context, id string, caller *identity.Caller) error {
 	t, err := r.Task(ctx, id, caller)
 	if err != nil || t.Status.Terminal() {
 		return err

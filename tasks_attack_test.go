@@ -13,6 +13,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // countingLog is a RunLog that counts the tasks it was asked to keep.
@@ -50,15 +51,15 @@ func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
 			return "done", nil
 		}))
 	ctx := context.Background()
-	stranger := &actions.Caller{Principal: "eve", Surface: actions.SurfaceUI}
+	stranger := &identity.Caller{Principal: "eve", Surface: identity.SurfaceUI}
 	_, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: stranger}, actions.TaskOptions{})
 	require.Error(t, err, "a caller without the capability is refused at once")
 	assert.Zero(t, log.created.Load(), "and no task is kept")
-	_, err = reg.Start(ctx, actions.Call{Action: "reports/" + strings.Repeat("x", 10000), Caller: &actions.Caller{Principal: "mallory", Surface: actions.SurfaceUI}}, actions.TaskOptions{})
+	_, err = reg.Start(ctx, actions.Call{Action: "reports/" + strings.Repeat("x", 10000), Caller: &identity.Caller{Principal: "mallory", Surface: identity.SurfaceUI}}, actions.TaskOptions{})
 	assert.ErrorIs(t, err, codes.UnknownAction, "an action nothing serves is refused at once")
 	assert.Zero(t, log.created.Load(), "and keeps no task under its name")
 
-	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI, Capabilities: []string{"reports"}}
+	ann := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI, Capabilities: []string{"reports"}}
 	first, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, actions.TaskOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -94,7 +95,7 @@ func TestTaskAnonymousCallerFindsNoTask(t *testing.T) {
 	ctx := context.Background()
 	hosts, err := reg.Start(ctx, actions.Call{Action: "reports/build"}, actions.TaskOptions{})
 	require.NoError(t, err)
-	anon := &actions.Caller{Surface: actions.SurfaceMCP}
+	anon := &identity.Caller{Surface: identity.SurfaceMCP}
 	_, err = reg.Task(ctx, hosts.ID, anon)
 	assert.ErrorIs(t, err, actions.ErrTaskNotFound, "the host's task is not an anonymous caller's")
 	assert.ErrorIs(t, reg.CancelTask(ctx, hosts.ID, anon), actions.ErrTaskNotFound)
@@ -111,7 +112,7 @@ func TestTaskAnonymousCallerFindsNoTask(t *testing.T) {
 type cancellingLog struct {
 	*actions.RunLog
 	reg    *actions.Registry
-	caller *actions.Caller
+	caller *identity.Caller
 }
 
 func (l *cancellingLog) CreateTask(ctx context.Context, t actions.Task) (actions.Task, bool, error) {
@@ -129,7 +130,7 @@ func (l *cancellingLog) CreateTask(ctx context.Context, t actions.Task) (actions
 // a cancel a moment later would: the body is not left to run on, and
 // reach outside the store, for a task already ended cancelled.
 func TestTaskCancelledBeforeItsCallStarts(t *testing.T) {
-	ann := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+	ann := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}
 	log := &cancellingLog{RunLog: actions.NewRunLog(), caller: ann}
 	recorded := make(chan actions.Record, 1)
 	reg := actions.NewRegistry(&actions.Options{Store: log, OnRecord: func(rec actions.Record) { recorded <- rec }})

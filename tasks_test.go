@@ -11,6 +11,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // A principal's running tasks are bounded; another principal's are
@@ -24,7 +25,7 @@ func TestTaskMaxRunning(t *testing.T) {
 			return "done", nil
 		}))
 	ctx := context.Background()
-	ann, bob := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}, &actions.Caller{Principal: "bob", Surface: actions.SurfaceUI}
+	ann, bob := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}, &identity.Caller{Principal: "bob", Surface: identity.SurfaceUI}
 	o := actions.TaskOptions{MaxRunning: 1}
 	first, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, o)
 	require.NoError(t, err)

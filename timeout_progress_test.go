@@ -13,6 +13,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // waitBody blocks until its context ends and returns the context's error.
@@ -213,7 +214,7 @@ func TestObserverSeesEveryOperation(t *testing.T) {
 	assert.Equal(t, actions.OpReplay, k.ops[0])
 
 	k.ops = nil
-	_, err = reg.Decide(context.Background(), actions.Decision{Change: "none", Confirm: true, Caller: &actions.Caller{Principal: "p"}})
+	_, err = reg.Decide(context.Background(), actions.Decision{Change: "none", Confirm: true, Caller: &identity.Caller{Principal: "p"}})
 	assert.ErrorIs(t, err, codes.UnknownChange)
 	assert.Equal(t, []actions.OpKind{actions.OpDecide, actions.OpUnit}, k.ops)
 }

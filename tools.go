@@ -3,6 +3,7 @@ package actions
 import (
 	"slices"
 
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/tooltext"
 
 	"fmt"
@@ -96,19 +97,19 @@ type ToolOptions struct {
 	// or ai) whose capability it holds, as the gate would let it call
 	// them (docs/gate.md). Scopes, serving and read-only mode are decided
 	// per call, not in the list. Without it, every action offered on mcp.
-	Caller *Caller
+	Caller *identity.Caller
 }
 
 // toolOptions are ToolOptions checked once per export.
 type toolOptions struct {
 	languages []string
-	caller    *Caller
+	caller    *identity.Caller
 }
 
 // sees reports whether the export shows d.
 func (o *toolOptions) sees(d *Definition) bool {
 	if o.caller == nil {
-		return d.offers(SurfaceMCP)
+		return d.offers(identity.SurfaceMCP)
 	}
 	return d.offers(o.caller.Surface) && o.caller.Can(d.Capability)
 }

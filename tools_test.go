@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // toolFixture is one file of testdata/tools: actions as a manifest, the
@@ -46,7 +47,7 @@ func (f *toolFixture) options() *ToolOptions {
 func exportTools(defs []Definition, opts *ToolOptions) ([]Tool, error) {
 	r := NewRegistry(nil)
 	for _, d := range defs {
-		if !d.offers(SurfaceMCP) {
+		if !d.offers(identity.SurfaceMCP) {
 			continue
 		}
 		if err := r.Register(New(d, noBody)); err != nil {
@@ -181,7 +182,7 @@ func checkHiddenTools(t *testing.T, f *toolFixture, defs []Definition, opts *Too
 	t.Helper()
 	var hidden []Definition
 	for _, d := range defs {
-		if !d.offers(SurfaceMCP) {
+		if !d.offers(identity.SurfaceMCP) {
 			hidden = append(hidden, d)
 		}
 	}
@@ -207,7 +208,7 @@ func checkOneByOne(t *testing.T, f *toolFixture, defs []Definition, tools []Tool
 		byName[tool.Name] = tool
 	}
 	for _, d := range defs {
-		if !d.offers(SurfaceMCP) {
+		if !d.offers(identity.SurfaceMCP) {
 			continue
 		}
 		want, ok := byName[ToolName(d.ID)]
@@ -232,7 +233,7 @@ func checkRegistryTools(t *testing.T, f *toolFixture, defs []Definition, opts *T
 	r := NewRegistry(nil)
 	for _, d := range defs {
 		if err := r.Register(Action{Definition: d, Run: noBody}); err != nil {
-			if !d.offers(SurfaceMCP) && f.Error == "" {
+			if !d.offers(identity.SurfaceMCP) && f.Error == "" {
 				continue // refused at Register, as the export skips it
 			}
 			require.NotEmpty(t, f.Error, "register %s: %v", d.ID, err)
@@ -468,7 +469,7 @@ func TestToAIToolsEmpty(t *testing.T) {
 
 func TestToolsFromDefinitions(t *testing.T) {
 	r := NewRegistry(nil)
-	require.NoError(t, r.Register(Action{Definition: Definition{ID: "b/x", Surfaces: []Surface{}, Writes: []string{"Actor"}}, Run: noBody}))
+	require.NoError(t, r.Register(Action{Definition: Definition{ID: "b/x", Surfaces: []identity.Surface{}, Writes: []string{"Actor"}}, Run: noBody}))
 	require.NoError(t, r.Register(Action{Definition: Definition{ID: "a/y", Parameters: `{"type":"object"}`}, Run: noBody}))
 	defs := r.Definitions()
 	require.Len(t, defs, 2)
@@ -547,17 +548,17 @@ func TestAppOnlyAction(t *testing.T) {
 	assert.Equal(t, map[string]any{"ui": map[string]any{"visibility": []any{"app"}}}, tools[0].Meta)
 	assert.False(t, tools[1].AppOnly())
 
-	model := &Caller{Principal: "m", Surface: SurfaceAI}
+	model := &identity.Caller{Principal: "m", Surface: identity.SurfaceAI}
 	tools, err = reg.Tools(&ToolOptions{Caller: model})
 	require.NoError(t, err)
 	require.Len(t, tools, 1)
 	assert.Equal(t, "cart-show", tools[0].Name)
 	_, err = reg.Run(context.Background(), Call{Action: "cart/set_quantity", Caller: model})
 	assert.ErrorIs(t, err, codes.UnknownAction)
-	_, err = reg.Run(context.Background(), Call{Action: "cart/set_quantity", Caller: &Caller{Principal: "v", Surface: SurfaceMCP}})
+	_, err = reg.Run(context.Background(), Call{Action: "cart/set_quantity", Caller: &identity.Caller{Principal: "v", Surface: identity.SurfaceMCP}})
 	assert.NoError(t, err)
 
-	for _, s := range [][]Surface{{SurfaceMCP, SurfaceAI}, {SurfaceUI}} {
+	for _, s := range [][]identity.Surface{{identity.SurfaceMCP, identity.SurfaceAI}, {identity.SurfaceUI}} {
 		err := NewRegistry(nil).Register(New(Definition{ID: "cart/bad", AppOnly: true, Surfaces: s}, echo))
 		assert.ErrorIs(t, err, codes.ConstraintViolation, "%v", s)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/actionreg/actions/identity"
 	"sync"
 	"time"
 )
@@ -19,9 +20,9 @@ import (
 // with [NewTrace].
 type Trace struct {
 	action   string
-	runner   nestedRunner // runs the body's nested calls; nil for NewTrace's
-	caller   *Caller      // who calls: the host's Caller (see Trace.Caller)
-	progress *progress    // delivers Progress reports; nil drops them
+	runner   nestedRunner     // runs the body's nested calls; nil for NewTrace's
+	caller   *identity.Caller // who calls: the host's Caller (see Trace.Caller)
+	progress *progress        // delivers Progress reports; nil drops them
 	// recorded are the steps a replay recorded for this call, whose
 	// values (Trace.Value) it gives back; nil on a live run.
 	recorded []RunStep
@@ -221,4 +222,4 @@ func (t *Trace) Progress(done, total float64, message string) {
 // and for a trace from [NewTrace]. A call confirming a pending change has
 // PendingChange set. Nested calls see their caller's. The body must not
 // change it.
-func (t *Trace) Caller() *Caller { return t.caller }
+func (t *Trace) Caller() *identity.Caller { return t.caller }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // The zero value of every exported type either works or fails with a
@@ -21,7 +22,7 @@ func TestZeroRegistry(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ok", res.Value)
 	assert.Equal(t, defaultLimits.MaxCallDepth, reg.Limits().MaxCallDepth, "the default limits")
-	_, err = reg.Decide(context.Background(), Decision{Change: "x", Caller: &Caller{Principal: "p"}})
+	_, err = reg.Decide(context.Background(), Decision{Change: "x", Caller: &identity.Caller{Principal: "p"}})
 	assert.ErrorIs(t, err, codes.UnknownChange)
 }
 
@@ -55,7 +56,7 @@ func TestZeroMemoryPendingStoreIsEmpty(t *testing.T) {
 	list, err := s.List(ctx, "p")
 	require.NoError(t, err)
 	assert.Empty(t, list)
-	require.NoError(t, s.Hold(ctx, PendingChange{ID: "x", Proposer: Caller{Principal: "p"}}))
+	require.NoError(t, s.Hold(ctx, PendingChange{ID: "x", Proposer: identity.Caller{Principal: "p"}}))
 	got, err := s.Take(ctx, "x")
 	require.NoError(t, err)
 	assert.Equal(t, "x", got.ID)
@@ -96,13 +97,13 @@ func TestZeroParameterSchema(t *testing.T) {
 func TestZeroValuesOfData(t *testing.T) {
 	// Types that are data: their methods read a zero value sensibly.
 	assert.Equal(t, RunEntry{}, Result{}.Entry())
-	var c Caller
+	var c identity.Caller
 	assert.True(t, c.Can(""))
 	assert.False(t, c.Can("x"))
 	var d Definition
 	assert.Equal(t, EffectWrite, d.EffectOf())
 	assert.True(t, d.IsDestructive())
-	assert.True(t, d.offers(SurfaceMCP))
+	assert.True(t, d.offers(identity.SurfaceMCP))
 	var r Refusal
 	assert.Equal(t, "internal", r.Error())
 	assert.Equal(t, codes.Internal, CodeOf(&r))

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/pagestest"
 	"github.com/actionreg/actions/pages"
 	"github.com/actionreg/actions/sqlstore"
@@ -486,7 +487,7 @@ func TestBrowserRunLog(t *testing.T) {
 // description, the arguments with their default), confirms it and sees
 // it done; the log says who confirmed.
 func TestBrowserSupervisorConfirms(t *testing.T) {
-	pagestest.People["boss"] = &actions.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: actions.SurfaceUI}
+	pagestest.People["boss"] = &identity.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: identity.SurfaceUI}
 	t.Cleanup(func() { delete(pagestest.People, "boss") })
 	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
 		ran := 0
@@ -499,7 +500,7 @@ func TestBrowserSupervisorConfirms(t *testing.T) {
 				}},
 			Parameters: `{"type":"object","properties":{"aisle":{"type":"integer"},"keep":{"type":"string","default":"labels"}}}`},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { ran++; return "purged", nil }))
-		agent := &actions.Caller{Principal: "agent", Capabilities: []string{"shop.read", "shop.write"}, Surface: actions.SurfaceMCP}
+		agent := &identity.Caller{Principal: "agent", Capabilities: []string{"shop.read", "shop.write"}, Surface: identity.SurfaceMCP}
 		_, err := f.Reg.Run(context.Background(), actions.Call{Action: "shop/purge", Params: `{"aisle":4}`, Caller: agent})
 		var r *actions.Refusal
 		require.ErrorAs(t, err, &r)

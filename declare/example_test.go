@@ -6,6 +6,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/declare"
+	"github.com/actionreg/actions/identity"
 )
 
 // The declarations of what one caller may call, for a model that writes
@@ -23,7 +24,7 @@ func ExampleTypeScript() {
 	}, func(context.Context, map[string]any, *actions.Trace) (any, error) {
 		return map[string]any{"order": "o1"}, nil
 	}))
-	tools, err := reg.Tools(&actions.ToolOptions{Caller: &actions.Caller{Surface: actions.SurfaceAI}})
+	tools, err := reg.Tools(&actions.ToolOptions{Caller: &identity.Caller{Surface: identity.SurfaceAI}})
 	if err != nil {
 		fmt.Println(err)
 		return

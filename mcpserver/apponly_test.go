@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -31,8 +32,8 @@ func cartRegistry(t testing.TB) *actions.Registry {
 func appClient(t testing.TB, reg *actions.Registry, search *mcpserver.ToolSearch) *mcp.ClientSession {
 	server := mcp.NewServer(&mcp.Implementation{Name: "cart", Version: "v0"}, nil)
 	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-			return &actions.Caller{Principal: "ann"}
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+			return &identity.Caller{Principal: "ann"}
 		},
 		ToolSearch: search,
 	}))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/portable"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -113,7 +114,7 @@ func addBatchTool(s *mcp.Server, srv *server, tools []actions.Tool) (*batchHandl
 // lists only the tools c may call (offered on its surface, its
 // capability held), so that the list names no action c may not see.
 // tool is the tool as added, shared between sessions: it is copied.
-func (h *batchHandler) toolFor(tool *mcp.Tool, c *actions.Caller) *mcp.Tool {
+func (h *batchHandler) toolFor(tool *mcp.Tool, c *identity.Caller) *mcp.Tool {
 	var names, ids []any
 	for i, id := range h.ids {
 		if h.srv.sees(id.(string), c) {
@@ -134,7 +135,7 @@ func (h *batchHandler) toolFor(tool *mcp.Tool, c *actions.Caller) *mcp.Tool {
 // stepAction maps a step's call, a tool name as tools/list shows it or an
 // action id, to the action id, when it is one of the batch's actions and
 // caller c may see it.
-func (h *batchHandler) stepAction(call string, c *actions.Caller) (string, bool) {
+func (h *batchHandler) stepAction(call string, c *identity.Caller) (string, bool) {
 	id := call
 	if !h.callable[id] {
 		var err error

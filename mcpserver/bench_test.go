@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -125,8 +126,8 @@ func BenchmarkToolCall(b *testing.B) {
 			}))
 		s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v0.0.1"}, nil)
 		err := mcpserver.AddTools(s, reg, &mcpserver.Options{
-			Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-				return &actions.Caller{Principal: "ann", Capabilities: []string{"supply.write"}}
+			Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+				return &identity.Caller{Principal: "ann", Capabilities: []string{"supply.write"}}
 			},
 		})
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -348,8 +349,8 @@ func TestOverrunCountsInFlight(t *testing.T) {
 	)
 	server := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "v0"}, nil)
 	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-			return &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+			return &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}
 		}}))
 	url := serveHTTP(t, mcpserver.HTTPHandler(server, &mcpserver.HTTPOptions{MaxCallsInFlight: 1}))
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sdk", Version: "v0"}, nil).Connect(context.Background(),

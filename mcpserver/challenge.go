@@ -12,6 +12,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // What the scope challenge reads of a POST body must be what the SDK will
@@ -134,7 +135,7 @@ func batchToolName(opts Options) string {
 // reason first (an unknown or forbidden tool) adds nothing, so that the
 // MCP handler answers it as any call and the 403 tells nothing of a tool
 // the caller may not see.
-func scopeChallenge(ctx context.Context, reg *actions.Registry, caller *actions.Caller, calls []toolCall) string {
+func scopeChallenge(ctx context.Context, reg *actions.Registry, caller *identity.Caller, calls []toolCall) string {
 	var challenges []string
 	ask := func(id string) {
 		var rf *actions.Refusal

@@ -16,6 +16,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -36,8 +37,8 @@ func TestForbiddenAnsweredAsUnknownBeforeHooks(t *testing.T) {
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "ok", nil }))
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v1"}, nil)
 	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-			return &actions.Caller{Principal: "mallory"} // no capability
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+			return &identity.Caller{Principal: "mallory"} // no capability
 		},
 	}))
 	ctx := context.Background()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -57,10 +58,10 @@ func TestAutoAcceptingClientRunsNothingByDefault(t *testing.T) {
 			require.NotEmpty(t, out.Pending.ID)
 
 			// A decision the client would bring itself is refused too.
-			onMCP := &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: actions.SurfaceMCP}
+			onMCP := &identity.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: identity.SurfaceMCP}
 			_, err = g.reg.Decide(context.Background(), actions.Decision{Change: out.Pending.ID, Confirm: true, Caller: onMCP})
 			require.ErrorIs(t, err, codes.ForbiddenSurface)
-			onScreen := &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: actions.SurfaceUI}
+			onScreen := &identity.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: identity.SurfaceUI}
 			_, err = g.reg.Decide(context.Background(), actions.Decision{Change: out.Pending.ID, Confirm: true, Caller: onScreen})
 			require.NoError(t, err)
 			assert.Equal(t, int32(1), g.discarded.Load())
@@ -73,7 +74,7 @@ func TestAutoAcceptingClientRunsNothingByDefault(t *testing.T) {
 // with a default the client does not send and the host's description.
 func helpdeskServer(t *testing.T, fourEyes bool, ran *atomic.Int32) *mcp.Server {
 	t.Helper()
-	a := &actions.Approval{Surfaces: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP},
+	a := &actions.Approval{Surfaces: []identity.Surface{identity.SurfaceUI, identity.SurfaceMCP},
 		Describe: func(_ context.Context, c actions.CheckedCall) (string, error) {
 			return fmt.Sprintf("Ticket #%v, Printer on fire, 3 comments.", c.Params["id"]), nil
 		}}
@@ -86,8 +87,8 @@ func helpdeskServer(t *testing.T, fourEyes bool, ran *atomic.Int32) *mcp.Server 
 		Parameters: `{"type":"object","properties":{"id":{"type":"integer"},"note":{"type":"string","default":"no note"}},"required":["id"]}`},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { ran.Add(1); return "deleted", nil }))
 	server := mcp.NewServer(&mcp.Implementation{Name: "helpdesk", Version: "v1"}, nil)
-	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-		return &actions.Caller{Principal: "agent"}
+	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+		return &identity.Caller{Principal: "agent"}
 	}}))
 	return server
 }
@@ -172,7 +173,7 @@ func TestAttackElicitationNeverAnswered(t *testing.T) {
 	audit := g.audits[len(g.audits)-1]
 	g.mu.Unlock()
 	require.NotEmpty(t, audit.PendingChange)
-	_, err = g.reg.PendingChange(context.Background(), audit.PendingChange, &actions.Caller{Principal: "editor"})
+	_, err = g.reg.PendingChange(context.Background(), audit.PendingChange, &identity.Caller{Principal: "editor"})
 	assert.ErrorIs(t, err, codes.UnknownChange, "the unanswered change was rejected")
 	close(gone)
 	cs.Close()
@@ -238,7 +239,7 @@ func TestGateElicitationDeclineRunsNothing(t *testing.T) {
 			g.mu.Unlock()
 			assert.Equal(t, actions.StageRejected, last.Stage, "the change was rejected")
 			_, err = g.reg.Decide(context.Background(), actions.Decision{Change: last.PendingChange, Confirm: true,
-				Caller: &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: actions.SurfaceUI}})
+				Caller: &identity.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: identity.SurfaceUI}})
 			assert.ErrorIs(t, err, codes.UnknownChange, "a rejected change is gone")
 			assert.Equal(t, int32(0), g.discarded.Load())
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -31,8 +32,8 @@ func ExampleScopeChallenge() {
 	opts := &mcpserver.Options{
 		// Who calls: the token's user, with the capabilities the host
 		// gives that user (here, everyone may read and write).
-		Caller: func(_ context.Context, token *auth.TokenInfo, _ http.Header) *actions.Caller {
-			return &actions.Caller{Principal: token.UserID, Capabilities: []string{"stock.read", "stock.write"}}
+		Caller: func(_ context.Context, token *auth.TokenInfo, _ http.Header) *identity.Caller {
+			return &identity.Caller{Principal: token.UserID, Capabilities: []string{"stock.read", "stock.write"}}
 		},
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "stock", Version: "v1.0.0"}, nil)

@@ -14,17 +14,18 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/sqlstore"
 )
 
 // ticketCaller is who calls: the verified token's user, with the capabilities
 // the host gives that user.
-func ticketCaller(_ context.Context, token *auth.TokenInfo, _ http.Header) *actions.Caller {
+func ticketCaller(_ context.Context, token *auth.TokenInfo, _ http.Header) *identity.Caller {
 	if token == nil {
 		return nil
 	}
-	return &actions.Caller{Principal: token.UserID, Capabilities: []string{"tickets.write"}}
+	return &identity.Caller{Principal: token.UserID, Capabilities: []string{"tickets.write"}}
 }
 
 func verifyAnn(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {

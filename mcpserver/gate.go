@@ -24,6 +24,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // protocolMultiRoundTrip is the first MCP version whose servers send no
@@ -39,18 +40,18 @@ const confirmInput = "confirm"
 // principal, no capability, surface mcp. The surface defaults to mcp;
 // Token and Scopes always come from the verified token (the transport's
 // own knowledge), whatever the builder said.
-func (o *Options) callerOf(ctx context.Context, token *auth.TokenInfo, header http.Header) *actions.Caller {
-	var c *actions.Caller
+func (o *Options) callerOf(ctx context.Context, token *auth.TokenInfo, header http.Header) *identity.Caller {
+	var c *identity.Caller
 	if o.Caller != nil {
 		c = o.Caller(ctx, token, header)
 	}
 	if c == nil {
-		c = &actions.Caller{}
+		c = &identity.Caller{}
 	}
 	cp := *c
 	cp.Capabilities = slices.Clone(c.Capabilities)
 	if cp.Surface == "" {
-		cp.Surface = actions.SurfaceMCP
+		cp.Surface = identity.SurfaceMCP
 	}
 	cp.Token, cp.Scopes = token != nil, nil
 	if token != nil {
@@ -73,14 +74,14 @@ func extraOf(req mcp.Request) (*auth.TokenInfo, http.Header) {
 
 // callerNow builds the caller of a request again, as the transport sees
 // it now (never the one built when the call came in).
-func (s *server) callerNow(ctx context.Context, req *mcp.CallToolRequest) *actions.Caller {
+func (s *server) callerNow(ctx context.Context, req *mcp.CallToolRequest) *identity.Caller {
 	token, header := extraOf(req)
 	c := s.opts.callerOf(ctx, token, header)
 	if c.Client == nil {
 		// The connected app, as it named itself at initialize: what the
 		// host's builder cannot see over stdio.
 		if name := clientName(req); name != "" {
-			c.Client = &actions.Client{ID: name}
+			c.Client = &identity.Client{ID: name}
 		}
 	}
 	return c
@@ -108,8 +109,8 @@ type callerKey struct{}
 
 // callerOfRequest is the caller of a tool call: the one the middleware
 // built, or one built now.
-func (s *server) callerOfRequest(ctx context.Context, req *mcp.CallToolRequest) *actions.Caller {
-	if c, ok := ctx.Value(callerKey{}).(*actions.Caller); ok {
+func (s *server) callerOfRequest(ctx context.Context, req *mcp.CallToolRequest) *identity.Caller {
+	if c, ok := ctx.Value(callerKey{}).(*identity.Caller); ok {
 		return c
 	}
 	return s.callerNow(ctx, req)
@@ -153,7 +154,7 @@ func gateMiddleware(srv *server, aliases map[string]*toolHandler, batch *batchHa
 // missing one (docs/security.md). The refused call is still recorded,
 // after the answer, by a bounded number of background calls (see
 // maxConcealedRecords).
-func (s *server) conceals(ctx context.Context, cr *mcp.CallToolRequest, id string, caller *actions.Caller) bool {
+func (s *server) conceals(ctx context.Context, cr *mcp.CallToolRequest, id string, caller *identity.Caller) bool {
 	if actions.CodeOf(s.r.Admit(ctx, id, caller)) != codes.UnknownAction {
 		return false
 	}
@@ -187,7 +188,7 @@ func unknownTool() error {
 
 // sees reports whether caller c may see the action id: the gate would
 // not answer its call as unknown (surface and capability).
-func (s *server) sees(id string, c *actions.Caller) bool {
+func (s *server) sees(id string, c *identity.Caller) bool {
 	return actions.CodeOf(s.r.Admit(context.Background(), id, c)) != codes.UnknownAction
 }
 
@@ -196,7 +197,7 @@ func (s *server) sees(id string, c *actions.Caller) bool {
 // between callers (MCP 2026-07-28 cacheScope; older clients ignore the
 // member, and the list is filtered on every request whatever the
 // version).
-func (s *server) filterTools(lr *mcp.ListToolsResult, c *actions.Caller, batch *batchHandler) {
+func (s *server) filterTools(lr *mcp.ListToolsResult, c *identity.Caller, batch *batchHandler) {
 	lr.Tools = slices.DeleteFunc(lr.Tools, func(t *mcp.Tool) bool {
 		if batch != nil && t.Name == batch.name {
 			return false // each step is gated as a call of its own
@@ -268,7 +269,7 @@ type renderer func(ctx context.Context, res actions.Result, err error, version s
 // caller is now); decline, cancel or no answer rejects it and nothing
 // runs. Otherwise the client gets r as a tool result: the receipt, to be
 // confirmed later on the host's own screen.
-func (s *server) held(ctx context.Context, req *mcp.CallToolRequest, caller *actions.Caller, r *actions.Refusal, name string, render renderer) (*mcp.CallToolResult, error) {
+func (s *server) held(ctx context.Context, req *mcp.CallToolRequest, caller *identity.Caller, r *actions.Refusal, name string, render renderer) (*mcp.CallToolResult, error) {
 	rc := r.Pending
 	caps := req.ClientCapabilities()
 	if caps == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
@@ -315,7 +316,7 @@ func (s *server) held(ctx context.Context, req *mcp.CallToolRequest, caller *act
 // resume answers the retry of a call whose result asked for input
 // (2026-07-28): the request state must be the one this server signed for
 // this principal, tool and arguments; the answer decides the change.
-func (s *server) resume(ctx context.Context, req *mcp.CallToolRequest, caller *actions.Caller, id, name string, render renderer) (*mcp.CallToolResult, error) {
+func (s *server) resume(ctx context.Context, req *mcp.CallToolRequest, caller *identity.Caller, id, name string, render renderer) (*mcp.CallToolResult, error) {
 	change, ok := s.state.verify(req.Params.RequestState, caller.Principal, name, arguments(req))
 	if !ok {
 		// The gate first, as for any call: a caller who may not see the
@@ -338,7 +339,7 @@ func (s *server) resume(ctx context.Context, req *mcp.CallToolRequest, caller *a
 
 // decide confirms the pending change id as caller, or rejects it, and
 // renders the outcome.
-func (s *server) decide(ctx context.Context, caller *actions.Caller, id string, accept bool, version, name string, render renderer) (*mcp.CallToolResult, error) {
+func (s *server) decide(ctx context.Context, caller *identity.Caller, id string, accept bool, version, name string, render renderer) (*mcp.CallToolResult, error) {
 	if !accept {
 		// The answer ends the change even when the call was cancelled.
 		if _, err := s.r.Decide(context.WithoutCancel(ctx), actions.Decision{Change: id, Confirm: false, Caller: caller}); err != nil && !errors.Is(err, codes.UnknownChange) {
@@ -359,7 +360,7 @@ func (s *server) decide(ctx context.Context, caller *actions.Caller, id string, 
 // that change how text displays (bidi controls, zero-width and other
 // format characters) written as \u escapes, so that what is shown is
 // what runs.
-func (s *server) question(ctx context.Context, rc *actions.Receipt, name string, req *mcp.CallToolRequest, caller *actions.Caller) string {
+func (s *server) question(ctx context.Context, rc *actions.Receipt, name string, req *mcp.CallToolRequest, caller *identity.Caller) string {
 	title := name
 	if d, ok := s.defs[rc.Action]; ok && d.Title != "" {
 		title = d.Title + " (" + name + ")"

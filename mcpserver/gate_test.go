@@ -17,6 +17,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -107,7 +108,7 @@ func TestGateReceiptThenConfirm(t *testing.T) {
 	assert.Equal(t, int32(0), g.discarded.Load())
 
 	// Later, on the host's own screen, the same person confirms.
-	person := &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: actions.SurfaceUI}
+	person := &identity.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: identity.SurfaceUI}
 	confirmed, err := g.reg.Decide(context.Background(), actions.Decision{Change: out.Pending.ID, Confirm: true, Caller: person})
 	require.NoError(t, err)
 	assert.Equal(t, `{"discarded":"milk"}`, confirmed.Entry().Result)

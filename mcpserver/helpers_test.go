@@ -25,6 +25,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -303,7 +304,7 @@ func testRegistry(t *testing.T, opts *actions.Options) *actions.Registry {
 		},
 	})
 	add(actions.Action{
-		Definition: actions.Definition{ID: "shop/audit", Surfaces: []actions.Surface{}},
+		Definition: actions.Definition{ID: "shop/audit", Surfaces: []identity.Surface{}},
 		Run: func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			return "audited", nil
 		},
@@ -400,11 +401,11 @@ func connect(t *testing.T, protocolVersion string) *fixture {
 	err := mcpserver.AddTools(server, f.reg, &mcpserver.Options{
 		// Who calls, built per request: the body's environment is built
 		// from it (the trace's caller).
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
 			f.mu.Lock()
 			f.callers++
 			f.mu.Unlock()
-			return &actions.Caller{Principal: "ada", Client: &actions.Client{ID: "test-client"}}
+			return &identity.Caller{Principal: "ada", Client: &identity.Client{ID: "test-client"}}
 		},
 		OnError: func(_ context.Context, tool string, err error) {
 			f.mu.Lock()
@@ -486,7 +487,7 @@ type gateShop struct {
 func newGateShop(t *testing.T) *gateShop {
 	t.Helper()
 	// Its people may answer in their MCP client (elicitation).
-	return newGateShopWith(t, actions.GateOptions{ResourceMetadata: resourceMetadata, DecideFrom: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP}})
+	return newGateShopWith(t, actions.GateOptions{ResourceMetadata: resourceMetadata, DecideFrom: []identity.Surface{identity.SurfaceUI, identity.SurfaceMCP}})
 }
 
 func newGateShopWith(t *testing.T, gate actions.GateOptions) *gateShop {
@@ -551,11 +552,11 @@ func verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, 
 
 func (g *gateShop) options() *mcpserver.Options {
 	return &mcpserver.Options{
-		Caller: func(_ context.Context, token *auth.TokenInfo, _ http.Header) *actions.Caller {
+		Caller: func(_ context.Context, token *auth.TokenInfo, _ http.Header) *identity.Caller {
 			if token == nil {
-				return &actions.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"]}
+				return &identity.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"]}
 			}
-			return &actions.Caller{Principal: token.UserID, Capabilities: capabilitiesOf[token.UserID]}
+			return &identity.Caller{Principal: token.UserID, Capabilities: capabilitiesOf[token.UserID]}
 		},
 	}
 }
@@ -679,7 +680,7 @@ func newHeldShop(t *testing.T) *heldShop {
 	h.principal.Store("editor")
 	h.reg = actions.NewRegistry(&actions.Options{
 		// Its people may answer in their MCP client (elicitation).
-		Gate: &actions.GateOptions{DecideFrom: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP}},
+		Gate: &actions.GateOptions{DecideFrom: []identity.Surface{identity.SurfaceUI, identity.SurfaceMCP}},
 		OnRecord: func(rec actions.Record) {
 			h.mu.Lock()
 			h.records = append(h.records, rec)
@@ -710,8 +711,8 @@ func newHeldShop(t *testing.T) *heldShop {
 }
 
 // caller is who calls as the host sees it now.
-func (h *heldShop) caller() *actions.Caller {
-	c := &actions.Caller{Principal: h.principal.Load().(string), Capabilities: []string{"stock.read", "stock.write"}}
+func (h *heldShop) caller() *identity.Caller {
+	c := &identity.Caller{Principal: h.principal.Load().(string), Capabilities: []string{"stock.read", "stock.write"}}
 	if h.revoked.Load() {
 		c.Capabilities = []string{"stock.read"}
 	}
@@ -719,9 +720,9 @@ func (h *heldShop) caller() *actions.Caller {
 }
 
 // person is the same principal on the host's own screen.
-func (h *heldShop) person() *actions.Caller {
+func (h *heldShop) person() *identity.Caller {
 	c := h.caller()
-	c.Surface = actions.SurfaceUI
+	c.Surface = identity.SurfaceUI
 	return c
 }
 
@@ -745,7 +746,7 @@ func (h *heldShop) connect(t *testing.T, version string, elicit func(context.Con
 	t.Helper()
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
 	require.NoError(t, mcpserver.AddTools(server, h.reg, &mcpserver.Options{
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
 			h.callers.Add(1)
 			return h.caller()
 		},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/sqlstore"
@@ -40,8 +41,8 @@ func TestIdempotencyKeyMeta(t *testing.T) {
 	}))
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
 	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{Batch: &mcpserver.BatchTool{},
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-			return &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+			return &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}
 		}}))
 	serverT, clientT := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(ctx, serverT, nil)
@@ -107,8 +108,8 @@ func TestIdempotencyKeyHeader(t *testing.T) {
 		}))
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0.0.1"}, nil)
 	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-			return &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+			return &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}
 		}}))
 	web := httptest.NewServer(mcpserver.HTTPHandler(server, nil))
 	defer web.Close()
@@ -169,8 +170,8 @@ func TestKeyedBatchRetryGetsTheFirstAnswer(t *testing.T) {
 			}))
 		server := mcp.NewServer(&mcp.Implementation{Name: "bounds", Version: "v0.0.1"}, nil)
 		require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{Batch: &mcpserver.BatchTool{},
-			Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-				return &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+			Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+				return &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}
 			}}))
 		serverT, clientT := mcp.NewInMemoryTransports()
 		ss, err := server.Connect(ctx, serverT, nil)
@@ -244,8 +245,8 @@ func TestKeyedCallOutlivesItsClient(t *testing.T) {
 				}))
 			server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0"}, nil)
 			require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
-				Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-					return &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}
+				Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+					return &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}
 				}}))
 			return mcpserver.HTTPHandler(server, &mcpserver.HTTPOptions{Stateless: true})
 		}

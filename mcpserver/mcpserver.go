@@ -101,6 +101,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 )
 
 // Options configures [AddTools] and [ScopeChallenge]. The zero value, or
@@ -128,7 +129,7 @@ type Options struct {
 	// calls only the actions offered on mcp that need no capability, and
 	// an action that needs confirmation is refused (nobody could confirm
 	// it). It may be called concurrently.
-	Caller func(ctx context.Context, token *auth.TokenInfo, header http.Header) *actions.Caller
+	Caller func(ctx context.Context, token *auth.TokenInfo, header http.Header) *identity.Caller
 	// RequestStateKey signs the request state of a confirmation asked
 	// through a 2026-07-28 input request (HMAC-SHA256). Servers behind
 	// one address share it; nil: a random key per AddTools.

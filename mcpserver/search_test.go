@@ -14,6 +14,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/declare"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -37,7 +38,7 @@ func searchRegistry(t testing.TB, n int) *actions.Registry {
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "vault/open_safe", Title: "Open the safe", Capability: "vault.open",
 			Description: "Opens the safe.", Parameters: `{"type":"object","properties":{"combination":{"type":"string"}}}`}, echo),
-		actions.New(actions.Definition{ID: "vault/audit_safe", Title: "Audit the safe", Surfaces: []actions.Surface{actions.SurfaceUI},
+		actions.New(actions.Definition{ID: "vault/audit_safe", Title: "Audit the safe", Surfaces: []identity.Surface{identity.SurfaceUI},
 			Description: "Audits the safe."}, echo),
 		actions.New(actions.Definition{ID: "vault/list_safes", Title: "List the safes", Effect: actions.EffectRead,
 			Description: "Lists the safes."}, echo),
@@ -50,8 +51,8 @@ func searchRegistry(t testing.TB, n int) *actions.Registry {
 func searchClient(t testing.TB, reg *actions.Registry, caps []string, pinned ...string) *mcp.ClientSession {
 	server := mcp.NewServer(&mcp.Implementation{Name: "inv", Version: "v0"}, nil)
 	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-			return &actions.Caller{Principal: "ann", Capabilities: caps}
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+			return &identity.Caller{Principal: "ann", Capabilities: caps}
 		},
 		ToolSearch: &mcpserver.ToolSearch{Pinned: pinned},
 	}))
@@ -179,7 +180,7 @@ func TestToolDescribeDeclaration(t *testing.T) {
 	decl := res.Content[1].(*mcp.TextContent).Text
 	assert.Equal(t, decl, res.StructuredContent.(map[string]any)["declaration"])
 
-	tools, err := reg.Tools(&actions.ToolOptions{Caller: &actions.Caller{Surface: actions.SurfaceMCP, Capabilities: []string{"vault.open"}}})
+	tools, err := reg.Tools(&actions.ToolOptions{Caller: &identity.Caller{Surface: identity.SurfaceMCP, Capabilities: []string{"vault.open"}}})
 	require.NoError(t, err)
 	for _, tool := range tools {
 		if tool.Name == "vault-open_safe" {

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/sqlstore"
@@ -71,11 +72,11 @@ func newTaskServer(t *testing.T, db *dbtest.DB) *taskServer {
 	))
 	server := mcp.NewServer(&mcp.Implementation{Name: "tasks", Version: "v0"}, nil)
 	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
-		Caller: func(_ context.Context, _ *auth.TokenInfo, h http.Header) *actions.Caller {
+		Caller: func(_ context.Context, _ *auth.TokenInfo, h http.Header) *identity.Caller {
 			if h == nil {
 				return nil
 			}
-			return &actions.Caller{Principal: h.Get("X-User")}
+			return &identity.Caller{Principal: h.Get("X-User")}
 		},
 	}))
 	h := mcpserver.HTTPHandler(server, &mcpserver.HTTPOptions{Stateless: true})

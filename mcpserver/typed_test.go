@@ -19,6 +19,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -223,15 +224,15 @@ type discarded struct {
 func TestTypedToolHeldForConfirmation(t *testing.T) {
 	for _, accept := range []bool{false, true} {
 		t.Run(map[bool]string{false: "no elicitation", true: "accepted"}[accept], func(t *testing.T) {
-			reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{DecideFrom: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP}}})
+			reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{DecideFrom: []identity.Surface{identity.SurfaceUI, identity.SurfaceMCP}}})
 			reg.MustRegister(actions.Typed(actions.Definition{ID: "shop/discard", Effect: actions.EffectDelete, Capability: "stock.write", NeedsConfirmation: true},
 				func(_ context.Context, p discardParams, _ *actions.Trace) (discarded, error) {
 					return discarded{Item: p.Item}, nil
 				}))
 			server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0"}, nil)
 			require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
-				Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-					return &actions.Caller{Principal: "editor", Capabilities: []string{"stock.write"}}
+				Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+					return &identity.Caller{Principal: "editor", Capabilities: []string{"stock.write"}}
 				},
 			}))
 			ctx := context.Background()
@@ -305,8 +306,8 @@ func TestTypedOutputSchemaAdmitsRefusalsAndReceipts(t *testing.T) {
 		)
 		server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "v0"}, nil)
 		require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
-			Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-				return &actions.Caller{Principal: "editor"}
+			Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+				return &identity.Caller{Principal: "editor"}
 			},
 		}))
 		ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/otelactions"
 )
@@ -244,7 +245,7 @@ func TestBatchSpanTree(t *testing.T) {
 func TestHeldCallEventAndConfirmSpan(t *testing.T) {
 	p := newPipeline(t, false)
 	reg := registry(p, nil)
-	who := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+	who := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}
 	r := holdOne(t, reg, who)
 	held := p.named(t, "execute_tool demo-held")
 	require.Len(t, held.Events(), 1)
@@ -270,7 +271,7 @@ func TestHeldCallEventAndConfirmSpan(t *testing.T) {
 func TestRejectReplayAndBatchToolCallSpans(t *testing.T) {
 	p := newPipeline(t, false)
 	reg := registry(p, nil)
-	who := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+	who := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}
 	r := holdOne(t, reg, who)
 	_, err := reg.Decide(context.Background(), actions.Decision{Change: r.Pending.ID, Caller: who})
 	require.NoError(t, err)
@@ -464,7 +465,7 @@ func BenchmarkCall(b *testing.B) {
 }
 
 // holdOne calls demo/held as who and returns the refusal holding it.
-func holdOne(t *testing.T, reg *actions.Registry, who *actions.Caller) *actions.Refusal {
+func holdOne(t *testing.T, reg *actions.Registry, who *identity.Caller) *actions.Refusal {
 	t.Helper()
 	_, err := reg.Run(context.Background(), actions.Call{Action: "demo/held", Caller: who})
 	var r *actions.Refusal

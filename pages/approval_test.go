@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/pagestest"
 )
 
@@ -22,7 +23,7 @@ import (
 // arguments as they will run and the host's description; the supervisor
 // confirms it on the page; the agent, its proposer, cannot.
 func TestSupervisorConfirmsOnThePages(t *testing.T) {
-	pagestest.People["boss"] = &actions.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: actions.SurfaceUI}
+	pagestest.People["boss"] = &identity.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: identity.SurfaceUI}
 	t.Cleanup(func() { delete(pagestest.People, "boss") })
 	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
 		ran := 0
@@ -71,7 +72,7 @@ func TestSupervisorConfirmsOnThePages(t *testing.T) {
 // what changed; arguments the schema refuses run nothing; under four
 // eyes the edit waits for another person.
 func TestSupervisorEditsOnThePages(t *testing.T) {
-	pagestest.People["boss"] = &actions.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: actions.SurfaceUI}
+	pagestest.People["boss"] = &identity.Caller{Principal: "boss", Capabilities: []string{"shop.read", "shop.write", "shop.approve"}, Surface: identity.SurfaceUI}
 	t.Cleanup(func() { delete(pagestest.People, "boss") })
 	pagestest.EachEngine(t, nil, func(t *testing.T, f *pagestest.Fixture) {
 		var ran []any

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 )
 
 // A held batch's screen shows every step of the batch, each with its
@@ -22,7 +23,7 @@ func TestChangeOfHeldBatch(t *testing.T) {
 		{"call":"supply/create_actor","with":{"id":"lyon","n":9007199254740993},"as":"a"},
 		{"call":"supply/delete_actor","with":{"actor":"${a.id}"}}]}`), &b))
 	pc := actions.PendingChange{ID: "c1", Action: "supply/delete_actor", Batch: &b,
-		Held: []actions.HeldStep{{Index: 1, Action: "supply/delete_actor"}}, Proposer: actions.Caller{Principal: "editor"}}
+		Held: []actions.HeldStep{{Index: 1, Action: "supply/delete_actor"}}, Proposer: identity.Caller{Principal: "editor"}}
 	c := changeOf(pc, defs)
 	require.Len(t, c.Calls, 2, "every step the confirmation runs")
 	assert.Equal(t, "Create an actor", c.Calls[0].Title)

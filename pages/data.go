@@ -12,6 +12,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/sqlstore"
 )
 
@@ -141,7 +142,7 @@ const maxPage = 200
 
 // pending lists the changes c proposed or may decide (an approver's
 // list: actions.Registry.ChangesToDecide), newest first, each once.
-func (h *Handler) pending(ctx context.Context, c *actions.Caller) ([]change, error) {
+func (h *Handler) pending(ctx context.Context, c *identity.Caller) ([]change, error) {
 	own, err := h.reg.PendingChanges(ctx, c)
 	if err != nil {
 		return nil, err
@@ -219,7 +220,7 @@ func callOf(action, alias, params string, defs map[string]actions.Definition) ca
 	return c
 }
 
-func whoOf(c *actions.Caller) who {
+func whoOf(c *identity.Caller) who {
 	w := who{Principal: c.Principal, Surface: string(c.Surface)}
 	if c.Client != nil {
 		w.Client = c.Client.ID
@@ -230,7 +231,7 @@ func whoOf(c *actions.Caller) who {
 // change returns c's pending change id. Errors: errNotFound when there is
 // no such change or c may not decide it (never told apart); errExpired
 // and errDecided only for a change c proposed.
-func (h *Handler) change(ctx context.Context, id string, c *actions.Caller) (change, error) {
+func (h *Handler) change(ctx context.Context, id string, c *identity.Caller) (change, error) {
 	pc, err := h.reg.PendingChange(ctx, id, c)
 	if err == nil {
 		return changeOf(pc, h.definitions()), nil
@@ -246,7 +247,7 @@ func (h *Handler) change(ctx context.Context, id string, c *actions.Caller) (cha
 // will not show its proposer has expired; one whose decision the log
 // kept (a rejection, or a confirmation that committed) was decided.
 // Anything else, and anyone else, is not found.
-func (h *Handler) whyUnknown(ctx context.Context, id string, c *actions.Caller) error {
+func (h *Handler) whyUnknown(ctx context.Context, id string, c *identity.Caller) error {
 	if pc, err := h.store.Pending().Get(ctx, id); err == nil {
 		if pc.Proposer.Principal == c.Principal {
 			return errExpired
@@ -292,7 +293,7 @@ func diffMembers(before, after string) []memberChange {
 // arguments, JSON text) c's change id through the registry. A confirmed
 // call that is then refused is not an error: the refusal is in the
 // decision.
-func (h *Handler) decide(ctx context.Context, id string, confirm bool, edit *string, c *actions.Caller) (decision, error) {
+func (h *Handler) decide(ctx context.Context, id string, confirm bool, edit *string, c *identity.Caller) (decision, error) {
 	if _, err := h.change(ctx, id, c); err != nil {
 		return decision{}, err
 	}
@@ -353,7 +354,7 @@ var notHeldStages = []actions.Stage{"", actions.StageConfirmed}
 
 // records reads one page of the log that q selects and c may read,
 // newest first, committed and rolled-back records alike.
-func (h *Handler) records(ctx context.Context, q query, c *actions.Caller) (recordPage, error) {
+func (h *Handler) records(ctx context.Context, q query, c *identity.Caller) (recordPage, error) {
 	limit := q.Limit
 	if limit <= 0 || limit > maxPage {
 		limit = maxPage
@@ -402,7 +403,7 @@ func (h *Handler) records(ctx context.Context, q query, c *actions.Caller) (reco
 	return page, nil
 }
 
-func (h *Handler) seesAll(c *actions.Caller) bool { return h.o.SeesAll != nil && h.o.SeesAll(c) }
+func (h *Handler) seesAll(c *identity.Caller) bool { return h.o.SeesAll != nil && h.o.SeesAll(c) }
 
 func recordOf(r sqlstore.Record) record {
 	out := record{ID: strconv.FormatInt(r.Seq, 10), At: r.RecordedAt, Origin: r.Origin, RolledBack: r.RolledBack,
@@ -419,7 +420,7 @@ func recordOf(r sqlstore.Record) record {
 }
 
 // record reads record id (a seq) if c may read it; errNotFound otherwise.
-func (h *Handler) record(ctx context.Context, id string, c *actions.Caller) (record, error) {
+func (h *Handler) record(ctx context.Context, id string, c *identity.Caller) (record, error) {
 	seq, err := strconv.ParseInt(id, 10, 64)
 	if err != nil || seq <= 0 || seq == 1<<63-1 {
 		return record{}, errNotFound
@@ -439,7 +440,7 @@ func (h *Handler) record(ctx context.Context, id string, c *actions.Caller) (rec
 }
 
 // replay runs record id again on Options.Replayer and compares.
-func (h *Handler) replay(ctx context.Context, id string, c *actions.Caller) (replayed, error) {
+func (h *Handler) replay(ctx context.Context, id string, c *identity.Caller) (replayed, error) {
 	r, err := h.record(ctx, id, c)
 	if err != nil {
 		return replayed{}, err

@@ -11,6 +11,7 @@ import (
 	_ "modernc.org/sqlite" // the host picks the driver
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/pages"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -39,9 +40,9 @@ func ExampleNew() {
 		Effect: actions.EffectDelete, NeedsConfirmation: true, Parameters: `{"type":"object"}`},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { return "discarded", nil }))
 
-	caller := func(r *http.Request) *actions.Caller {
+	caller := func(r *http.Request) *identity.Caller {
 		if p := r.Header.Get("X-Signed-In"); p != "" {
-			return &actions.Caller{Principal: p, Surface: actions.SurfaceUI}
+			return &identity.Caller{Principal: p, Surface: identity.SurfaceUI}
 		}
 		return nil
 	}
@@ -52,7 +53,7 @@ func ExampleNew() {
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", ui)
 
-	_, err = reg.Run(ctx, actions.Call{Action: "stock/discard", Caller: &actions.Caller{Principal: "ana", Surface: actions.SurfaceUI}})
+	_, err = reg.Run(ctx, actions.Call{Action: "stock/discard", Caller: &identity.Caller{Principal: "ana", Surface: identity.SurfaceUI}})
 	fmt.Println("held:", actions.CodeOf(err))
 	for _, who := range []string{"ana", "bo", ""} {
 		req := httptest.NewRequest("GET", "/ui/", nil)

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/sqlstore"
 )
 
@@ -48,11 +49,11 @@ type Options struct {
 	// caller with no principal, is nobody: the pages then answer 401 and
 	// show nothing. It is called once per request (not for the
 	// stylesheet) and may be called concurrently.
-	Caller func(*http.Request) *actions.Caller
+	Caller func(*http.Request) *identity.Caller
 	// SeesAll says who may read every record of the run log; the others
 	// read their own calls only. Nil: nobody sees all. It may be called
 	// concurrently.
-	SeesAll func(*actions.Caller) bool
+	SeesAll func(*identity.Caller) bool
 	// Replayer, when set, puts a button on each record's page that
 	// replays the record's call on it ([actions.Registry.Replay]) and
 	// shows what the replay found. It is a registry of the same actions
@@ -182,7 +183,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.mux.ServeHTTP(w, r)
 		return
 	}
-	var c *actions.Caller
+	var c *identity.Caller
 	if h.o.Caller != nil {
 		c = h.o.Caller(r)
 	}
@@ -199,14 +200,14 @@ type personKey struct{}
 
 // who is the person of r, as ServeHTTP found it: nil for nobody, never
 // a caller without a principal.
-func (h *Handler) who(r *http.Request) *actions.Caller {
-	c, _ := r.Context().Value(personKey{}).(*actions.Caller)
+func (h *Handler) who(r *http.Request) *identity.Caller {
+	c, _ := r.Context().Value(personKey{}).(*identity.Caller)
 	return c
 }
 
 // token is the CSRF token of a form posting to target for who: the time
 // it was made and an HMAC-SHA256 over principal, target and that time.
-func (h *Handler) token(who *actions.Caller, target string) string {
+func (h *Handler) token(who *identity.Caller, target string) string {
 	ts := strconv.FormatInt(h.o.Now().Unix(), 10)
 	return ts + "." + h.mac(who.Principal, target, ts)
 }
@@ -220,7 +221,7 @@ func (h *Handler) mac(principal, target, ts string) string {
 // checkToken accepts a POST whose form carries a fresh token for this
 // person and this target, and that a browser does not say came from
 // another site.
-func (h *Handler) checkToken(r *http.Request, who *actions.Caller) bool {
+func (h *Handler) checkToken(r *http.Request, who *identity.Caller) bool {
 	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
 		return false
 	}

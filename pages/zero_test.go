@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/pagestest"
 	"github.com/actionreg/actions/pages"
 	"github.com/actionreg/actions/sqlstore"
@@ -35,7 +36,7 @@ func TestCallerAskedOncePerRequest(t *testing.T) {
 		id := f.Hold("editor", map[string]any{"item": "apples"})
 		n := 0
 		h, err := pages.New(f.Reg, f.Store, &pages.Options{Base: "/ui", Now: f.Clock.Now,
-			Caller: func(r *http.Request) *actions.Caller { n++; return pagestest.CallerOf(r) }})
+			Caller: func(r *http.Request) *identity.Caller { n++; return pagestest.CallerOf(r) }})
 		require.NoError(t, err)
 		for _, path := range []string{"/ui/", "/ui/changes/" + id, "/ui/log"} {
 			n = 0

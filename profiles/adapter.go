@@ -13,6 +13,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/ijson"
 )
 
@@ -83,7 +84,7 @@ func (a *Adapter) Export(opts *actions.ToolOptions) (*Export, error) {
 		view = *opts
 	}
 	if view.Caller == nil && a.rules.profile != MCP {
-		view.Caller = everyone(actions.SurfaceAI, defs)
+		view.Caller = everyone(identity.SurfaceAI, defs)
 	}
 	tools, err := a.registry.Tools(&view)
 	if err != nil {
@@ -231,7 +232,7 @@ func (a *Adapter) strictOf(ctx context.Context, id string) *exported {
 func (a *Adapter) learn() {
 	defs := a.registry.Definitions()
 	var offered [][]actions.Tool
-	for _, s := range []actions.Surface{actions.SurfaceAI, actions.SurfaceMCP, actions.SurfaceUI} {
+	for _, s := range []identity.Surface{identity.SurfaceAI, identity.SurfaceMCP, identity.SurfaceUI} {
 		if tools, err := a.registry.Tools(&actions.ToolOptions{Caller: everyone(s, defs)}); err == nil {
 			offered = append(offered, tools)
 		}
@@ -269,8 +270,8 @@ func (a *Adapter) learn() {
 
 // everyone returns a caller on surface s holding every capability defs
 // name: the tools it may see are those offered on s.
-func everyone(s actions.Surface, defs []actions.Definition) *actions.Caller {
-	c := &actions.Caller{Surface: s}
+func everyone(s identity.Surface, defs []actions.Definition) *identity.Caller {
+	c := &identity.Caller{Surface: s}
 	seen := map[string]bool{}
 	for _, d := range defs {
 		if d.Capability != "" && !seen[d.Capability] {

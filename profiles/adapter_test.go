@@ -15,6 +15,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/portable"
 )
 
@@ -52,7 +53,7 @@ func TestRunToolCallIDAsName(t *testing.T) {
 	a, err := New(reg, OpenAIChat)
 	require.NoError(t, err)
 	ctx := context.Background()
-	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
+	caller := &identity.Caller{Principal: "ann", Surface: identity.SurfaceAI}
 	for name, recorded := range map[string]string{"shop/order": "shop%2Forder", "shop/buy": "shop%2Fbuy", "shop/none": "shop/none", "a/b-c": "a/b-c"} {
 		seen = nil
 		res, err := a.RunToolCall(ctx, actions.Call{Action: name, Params: `{"item":"tea"}`, Caller: caller, ToolCallID: "call_1"})
@@ -108,7 +109,7 @@ func TestAdapterLearnsLater(t *testing.T) {
 // the host calls it; the adapter remembers that it looked.
 func TestAdapterHiddenAction(t *testing.T) {
 	reg := actions.NewRegistry(nil)
-	reg.MustRegister(actions.New(actions.Definition{ID: "shop/hidden", Surfaces: []actions.Surface{}, Parameters: orderSchema}, echo))
+	reg.MustRegister(actions.New(actions.Definition{ID: "shop/hidden", Surfaces: []identity.Surface{}, Parameters: orderSchema}, echo))
 	a, err := New(reg, OpenAIChat)
 	require.NoError(t, err)
 	_, err = a.RunToolCall(context.Background(), actions.Call{Action: "shop-hidden", Params: `{"item":"tea","qty":null}`})

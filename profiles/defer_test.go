@@ -11,6 +11,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/profiles"
 )
 
@@ -47,7 +48,7 @@ func TestExportDeferred(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			a, err := profiles.New(reg, c.profile)
 			require.NoError(t, err)
-			opts := &actions.ToolOptions{Caller: &actions.Caller{Surface: actions.SurfaceAI}}
+			opts := &actions.ToolOptions{Caller: &identity.Caller{Surface: identity.SurfaceAI}}
 			plain, err := a.Export(opts)
 			require.NoError(t, err)
 			e, err := a.ExportDeferred(opts, c.d)
@@ -107,7 +108,7 @@ func TestExportDeferredFollowsTheCaller(t *testing.T) {
 	require.NoError(t, err)
 	d := profiles.Deferral{Pinned: []string{"shop/list_items", "vault/open"}, Search: profiles.SearchAnthropicRegex}
 	names := func(caps ...string) map[string]any {
-		e, err := a.ExportDeferred(&actions.ToolOptions{Caller: &actions.Caller{Surface: actions.SurfaceAI, Capabilities: caps}}, d)
+		e, err := a.ExportDeferred(&actions.ToolOptions{Caller: &identity.Caller{Surface: identity.SurfaceAI, Capabilities: caps}}, d)
 		require.NoError(t, err)
 		out := map[string]any{}
 		for _, tool := range e.Tools {
@@ -127,7 +128,7 @@ func TestDeferredToolCallRunsBack(t *testing.T) {
 	_, err = a.ExportDeferred(nil, profiles.Deferral{Search: profiles.SearchOpenAI})
 	require.NoError(t, err)
 	res, err := a.RunToolCall(context.Background(), actions.Call{Action: "shop-order", Params: `{"item":"tea","qty":null}`,
-		Caller: &actions.Caller{Surface: actions.SurfaceAI}})
+		Caller: &identity.Caller{Surface: identity.SurfaceAI}})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1")}, res.Value)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/fixture"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/schema"
@@ -753,8 +754,8 @@ func TestProfileMCPIsTools(t *testing.T) {
 		}
 	}
 	require.NoError(t, reg.Register(
-		actions.New(actions.Definition{ID: "only/mcp", Surfaces: []actions.Surface{actions.SurfaceMCP}}, echo),
-		actions.New(actions.Definition{ID: "only/ai", Surfaces: []actions.Surface{actions.SurfaceAI}}, echo)))
+		actions.New(actions.Definition{ID: "only/mcp", Surfaces: []identity.Surface{identity.SurfaceMCP}}, echo),
+		actions.New(actions.Definition{ID: "only/ai", Surfaces: []identity.Surface{identity.SurfaceAI}}, echo)))
 	tools, err := reg.Tools(nil)
 	require.NoError(t, err)
 	e, err := exportOf(reg, MCP, nil)
@@ -774,7 +775,7 @@ func TestProfileMCPIsTools(t *testing.T) {
 	}
 	assert.Equal(t, []string{"only-mcp"}, names(MCP, nil))
 	assert.Equal(t, []string{"only-ai"}, names(Gemini, nil))
-	assert.Equal(t, []string{"only-mcp"}, names(Gemini, &actions.ToolOptions{Caller: &actions.Caller{Surface: actions.SurfaceMCP}}))
+	assert.Equal(t, []string{"only-mcp"}, names(Gemini, &actions.ToolOptions{Caller: &identity.Caller{Surface: identity.SurfaceMCP}}))
 }
 
 // FuzzExportProfiles: any schema the registry accepts exports under every

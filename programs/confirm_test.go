@@ -10,6 +10,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/programs"
 	"github.com/actionreg/actions/sqlstore"
@@ -95,8 +96,8 @@ func sqlstoreDollar(sql string) string {
 
 var (
 	// agent is a model acting for sam; sam confirms on the host's screen.
-	agent = &actions.Caller{Principal: "sam", Surface: actions.SurfaceAI}
-	sam   = &actions.Caller{Principal: "sam", Surface: actions.SurfaceUI}
+	agent = &identity.Caller{Principal: "sam", Surface: identity.SurfaceAI}
+	sam   = &identity.Caller{Principal: "sam", Surface: identity.SurfaceUI}
 )
 
 // propose runs src as the agent and returns the pending change it was

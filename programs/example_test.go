@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/programs"
 )
 
@@ -26,7 +27,7 @@ func ExampleAction() {
 			}),
 		programs.Action(reg, nil),
 	)
-	caller := &actions.Caller{Principal: "ann", Surface: actions.SurfaceAI}
+	caller := &identity.Caller{Principal: "ann", Surface: identity.SurfaceAI}
 	res, err := reg.Run(context.Background(), actions.Call{Action: programs.DefaultID, Caller: caller,
 		Params: map[string]any{"program": `
 			const open = [];

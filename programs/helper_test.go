@@ -10,16 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/programs"
 )
 
 // run runs src as caller through the program action of reg bounded by
 // opts, registering that action on first use (one per set of options).
-func run(t testing.TB, reg *actions.Registry, caller *actions.Caller, src string, opts *programs.Options) (actions.Result, error) {
+func run(t testing.TB, reg *actions.Registry, caller *identity.Caller, src string, opts *programs.Options) (actions.Result, error) {
 	return runCtx(context.Background(), t, reg, caller, src, opts)
 }
 
-func runCtx(ctx context.Context, t testing.TB, reg *actions.Registry, caller *actions.Caller, src string, opts *programs.Options) (actions.Result, error) {
+func runCtx(ctx context.Context, t testing.TB, reg *actions.Registry, caller *identity.Caller, src string, opts *programs.Options) (actions.Result, error) {
 	t.Helper()
 	var o programs.Options
 	if opts != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/programs"
@@ -19,11 +20,11 @@ import (
 
 // mcpClient serves reg over MCP (mcpserver, in memory) to a client of
 // the official SDK, every request made as caller.
-func mcpClient(t *testing.T, reg *actions.Registry, caller *actions.Caller) *mcp.ClientSession {
+func mcpClient(t *testing.T, reg *actions.Registry, caller *identity.Caller) *mcp.ClientSession {
 	t.Helper()
 	server := mcp.NewServer(&mcp.Implementation{Name: "stock", Version: "v0"}, nil)
 	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller { return caller },
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller { return caller },
 	}))
 	ctx := context.Background()
 	serverT, clientT := mcp.NewInMemoryTransports()
@@ -64,7 +65,7 @@ func TestRunProgramOverMCP(t *testing.T) {
 			return res
 		}
 
-		stocker := mcpClient(t, reg, &actions.Caller{Principal: "sam", Capabilities: []string{"stock.read", "stock.write"}})
+		stocker := mcpClient(t, reg, &identity.Caller{Principal: "sam", Capabilities: []string{"stock.read", "stock.write"}})
 		list, err := stocker.ListTools(ctx, nil)
 		require.NoError(t, err)
 		var names []string
@@ -88,7 +89,7 @@ func TestRunProgramOverMCP(t *testing.T) {
 
 		// A reader's program is gated call by call: the write is not
 		// offered, and reaching it by hand is refused as unknown.
-		reader := mcpClient(t, reg, &actions.Caller{Principal: "rita", Capabilities: []string{"stock.read"}})
+		reader := mcpClient(t, reg, &identity.Caller{Principal: "rita", Capabilities: []string{"stock.read"}})
 		res = call(reader, `return [typeof stock.add, await stock.count()];`)
 		require.False(t, res.IsError, text(res))
 		assert.Equal(t, `["undefined",2]`, text(res))

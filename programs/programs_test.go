@@ -14,6 +14,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/programs"
 )
 
@@ -44,8 +45,8 @@ func supply(t testing.TB) *actions.Registry {
 }
 
 var (
-	reader = &actions.Caller{Principal: "rita", Capabilities: []string{"supply.read"}, Surface: actions.SurfaceAI}
-	writer = &actions.Caller{Principal: "wes", Capabilities: []string{"supply.read", "supply.write"}, Surface: actions.SurfaceAI}
+	reader = &identity.Caller{Principal: "rita", Capabilities: []string{"supply.read"}, Surface: identity.SurfaceAI}
+	writer = &identity.Caller{Principal: "wes", Capabilities: []string{"supply.read", "supply.write"}, Surface: identity.SurfaceAI}
 )
 
 func TestProgramListsAndLoops(t *testing.T) {

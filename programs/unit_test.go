@@ -9,6 +9,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/programs"
 	"github.com/actionreg/actions/sqlstore"
@@ -62,7 +63,7 @@ func TestProgramIsOneUnit(t *testing.T) {
 
 func testProgramIsOneUnit(t *testing.T, db *dbtest.DB) {
 	reg, count := stockOn(t, db)
-	stocker := &actions.Caller{Principal: "sam", Capabilities: []string{"stock.read", "stock.write"}, Surface: actions.SurfaceAI}
+	stocker := &identity.Caller{Principal: "sam", Capabilities: []string{"stock.read", "stock.write"}, Surface: identity.SurfaceAI}
 
 	// Done whole: both rows kept, and the program saw its own writes.
 	res, err := run(t, reg, stocker, `
@@ -95,7 +96,7 @@ func testProgramIsOneUnit(t *testing.T, db *dbtest.DB) {
 	assert.Equal(t, 2, count())
 
 	// A caller who may only read is refused the write, whole.
-	viewer := &actions.Caller{Principal: "vic", Capabilities: []string{"stock.read"}, Surface: actions.SurfaceAI}
+	viewer := &identity.Caller{Principal: "vic", Capabilities: []string{"stock.read"}, Surface: identity.SurfaceAI}
 	res, err = run(t, reg, viewer, `return [typeof stock.add, await stock.count()];`, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `["undefined",2]`, res.Text)

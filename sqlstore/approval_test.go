@@ -10,6 +10,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -33,10 +34,10 @@ func TestApproverDecidesInSQL(t *testing.T) {
 				ran.Add(1)
 				return "deleted", nil
 			}))
-		agent := &actions.Caller{Principal: "agent", Surface: actions.SurfaceMCP}
-		boss := &actions.Caller{Principal: "boss", Capabilities: []string{"t.approve"}, Surface: actions.SurfaceUI}
-		other := &actions.Caller{Principal: "other", Surface: actions.SurfaceUI}
-		hold := func(c *actions.Caller) string {
+		agent := &identity.Caller{Principal: "agent", Surface: identity.SurfaceMCP}
+		boss := &identity.Caller{Principal: "boss", Capabilities: []string{"t.approve"}, Surface: identity.SurfaceUI}
+		other := &identity.Caller{Principal: "other", Surface: identity.SurfaceUI}
+		hold := func(c *identity.Caller) string {
 			_, err := reg.Run(ctx, actions.Call{Action: "t/delete", Params: `{"n":1}`, Caller: c})
 			require.ErrorIs(t, err, codes.ConfirmationRequired)
 			return err.(*actions.Refusal).Pending.ID
@@ -56,7 +57,7 @@ func TestApproverDecidesInSQL(t *testing.T) {
 		_, err = reg.Decide(ctx, actions.Decision{Change: second, Confirm: true, Caller: other})
 		assert.ErrorIs(t, err, codes.ForbiddenProposer)
 		onMCP := *boss
-		onMCP.Surface = actions.SurfaceMCP
+		onMCP.Surface = identity.SurfaceMCP
 		_, err = reg.Decide(ctx, actions.Decision{Change: first, Confirm: true, Caller: &onMCP})
 		assert.ErrorIs(t, err, codes.ForbiddenSurface)
 		assert.Zero(t, ran.Load())
@@ -93,8 +94,8 @@ func TestEditDecisionInSQL(t *testing.T) {
 				Approval: &actions.Approval{Capability: "t.approve"}, Parameters: params}, body),
 			actions.New(actions.Definition{ID: "t/purge", Effect: actions.EffectDelete, NeedsConfirmation: true,
 				Approval: &actions.Approval{Capability: "t.approve", Proposer: actions.ProposerNever}, Parameters: params}, body))
-		agent := &actions.Caller{Principal: "agent", Surface: actions.SurfaceMCP}
-		boss := &actions.Caller{Principal: "boss", Capabilities: []string{"t.approve"}, Surface: actions.SurfaceUI}
+		agent := &identity.Caller{Principal: "agent", Surface: identity.SurfaceMCP}
+		boss := &identity.Caller{Principal: "boss", Capabilities: []string{"t.approve"}, Surface: identity.SurfaceUI}
 		hold := func(action string) string {
 			_, err := reg.Run(ctx, actions.Call{Action: action, Params: `{"n":1}`, Caller: agent})
 			require.ErrorIs(t, err, codes.ConfirmationRequired)

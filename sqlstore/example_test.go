@@ -16,6 +16,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/sqlstore"
 )
 
@@ -149,7 +150,7 @@ func ExampleFilter_stages() {
 		actions.New(actions.Definition{ID: "stock/count", Effect: actions.EffectRead, Parameters: `{"type":"object"}`}, body),
 		actions.New(actions.Definition{ID: "stock/purge", Effect: actions.EffectDelete, NeedsConfirmation: true, Parameters: `{"type":"object"}`}, body),
 	)
-	ana := &actions.Caller{Principal: "ana", Surface: actions.SurfaceUI}
+	ana := &identity.Caller{Principal: "ana", Surface: identity.SurfaceUI}
 	_, _ = reg.Run(ctx, actions.Call{Action: "stock/count", Caller: ana})
 	_, err = reg.Run(ctx, actions.Call{Action: "stock/purge", Caller: ana})
 	var held *actions.Refusal
@@ -230,7 +231,7 @@ func ExampleStore_SettleOrphans() {
 			return nil, nil
 		}))
 	_, err = reg.Run(ctx, actions.Call{Action: "shop/charge", Params: params, IdempotencyKey: "order-17",
-		Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}})
+		Caller: &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}})
 	fmt.Println(actions.CodeOf(err), codes.PolicyOf(actions.CodeOf(err)).Retry)
 	// Output:
 	// 1 1 <nil>

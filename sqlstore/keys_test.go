@@ -19,6 +19,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -47,7 +48,7 @@ type keyReplica struct {
 	release, started chan struct{}
 }
 
-var ann = &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI}
+var ann = &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}
 
 // newKeyReplica opens a replica on db (a pool of its own when fresh),
 // with shop/charge (inserts a charge), shop/refund (needs
@@ -153,7 +154,7 @@ func TestKeyRetryInSequence(t *testing.T) {
 		assert.Equal(t, 3, chargeCount(t, db))
 		// Another principal's same key is its own.
 		bob := chargeCall("k-1", 5)
-		bob.Caller = &actions.Caller{Principal: "bob", Surface: actions.SurfaceUI}
+		bob.Caller = &identity.Caller{Principal: "bob", Surface: identity.SurfaceUI}
 		_, err = rp.reg.Run(ctx, bob)
 		require.NoError(t, err)
 		assert.Equal(t, 4, chargeCount(t, db))
@@ -548,7 +549,7 @@ func TestKeyRetryPassesTheGate(t *testing.T) {
 				var runs atomic.Int64
 				reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/pay", Parameters: `{"type":"object"}`, Capability: "pay"},
 					Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }})
-				payer := &actions.Caller{Principal: "ann", Surface: actions.SurfaceUI, Capabilities: []string{"pay"}}
+				payer := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI, Capabilities: []string{"pay"}}
 				call := actions.Call{Action: "shop/pay", Caller: payer, IdempotencyKey: "pay-1"}
 				_, err = reg.Run(context.Background(), call)
 				require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -184,7 +185,7 @@ func TestSettledOrphanRetries(t *testing.T) {
 			assert.NotContains(t, l.Text, strconv.Itoa(secret))
 		}
 
-		other := &actions.Caller{Principal: "bob", Surface: actions.SurfaceUI}
+		other := &identity.Caller{Principal: "bob", Surface: identity.SurfaceUI}
 		_, err = reg.Run(ctx, actions.Call{Batch: &batch, Caller: other, IdempotencyKey: "batch-key"})
 		require.NoError(t, err, "bob's key is his own: his batch runs")
 		assert.Equal(t, int64(1), runs.Load(), "only bob's batch ran a body")

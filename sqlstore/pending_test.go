@@ -11,6 +11,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -41,7 +42,7 @@ func TestPendingChangesInSQL(t *testing.T) {
 				ran.Add(1)
 				return "purged", nil
 			}))
-		eve := &actions.Caller{Principal: "eve", Surface: actions.SurfaceUI}
+		eve := &identity.Caller{Principal: "eve", Surface: identity.SurfaceUI}
 		confirm := func(id string) (actions.Result, error) {
 			return reg.Decide(ctx, actions.Decision{Change: id, Confirm: true, Caller: eve})
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -55,7 +56,7 @@ func TestSharedRateLimits(t *testing.T) {
 		_, err = regs[1].Run(ctx, call)
 		require.ErrorIs(t, err, codes.RateLimited)
 		other := call
-		other.Caller = &actions.Caller{Principal: "bob", Surface: actions.SurfaceUI}
+		other.Caller = &identity.Caller{Principal: "bob", Surface: identity.SurfaceUI}
 		_, err = regs[1].Run(ctx, other)
 		require.NoError(t, err, "another principal's bucket")
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -27,7 +28,7 @@ func stageLog(t *testing.T, s *sqlstore.Store) (confirmed, rejected string) {
 		actions.New(actions.Definition{ID: "t/note", Additive: true, Parameters: `{"type":"object"}`},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { return "noted", nil }),
 	)
-	eve := &actions.Caller{Principal: "eve", Surface: actions.SurfaceUI}
+	eve := &identity.Caller{Principal: "eve", Surface: identity.SurfaceUI}
 	_, err := reg.Run(ctx, actions.Call{Action: "t/note", Caller: eve})
 	require.NoError(t, err)
 	hold := func(n int) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -95,7 +96,7 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 		for i, e := range entries {
 			units[i] = sqlstore.NewUnit()
 			rec := actions.Record{Entry: e, RolledBack: i%5 == 4,
-				Audit: actions.Audit{At: clock, Caller: &actions.Caller{Principal: "p" + itoa(i%3), Surface: actions.SurfaceMCP}, PendingChange: "c" + itoa(i),
+				Audit: actions.Audit{At: clock, Caller: &identity.Caller{Principal: "p" + itoa(i%3), Surface: identity.SurfaceMCP}, PendingChange: "c" + itoa(i),
 					Stage: actions.StageConfirmed, Batch: i%2 == 1, ToolCallID: "call_" + itoa(i)}}
 			require.NoError(t, s.Write(ctx, units[i], rec))
 		}
@@ -287,7 +288,7 @@ func TestRecordColumns(t *testing.T) {
 		{"plain, rolled back", actions.Record{Entry: benchEntry, RolledBack: true, Audit: actions.Audit{ToolCallID: "c1"}},
 			row{Outcome: "done", Origin: "o'1", RolledBack: true}},
 		{"refused", actions.Record{Entry: refused}, row{Outcome: "refused", Error: "not_found", Origin: "o'1"}},
-		{"caller", actions.Record{Entry: benchEntry, Audit: actions.Audit{Caller: &actions.Caller{Principal: "ann", Surface: actions.SurfaceMCP}}},
+		{"caller", actions.Record{Entry: benchEntry, Audit: actions.Audit{Caller: &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}}},
 			row{Outcome: "done", Principal: "ann", Surface: "mcp", Origin: "o'1"}},
 		{"stage", actions.Record{Entry: benchEntry, Audit: actions.Audit{PendingChange: "pc_1", Stage: actions.StageConfirmed}},
 			row{Outcome: "done", PendingChange: "pc_1", Stage: "confirmed", Origin: "o'1"}},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -35,7 +36,7 @@ type taskHost struct {
 	doneOnce sync.Once
 }
 
-var bob = &actions.Caller{Principal: "bob", Surface: actions.SurfaceUI}
+var bob = &identity.Caller{Principal: "bob", Surface: identity.SurfaceUI}
 
 func newTaskHost(t *testing.T, db *dbtest.DB, obey bool) *taskHost {
 	t.Helper()
@@ -68,7 +69,7 @@ func newTaskHost(t *testing.T, db *dbtest.DB, obey bool) *taskHost {
 	return h
 }
 
-func reportCall(amount int, caller *actions.Caller) actions.Call {
+func reportCall(amount int, caller *identity.Caller) actions.Call {
 	return actions.Call{Action: "shop/report", Params: map[string]any{"amount": amount}, Caller: caller}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/sqlstore"
 )
 
@@ -119,7 +120,7 @@ func definitions(m *Model) []actions.Action {
 			Parameters:  recordEmissionsSchema, Writes: []string{"emission"},
 		}, withEnv(m, recordEmissions)),
 		actions.Typed(actions.Definition{
-			ID: "carbon/clear_emissions", Title: "Clear emissions", Effect: actions.EffectDelete, Surfaces: []actions.Surface{},
+			ID: "carbon/clear_emissions", Title: "Clear emissions", Effect: actions.EffectDelete, Surfaces: []identity.Surface{},
 			Description: "Removes every emission of an actor, by key. Called by delete_actor only.",
 			Parameters:  clearEmissionsSchema, Writes: []string{"emission"},
 		}, withEnv(m, clearEmissions)),
@@ -149,7 +150,7 @@ func NewRegistry(model *Model, onRecord func(actions.Record)) (*actions.Registry
 		// The demo's people answer in their own MCP client (elicitation)
 		// as well as on the host's screen. A host whose clients may
 		// answer by themselves leaves DecideFrom nil: ui alone.
-		Gate:     &actions.GateOptions{Pending: store.Pending(), DecideFrom: []actions.Surface{actions.SurfaceUI, actions.SurfaceMCP}},
+		Gate:     &actions.GateOptions{Pending: store.Pending(), DecideFrom: []identity.Surface{identity.SurfaceUI, identity.SurfaceMCP}},
 		OnRecord: onRecord,
 		Observer: observer(), // telemetry.go
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -63,8 +64,8 @@ func BenchmarkListBatch1000(b *testing.B) {
 	server := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "v0"}, nil)
 	require.NoError(b, mcpserver.AddTools(server, reg, &mcpserver.Options{
 		Batch: &mcpserver.BatchTool{},
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller {
-			return &actions.Caller{Principal: "viewer", Capabilities: []string{capRead}}
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller {
+			return &identity.Caller{Principal: "viewer", Capabilities: []string{capRead}}
 		},
 	}))
 	st, ct := mcp.NewInMemoryTransports()

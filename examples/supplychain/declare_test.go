@@ -12,6 +12,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/declare"
+	"github.com/actionreg/actions/identity"
 )
 
 var updateDeclarations = flag.Bool("update", false, "rewrite testdata/supplychain.d.ts from the current declarations")
@@ -22,7 +23,7 @@ var updateDeclarations = flag.Bool("update", false, "rewrite testdata/supplychai
 func TestDeclarationsGolden(t *testing.T) {
 	reg := actions.NewRegistry(nil)
 	require.NoError(t, reg.Register(definitions(nil)...))
-	tools, err := reg.Tools(&actions.ToolOptions{Caller: &actions.Caller{Surface: actions.SurfaceAI, Capabilities: []string{capRead, capWrite}}})
+	tools, err := reg.Tools(&actions.ToolOptions{Caller: &identity.Caller{Surface: identity.SurfaceAI, Capabilities: []string{capRead, capWrite}}})
 	require.NoError(t, err)
 	got, err := declare.TypeScript(tools)
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
 )
@@ -53,15 +54,15 @@ func eachEngine(t *testing.T, engines []engine, fn func(t *testing.T, eng engine
 }
 
 // person is a principal of the example (gate.go) on a surface.
-func person(principal string, surface actions.Surface) *actions.Caller {
-	return &actions.Caller{Principal: principal, Capabilities: principals[principal], Surface: surface}
+func person(principal string, surface identity.Surface) *identity.Caller {
+	return &identity.Caller{Principal: principal, Capabilities: principals[principal], Surface: surface}
 }
 
 var (
-	editorMCP = person("editor", actions.SurfaceMCP)
-	editorUI  = person("editor", actions.SurfaceUI) // the host's own screen, where changes are decided
-	viewerMCP = person("viewer", actions.SurfaceMCP)
-	viewerUI  = person("viewer", actions.SurfaceUI)
+	editorMCP = person("editor", identity.SurfaceMCP)
+	editorUI  = person("editor", identity.SurfaceUI) // the host's own screen, where changes are decided
+	viewerMCP = person("viewer", identity.SurfaceMCP)
+	viewerUI  = person("viewer", identity.SurfaceUI)
 )
 
 // host is the example host on one database, with what OnRecord saw.
@@ -122,7 +123,7 @@ func (h *host) ids(t *testing.T) []string {
 }
 
 // pendingIDs are the ids of the changes c proposed that wait.
-func (h *host) pendingIDs(t *testing.T, c *actions.Caller) []string {
+func (h *host) pendingIDs(t *testing.T, c *identity.Caller) []string {
 	t.Helper()
 	list, err := h.reg.PendingChanges(context.Background(), c)
 	require.NoError(t, err)
@@ -309,7 +310,7 @@ func TestEndToEnd(t *testing.T) {
 			require.Len(t, e.Steps, 2)
 			require.NotNil(t, e.Steps[0].Call)
 			assert.True(t, e.Steps[0].Call.AsHost, "the hidden action is called as the host")
-			assert.Equal(t, actions.SurfaceUI, res.Records[0].Audit.Caller.Surface, "decided on the host's screen")
+			assert.Equal(t, identity.SurfaceUI, res.Records[0].Audit.Caller.Surface, "decided on the host's screen")
 			assert.NotContains(t, h.ids(t), "lyon_plant")
 			assert.Len(t, h.since(n), 2, "OnRecord: the held call, then the confirmed one")
 

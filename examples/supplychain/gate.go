@@ -11,6 +11,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -50,12 +51,12 @@ func verifyToken(_ context.Context, token string, _ *http.Request) (*auth.TokenI
 
 // callerOf is who calls: the token's user over HTTP, and over stdio (no
 // token) the person who started the server, as the editor.
-func callerOf(_ context.Context, token *auth.TokenInfo, _ http.Header) *actions.Caller {
+func callerOf(_ context.Context, token *auth.TokenInfo, _ http.Header) *identity.Caller {
 	principal := "editor"
 	if token != nil {
 		principal = token.UserID
 	}
-	return &actions.Caller{Principal: principal, Capabilities: principals[principal]}
+	return &identity.Caller{Principal: principal, Capabilities: principals[principal]}
 }
 
 // protect puts the MCP handler behind the SDK's bearer-token check and the
@@ -68,7 +69,7 @@ func protect(mux *http.ServeMux, mcpHandler http.Handler, reg *actions.Registry)
 	mux.Handle("POST /pending/{id}/{decision}", bearer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token := auth.TokenInfoFromContext(r.Context())
 		caller := callerOf(r.Context(), token, r.Header)
-		caller.Surface = actions.SurfaceUI // the host's own screen
+		caller.Surface = identity.SurfaceUI // the host's own screen
 		// The token's scopes, as mcpserver gives them to the gate: a
 		// decision is checked as the token allows, as a call is.
 		caller.Token = token != nil

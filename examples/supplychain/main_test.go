@@ -23,6 +23,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 )
 
@@ -140,7 +141,7 @@ func TestReplayDeparts(t *testing.T) {
 	// confirmed.
 	_, reg2, err := setup()
 	require.NoError(t, err)
-	someone := &actions.Caller{Principal: "someone", Capabilities: principals["editor"], Surface: actions.SurfaceUI}
+	someone := &identity.Caller{Principal: "someone", Capabilities: principals["editor"], Surface: identity.SurfaceUI}
 	_, err = reg2.Run(ctx, actions.Call{Batch: &b, Caller: someone})
 	var held *actions.Refusal
 	require.ErrorAs(t, err, &held)
@@ -253,7 +254,7 @@ func TestServeInMemory(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[3]), &last))
 	assert.Contains(t, lines[3], `"by":"editor"`)
 	assert.Equal(t, "editor", last.Audit.Caller.Principal)
-	assert.Equal(t, actions.SurfaceMCP, last.Audit.Caller.Surface)
+	assert.Equal(t, identity.SurfaceMCP, last.Audit.Caller.Surface)
 	assert.False(t, last.RolledBack)
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/pages"
 )
 
@@ -19,7 +20,7 @@ import (
 func newPages(reg *actions.Registry, model *Model) (http.Handler, error) {
 	h, err := pages.New(reg, model.Store(), &pages.Options{
 		Caller:  pageCaller,
-		SeesAll: func(who *actions.Caller) bool { return slices.Contains(who.Capabilities, capWrite) },
+		SeesAll: func(who *identity.Caller) bool { return slices.Contains(who.Capabilities, capWrite) },
 		Base:    "/ui",
 		Title:   "Supply chain",
 	})
@@ -31,7 +32,7 @@ func newPages(reg *actions.Registry, model *Model) (http.Handler, error) {
 
 // pageCaller is the person signed in with Basic authentication, on the
 // ui surface; nil when the credentials are not a demo user's.
-func pageCaller(r *http.Request) *actions.Caller {
+func pageCaller(r *http.Request) *identity.Caller {
 	user, token, ok := r.BasicAuth()
 	if !ok {
 		return nil
@@ -40,7 +41,7 @@ func pageCaller(r *http.Request) *actions.Caller {
 	if !known || subtle.ConstantTimeCompare([]byte(ti.UserID), []byte(user)) != 1 {
 		return nil
 	}
-	return &actions.Caller{Principal: user, Capabilities: principals[user], Surface: actions.SurfaceUI}
+	return &identity.Caller{Principal: user, Capabilities: principals[user], Surface: identity.SurfaceUI}
 }
 
 // basicAuth asks the browser to sign in when the request has no demo

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 )
 
 // TestPages: the example's pages at /ui/ behind Basic sign-in. Nobody
@@ -32,7 +33,7 @@ func TestPages(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	editor := &actions.Caller{Principal: "editor", Capabilities: principals["editor"], Surface: actions.SurfaceUI}
+	editor := &identity.Caller{Principal: "editor", Capabilities: principals["editor"], Surface: identity.SurfaceUI}
 	_, err = reg.Run(context.Background(), actions.Call{Action: "supply/delete_actor", Params: `{"actor":"le_havre_depot"}`, Caller: editor})
 	var r *actions.Refusal
 	require.True(t, errors.As(err, &r) && r.Pending != nil, "held: %v", err)

@@ -15,18 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/programs"
 )
 
 // programClient serves the example host, with the program action, over
 // MCP in memory to an official SDK client calling as caller.
-func programClient(t *testing.T, reg *actions.Registry, caller *actions.Caller) *mcp.ClientSession {
+func programClient(t *testing.T, reg *actions.Registry, caller *identity.Caller) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	server := mcp.NewServer(&mcp.Implementation{Name: "supplychain", Version: "v0"}, nil)
 	require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{
-		Caller: func(context.Context, *auth.TokenInfo, http.Header) *actions.Caller { return caller },
+		Caller: func(context.Context, *auth.TokenInfo, http.Header) *identity.Caller { return caller },
 	}))
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(ctx, st, nil)
@@ -68,7 +69,7 @@ func TestProgramAgainstDeclarations(t *testing.T) {
 	}
 	count := `return (await supply.list_actors({})).items.length;`
 
-	viewer := programClient(t, reg, &actions.Caller{Principal: "vic", Capabilities: []string{capRead}})
+	viewer := programClient(t, reg, &identity.Caller{Principal: "vic", Capabilities: []string{capRead}})
 	got, isErr := call(viewer, string(src))
 	require.False(t, isErr, got)
 	var out struct {
@@ -94,7 +95,7 @@ func TestProgramAgainstDeclarations(t *testing.T) {
 
 	// One unit: an editor's program that creates an actor, then makes a
 	// call refused, keeps nothing.
-	editor := programClient(t, reg, &actions.Caller{Principal: "eve", Capabilities: []string{capRead, capWrite}})
+	editor := programClient(t, reg, &identity.Caller{Principal: "eve", Capabilities: []string{capRead, capWrite}})
 	got, isErr = call(editor, `
 		await supply.create_actor({id: "mill_9", display_name: "Mill 9"});
 		await supply.get_actor({actor: "no such actor"});

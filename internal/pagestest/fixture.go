@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/pages"
 	"github.com/actionreg/actions/sqlstore"
@@ -39,15 +40,15 @@ func (c *Clock) Add(d time.Duration) {
 
 // People are the fixture's principals: two editors who may write and
 // decide their own changes, and a viewer who reads.
-var People = map[string]*actions.Caller{
-	"editor": {Principal: "editor", Capabilities: []string{"shop.read", "shop.write"}, Surface: actions.SurfaceUI},
-	"alice":  {Principal: "alice", Capabilities: []string{"shop.read", "shop.write"}, Surface: actions.SurfaceUI},
-	"viewer": {Principal: "viewer", Capabilities: []string{"shop.read"}, Surface: actions.SurfaceUI},
+var People = map[string]*identity.Caller{
+	"editor": {Principal: "editor", Capabilities: []string{"shop.read", "shop.write"}, Surface: identity.SurfaceUI},
+	"alice":  {Principal: "alice", Capabilities: []string{"shop.read", "shop.write"}, Surface: identity.SurfaceUI},
+	"viewer": {Principal: "viewer", Capabilities: []string{"shop.read"}, Surface: identity.SurfaceUI},
 }
 
 // CallerOf is the test host's authentication: a cookie naming the person
 // (a real host verifies a session).
-func CallerOf(r *http.Request) *actions.Caller {
+func CallerOf(r *http.Request) *identity.Caller {
 	c, err := r.Cookie("who")
 	if err != nil {
 		return nil
@@ -95,7 +96,7 @@ func New(t *testing.T, db *dbtest.DB, opts *pages.Options) *Fixture {
 		o = *opts
 	}
 	o.Now, o.Caller = f.Clock.Now, CallerOf
-	o.SeesAll = func(who *actions.Caller) bool { return who.Principal == "editor" }
+	o.SeesAll = func(who *identity.Caller) bool { return who.Principal == "editor" }
 	// Replays run on a registry of their own, in memory: a replay that
 	// matches is kept, which the live store must not get.
 	o.Replayer = NewRegistry(actions.NewRunLog(), nil, f.Clock)

@@ -42,7 +42,7 @@ func ExampleRegistry_Start() {
 		time.Sleep(time.Millisecond)
 		t, _ = reg.Task(ctx, task.ID, ann)
 	}
-	res, _ := t.Result()
+	res, _ := actions.TaskResult(t)
 	fmt.Println(t.Status, res.Text)
 	fmt.Println(reg.CancelTask(ctx, task.ID, ann), t.Status) // too late: it stays completed
 	// Output:

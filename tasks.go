@@ -484,11 +484,11 @@ func (r *Registry) CancelTask(ctx context.Context, id string, caller *identity.C
 	return nil
 }
 
-// Result returns what the task's call answered, as [Registry.Run] would
+// TaskResult returns what the task t's call answered, as [Registry.Run] would
 // have returned it: its value (Value, Text) or its refusal. A task that
 // has not ended has no answer: the error is then a refusal with code
 // in_progress.
-func (t Task) Result() (Result, error) {
+func TaskResult(t Task) (Result, error) {
 	if t.Answer == nil {
 		return Result{}, inProgress(time.Time{})
 	}

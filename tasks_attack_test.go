@@ -69,7 +69,7 @@ func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
 	}, 10*time.Second, time.Millisecond)
 	got, err := reg.Task(ctx, first.ID, ann)
 	require.NoError(t, err)
-	_, err = got.Result()
+	_, err = actions.TaskResult(got)
 	require.NoError(t, err, "the first call is within the rate and its token is spent once")
 	for range 5 {
 		_, err = reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, actions.TaskOptions{})

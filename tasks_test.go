@@ -62,7 +62,7 @@ func TestRunLogTaskTerminalStays(t *testing.T) {
 	got, err := log.TaskByID(ctx, "t")
 	require.NoError(t, err)
 	assert.Equal(t, actions.TaskCompleted, got.Status)
-	res, err := got.Result()
+	res, err := actions.TaskResult(got)
 	require.NoError(t, err)
 	assert.Equal(t, "1", res.Text)
 }

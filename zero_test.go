@@ -123,7 +123,7 @@ func TestZeroValuesOfData(t *testing.T) {
 func TestZeroTask(t *testing.T) {
 	var task Task
 	assert.False(t, task.Expired(task.Created), "a task that has not ended never expires")
-	_, err := task.Result()
+	_, err := TaskResult(task)
 	assert.ErrorIs(t, err, codes.InProgress, "no answer yet")
 	var reg Registry
 	_, err = reg.Start(context.Background(), Call{Action: "a/b"}, TaskOptions{})

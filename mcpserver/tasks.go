@@ -269,7 +269,7 @@ func (s *server) detailed(ctx context.Context, t actions.Task, byID map[string]*
 	if h == nil {
 		h = &toolHandler{srv: s, id: t.Action, name: t.Action}
 	}
-	res, err := t.Result()
+	res, err := actions.TaskResult(t)
 	var ctr *mcp.CallToolResult
 	if err == nil {
 		ctr = h.done(res, "")

@@ -220,7 +220,7 @@ func ExampleStore_SettleOrphans() {
 	n, err := store.SettleOrphans(ctx, "replica-a", now.Add(time.Minute))
 	fmt.Println(n.Tasks, n.Claims, err)
 	t, _ := store.TaskByID(ctx, "t1")
-	_, why := t.Result()
+	_, why := actions.TaskResult(t)
 	fmt.Println(t.Status, actions.CodeOf(why))
 
 	// The client retries the keyed call: the body does not run again.

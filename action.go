@@ -54,7 +54,7 @@ type Definition struct {
 	// person sees what it does, not only its arguments. For an action
 	// whose body makes calls of its own ([Trace.Call]) decided as it
 	// runs, such as a program's: the call runs first in a part of its
-	// unit that is then undone (a [Savepointer] store's savepoint), its
+	// unit that is then undone (a [store.Savepointer] store's savepoint), its
 	// nested calls included, those that need confirmation too; when the
 	// action needs confirmation itself or any of those calls does, the
 	// call is held whole as one pending change whose
@@ -108,7 +108,7 @@ type Definition struct {
 	AppOnly bool `json:"appOnly,omitempty"`
 	// DeprecatedAliases are old ids the action still answers to. A call
 	// by an alias runs the action and is recorded under its id (the
-	// alias is in the [Audit]); aliases are never listed as tools.
+	// alias is in the [store.Audit]); aliases are never listed as tools.
 	DeprecatedAliases []string `json:"deprecatedAliases,omitempty"`
 
 	// Parameters is a JSON Schema 2020-12 whose root is "type": "object",

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/store"
 )
 
 // Faults the API review found, one test each: each failed before the API
@@ -72,7 +73,7 @@ func TestRegisterCopiesTheSchema(t *testing.T) {
 // the entry, or does not run at all.
 func TestNestedCallRacingTheBodysReturnIsRecordedOrNotRun(t *testing.T) {
 	var inner, recorded atomic.Int64
-	reg := NewRegistry(&Options{OnRecord: func(rec Record) { recorded.Add(int64(len(rec.Entry.Steps))) }})
+	reg := NewRegistry(&Options{OnRecord: func(rec store.Record) { recorded.Add(int64(len(rec.Entry.Steps))) }})
 	reg.MustRegister(
 		New(Definition{ID: "a/inner"}, func(context.Context, map[string]any, *Trace) (any, error) {
 			inner.Add(1)

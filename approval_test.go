@@ -15,6 +15,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // helpdesk has tickets/delete, a delete needing confirmation under
@@ -113,7 +114,7 @@ func TestSupervisorDecides(t *testing.T) {
 	assert.Equal(t, int32(1), ran.Load())
 	require.Len(t, res.Records, 1)
 	assert.Equal(t, "sam", res.Records[0].Audit.Caller.Principal, "the record says who decided")
-	assert.Equal(t, StageConfirmed, res.Records[0].Audit.Stage)
+	assert.Equal(t, store.StageConfirmed, res.Records[0].Audit.Stage)
 
 	// A supervisor without the action's own capability is nobody here.
 	id = holdDelete(t, reg, agent)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // These tests attack the gate as a caller without rights would, through
@@ -58,7 +59,7 @@ func TestAttackRateLimitNotSpread(t *testing.T) {
 			b := Batch{Steps: []Step{{Call: "shop/restock"}, {Call: "shop/refill"}}}
 			_, entries, _ := batch3(reg, context.Background(), b, c)
 			for _, e := range entries {
-				if e.Outcome == OutcomeDone {
+				if e.Outcome == store.OutcomeDone {
 					passed++
 				}
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/store"
 )
 
 // batchFixture is one file of testdata/batches; README.md there describes
@@ -65,21 +66,21 @@ func (f *batchFixture) text() []byte {
 // batchRun is what one run of a fixture gave.
 type batchRun struct {
 	result  any
-	entries []RunEntry
-	seen    []RunEntry // what Options.OnRecord received
-	runs    []string   // the bodies that ran, in order
+	entries []store.RunEntry
+	seen    []store.RunEntry // what Options.OnRecord received
+	runs    []string         // the bodies that ran, in order
 	err     error
 }
 
 // batchRegistry registers the fixture's actions; their bodies append
 // their id to *runs.
-func batchRegistry(t testing.TB, f *batchFixture, runs *[]string, seen *[]RunEntry) *Registry {
+func batchRegistry(t testing.TB, f *batchFixture, runs *[]string, seen *[]store.RunEntry) *Registry {
 	t.Helper()
 	reg := NewRegistry(&Options{Limits: Limits{
 		MaxBatchCalls:        f.Limits.MaxBatchCalls,
 		MaxPlaceholderLength: f.Limits.MaxPlaceholderLength,
 		MaxPlaceholders:      f.Limits.MaxPlaceholders,
-	}, OnRecord: func(rec Record) { *seen = append(*seen, rec.Entry) }})
+	}, OnRecord: func(rec store.Record) { *seen = append(*seen, rec.Entry) }})
 	for _, a := range f.Actions {
 		params := a.Parameters
 		if len(params) == 0 {
@@ -616,7 +617,7 @@ func BenchmarkRunBatch(b *testing.B) {
 			b.ReportAllocs()
 			ctx := context.Background()
 			for b.Loop() {
-				entries := make([]RunEntry, 0, calls)
+				entries := make([]store.RunEntry, 0, calls)
 				for _, p := range params {
 					_, e, err := call3(reg, ctx, "bench/step", p)
 					if err != nil {
@@ -667,7 +668,7 @@ func BenchmarkBatchScopeValue(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		entry := RunEntry{Result: string(text)}
+		entry := store.RunEntry{Result: string(text)}
 		b.Run(name+"/decode", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -689,4 +690,4 @@ func BenchmarkBatchScopeValue(b *testing.B) {
 
 // benchEntries keeps the entries of the last run loop alive, as a batch's
 // caller would.
-var benchEntries []RunEntry
+var benchEntries []store.RunEntry

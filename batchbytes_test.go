@@ -16,6 +16,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // copyRegistry has t/big, whose result is {"s": a string of n bytes},
@@ -114,9 +115,9 @@ func TestBatchBytesBoundsACopyingBatch(t *testing.T) {
 // done.
 func TestBatchBytesScaled(t *testing.T) {
 	ctx := context.Background()
-	var ran []actions.RunEntry
+	var ran []store.RunEntry
 	reg := copyRegistry(t, &actions.Options{Limits: actions.Limits{MaxBatchBytes: 10_000},
-		OnRecord: func(r actions.Record) { ran = append(ran, r.Entry) }}, 1000)
+		OnRecord: func(r store.Record) { ran = append(ran, r.Entry) }}, 1000)
 	_, err := reg.Run(ctx, actions.Call{Batch: copyBatch(100)})
 	var se *actions.StepError
 	require.ErrorAs(t, err, &se)

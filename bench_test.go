@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/actionreg/actions/store"
 	googleschema "github.com/google/jsonschema-go/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -169,7 +170,7 @@ func copyAny(v any) any {
 // over b.N calls (a RunLog would grow with b.N and weigh on the
 // collector), and the typical call of it.
 func typicalRegistry(b *testing.B) (*Registry, Call) {
-	reg := NewRegistry(&Options{Resolve: typicalResolver, OnRecord: func(Record) {}})
+	reg := NewRegistry(&Options{Resolve: typicalResolver, OnRecord: func(store.Record) {}})
 	err := reg.Register(Action{
 		Definition: Definition{ID: "supply/create_site", Parameters: typicalSchema},
 		Run: func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
@@ -524,7 +525,7 @@ func BenchmarkRunTyped(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := NewRegistry(&Options{Resolve: typicalResolver, OnRecord: func(Record) {}})
+	reg := NewRegistry(&Options{Resolve: typicalResolver, OnRecord: func(store.Record) {}})
 	reg.MustRegister(
 		Action{Definition: Definition{ID: "u/plain", Parameters: typicalSchema}, Run: untyped},
 		Action{Definition: Definition{ID: "u/contract", Parameters: typicalSchema, OutputSchema: outSchema}, Run: untyped},

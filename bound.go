@@ -12,6 +12,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/store"
 )
 
 // Bounded is the form a result over its bound reaches its caller in
@@ -417,11 +418,11 @@ func newBatchBound(l Limits, n int) *batchBound {
 // action's result limit, bound bounds as that step, and again, asked
 // only when the result is omitted, returns the call that gets the
 // result on its own (nil for none).
-func (b *batchBound) step(limit int, bound boundFunc, again func() *NextCall, rec Record) Record {
+func (b *batchBound) step(limit int, bound boundFunc, again func() *NextCall, rec store.Record) store.Record {
 	b.last = bound
 	text := rec.Entry.Result
 	var form any
-	if text != "" && rec.Entry.Outcome == OutcomeDone {
+	if text != "" && rec.Entry.Outcome == store.OutcomeDone {
 		if !b.off && (limit < 0 || limit > b.left) {
 			limit = b.left
 		}
@@ -497,14 +498,14 @@ func mustText(v any) string {
 // keepSmall returns rec with every result text of its entry (nested
 // calls' included) longer than limit bytes replaced by its SHA-256 and
 // size; limit < 0 keeps them whole. The steps are copied where changed.
-func keepSmall(rec Record, limit int) Record {
+func keepSmall(rec store.Record, limit int) store.Record {
 	if limit >= 0 {
 		rec.Entry = smallEntry(rec.Entry, limit)
 	}
 	return rec
 }
 
-func smallEntry(e RunEntry, limit int) RunEntry {
+func smallEntry(e store.RunEntry, limit int) store.RunEntry {
 	if !oversized(e, limit) {
 		return e
 	}
@@ -512,7 +513,7 @@ func smallEntry(e RunEntry, limit int) RunEntry {
 		e.ResultSHA256, e.ResultBytes = digestOf(e.Result), len(e.Result)
 		e.Result = ""
 	}
-	steps := make([]RunStep, len(e.Steps))
+	steps := make([]store.RunStep, len(e.Steps))
 	copy(steps, e.Steps)
 	for i, s := range steps {
 		if s.Call != nil && oversized(*s.Call, limit) {
@@ -528,7 +529,7 @@ func smallEntry(e RunEntry, limit int) RunEntry {
 
 // oversized reports whether e or a call nested in it keeps a result
 // text longer than limit.
-func oversized(e RunEntry, limit int) bool {
+func oversized(e store.RunEntry, limit int) bool {
 	if len(e.Result) > limit {
 		return true
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/store"
 )
 
 var updateBounds = flag.Bool("update-bounds", false, "rewrite the want members of testdata/bounds/cases.json")
@@ -31,7 +32,7 @@ type boundCase struct {
 
 // boundRegistry registers t/r, whose body returns result, with or
 // without a cursor parameter, under a result bound of limit.
-func boundRegistry(t testing.TB, limit int, cursor bool, result any, log Store) *Registry {
+func boundRegistry(t testing.TB, limit int, cursor bool, result any, log store.Store) *Registry {
 	schema := `{"type":"object"}`
 	if cursor {
 		schema = `{"type":"object","properties":{"cursor":` + CursorSchema + `}}`
@@ -70,7 +71,7 @@ func TestBoundFixtures(t *testing.T) {
 				requireRefusal(t, err, c.Code)
 				assert.NotContains(t, err.Error(), "zzzz", "the message quotes no value")
 				assert.Contains(t, err.Error(), fmt.Sprint(c.Limit), "the message names the bound")
-				assert.Equal(t, OutcomeRefused, res.Entry().Outcome)
+				assert.Equal(t, store.OutcomeRefused, res.Entry().Outcome)
 				assert.Equal(t, c.Code, res.Entry().Error)
 				return
 			}
@@ -270,7 +271,7 @@ func TestBoundBatchOfBigReads(t *testing.T) {
 	assert.IsType(t, &Bounded{}, res.Value, "the batch's result is bounded too")
 	assert.LessOrEqual(t, len(res.Text), defaultLimits.MaxResultBytes)
 	for i, rec := range log.Records() {
-		assert.Equal(t, OutcomeDone, rec.Entry.Outcome, "step %d ran", i)
+		assert.Equal(t, store.OutcomeDone, rec.Entry.Outcome, "step %d ran", i)
 		assert.Empty(t, rec.Entry.Result, "step %d: the entry keeps no big result", i)
 		assert.Len(t, rec.Entry.ResultSHA256, 64)
 		assert.Greater(t, rec.Entry.ResultBytes, defaultLimits.MaxEntryResultBytes)
@@ -331,7 +332,7 @@ func must2(s string, err error) string {
 func TestBoundReplayDigested(t *testing.T) {
 	data, err := os.ReadFile("testdata/bounds/replay_digested.json")
 	require.NoError(t, err)
-	var rec Record
+	var rec store.Record
 	require.NoError(t, json.Unmarshal(data, &rec))
 	require.Empty(t, rec.Entry.Result)
 	text := strings.Repeat("0123456789", 500)

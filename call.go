@@ -1,6 +1,9 @@
 package actions
 
-import "github.com/actionreg/actions/identity"
+import (
+	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
+)
 
 // Call is one call made through a [Registry]: of one action (Action and
 // Params) or of a batch (Batch), on behalf of Caller. Every entry point
@@ -43,7 +46,7 @@ type Call struct {
 	// refused invalid_parameters); empty for none, which changes nothing.
 	// A transport that receives a key given empty refuses it instead of
 	// passing "" (mcpserver does): the client meant to send a key. The
-	// registry's Store must be a [KeyStore]; with another (or none) a
+	// registry's Store must be a [store.KeyStore]; with another (or none) a
 	// keyed call is refused internal (retry never) and nothing runs.
 	IdempotencyKey string
 }
@@ -70,15 +73,15 @@ type Result struct {
 	// the store kept them: one for a call or a decision, one per call
 	// made for a batch (the refused one last). Empty when the call was
 	// refused before any action was named (an unknown pending change).
-	Records []Record
+	Records []store.Record
 }
 
 // Entry returns the entry of the last record: the call's own for a call,
 // the last call made for a batch. It is the zero entry when there is no
 // record.
-func (r Result) Entry() RunEntry {
+func (r Result) Entry() store.RunEntry {
 	if len(r.Records) == 0 {
-		return RunEntry{}
+		return store.RunEntry{}
 	}
 	return r.Records[len(r.Records)-1].Entry
 }
@@ -115,24 +118,8 @@ type Decision struct {
 	Caller *identity.Caller
 }
 
-// Record is one call as the run log keeps it: its entry (the run_entry
-// shape, which replay compares) and its audit record (who
-// called, what the gate decided, which pending change it touched).
-type Record struct {
-	Entry RunEntry `json:"entry"`
-	Audit Audit    `json:"audit"`
-	// RolledBack is true when the unit the call belonged to did not
-	// commit (a refused call, a batch that stopped, a failed commit). A
-	// store with transactions (sqlstore.Store) undid what the unit
-	// changed; without one (no Store, a [RunLog]) nothing is undone, and
-	// what a body changed before the refusal stays. A replay of a log
-	// leaves such records out (sqlstore.Store.Read returns kept records
-	// unless asked); Registry.Replay of one replays what it is given.
-	RolledBack bool `json:"rolledBack,omitempty"`
-}
-
 // clone copies r deeply.
-func cloneRecord(r Record) Record {
+func cloneRecord(r store.Record) store.Record {
 	r.Entry = cloneEntry(r.Entry)
 	if r.Audit.Caller != nil {
 		c := cloneCaller(r.Audit.Caller)

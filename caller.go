@@ -4,9 +4,7 @@ package actions
 
 import (
 	"slices"
-	"time"
 
-	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 )
 
@@ -21,67 +19,3 @@ func cloneCaller(c *identity.Caller) identity.Caller {
 	}
 	return cp
 }
-
-// Audit is who made a call, recorded beside its run entry (never inside
-// it: the entry keeps the run_entry shape), in its [Record]; a SQL
-// store keeps its fields as columns.
-type Audit struct {
-	// At is when the call was admitted or refused (the gate's clock).
-	At time.Time `json:"at"`
-	// Caller is who called, nil for the host's own call.
-	Caller *identity.Caller `json:"caller,omitempty"`
-	// Alias is the deprecated alias the call named, when it named one;
-	// the entry's action is the id.
-	Alias string `json:"alias,omitempty"`
-	// Code is the code of a refused call as the host sees it: the
-	// forbidden code of a call the caller was told was unknown.
-	Code codes.Code `json:"code,omitempty"`
-	// PendingChange is the id of the change the call was held as
-	// (confirmation_required), confirms or rejects.
-	PendingChange string `json:"pendingChange,omitempty"`
-	// Stage is what the call did to its pending change: held, confirmed
-	// or rejected; empty for a call that touched none.
-	Stage Stage `json:"stage,omitempty"`
-	// Reason is the person's reason for a rejection (stage rejected,
-	// [Decision].Reason).
-	Reason string `json:"reason,omitempty"`
-	// Original, on the record of an edited change (stage edited, or
-	// held again as the editor's new proposal), is the canonical JSON
-	// of the parameters the person replaced, as they were held; the
-	// entry's Parameters are the edited ones. Replaces, on an edit held
-	// again, is the id of the change it replaced (PendingChange is then
-	// the new one's).
-	Original string `json:"original,omitempty"`
-	Replaces string `json:"replaces,omitempty"`
-	// Batch is true for a step of a batch.
-	Batch bool `json:"batch,omitempty"`
-	// ToolCallID is the id the client gave the call ([Call].ToolCallID).
-	ToolCallID string `json:"toolCallId,omitempty"`
-	// TraceID and SpanID identify the span of the call (or of the batch
-	// or decision that made the record) as the registry's [Observer]
-	// gave them: W3C trace-id and parent-id hex with OpenTelemetry. Empty
-	// without an observer.
-	TraceID string `json:"traceId,omitempty"`
-	SpanID  string `json:"spanId,omitempty"`
-	// IdempotencyKey is the key the call came with ([Call].IdempotencyKey).
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
-	// Answered, on the audit line of a retry a recorded call answered, is
-	// the store's id of the unit that answered it ([KeyRecord].Unit);
-	// empty otherwise. The audit line is the recorded unit's last entry,
-	// with the retry's audit, rolled back: the retry changed nothing.
-	Answered string `json:"answered,omitempty"`
-}
-
-// Stage is what a call did to a pending change (see [Audit]).
-type Stage string
-
-// The stages of a pending change.
-const (
-	StageHeld      Stage = "held"
-	StageConfirmed Stage = "confirmed"
-	StageRejected  Stage = "rejected"
-	// StageEdited: the person replaced the held call's arguments with
-	// their own ([Decision].Params) and the edited call ran (or was
-	// refused) under that decision.
-	StageEdited Stage = "edited"
-)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/store"
 )
 
 // canonicalMaxDepth bounds the nesting of objects and arrays that
@@ -257,31 +258,31 @@ func (w *canonicalWriter) value(v any, depth int) error {
 			return nil
 		}
 		return w.raw(x, depth)
-	case RunEntry:
+	case store.RunEntry:
 		return w.exactly(func() error { return w.entry(&x, depth) })
-	case *RunEntry:
+	case *store.RunEntry:
 		if x == nil {
 			w.buf = append(w.buf, "null"...)
 			return nil
 		}
 		return w.exactly(func() error { return w.entry(x, depth) })
-	case Audit:
+	case store.Audit:
 		return w.audit(&x, depth)
-	case *Audit:
+	case *store.Audit:
 		if x == nil {
 			w.buf = append(w.buf, "null"...)
 			return nil
 		}
 		return w.audit(x, depth)
-	case Record:
+	case store.Record:
 		return w.record(&x, depth)
-	case *Record:
+	case *store.Record:
 		if x == nil {
 			w.buf = append(w.buf, "null"...)
 			return nil
 		}
 		return w.record(x, depth)
-	case RunStep, *RunStep, []RunEntry, []Record:
+	case store.RunStep, *store.RunStep, []store.RunEntry, []store.Record:
 		// An entry, alone or in its record, is written in the entry's
 		// form whoever writes it: a number a double does not hold keeps
 		// its digits (exactText).

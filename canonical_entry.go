@@ -4,6 +4,7 @@
 package actions
 
 import (
+	"github.com/actionreg/actions/store"
 	"strconv"
 	"unsafe"
 )
@@ -13,7 +14,7 @@ import (
 // record's entry is written this way (a store's row, a JSON Lines log).
 // The member names are ASCII, so their RFC 8785 order (§3.2.3, UTF-16
 // code units) is their byte order, fixed here.
-func (w *canonicalWriter) entry(e *RunEntry, depth int) error {
+func (w *canonicalWriter) entry(e *store.RunEntry, depth int) error {
 	if depth >= canonicalMaxDepth {
 		return &CanonicalError{Reason: reasonTooDeep}
 	}
@@ -84,7 +85,7 @@ func (w *canonicalWriter) entry(e *RunEntry, depth int) error {
 }
 
 // steps writes an entry's steps (null for nil, as encoding/json does).
-func (w *canonicalWriter) steps(steps []RunStep, depth int) error {
+func (w *canonicalWriter) steps(steps []store.RunStep, depth int) error {
 	if steps == nil {
 		w.buf = append(w.buf, "null"...)
 		return nil
@@ -107,7 +108,7 @@ func (w *canonicalWriter) steps(steps []RunStep, depth int) error {
 
 // step writes one step: call, command and result, each left out when
 // empty.
-func (w *canonicalWriter) step(s *RunStep, depth int) error {
+func (w *canonicalWriter) step(s *store.RunStep, depth int) error {
 	if depth >= canonicalMaxDepth {
 		return &CanonicalError{Reason: reasonTooDeep}
 	}
@@ -157,7 +158,7 @@ func (w *canonicalWriter) command(text []byte, depth int) error {
 // canonicalise the text (see entry): its members are "audit", "entry"
 // and, when set, "rolledBack", in that order. A JSON Lines log
 // (EntryWriter) writes every record this way.
-func (w *canonicalWriter) record(r *Record, depth int) error {
+func (w *canonicalWriter) record(r *store.Record, depth int) error {
 	if depth >= canonicalMaxDepth {
 		return &CanonicalError{Reason: reasonTooDeep}
 	}
@@ -179,7 +180,7 @@ func (w *canonicalWriter) record(r *Record, depth int) error {
 // audit writes a as encoding/json would marshal it and the writer then
 // canonicalise the text (see entry); its caller, when set, takes the
 // general route.
-func (w *canonicalWriter) audit(a *Audit, depth int) error {
+func (w *canonicalWriter) audit(a *store.Audit, depth int) error {
 	if depth >= canonicalMaxDepth {
 		return &CanonicalError{Reason: reasonTooDeep}
 	}

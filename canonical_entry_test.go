@@ -12,6 +12,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // viaMarshal is what the writer did before it knew the entry's form:
@@ -29,19 +30,19 @@ func viaMarshal(t *testing.T, v any) (string, error) {
 // entryCases are entries of every shape a record holds: each member
 // set and left out, nested calls, commands with numbers a double does
 // not hold, text to escape.
-func entryCases() map[string]RunEntry {
-	nested := RunEntry{Action: "t/inner", Parameters: `{"n":1}`, Steps: []RunStep{}, Outcome: OutcomeRefused, Error: codes.InvalidParameters, AsHost: true}
-	return map[string]RunEntry{
+func entryCases() map[string]store.RunEntry {
+	nested := store.RunEntry{Action: "t/inner", Parameters: `{"n":1}`, Steps: []store.RunStep{}, Outcome: store.OutcomeRefused, Error: codes.InvalidParameters, AsHost: true}
+	return map[string]store.RunEntry{
 		"zero": {},
-		"typical": {Action: "carbon/record", Parameters: `{"actor":"act_6","co2_t":310.25}`, Steps: []RunStep{{Command: []byte(`{"op":"upsert","values":{"b":2,"a":1}}`)}},
-			Outcome: OutcomeDone, Result: `{"ok":true}`},
+		"typical": {Action: "carbon/record", Parameters: `{"actor":"act_6","co2_t":310.25}`, Steps: []store.RunStep{{Command: []byte(`{"op":"upsert","values":{"b":2,"a":1}}`)}},
+			Outcome: store.OutcomeDone, Result: `{"ok":true}`},
 		"every member": {Action: "x/é\u2028\"\\", Parameters: "null", ParametersSHA256: "ab12", ParametersBytes: 70000,
-			Steps: []RunStep{{Command: []byte(`{"big":123456789012345678901234567890,"f":1e400000000}`[:43] + `}`), Result: `{"r":1}`},
+			Steps: []store.RunStep{{Command: []byte(`{"big":123456789012345678901234567890,"f":1e400000000}`[:43] + `}`), Result: `{"r":1}`},
 				{Call: &nested}, {Call: &nested, Result: "x"}, {}},
-			Outcome: OutcomeRefused, Error: "domain_code", Result: "", ResultSHA256: "ff", ResultBytes: 9, AsHost: true},
-		"nil steps":            {Action: "a", Steps: nil, Outcome: OutcomeDone},
-		"control chars":        {Action: "a\u0000\u001f\t", Parameters: "<&>", Steps: []RunStep{}, Outcome: OutcomeDone, Result: "\u00e9\U0001F600"},
-		"escaped html command": {Action: "a", Steps: []RunStep{{Command: []byte(` { "s" : "<&>\u00e9", "n" : [ 1.0, -0, 2e2 ] } `)}}},
+			Outcome: store.OutcomeRefused, Error: "domain_code", Result: "", ResultSHA256: "ff", ResultBytes: 9, AsHost: true},
+		"nil steps":            {Action: "a", Steps: nil, Outcome: store.OutcomeDone},
+		"control chars":        {Action: "a\u0000\u001f\t", Parameters: "<&>", Steps: []store.RunStep{}, Outcome: store.OutcomeDone, Result: "\u00e9\U0001F600"},
+		"escaped html command": {Action: "a", Steps: []store.RunStep{{Command: []byte(` { "s" : "<&>\u00e9", "n" : [ 1.0, -0, 2e2 ] } `)}}},
 	}
 }
 
@@ -59,7 +60,7 @@ func TestCanonicalEntry(t *testing.T) {
 			got, err = CanonicalJSON(&e)
 			require.NoError(t, err)
 			assert.Equal(t, want, string(got))
-			rec := Record{Entry: e, Audit: Audit{Stage: StageHeld}}
+			rec := store.Record{Entry: e, Audit: store.Audit{Stage: store.StageHeld}}
 			wantRec, err := viaMarshal(t, rec)
 			require.NoError(t, err)
 			gotRec, err := CanonicalJSON(rec)
@@ -73,7 +74,7 @@ func TestCanonicalEntry(t *testing.T) {
 			assert.Equal(t, wantRec, string(gotRec))
 		})
 	}
-	got, err := CanonicalJSON((*RunEntry)(nil))
+	got, err := CanonicalJSON((*store.RunEntry)(nil))
 	require.NoError(t, err)
 	assert.Equal(t, "null", string(got))
 }
@@ -81,18 +82,18 @@ func TestCanonicalEntry(t *testing.T) {
 // TestCanonicalEntryFaults: an entry without a JSON form is refused
 // with the reason the encoding/json route gave.
 func TestCanonicalEntryFaults(t *testing.T) {
-	loop := RunEntry{Action: "a", Steps: []RunStep{{}}}
+	loop := store.RunEntry{Action: "a", Steps: []store.RunStep{{}}}
 	loop.Steps[0].Call = &loop
 	for _, c := range []struct {
 		name   string
-		entry  RunEntry
+		entry  store.RunEntry
 		reason string
 	}{
-		{"invalid utf-8 in a string", RunEntry{Action: "a\xff"}, reasonUTF8},
-		{"invalid utf-8 in a nested call", RunEntry{Steps: []RunStep{{Call: &RunEntry{Result: "\xfe"}}}}, reasonUTF8},
-		{"command not json", RunEntry{Steps: []RunStep{{Command: []byte(`{"a":`)}}}, reasonUnsupported},
-		{"command with a duplicate name", RunEntry{Steps: []RunStep{{Command: []byte(`{"a":1,"a":2}`)}}}, reasonDuplicate},
-		{"command with a lone surrogate", RunEntry{Steps: []RunStep{{Command: []byte(`{"a":"\ud800"}`)}}}, reasonSurrogate},
+		{"invalid utf-8 in a string", store.RunEntry{Action: "a\xff"}, reasonUTF8},
+		{"invalid utf-8 in a nested call", store.RunEntry{Steps: []store.RunStep{{Call: &store.RunEntry{Result: "\xfe"}}}}, reasonUTF8},
+		{"command not json", store.RunEntry{Steps: []store.RunStep{{Command: []byte(`{"a":`)}}}, reasonUnsupported},
+		{"command with a duplicate name", store.RunEntry{Steps: []store.RunStep{{Command: []byte(`{"a":1,"a":2}`)}}}, reasonDuplicate},
+		{"command with a lone surrogate", store.RunEntry{Steps: []store.RunStep{{Command: []byte(`{"a":"\ud800"}`)}}}, reasonSurrogate},
 		{"a call that holds itself", loop, reasonUnsupported},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -119,11 +120,11 @@ func FuzzCanonicalEntry(f *testing.F) {
 	f.Add("t/set", `{"k":"a"}`, `{"op":"set","v":1.50}`, "r", "code", true)
 	f.Add("\xff", "", `[1,`, "\u2028", "", false)
 	f.Fuzz(func(t *testing.T, action, params, command, result, code string, asHost bool) {
-		e := RunEntry{Action: action, Parameters: params, Steps: []RunStep{{Command: json.RawMessage(command), Result: result},
-			{Call: &RunEntry{Action: result, Steps: []RunStep{}, Error: codes.Code(code)}}}, Outcome: Outcome(code), Result: result, AsHost: asHost}
+		e := store.RunEntry{Action: action, Parameters: params, Steps: []store.RunStep{{Command: json.RawMessage(command), Result: result},
+			{Call: &store.RunEntry{Action: result, Steps: []store.RunStep{}, Error: codes.Code(code)}}}, Outcome: store.Outcome(code), Result: result, AsHost: asHost}
 		got, err := CanonicalJSON(e)
 		want, werr := viaMarshal(t, e)
-		a := Audit{Alias: action, Reason: params, Caller: &identity.Caller{Principal: result}, Stage: Stage(code), Batch: asHost}
+		a := store.Audit{Alias: action, Reason: params, Caller: &identity.Caller{Principal: result}, Stage: store.Stage(code), Batch: asHost}
 		gotA, errA := CanonicalJSON(a)
 		wantA, werrA := viaMarshal(t, a)
 		if werrA == nil {
@@ -132,7 +133,7 @@ func FuzzCanonicalEntry(f *testing.F) {
 		} else {
 			require.Error(t, errA)
 		}
-		r := Record{Entry: e, Audit: a, RolledBack: asHost}
+		r := store.Record{Entry: e, Audit: a, RolledBack: asHost}
 		gotR, errR := CanonicalJSON(r)
 		wantR, werrR := viaMarshal(t, r)
 		if werrR == nil {
@@ -196,13 +197,13 @@ func fill(t *testing.T, v reflect.Value, depth int) {
 // TestCanonicalFormsEveryField: an entry and an audit with every field
 // set are written as the encoding/json route writes them.
 func TestCanonicalFormsEveryField(t *testing.T) {
-	var e RunEntry
+	var e store.RunEntry
 	fill(t, reflect.ValueOf(&e).Elem(), 2)
-	var a Audit
+	var a store.Audit
 	fill(t, reflect.ValueOf(&a).Elem(), 2)
-	var r Record
+	var r store.Record
 	fill(t, reflect.ValueOf(&r).Elem(), 2)
-	for name, v := range map[string]any{"entry": e, "audit": a, "zero audit": Audit{}, "record": r, "zero record": Record{}} {
+	for name, v := range map[string]any{"entry": e, "audit": a, "zero audit": store.Audit{}, "record": r, "zero record": store.Record{}} {
 		t.Run(name, func(t *testing.T) {
 			want, err := viaMarshal(t, v)
 			require.NoError(t, err)
@@ -220,7 +221,7 @@ func TestCanonicalFormsEveryField(t *testing.T) {
 // TestCanonicalAuditFaults: an audit without a JSON form is refused as
 // the encoding/json route refused it.
 func TestCanonicalAuditFaults(t *testing.T) {
-	for name, a := range map[string]Audit{
+	for name, a := range map[string]store.Audit{
 		"year 10000":            {At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		"invalid utf-8":         {Reason: "\xff"},
 		"invalid utf-8, caller": {Caller: &identity.Caller{Principal: "\xfe"}},

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/store"
 )
 
 // The RFC 8785 vectors: each input, read strictly and canonicalised, gives
@@ -540,7 +541,7 @@ func TestExactText(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `9007199254740992`, string(b))
 	// An entry, written by whoever, keeps the digits in its command.
-	b, err = CanonicalJSON(RunEntry{Action: "a/b", Parameters: "{}", Steps: []RunStep{{Command: json.RawMessage(`{"id":9007199254740993}`)}}, Outcome: OutcomeDone})
+	b, err = CanonicalJSON(store.RunEntry{Action: "a/b", Parameters: "{}", Steps: []store.RunStep{{Command: json.RawMessage(`{"id":9007199254740993}`)}}, Outcome: store.OutcomeDone})
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"command":{"id":9007199254740993}`)
 }

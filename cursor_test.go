@@ -14,6 +14,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // table is a list of rows ordered by id that changes between pages.
@@ -199,7 +200,7 @@ func TestCursorRefusedWhenNotGiven(t *testing.T) {
 		require.Len(t, r.Issues, 1, c.name)
 		assert.Equal(t, "/cursor", r.Issues[0].Path, c.name)
 		assert.NotContains(t, err.Error(), c.params["cursor"], c.name)
-		assert.Equal(t, OutcomeRefused, res.Entry().Outcome, c.name)
+		assert.Equal(t, store.OutcomeRefused, res.Entry().Outcome, c.name)
 	}
 	assert.Zero(t, ran, "no body ran")
 }

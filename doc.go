@@ -21,8 +21,8 @@
 //  3. resolve each ref value through the registry's [RefResolver];
 //  4. hold the call as a pending change when its action needs a person's
 //     confirmation, or run the body, which receives the call's [Trace];
-//  5. keep the call's [Record] (its [RunEntry] and [Audit]) with what the
-//     body changed, in one unit of the registry's [Store] (a [RunLog] in
+//  5. keep the call's [store.Record] (its [store.RunEntry] and [store.Audit]) with what the
+//     body changed, in one unit of the registry's [store.Store] (a [RunLog] in
 //     memory, sqlstore in a database transaction), then hand it to
 //     Options.OnRecord.
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 func edit(reg *Registry, id string, params any, c *identity.Caller) (Result, error) {
@@ -30,7 +31,7 @@ func TestEditRunsThePersonsArguments(t *testing.T) {
 	rec := res.Records[0]
 	assert.Equal(t, "tickets/delete", rec.Entry.Action)
 	assert.Equal(t, `{"id":3,"note":"no note"}`, rec.Entry.Parameters, "the edit went through defaults")
-	assert.Equal(t, StageEdited, rec.Audit.Stage)
+	assert.Equal(t, store.StageEdited, rec.Audit.Stage)
 	assert.Equal(t, `{"id":2,"note":"no note"}`, rec.Audit.Original)
 	assert.Equal(t, id, rec.Audit.PendingChange)
 	assert.Equal(t, "sam", rec.Audit.Caller.Principal)
@@ -64,7 +65,7 @@ func TestEditIsCheckedAgain(t *testing.T) {
 	require.ErrorIs(t, err, codes.InvalidParameters)
 	assert.Zero(t, ran.Load())
 	require.Len(t, res.Records, 1)
-	assert.Equal(t, StageEdited, res.Records[0].Audit.Stage)
+	assert.Equal(t, store.StageEdited, res.Records[0].Audit.Stage)
 	_, err = reg.PendingChange(context.Background(), id, supervisor)
 	require.NoError(t, err, "a refused edit leaves the change")
 
@@ -94,7 +95,7 @@ func TestEditUnderFourEyesIsHeldAgain(t *testing.T) {
 	next := asRefusal(err).Pending.ID
 	require.NotEqual(t, id, next)
 	rec := res.Records[0].Audit
-	assert.Equal(t, StageHeld, rec.Stage)
+	assert.Equal(t, store.StageHeld, rec.Stage)
 	assert.Equal(t, next, rec.PendingChange)
 	assert.Equal(t, id, rec.Replaces)
 	assert.Equal(t, `{"id":2,"note":"no note"}`, rec.Original)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/store"
 )
 
 // A call that carries an idempotency key runs at most once: the retry
@@ -32,8 +33,8 @@ func ExampleKeyStore() {
 	fmt.Println("charges:", charges)
 
 	// The row under the key, as a store keeps it for the registry.
-	var ks actions.KeyStore = log
-	row, err := ks.ClaimKey(ctx, actions.KeyRecord{Action: "shop/charge", Key: "order-17", Unit: "another claim"}, time.Now())
+	var ks store.KeyStore = log
+	row, err := ks.ClaimKey(ctx, store.KeyRecord{Action: "shop/charge", Key: "order-17", Unit: "another claim"}, time.Now())
 	fmt.Println(row.Unit, string(row.Answer), len(row.Records), err)
 	// Output:
 	// {"charged":1} <nil>

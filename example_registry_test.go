@@ -131,7 +131,7 @@ func ExampleTrace_CallAsHost() {
 	//   step: audit/append done  true
 }
 
-// A RunLog is the simplest [actions.Store]: each unit's records, in
+// A RunLog is the simplest [store.Store]: each unit's records, in
 // order, in memory. What a refused call changed is undone by nobody but
 // the body, so its record is marked rolled back.
 func ExampleRunLog() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/store"
 )
 
 func ExampleRegistry_Replay() {
@@ -19,7 +20,7 @@ func ExampleRegistry_Replay() {
 	reg := actions.NewRegistry(&actions.Options{OnRecord: w.Write})
 	_ = reg.Register(plantAction())
 	_, _ = reg.Run(ctx, actions.Call{Action: "garden/plant", Params: map[string]any{"species": "rose"}})
-	var rec actions.Record
+	var rec store.Record
 	_ = json.Unmarshal(log.Bytes(), &rec)
 
 	// The same code replays the record step for step.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/store"
 )
 
 // fixtureSchemas compiles every accepted schema of testdata/params and
@@ -210,16 +211,16 @@ func FuzzReplay(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
-		var e RunEntry
+		var e store.RunEntry
 		if json.Unmarshal(text, &e) != nil {
 			return
 		}
-		got, err := reg.Replay(context.Background(), Record{Entry: e})
+		got, err := reg.Replay(context.Background(), store.Record{Entry: e})
 		var d *Divergence
 		if err != nil && !errors.As(err, &d) {
 			t.Fatalf("Replay returned %T: %v", err, err)
 		}
-		if again, err := reg.Replay(context.Background(), Record{Entry: got}); err != nil {
+		if again, err := reg.Replay(context.Background(), store.Record{Entry: got}); err != nil {
 			t.Fatalf("the replayed entry does not replay: %v (%+v)\n%+v", err, d, again)
 		}
 	})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // gateFixture is testdata/gate/checks.json.
@@ -77,8 +78,8 @@ func loadGateFixture(t *testing.T) gateFixture {
 type gateRun struct {
 	ran     int
 	err     error
-	entry   RunEntry
-	audit   Audit
+	entry   store.RunEntry
+	audit   store.Audit
 	audited bool
 }
 
@@ -139,7 +140,7 @@ func TestGateFixtures(t *testing.T) {
 			case "done":
 				require.NoError(t, got.err)
 				assert.Equal(t, 1, got.ran, "the body runs once")
-				assert.Equal(t, OutcomeDone, got.entry.Outcome)
+				assert.Equal(t, store.OutcomeDone, got.entry.Outcome)
 				assert.Equal(t, c.Expect.Alias, got.audit.Alias)
 				if c.Expect.Alias != "" {
 					assert.NotEqual(t, c.Expect.Alias, got.entry.Action, "an alias call is recorded under the id")
@@ -158,7 +159,7 @@ func TestGateFixtures(t *testing.T) {
 			assert.Equal(t, c.Expect.Retry, r.Retry, "retry")
 			assert.Equal(t, c.Expect.Challenge, r.Challenge, "challenge")
 			assert.Equal(t, c.Expect.RetryAt, !r.RetryAt.IsZero(), "retryAt")
-			assert.Equal(t, OutcomeRefused, got.entry.Outcome)
+			assert.Equal(t, store.OutcomeRefused, got.entry.Outcome)
 			want := c.Expect.Code
 			if c.Expect.Reason != "" {
 				want = c.Expect.Reason
@@ -286,7 +287,7 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 	require.Len(t, res.Records, 3, "one record per step held")
 	for _, rec := range res.Records {
 		assert.Equal(t, codes.ConfirmationRequired, rec.Entry.Error)
-		assert.Equal(t, StageHeld, rec.Audit.Stage)
+		assert.Equal(t, store.StageHeld, rec.Audit.Stage)
 		assert.Equal(t, rc.ID, rec.Audit.PendingChange)
 		assert.False(t, rec.RolledBack, "the held unit is kept")
 	}
@@ -298,8 +299,8 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 	assert.Equal(t, []string{"count", "discard", "count"}, ran)
 	require.Len(t, res.Records, 3)
 	for _, rec := range res.Records {
-		assert.Equal(t, OutcomeDone, rec.Entry.Outcome)
-		assert.Equal(t, StageConfirmed, rec.Audit.Stage)
+		assert.Equal(t, store.OutcomeDone, rec.Entry.Outcome)
+		assert.Equal(t, store.StageConfirmed, rec.Audit.Stage)
 		assert.True(t, rec.Audit.Batch)
 	}
 	_, err = reg.Decide(context.Background(), Decision{Change: rc.ID, Confirm: true, Caller: &identity.Caller{Principal: "p", Surface: identity.SurfaceUI}})
@@ -314,7 +315,7 @@ func TestBatchStepNeedingConfirmation(t *testing.T) {
 	assert.Empty(t, ran)
 	require.Len(t, res.Records, 3)
 	assert.Equal(t, codes.Rejected, res.Records[1].Entry.Error)
-	assert.Equal(t, StageRejected, res.Records[1].Audit.Stage)
+	assert.Equal(t, store.StageRejected, res.Records[1].Audit.Stage)
 }
 
 // TestRateLimitersArePruned: limiters whose bucket is full again are

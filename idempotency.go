@@ -11,6 +11,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/store"
 )
 
 // Idempotency keys (docs/database.md): a call that carries a key runs at
@@ -37,7 +38,7 @@ const defaultKeyWindow = 24 * time.Hour
 // refused in_progress.
 const defaultKeyWait = 5 * time.Second
 
-// batchKeyAction is the [KeyRecord].Action of a batch: a batch's key is its
+// batchKeyAction is the [store.KeyRecord].Action of a batch: a batch's key is its
 // own, whatever actions its steps call. It is no action's id.
 const batchKeyAction = "#batch"
 
@@ -74,23 +75,23 @@ type unitKey struct {
 	replace bool
 	// audit is the retry's audit record, for the audit line of a retry
 	// a recorded unit answers.
-	audit Audit
+	audit store.Audit
 	// admit, when not nil, is run before a recorded unit answers a
 	// retry: its error refuses the retry instead (a batch's steps'
 	// rates, counted as for any call).
-	admit func(ctx context.Context) (Record, error)
+	admit func(ctx context.Context) (store.Record, error)
 }
 
 // record is k's row with answer a (canonical JSON) for the unit named
 // unit, answering until k.until(a).
-func (k *unitKey) record(unit string, a *answer) (KeyRecord, error) {
-	row := KeyRecord{Principal: k.principal, Action: k.action, Key: k.key, Digest: k.digest, Expires: k.expires, Unit: unit}
+func (k *unitKey) record(unit string, a *answer) (store.KeyRecord, error) {
+	row := store.KeyRecord{Principal: k.principal, Action: k.action, Key: k.key, Digest: k.digest, Expires: k.expires, Unit: unit}
 	if a == nil {
 		return row, nil
 	}
 	text, err := CanonicalJSON(a)
 	if err != nil {
-		return KeyRecord{}, internalRefusal("the answer of an idempotency key has no canonical JSON", err)
+		return store.KeyRecord{}, internalRefusal("the answer of an idempotency key has no canonical JSON", err)
 	}
 	row.Answer, row.Expires = text, k.until(*a)
 	return row, nil
@@ -125,7 +126,7 @@ const (
 // claim still running is polled until it is settled, at most k.wait
 // (then in_progress) or until ctx ends (its error, as it is); a recorded
 // row with another digest is idempotency_conflict.
-func claimKey(ctx context.Context, ks KeyStore, k *unitKey) (token string, found *KeyRecord, err error) {
+func claimKey(ctx context.Context, ks store.KeyStore, k *unitKey) (token string, found *store.KeyRecord, err error) {
 	token, err = newClaimToken()
 	if err != nil {
 		return "", nil, err
@@ -179,9 +180,9 @@ func newClaimToken() (string, error) {
 // what the unit leaves under k: its answer when it commits; when it does
 // not, the answer of its refusal if a body of it started (keep), else the
 // claim token's row deleted. A failure to say so undoes the unit.
-func settleKey(ctx context.Context, ks KeyStore, k *unitKey, token string, keep bool, v any, u *Unit) {
+func settleKey(ctx context.Context, ks store.KeyStore, k *unitKey, token string, keep bool, v any, u *store.Unit) {
 	var (
-		done, undone KeyRecord
+		done, undone store.KeyRecord
 		err          error
 	)
 	if u.Commit {
@@ -191,7 +192,7 @@ func settleKey(ctx context.Context, ks KeyStore, k *unitKey, token string, keep 
 	if err == nil {
 		undone, err = k.record(token, nil)
 		if k.replace {
-			undone = KeyRecord{} // the held call's row stays as it is
+			undone = store.KeyRecord{} // the held call's row stays as it is
 		}
 	}
 	if err == nil && keep {
@@ -216,18 +217,18 @@ func settleKey(ctx context.Context, ks KeyStore, k *unitKey, token string, keep 
 // k.admit, then writes the retry's audit line in a unit of s that
 // commits nothing, and returns the records written and the recorded
 // answer.
-func answerRetry(ctx context.Context, s Store, k *unitKey, found *KeyRecord) ([]Record, Result, error) {
+func answerRetry(ctx context.Context, s store.Store, k *unitKey, found *store.KeyRecord) ([]store.Record, Result, error) {
 	res, answerErr := answeredFrom(found.Answer, found.Records)
 	line := auditLine(found, k, answerErr)
 	if k.admit != nil {
 		rec, err := k.admit(ctx)
 		if err != nil {
 			line = rec
-			recs, serr := s.Atomic(ctx, func(context.Context) Unit { return Unit{Records: []Record{line}, Err: err} })
+			recs, serr := s.Atomic(ctx, func(context.Context) store.Unit { return store.Unit{Records: []store.Record{line}, Err: err} })
 			return recs, Result{}, joinStore(err, serr)
 		}
 	}
-	recs, err := s.Atomic(ctx, func(context.Context) Unit { return Unit{Records: []Record{line}} })
+	recs, err := s.Atomic(ctx, func(context.Context) store.Unit { return store.Unit{Records: []store.Record{line}} })
 	if err != nil {
 		return recs, Result{}, err
 	}
@@ -249,8 +250,8 @@ func joinStore(err, serr error) error {
 // records leave it out). A unit that left no record (a claim settled
 // after its process died) gives an entry of k's action refused with the
 // code of answerErr, the error the row answers.
-func auditLine(found *KeyRecord, k *unitKey, answerErr error) Record {
-	rec := Record{Entry: RunEntry{Steps: []RunStep{}, Outcome: OutcomeRefused, Error: CodeOf(answerErr)}}
+func auditLine(found *store.KeyRecord, k *unitKey, answerErr error) store.Record {
+	rec := store.Record{Entry: store.RunEntry{Steps: []store.RunStep{}, Outcome: store.OutcomeRefused, Error: CodeOf(answerErr)}}
 	if k.action != batchKeyAction {
 		rec.Entry.Action = k.action
 	}
@@ -305,7 +306,7 @@ type answered struct {
 // result, or the entry's result), or the refusal a retry gets (the held
 // call's, the rejection of a decided change, the refusal of a unit kept
 // though it did not commit).
-func answerOf(k *unitKey, v any, recs []Record, err error) answer {
+func answerOf(k *unitKey, v any, recs []store.Record, err error) answer {
 	var a answer
 	if err != nil {
 		// A body's plain error is answered as the refusal its entry
@@ -329,7 +330,7 @@ func answerOf(k *unitKey, v any, recs []Record, err error) answer {
 		return a
 	}
 	n := len(recs)
-	if n > 0 && recs[n-1].Entry.Outcome == OutcomeRefused && recs[n-1].Entry.Error == codes.Rejected {
+	if n > 0 && recs[n-1].Entry.Outcome == store.OutcomeRefused && recs[n-1].Entry.Error == codes.Rejected {
 		a.Refusal = rejection(recs[n-1].Audit.Reason)
 		return a
 	}
@@ -380,7 +381,7 @@ func isAnswered(v any) bool {
 
 // answeredFrom is the result and error a recorded answer (canonical JSON)
 // gives a retry: its value in JSON's Go types, the records, its refusal.
-func answeredFrom(text json.RawMessage, recs []Record) (Result, error) {
+func answeredFrom(text json.RawMessage, recs []store.Record) (Result, error) {
 	res := Result{Records: recs}
 	var a answer
 	if err := json.Unmarshal(text, &a); err != nil {
@@ -443,12 +444,12 @@ const keySentence = "Each call needs an idempotency key (MCP _meta \"" + idempot
 // unsettled, in a unit of its own that keeps nothing else. The call
 // ended (or panicked) already: the write is detached from ctx's
 // cancellation and bounded.
-func giveUpClaim(ctx context.Context, ks KeyStore, k *unitKey, token string) {
+func giveUpClaim(ctx context.Context, ks store.KeyStore, k *unitKey, token string) {
 	undone, _ := k.record(token, nil)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
 	defer cancel()
-	_, _ = ks.Atomic(wctx, func(ctx context.Context) Unit {
-		return Unit{Err: ks.SettleKey(ctx, KeyRecord{}, undone)}
+	_, _ = ks.Atomic(wctx, func(ctx context.Context) store.Unit {
+		return store.Unit{Err: ks.SettleKey(ctx, store.KeyRecord{}, undone)}
 	})
 }
 

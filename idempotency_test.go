@@ -18,6 +18,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/store"
 )
 
 // keyedRegistry is a registry on a RunLog with shop/charge, whose body
@@ -104,7 +105,7 @@ func TestRunLogKeyInFlight(t *testing.T) {
 // no keys (no KeyStore), refuses a keyed call (internal, retry never)
 // before any body runs, and runs the same call without a key.
 func TestKeyWithoutStore(t *testing.T) {
-	for name, store := range map[string]actions.Store{"no store": nil, "no KeyStore": atomicOnly{actions.NewRunLog()}} {
+	for name, store := range map[string]store.Store{"no store": nil, "no KeyStore": atomicOnly{actions.NewRunLog()}} {
 		runs := 0
 		reg := actions.NewRegistry(&actions.Options{Store: store})
 		require.NoError(t, reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/ping"},
@@ -124,7 +125,7 @@ func TestKeyWithoutStore(t *testing.T) {
 // atomicOnly is a Store with Atomic alone: it keeps no keys.
 type atomicOnly struct{ log *actions.RunLog }
 
-func (s atomicOnly) Atomic(ctx context.Context, fn func(context.Context) actions.Unit) ([]actions.Record, error) {
+func (s atomicOnly) Atomic(ctx context.Context, fn func(context.Context) store.Unit) ([]store.Record, error) {
 	return s.log.Atomic(ctx, fn)
 }
 
@@ -178,9 +179,9 @@ func TestBodyBareKeyCode(t *testing.T) {
 		"wrapped":              fmt.Errorf("the ledger said: %w", codes.InProgress),
 		"joined":               errors.Join(errors.New("busy"), codes.IdempotencyConflict),
 	} {
-		var recs []actions.Record
+		var recs []store.Record
 		reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog(),
-			OnRecord: func(rec actions.Record) { recs = append(recs, rec) }})
+			OnRecord: func(rec store.Record) { recs = append(recs, rec) }})
 		runs := 0
 		reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge"},
 			func(context.Context, map[string]any, *actions.Trace) (any, error) { runs++; return nil, bodyErr }))
@@ -314,7 +315,7 @@ type failFirstUnit struct {
 	failed atomic.Bool
 }
 
-func (s *failFirstUnit) Atomic(ctx context.Context, fn func(context.Context) actions.Unit) ([]actions.Record, error) {
+func (s *failFirstUnit) Atomic(ctx context.Context, fn func(context.Context) store.Unit) ([]store.Record, error) {
 	if s.failed.CompareAndSwap(false, true) {
 		return nil, errors.New("the unit could not begin")
 	}

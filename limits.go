@@ -59,7 +59,7 @@ type Limits struct {
 	MaxBatchResultBytes int
 	// MaxEntryResultBytes bounds the result text a run entry keeps
 	// (default 4 KiB): a longer one is kept as its SHA-256 and byte size
-	// ([RunEntry].ResultSHA256, ResultBytes), which replay compares.
+	// ([store.RunEntry].ResultSHA256, ResultBytes), which replay compares.
 	// Negative: every result kept whole.
 	MaxEntryResultBytes int
 	// MaxBatchBytes bounds what one batch's steps cost in all, in bytes
@@ -78,7 +78,7 @@ type Limits struct {
 	// call refused before its parameters' check passed keeps (refused by
 	// the gate, as an unknown action, as invalid parameters), in bytes of
 	// canonical JSON (default 1 KiB): longer parameters are kept as their
-	// SHA-256 and size ([RunEntry].ParametersSHA256, ParametersBytes), so
+	// SHA-256 and size ([store.RunEntry].ParametersSHA256, ParametersBytes), so
 	// that what a refused call adds to the log is bounded. Negative:
 	// kept whole (up to MaxParamBytes).
 	MaxRefusedParamBytes int

@@ -9,6 +9,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // A host's own mistakes get a clear refusal, nothing run or recorded;
@@ -26,7 +27,7 @@ func TestNilContextIsRefused(t *testing.T) {
 	assert.ErrorIs(t, err, codes.Internal, "Start")
 	_, err = reg.Decide(nilCtx, Decision{Change: "x", Caller: &identity.Caller{Principal: "p"}})
 	assert.ErrorIs(t, err, codes.Internal, "Decide")
-	_, err = reg.Replay(nilCtx, Record{Entry: RunEntry{Action: "a/b", Outcome: OutcomeDone}})
+	_, err = reg.Replay(nilCtx, store.Record{Entry: store.RunEntry{Action: "a/b", Outcome: store.OutcomeDone}})
 	assert.ErrorIs(t, err, codes.Internal, "Replay")
 	assert.Zero(t, ran, "no body ran")
 	assert.Empty(t, log.Records(), "nothing recorded")

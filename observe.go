@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"github.com/actionreg/actions/store"
 )
 
 // Observer watches every operation a registry runs, so that a host can
@@ -29,7 +30,7 @@ type OpKind string
 
 // The kinds of operations an [Observer] sees. The nesting, outermost
 // first: a batch or a decision holds a unit (when the registry has a
-// [Store]), which holds calls; a call holds its nested calls. A call made
+// [store.Store]), which holds calls; a call holds its nested calls. A call made
 // on its own is held by its unit; a replay holds its calls.
 const (
 	// OpCall is one action's call that the gate admits and records: a
@@ -45,7 +46,7 @@ const (
 	OpDecide OpKind = "decide"
 	// OpReplay is the replay of a record (see [Registry.Replay]).
 	OpReplay OpKind = "replay"
-	// OpUnit is one unit of work of the registry's [Store] (with
+	// OpUnit is one unit of work of the registry's [store.Store] (with
 	// sqlstore, one database transaction): Store.Atomic from start to
 	// settlement, every attempt included.
 	OpUnit OpKind = "unit"
@@ -89,7 +90,7 @@ type Observation struct {
 	// TraceID and SpanID identify the observation in the observer's own
 	// terms (OpenTelemetry: 32 and 16 lowercase hex digits, W3C Trace
 	// Context §3.2). For OpCall, OpBatch and OpDecide they are kept in
-	// the [Audit] of the operation's records, so that a record finds its
+	// the [store.Audit] of the operation's records, so that a record finds its
 	// span and a span its record. Empty: nothing is kept.
 	TraceID, SpanID string
 	// End is called once, when the operation ended, with what it gave
@@ -132,7 +133,7 @@ func (ob observed) end(res Result, err error) {
 
 // stamp writes the ids of ob, or when ob has none those of the
 // observation in ctx, into the audit of each record that has none yet.
-func stamp(ctx context.Context, ob observed, recs []Record) {
+func stamp(ctx context.Context, ob observed, recs []store.Record) {
 	ids := ob.Observation
 	if ids.TraceID == "" {
 		ids, _ = ctx.Value(obsKey{}).(Observation)
@@ -148,12 +149,12 @@ func stamp(ctx context.Context, ob observed, recs []Record) {
 }
 
 // endCall stamps rec with the call's ids and ends the call's observation.
-func (ob observed) endCall(rec Record, value any, err error) Record {
+func (ob observed) endCall(rec store.Record, value any, err error) store.Record {
 	if ob.TraceID != "" && rec.Audit.TraceID == "" {
 		rec.Audit.TraceID, rec.Audit.SpanID = ob.TraceID, ob.SpanID
 	}
 	if ob.End != nil {
-		ob.End(Result{Value: value, Records: []Record{rec}}, err)
+		ob.End(Result{Value: value, Records: []store.Record{rec}}, err)
 	}
 	return rec
 }

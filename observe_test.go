@@ -13,6 +13,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // ended is what one observation's End received.
@@ -101,7 +102,7 @@ func TestObserverIsToldTheCallPathsValues(t *testing.T) {
 		assert.Equal(t, "leaf", o.ends[0].res.Value)
 		require.Len(t, o.ends[0].res.Records, 1)
 		assert.Equal(t, "demo/leaf", o.ends[0].res.Records[0].Entry.Action)
-		assert.Equal(t, actions.Audit{}, o.ends[0].res.Records[0].Audit)
+		assert.Equal(t, store.Audit{}, o.ends[0].res.Records[0].Audit)
 		assert.Equal(t, actions.OpCall, o.ends[1].kind)
 		assert.Equal(t, "leaf", o.ends[1].res.Value)
 		require.Len(t, o.ends[1].res.Records, 1)
@@ -190,7 +191,7 @@ func (o nilContext) Start(context.Context, actions.Operation) (context.Context, 
 // runs in it, it does not panic.
 func TestObserverNilContext(t *testing.T) {
 	for _, o := range []nilContext{{ids: true}, {ids: false}} {
-		for _, store := range []actions.Store{nil, actions.NewRunLog()} {
+		for _, store := range []store.Store{nil, actions.NewRunLog()} {
 			reg := actions.NewRegistry(&actions.Options{Store: store, Observer: o})
 			reg.MustRegister(
 				actions.New(actions.Definition{ID: "shop/inner"}, func(ctx context.Context, _ map[string]any, _ *actions.Trace) (any, error) {
@@ -228,11 +229,11 @@ func (o panicking) Start(ctx context.Context, op actions.Operation) (context.Con
 // and the call is recorded: refused, rolled back (OpCall); during a
 // nested call, inside the calling body, that call fails internal.
 func TestObserverPanic(t *testing.T) {
-	var recs []actions.Record
+	var recs []store.Record
 	run := func(kind actions.OpKind) (actions.Result, error) {
 		recs = nil
 		reg := actions.NewRegistry(&actions.Options{Store: actions.NewRunLog(), Observer: panicking{kind},
-			OnRecord: func(r actions.Record) { recs = append(recs, r) }})
+			OnRecord: func(r store.Record) { recs = append(recs, r) }})
 		reg.MustRegister(
 			actions.New(actions.Definition{ID: "shop/inner"}, func(context.Context, map[string]any, *actions.Trace) (any, error) { return "in", nil }),
 			actions.New(actions.Definition{ID: "shop/order"}, func(ctx context.Context, _ map[string]any, tr *actions.Trace) (any, error) {

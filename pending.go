@@ -9,6 +9,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // PendingChange is a call held until a person confirms it: an action that
@@ -40,7 +41,7 @@ type PendingChange struct {
 	// its body made, each with its parameters as it ran and its result,
 	// in order. Confirming runs the call again and keeps it only when it
 	// gives this entry again (stale_change otherwise).
-	Preview *RunEntry `json:"preview,omitempty"`
+	Preview *store.RunEntry `json:"preview,omitempty"`
 	// Batch is the held batch, when a step of a batch needed
 	// confirmation: confirming runs it whole. Action is then the first
 	// step that needs confirmation.

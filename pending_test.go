@@ -15,6 +15,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // clock is a settable clock for the gate.
@@ -88,7 +89,7 @@ func TestConfirmRunsOnceAsTheConfirmingPerson(t *testing.T) {
 	require.Len(t, out.Records, 1)
 	audit := out.Records[0].Audit
 	assert.Equal(t, rc.ID, audit.PendingChange)
-	assert.Equal(t, StageConfirmed, audit.Stage)
+	assert.Equal(t, store.StageConfirmed, audit.Stage)
 	assert.Equal(t, "shop/throw_away", audit.Alias)
 	assert.Equal(t, rc.ID, audit.Caller.PendingChange)
 	assert.Empty(t, onUI.PendingChange, "the host's caller is not changed")

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/store"
 )
 
 // preview is one top-level call of an action with Definition.Preview
@@ -52,8 +53,8 @@ func (r *Registry) startPreview(ctx context.Context, inv invocation) (*preview, 
 // settle ends the preview once the body ran (result, entry, err as the
 // frame gave them): a call to hold is undone and held by store, shown
 // its entry; any other is kept (or, refused, undone) as it ran.
-func (p *preview) settle(ctx context.Context, result any, entry RunEntry, err error,
-	store func(ctx context.Context, call CheckedCall, text, reason string, shown *RunEntry) error) (any, RunEntry, error) {
+func (p *preview) settle(ctx context.Context, result any, entry store.RunEntry, err error,
+	store func(ctx context.Context, call CheckedCall, text, reason string, shown *store.RunEntry) error) (any, store.RunEntry, error) {
 	hold := err == nil && (p.hold || p.wanted.Load())
 	if uerr := p.end(err != nil || hold); uerr != nil && err == nil {
 		// What the run wrote cannot be told apart from the rest of the

@@ -12,12 +12,13 @@ import (
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // previewRegistry has orders/plan (Preview), whose body draws an id
 // (Trace.NewID), writes it, and ships it through orders/ship, which
 // needs confirmation; orders reads the table outside any unit.
-func previewRegistry(t *testing.T, db *dbtest.DB, store actions.Store, pending actions.PendingStore) (*actions.Registry, func() []string) {
+func previewRegistry(t *testing.T, db *dbtest.DB, st store.Store, pending actions.PendingStore) (*actions.Registry, func() []string) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := db.ExecContext(ctx, `CREATE TABLE orders (id TEXT NOT NULL)`)
@@ -31,7 +32,7 @@ func previewRegistry(t *testing.T, db *dbtest.DB, store actions.Store, pending a
 		_, err := tx.ExecContext(ctx, db.Q(`INSERT INTO orders (id) VALUES (?)`), id)
 		return err
 	}
-	reg := actions.NewRegistry(&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: pending}})
+	reg := actions.NewRegistry(&actions.Options{Store: st, Gate: &actions.GateOptions{Pending: pending}})
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "orders/ship", NeedsConfirmation: true,
 			Parameters: `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`},
@@ -72,10 +73,10 @@ func previewRegistry(t *testing.T, db *dbtest.DB, store actions.Store, pending a
 func TestPreviewHoldsWholeAndConfirmsAsShown(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		ctx := context.Background()
-		store, err := sqlstore.New(db.DB, db.Dialect, nil)
+		st, err := sqlstore.New(db.DB, db.Dialect, nil)
 		require.NoError(t, err)
-		require.NoError(t, store.Migrate(ctx))
-		reg, rows := previewRegistry(t, db, store, store.Pending())
+		require.NoError(t, st.Migrate(ctx))
+		reg, rows := previewRegistry(t, db, st, st.Pending())
 		agent := &identity.Caller{Principal: "ann", Surface: identity.SurfaceAI}
 		person := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}
 
@@ -85,7 +86,7 @@ func TestPreviewHoldsWholeAndConfirmsAsShown(t *testing.T) {
 		require.Equal(t, codes.ConfirmationRequired, rf.Code)
 		assert.Empty(t, rows(), "the preview is undone")
 		require.Len(t, res.Records, 1)
-		assert.Equal(t, actions.StageHeld, res.Records[0].Audit.Stage)
+		assert.Equal(t, store.StageHeld, res.Records[0].Audit.Stage)
 
 		pc, err := reg.PendingChange(ctx, rf.Pending.ID, person)
 		require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // TestCodeOfCancelled: an error whose chain holds a context's own error is
@@ -179,7 +180,7 @@ func oneModelRegistry(t *testing.T, opts *Options) *Registry {
 // failingStore runs each unit, then fails to keep it.
 type failingStore struct{ err error }
 
-func (s failingStore) Atomic(ctx context.Context, fn func(context.Context) Unit) ([]Record, error) {
+func (s failingStore) Atomic(ctx context.Context, fn func(context.Context) store.Unit) ([]store.Record, error) {
 	u := fn(ctx)
 	for i := range u.Records {
 		u.Records[i].RolledBack = true
@@ -195,7 +196,7 @@ func TestOneErrorModelCalls(t *testing.T) {
 	ann := &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}
 	type outcome struct {
 		err  error
-		recs []Record
+		recs []store.Record
 	}
 	run := func(reg *Registry, ctx context.Context, c Call) outcome {
 		res, err := reg.Run(ctx, c)
@@ -403,7 +404,7 @@ func TestOneErrorModelCalls(t *testing.T) {
 			assert.NotErrorIs(t, o.err, codes.ForbiddenCapability)
 		}},
 		{name: "a replay cancelled", want: codes.Cancelled, do: func(t *testing.T) outcome {
-			_, err := oneModelRegistry(t, nil).Replay(cancelled, Record{Entry: RunEntry{Action: "m/read", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone, Result: `"read"`}})
+			_, err := oneModelRegistry(t, nil).Replay(cancelled, store.Record{Entry: store.RunEntry{Action: "m/read", Parameters: "{}", Steps: []store.RunStep{}, Outcome: store.OutcomeDone, Result: `"read"`}})
 			return outcome{err: err}
 		}, check: func(t *testing.T, o outcome) {
 			assert.ErrorIs(t, o.err, context.Canceled)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -74,7 +75,7 @@ func TestRegistryRegisterRefusesDuplicatesAndMissingBodies(t *testing.T) {
 func TestRegisterRefusesKeyedActionWithoutKeyStore(t *testing.T) {
 	body := func(context.Context, map[string]any, *Trace) (any, error) { return nil, nil }
 	keyed := Action{Definition: Definition{ID: "pay/charge", NeedsIdempotencyKey: true}, Run: body}
-	for name, store := range map[string]Store{"no store": nil, "no KeyStore": plainStore{}} {
+	for name, store := range map[string]store.Store{"no store": nil, "no KeyStore": plainStore{}} {
 		t.Run(name, func(t *testing.T) {
 			reg := NewRegistry(&Options{Store: store})
 			err := reg.Register(keyed)
@@ -94,7 +95,7 @@ func TestRegisterRefusesKeyedActionWithoutKeyStore(t *testing.T) {
 // keeps no keys.
 type plainStore struct{}
 
-func (plainStore) Atomic(ctx context.Context, fn func(context.Context) Unit) ([]Record, error) {
+func (plainStore) Atomic(ctx context.Context, fn func(context.Context) store.Unit) ([]store.Record, error) {
 	u := fn(ctx)
 	return u.Records, u.Err
 }
@@ -158,7 +159,7 @@ func TestRegistryRunNestedDepthDefault(t *testing.T) {
 	assert.Equal(t, int64(defaultLimits.MaxCallDepth+1), runs.Load(), "bodies run: the top level and each allowed nesting")
 	levels := 0
 	for e := &entry; ; levels++ {
-		assert.Equal(t, OutcomeRefused, e.Outcome)
+		assert.Equal(t, store.OutcomeRefused, e.Outcome)
 		if len(e.Steps) == 0 {
 			assert.Equal(t, codes.ConstraintViolation, e.Error, "the call too deep")
 			break
@@ -256,7 +257,7 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 					params = nil
 				}
 				result, entry, err := call3(reg, ctx, id, params)
-				if err != nil || result == nil || entry.Outcome != OutcomeDone {
+				if err != nil || result == nil || entry.Outcome != store.OutcomeDone {
 					t.Errorf("%s: %v", id, err)
 					return
 				}
@@ -282,13 +283,13 @@ func TestConcurrentRegisterAndRun(t *testing.T) {
 	for _, e := range entries {
 		checkRunEntryShape(t, e)
 		switch e.Outcome {
-		case OutcomeDone:
+		case store.OutcomeDone:
 			done++
 			if e.Action == "shared/outer" {
 				require.Len(t, e.Steps, 1)
 				assert.Contains(t, e.Steps[0].Call.Parameters, `"plant":"k1"`, "the ref resolved in the nested call")
 			}
-		case OutcomeRefused:
+		case store.OutcomeRefused:
 			refused++
 			assert.Equal(t, codes.InvalidParameters, e.Error)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/portable"
+	"github.com/actionreg/actions/store"
 )
 
 // Registry holds actions by id and runs them. The zero value is an empty
@@ -20,7 +21,7 @@ import (
 // no lock, so calls never wait on each other.
 //
 // The registry opens no transaction itself: each call, batch and
-// decision runs in one unit of its [Store] (Options.Store), which a SQL
+// decision runs in one unit of its [store.Store] (Options.Store), which a SQL
 // store makes one database transaction.
 type Registry struct {
 	mu      sync.Mutex // serialises registrations only
@@ -65,15 +66,15 @@ type Options struct {
 	// Resolve resolves ref values (see [RefResolver]). Nil: ref values
 	// reach the body as they are.
 	Resolve RefResolver
-	// Store keeps each unit of work with its records (see [Store]): a
+	// Store keeps each unit of work with its records (see [store.Store]): a
 	// [RunLog] in memory, or sqlstore.Store in database transactions.
 	// Nil: calls run with no unit of work and their records are kept
 	// nowhere but in each [Result] and OnRecord.
-	Store Store
+	Store store.Store
 	// OnRecord receives each record once its unit is settled: after the
 	// commit, or marked RolledBack once the unit was undone, so it never
 	// reports a change that was not kept. It may be called concurrently.
-	OnRecord func(Record)
+	OnRecord func(store.Record)
 	// Observer, when set, sees every call, batch, nested call, decision,
 	// replay and unit of work the registry runs (see [Observer];
 	// package otelactions traces them with OpenTelemetry).
@@ -146,7 +147,7 @@ func (r *Registry) limitsInForce() *Limits {
 // an id is not namespace/name with both parts identifiers or is longer
 // than 128 bytes (the longest MCP tool name), when a body is nil, when the
 // action needs idempotency keys (NeedsIdempotencyKey) and Options.Store is
-// no [KeyStore] (no caller could ever call it), when a schema
+// no [store.KeyStore] (no caller could ever call it), when a schema
 // is refused (see [CompileParameters]; an output schema under the same
 // rules, any root allowed), or when a typed action's Go types cannot be
 // described or disagree with its given schema (see [Typed]);
@@ -239,7 +240,7 @@ func (r *Registry) prepare(a Action) (*registered, error) {
 		return nil, refusef(codes.ConstraintViolation, "the action has no body",
 			Issue{Path: "/run", Keyword: "run", Message: "the body is nil"})
 	}
-	if _, ok := r.opts.Store.(KeyStore); a.NeedsIdempotencyKey && !ok {
+	if _, ok := r.opts.Store.(store.KeyStore); a.NeedsIdempotencyKey && !ok {
 		// A caller could never call it: without a key it is refused,
 		// and a key cannot be honoured.
 		return nil, refusef(codes.ConstraintViolation, "the action needs idempotency keys and the registry's store keeps none",

@@ -11,13 +11,14 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/placeholder"
+	"github.com/actionreg/actions/store"
 )
 
 // batch checks b whole, with r.Limits(), then runs its calls in order as
 // inv's caller, each as a top-level call of [Registry.Run]; see [Batch]
 // for the rules. A caller's batch holding a step that needs confirmation
 // is held whole as one pending change, before any step runs.
-func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (_ any, recs []Record, _ bool, err error) {
+func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (_ any, recs []store.Record, _ bool, err error) {
 	limits := r.Limits()
 	plan, err := checkBatch(b, limits, nil)
 	if err != nil {
@@ -48,7 +49,7 @@ func (r *Registry) batch(ctx context.Context, b Batch, inv invocation) (_ any, r
 		}
 		return results[j], true
 	}
-	recs = make([]Record, 0, len(plan.steps))
+	recs = make([]store.Record, 0, len(plan.steps))
 	// running is the step whose call runs, -1 between calls: a panic
 	// there (a host's Observer, a fault of the registry's own) stops the
 	// batch refused internal, with that step recorded and the records of
@@ -184,13 +185,13 @@ func (s *batchSize) admit(params any) error {
 }
 
 // spend counts a step's run entry as kept.
-func (s *batchSize) spend(e RunEntry) {
+func (s *batchSize) spend(e store.RunEntry) {
 	s.spent += entryBytes(e)
 }
 
 // entryBytes is the size of the texts of e: its parameters, result,
 // commands and nested calls.
-func entryBytes(e RunEntry) int {
+func entryBytes(e store.RunEntry) int {
 	n := len(e.Action) + len(e.Parameters) + len(e.Result) + len(e.ResultSHA256)
 	for _, st := range e.Steps {
 		n += len(st.Command) + len(st.Result)
@@ -232,7 +233,7 @@ func batchResult(result string, lookup func(string) (any, bool), pl placeholder.
 // first admitted by the gate as inv's caller (a step the caller may not
 // call refuses the batch as it would when run), then the batch is stored
 // as one pending change. held is false when no step needs confirmation.
-func (r *Registry) holdBatch(ctx context.Context, b Batch, plan *batchPlan, inv invocation) (held bool, recs []Record, err error) {
+func (r *Registry) holdBatch(ctx context.Context, b Batch, plan *batchPlan, inv invocation) (held bool, recs []store.Record, err error) {
 	var steps []HeldStep
 	g := r.gateOf()
 	for i, st := range plan.steps {
@@ -266,7 +267,7 @@ func (r *Registry) holdBatch(ctx context.Context, b Batch, plan *batchPlan, inv 
 				id = reg.action.ID
 			}
 			rec := r.refusedRecord(id, st.with, r.audit(step), err)
-			return true, []Record{rec}, &StepError{Index: i, Action: st.call, Err: err}
+			return true, []store.Record{rec}, &StepError{Index: i, Action: st.call, Err: err}
 		}
 	}
 	if inv.caller.Principal == "" {
@@ -285,7 +286,7 @@ func (r *Registry) holdBatch(ctx context.Context, b Batch, plan *batchPlan, inv 
 		pc.ID = rc.ID
 	}
 	refusal := rc.confirmationRequired()
-	recs = r.changeRecords(pc, inv.caller, StageHeld, refusal)
+	recs = r.changeRecords(pc, inv.caller, store.StageHeld, refusal)
 	return true, recs, refusal
 }
 
@@ -330,7 +331,7 @@ func (r *Registry) DecodeBatch(data []byte) (Batch, error) {
 // scopeValue is the value a named result stands for in later placeholders:
 // the JSON the entry recorded, read back, so that it holds JSON's Go types
 // only and agrees with the run log.
-func scopeValue(e RunEntry) (any, error) {
+func scopeValue(e store.RunEntry) (any, error) {
 	if e.Result == "" {
 		return nil, nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // Admit runs the checks of the gate that take nothing (unknown_action,
@@ -114,7 +115,7 @@ func (r *Registry) MayDecide(ctx context.Context, id string, caller *identity.Ca
 // it runs under the decision when the approval lets the person decide a
 // change of their own, and is held as their new change otherwise. Its
 // record says stage edited (or held) with the replaced parameters in
-// [Audit].Original.
+// [store.Audit].Original.
 //
 // Rejecting drops the change: nothing runs, and one record per call held
 // says rejected (code rejected). The gate's checks of who may call each
@@ -140,7 +141,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 		return Result{}, unknownChange()
 	}
 	st := &unitState{} // a failed confirmation keeps no key: the change waits for another try
-	return r.observeDecide(ctx, d, r.decisionKey(ctx, d), st, func(ctx context.Context) (any, []Record, bool, error) {
+	return r.observeDecide(ctx, d, r.decisionKey(ctx, d), st, func(ctx context.Context) (any, []store.Record, bool, error) {
 		g := r.gateOf()
 		pc, err := g.take(ctx, d.Change, d.Caller, r.definitionOf)
 		if err != nil {
@@ -160,7 +161,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 					}
 				}
 			}
-			recs := r.changeRecords(pc, d.Caller, StageRejected, NewRefusal(codes.Rejected, ""))
+			recs := r.changeRecords(pc, d.Caller, store.StageRejected, NewRefusal(codes.Rejected, ""))
 			for i := range recs {
 				recs[i].Audit.Reason = cut(d.Reason)
 			}
@@ -171,7 +172,7 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 		inv := invocation{caller: &confirmer, confirming: pc.ID, key: pc.IdempotencyKey, state: st}
 		var (
 			value  any
-			recs   []Record
+			recs   []store.Record
 			commit bool
 		)
 		if d.Params != nil {
@@ -188,9 +189,9 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 			// deciding person.
 			edited := pc
 			inv.name, inv.params, inv.edit = pc.Action, d.Params, &edited
-			var rec Record
+			var rec store.Record
 			value, rec, commit, err = r.answer(inv)(r.top(ctx, inv))
-			recs = []Record{rec}
+			recs = []store.Record{rec}
 		} else if pc.Batch != nil {
 			value, recs, commit, err = r.batch(ctx, *pc.Batch, inv)
 		} else {
@@ -203,9 +204,9 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 			if pc.Alias != "" {
 				inv.name = pc.Alias
 			}
-			var rec Record
+			var rec store.Record
 			value, rec, commit, err = r.answer(inv)(r.top(ctx, inv))
-			recs = []Record{rec}
+			recs = []store.Record{rec}
 		}
 		if !commit {
 			// Nothing ran for good: the change waits for another try.
@@ -222,20 +223,20 @@ func (r *Registry) Decide(ctx context.Context, d Decision) (Result, error) {
 // changeRecords are the records of the calls a pending change holds, each
 // refused with err's code at stage by caller: one for a call, one per
 // step for a batch (its parameters as the batch wrote them).
-func (r *Registry) changeRecords(pc PendingChange, caller *identity.Caller, stage Stage, err error) []Record {
-	audit := Audit{At: r.gateOf().now(), Caller: caller, PendingChange: pc.ID, Stage: stage, Alias: pc.Alias, Code: CodeOf(err)}
+func (r *Registry) changeRecords(pc PendingChange, caller *identity.Caller, stage store.Stage, err error) []store.Record {
+	audit := store.Audit{At: r.gateOf().now(), Caller: caller, PendingChange: pc.ID, Stage: stage, Alias: pc.Alias, Code: CodeOf(err)}
 	if pc.Batch == nil {
-		entry := refusedEntry(RunEntry{Action: pc.Action, Steps: []RunStep{}}, err, pc.givenText())
-		return []Record{{Entry: entry, Audit: audit}}
+		entry := refusedEntry(store.RunEntry{Action: pc.Action, Steps: []store.RunStep{}}, err, pc.givenText())
+		return []store.Record{{Entry: entry, Audit: audit}}
 	}
 	audit.Alias, audit.Batch = "", true
-	recs := make([]Record, len(pc.Batch.Steps))
+	recs := make([]store.Record, len(pc.Batch.Steps))
 	for i, st := range pc.Batch.Steps {
 		id := st.Call
 		if reg, ok := r.lookup(id); ok {
 			id = reg.action.ID
 		}
-		recs[i] = Record{Entry: refusedEntry(RunEntry{Action: id, Steps: []RunStep{}}, err, r.givenParameters(st.With)), Audit: audit}
+		recs[i] = store.Record{Entry: refusedEntry(store.RunEntry{Action: id, Steps: []store.RunStep{}}, err, r.givenParameters(st.With)), Audit: audit}
 	}
 	return recs
 }
@@ -243,7 +244,7 @@ func (r *Registry) changeRecords(pc PendingChange, caller *identity.Caller, stag
 // decisionKey is the key a decision on the pending change id records
 // under: the key the held call came with, or nil.
 func (r *Registry) decisionKey(ctx context.Context, d Decision) *unitKey {
-	if _, ok := r.opts.Store.(KeyStore); !ok {
+	if _, ok := r.opts.Store.(store.KeyStore); !ok {
 		return nil
 	}
 	g := r.gateOf()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/store"
 )
 
 // Replay runs again the call that rec records and compares the new run
@@ -40,34 +41,34 @@ import (
 // matches; a *[Divergence] at the first member that differs; cancelled
 // when ctx was done by the end of the replay, since a cancelled run says
 // nothing about the entry; internal for a nil ctx.
-func (r *Registry) Replay(ctx context.Context, rec Record) (_ RunEntry, err error) {
+func (r *Registry) Replay(ctx context.Context, rec store.Record) (_ store.RunEntry, err error) {
 	if ctx == nil {
-		return RunEntry{}, nilContext()
+		return store.RunEntry{}, nilContext()
 	}
 	ctx, ob := r.observe(ctx, Operation{Kind: OpReplay, Call: Call{Action: rec.Entry.Action, Caller: rec.Audit.Caller}, Step: -1})
 	defer func() { ob.end(Result{}, err) }()
 	var (
-		got  RunEntry
+		got  store.RunEntry
 		rerr error
 		d    *Divergence
 	)
-	fn := func(ctx context.Context) (any, []Record, bool, error) {
+	fn := func(ctx context.Context) (any, []store.Record, bool, error) {
 		got, rerr = r.replayed(ctx, rec)
 		if d = r.diverge("", rec.Entry, got, 0); d != nil {
 			d.Err, d.Code = rerr, got.Error
-			if got.Outcome == OutcomeDone {
+			if got.Outcome == store.OutcomeDone {
 				d.Code = ""
 			}
 			if d.Code == "" && rerr != nil {
 				d.Code = hostCode(rerr) // why the replay departed without a refusal of its own
 			}
 		}
-		return nil, nil, d == nil && (got.Outcome == OutcomeDone || rec.Audit.Stage == StageHeld), nil
+		return nil, nil, d == nil && (got.Outcome == store.OutcomeDone || rec.Audit.Stage == store.StageHeld), nil
 	}
 	if r.opts.Store != nil {
-		_, err = r.opts.Store.Atomic(ctx, func(ctx context.Context) Unit {
+		_, err = r.opts.Store.Atomic(ctx, func(ctx context.Context) store.Unit {
 			_, recs, commit, err := fn(ctx)
-			return Unit{Records: recs, Commit: commit, Err: err}
+			return store.Unit{Records: recs, Commit: commit, Err: err}
 		})
 	} else {
 		_, _, _, err = fn(ctx)
@@ -86,43 +87,43 @@ func (r *Registry) Replay(ctx context.Context, rec Record) (_ RunEntry, err erro
 
 // replayed runs the call of rec again, as Replay says, and returns its
 // entry and error.
-func (r *Registry) replayed(ctx context.Context, rec Record) (RunEntry, error) {
+func (r *Registry) replayed(ctx context.Context, rec store.Record) (store.RunEntry, error) {
 	e := rec.Entry
 	inv := invocation{name: e.Action, caller: rec.Audit.Caller, replay: true, step: rec.Audit.Batch}
 	if rec.Audit.Alias != "" {
 		inv.name = rec.Audit.Alias
 	}
-	if rec.Audit.Stage == StageRejected || (rec.Audit.Stage == StageHeld && rec.Audit.Batch) {
+	if rec.Audit.Stage == store.StageRejected || (rec.Audit.Stage == store.StageHeld && rec.Audit.Batch) {
 		// Nothing ran: the call stands as recorded while its action
 		// exists and its caller may call it.
 		reg, ok := r.lookup(inv.name)
 		if !ok {
-			return refusedEntry(RunEntry{Action: e.Action, Parameters: e.Parameters, Steps: []RunStep{}}, unknownAction(), e.Parameters), unknownAction()
+			return refusedEntry(store.RunEntry{Action: e.Action, Parameters: e.Parameters, Steps: []store.RunStep{}}, unknownAction(), e.Parameters), unknownAction()
 		}
 		if err := r.gateOf().who(&reg.action.Definition, inv.caller); err != nil {
-			got := refusedEntry(RunEntry{Action: reg.action.ID, Steps: []RunStep{}}, err, e.Parameters)
+			got := refusedEntry(store.RunEntry{Action: reg.action.ID, Steps: []store.RunStep{}}, err, e.Parameters)
 			got.Error = hostCode(err)
 			return got, err
 		}
-		got := RunEntry{Action: reg.action.ID, Steps: []RunStep{}, Parameters: e.Parameters, Outcome: OutcomeRefused, Error: e.Error}
+		got := store.RunEntry{Action: reg.action.ID, Steps: []store.RunStep{}, Parameters: e.Parameters, Outcome: store.OutcomeRefused, Error: e.Error}
 		return got, nil
 	}
-	if rec.Audit.Stage == StageHeld && !rec.Audit.Batch {
+	if rec.Audit.Stage == store.StageHeld && !rec.Audit.Batch {
 		if reg, ok := r.lookup(inv.name); ok && !reg.action.NeedsConfirmation && !reg.action.Preview {
 			// Today's policy holds nothing: the call would run, and a
 			// replay of a held call never runs its body. The divergence
 			// names the policy as the cause.
-			got := RunEntry{Action: reg.action.ID, Steps: []RunStep{}, Parameters: e.Parameters, Outcome: OutcomeDone}
+			got := store.RunEntry{Action: reg.action.ID, Steps: []store.RunStep{}, Parameters: e.Parameters, Outcome: store.OutcomeDone}
 			return got, NewRefusal(codes.ConfirmationRequired, "today the action needs no confirmation: the held call would run")
 		}
 	}
-	if rec.Audit.Stage == StageConfirmed && inv.caller != nil {
+	if rec.Audit.Stage == store.StageConfirmed && inv.caller != nil {
 		c := cloneCaller(inv.caller)
 		c.PendingChange = rec.Audit.PendingChange
 		inv.caller, inv.confirming = &c, rec.Audit.PendingChange
 	}
 	// Only parameters recorded as given are resolved again.
-	inv.noResolve = !(e.Outcome == OutcomeRefused && len(e.Steps) == 0 && rec.Audit.Stage != StageHeld)
+	inv.noResolve = !(e.Outcome == store.OutcomeRefused && len(e.Steps) == 0 && rec.Audit.Stage != store.StageHeld)
 	// The recorded text is the parameters' canonical form, not the text a
 	// caller sent, so its size is not held to MaxParamBytes: a call made
 	// with a Go value is not bounded so either. It replays as the value.
@@ -138,7 +139,7 @@ func (r *Registry) replayed(ctx context.Context, rec Record) (RunEntry, error) {
 	inv.params = params
 	inv.recorded = e.Steps
 	if inv.recorded == nil {
-		inv.recorded = []RunStep{}
+		inv.recorded = []store.RunStep{}
 	}
 	_, got, _, err := r.top(ctx, inv)
 	if !inv.step {
@@ -150,7 +151,7 @@ func (r *Registry) replayed(ctx context.Context, rec Record) (RunEntry, error) {
 // diverge compares the recorded entry want with the replayed entry got,
 // members in the order they are written; at is the pointer of the entry,
 // depth its nesting.
-func (r *Registry) diverge(at string, want, got RunEntry, depth int) *Divergence {
+func (r *Registry) diverge(at string, want, got store.RunEntry, depth int) *Divergence {
 	if want.Action != got.Action {
 		return &Divergence{Path: at + "/action", Want: want.Action, Got: got.Action}
 	}
@@ -172,8 +173,8 @@ func (r *Registry) diverge(at string, want, got RunEntry, depth int) *Divergence
 }
 
 // divergeStep compares step i of both sides.
-func (r *Registry) divergeStep(at string, want, got []RunStep, i, depth int) *Divergence {
-	var w, g *RunStep
+func (r *Registry) divergeStep(at string, want, got []store.RunStep, i, depth int) *Divergence {
+	var w, g *store.RunStep
 	if i < len(want) {
 		w = &want[i]
 	}
@@ -197,7 +198,7 @@ func (r *Registry) divergeStep(at string, want, got []RunStep, i, depth int) *Di
 // stepText is a step's canonical JSON, or "" for none, for a step with
 // no JSON form, and for one whose calls nest deeper than the registry lets
 // calls go below depth.
-func (r *Registry) stepText(s *RunStep, depth int) string {
+func (r *Registry) stepText(s *store.RunStep, depth int) string {
 	if s == nil || callsDeeper(s, r.limits.MaxCallDepth+1-depth) {
 		return ""
 	}

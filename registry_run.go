@@ -13,10 +13,11 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/store"
 )
 
 // Run runs c, an action's call or a batch, in one unit of the registry's
-// [Store], and returns its result and records (which Options.OnRecord
+// [store.Store], and returns its result and records (which Options.OnRecord
 // also receives, once the unit is settled). For one action, in order: the
 // gate checks c.Caller (docs/gate.md), then the parameters are checked
 // (see [ParameterSchema.Check]), refs resolved, the body run with the
@@ -90,23 +91,23 @@ func (r *Registry) run(ctx context.Context, c Call, pre *gateDecision) (Result, 
 	if c.Batch != nil {
 		return r.observeBatch(ctx, c, key, p, st)
 	}
-	return r.unit(ctx, key, st, func(ctx context.Context) (v any, recs []Record, commit bool, err error) {
+	return r.unit(ctx, key, st, func(ctx context.Context) (v any, recs []store.Record, commit bool, err error) {
 		inv := invocation{name: c.Action, params: c.Params, caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, state: st, gated: gated}
 		defer func() {
 			if p := recover(); p != nil {
 				// The call ran (or may have): it is recorded, refused.
 				err = panicRefusal("registry", p)
-				v, recs, commit = nil, []Record{r.refusedRecord(c.Action, c.Params, r.audit(inv), err)}, false
+				v, recs, commit = nil, []store.Record{r.refusedRecord(c.Action, c.Params, r.audit(inv), err)}, false
 			}
 		}()
 		v, rec, commit, err := r.answer(inv)(r.top(ctx, inv))
-		return v, []Record{rec}, commit, err
+		return v, []store.Record{rec}, commit, err
 	})
 }
 
 // unitWork is one unit's work: its value, records, whether to keep it, and
 // its error.
-type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, err error)
+type unitWork func(ctx context.Context) (value any, recs []store.Record, commit bool, err error)
 
 // guarded runs fn. A panic in it (a host hook the call path does not
 // guard, such as an Observer's, or a fault of the registry's own) ends
@@ -114,7 +115,7 @@ type unitWork func(ctx context.Context) (value any, recs []Record, commit bool, 
 // the store: the store then rolls the unit back and writes its records,
 // and the caller is answered. The work of a call and of a batch recover
 // their own panics first, so that the call at fault is recorded too.
-func (fn unitWork) guarded(ctx context.Context) (v any, recs []Record, commit bool, err error) {
+func (fn unitWork) guarded(ctx context.Context) (v any, recs []store.Record, commit bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			v, commit, err = nil, false, panicRefusal("registry", p)
@@ -149,7 +150,7 @@ type unitState struct {
 func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitWork) (Result, error) {
 	var (
 		value   any // the last attempt's
-		recs    []Record
+		recs    []store.Record
 		err     error
 		retried *Result // a recorded unit's answer to a retry
 	)
@@ -161,9 +162,9 @@ func (r *Registry) unit(ctx context.Context, k *unitKey, st *unitState, fn unitW
 		case k == nil:
 			recs, err = r.opts.Store.Atomic(uctx, attempt)
 		default:
-			at.ks = r.opts.Store.(KeyStore) // keyOf made sure
+			at.ks = r.opts.Store.(store.KeyStore) // keyOf made sure
 			if !k.replace {
-				var found *KeyRecord
+				var found *store.KeyRecord
 				if at.token, found, err = claimKey(uctx, at.ks, k); found != nil {
 					var res Result
 					if recs, res, err = answerRetry(uctx, at.ks, k, found); err == nil {
@@ -223,14 +224,14 @@ type unitAttempt struct {
 	fn unitWork
 
 	value   any
-	unitErr error    // the last attempt's own error, as the calls gave it
-	ks      KeyStore // the store's keys, for a keyed unit
-	token   string   // the key's claim, when k claimed one
+	unitErr error          // the last attempt's own error, as the calls gave it
+	ks      store.KeyStore // the store's keys, for a keyed unit
+	token   string         // the key's claim, when k claimed one
 }
 
 // run is one attempt of the unit, in ctx (the store's unit, when there
 // is a store).
-func (at *unitAttempt) run(ctx context.Context) Unit {
+func (at *unitAttempt) run(ctx context.Context) store.Unit {
 	st := at.st
 	st.started.Store(false) // a store may run the unit again
 	st.overran.Store(false)
@@ -246,7 +247,7 @@ func (at *unitAttempt) run(ctx context.Context) Unit {
 	}
 	at.value, at.unitErr = v, err
 	stamp(ctx, observed{}, recs)
-	u := Unit{Records: recs, Commit: commit, Err: err}
+	u := store.Unit{Records: recs, Commit: commit, Err: err}
 	endInUnit(ctx, at.r.gateOf().now, v, &u)
 	if at.ks != nil {
 		settleKey(ctx, at.ks, at.k, at.token, st.keepStarted && st.started.Load(), v, &u)
@@ -260,7 +261,7 @@ func (at *unitAttempt) run(ctx context.Context) Unit {
 // so that a retry runs. Once a body started, the claim stays whatever
 // becomes of the unit: a retry is answered from the row, or waits, and
 // never runs the body again (at most once, even if the store failed).
-func (r *Registry) atomicClaimed(ctx context.Context, ks KeyStore, k *unitKey, token string, st *unitState, attempt func(ctx context.Context) Unit, unitErr *error) (recs []Record, err error) {
+func (r *Registry) atomicClaimed(ctx context.Context, ks store.KeyStore, k *unitKey, token string, st *unitState, attempt func(ctx context.Context) store.Unit, unitErr *error) (recs []store.Record, err error) {
 	ok := false
 	defer func() {
 		if token != "" && (!ok || err != *unitErr) && !st.started.Load() {
@@ -298,7 +299,7 @@ type invocation struct {
 	preview *preview
 	// shown, when confirming a change held after a preview, is the
 	// entry the person was shown: the run must give it again.
-	shown *RunEntry
+	shown *store.RunEntry
 	// callerCalls: the top-level action has Definition.Preview, so the
 	// calls its body makes are the caller's own (a program's): each
 	// counts the caller's rate as a call of its own does.
@@ -313,7 +314,7 @@ type invocation struct {
 	progress *progress
 	// recorded are the recorded steps of the call a replay runs again,
 	// whose values the body's trace gives back (Trace.Value).
-	recorded []RunStep
+	recorded []store.RunStep
 	// state is the unit's (nil outside one: a replay).
 	state *unitState
 	// gated, when not nil, is the gate's decision on the top-level call,
@@ -326,19 +327,19 @@ type invocation struct {
 type gateDecision struct{ err error }
 
 // audit starts the audit record of inv.
-func (r *Registry) audit(inv invocation) Audit {
-	a := Audit{At: r.gateOf().now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID, IdempotencyKey: inv.key}
+func (r *Registry) audit(inv invocation) store.Audit {
+	a := store.Audit{At: r.gateOf().now(), Caller: inv.caller, PendingChange: inv.confirming, Batch: inv.step, ToolCallID: inv.toolCallID, IdempotencyKey: inv.key}
 	if inv.confirming != "" {
-		a.Stage = StageConfirmed
+		a.Stage = store.StageConfirmed
 	}
 	if inv.edit != nil {
-		a.Stage, a.Original = StageEdited, inv.edit.Parameters
+		a.Stage, a.Original = store.StageEdited, inv.edit.Parameters
 	}
 	return a
 }
 
 // top runs one top-level call through the gate and records it.
-func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Record, commit bool, err error) {
+func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec store.Record, commit bool, err error) {
 	if r.opts.Observer != nil { // else no operation is made for nobody
 		var ob observed
 		ctx, ob = r.observe(ctx, callOp(inv))
@@ -421,21 +422,21 @@ func (r *Registry) top(ctx context.Context, inv invocation) (value any, rec Reco
 		audit.Code = hostCode(err)
 		entry.Error = audit.Code
 		if held {
-			audit.Stage = StageHeld
-			return nil, Record{Entry: entry, Audit: audit}, true, err
+			audit.Stage = store.StageHeld
+			return nil, store.Record{Entry: entry, Audit: audit}, true, err
 		}
-		return nil, Record{Entry: entry, Audit: audit}, false, err
+		return nil, store.Record{Entry: entry, Audit: audit}, false, err
 	}
-	return result, Record{Entry: entry, Audit: audit}, true, nil
+	return result, store.Record{Entry: entry, Audit: audit}, true, nil
 }
 
 // refusedRecord is the record of a call the gate refused before its
 // parameters were looked at.
-func (r *Registry) refusedRecord(id string, params any, audit Audit, err error) Record {
-	entry := r.refusedGiven(RunEntry{Action: id, Steps: []RunStep{}}, err, params)
+func (r *Registry) refusedRecord(id string, params any, audit store.Audit, err error) store.Record {
+	entry := r.refusedGiven(store.RunEntry{Action: id, Steps: []store.RunStep{}}, err, params)
 	entry.Error = hostCode(err)
 	audit.Code = entry.Error
-	return Record{Entry: entry, Audit: audit}
+	return store.Record{Entry: entry, Audit: audit}
 }
 
 // topHold holds a top-level call of an action that needs confirmation,
@@ -485,7 +486,7 @@ func (h *topHold) hold(ctx context.Context, checked map[string]any, text string)
 // store holds the checked call (text: its canonical JSON) as a pending
 // change, shown the preview's entry when there was one, and returns its
 // refusal.
-func (h *topHold) store(ctx context.Context, call CheckedCall, text, reason string, shown *RunEntry) error {
+func (h *topHold) store(ctx context.Context, call CheckedCall, text, reason string, shown *store.RunEntry) error {
 	reg, inv := h.reg, h.inv
 	switch {
 	case inv.caller.Principal == "":
@@ -529,9 +530,9 @@ type frame struct {
 // run runs one call at the frame's depth of reg, the action id names
 // (nil when it names none), resolving its refs with resolve; it records
 // nothing.
-func (f *frame) run(ctx context.Context, reg *registered, id string, params any, resolve RefResolver) (result any, entry RunEntry, err error) {
+func (f *frame) run(ctx context.Context, reg *registered, id string, params any, resolve RefResolver) (result any, entry store.RunEntry, err error) {
 	r := f.r
-	entry = RunEntry{Action: id, Steps: []RunStep{}, AsHost: f.inv.asHost}
+	entry = store.RunEntry{Action: id, Steps: []store.RunStep{}, AsHost: f.inv.asHost}
 	if reg == nil {
 		err = unknownAction()
 		return nil, r.refusedGiven(entry, err, params), err
@@ -617,7 +618,7 @@ func (f *frame) run(ctx context.Context, reg *registered, id string, params any,
 			return nil, refusedEntry(entry, err, entry.Parameters), err
 		}
 	}
-	entry.Outcome = OutcomeDone
+	entry.Outcome = store.OutcomeDone
 	return result, entry, nil
 }
 
@@ -647,7 +648,7 @@ func bodyRefusal(reg *registered, t *Trace, err error) error {
 
 // nested runs a call a body made: through the gate with its caller's
 // identity (or as the host when asHost), one level deeper, never held.
-func (f *frame) nested(ctx context.Context, id string, params any, asHost bool, recorded []RunStep) (any, RunEntry, error) {
+func (f *frame) nested(ctx context.Context, id string, params any, asHost bool, recorded []store.RunStep) (any, store.RunEntry, error) {
 	inv := f.inv
 	inv.asHost, inv.progress, inv.recorded = asHost, nil, recorded
 	if asHost {
@@ -664,18 +665,18 @@ func (f *frame) nested(ctx context.Context, id string, params any, asHost bool, 
 		// caller's: the unit may not keep them.
 		inv.state.unsound.Store(true)
 	}
-	ob.end(Result{Value: res, Records: []Record{{Entry: entry}}}, err)
+	ob.end(Result{Value: res, Records: []store.Record{{Entry: entry}}}, err)
 	return res, entry, err
 }
 
 // savepoint marks the unit ctx belongs to before a nested call, when the
-// registry's Store can undo part of a unit ([Savepointer]): it returns
+// registry's Store can undo part of a unit ([store.Savepointer]): it returns
 // the nested call's context and the function that ends the mark (undoing
 // the call's writes, or keeping them). end is nil when there is nothing
 // to mark (no such store, or ctx in no unit); err is not nil when a mark
 // was wanted and could not be made.
 func (r *Registry) savepoint(ctx context.Context) (context.Context, func(undo bool) error, error) {
-	sp, ok := r.opts.Store.(Savepointer)
+	sp, ok := r.opts.Store.(store.Savepointer)
 	if !ok {
 		return ctx, nil, nil
 	}
@@ -683,7 +684,7 @@ func (r *Registry) savepoint(ctx context.Context) (context.Context, func(undo bo
 }
 
 // nestedRun is nested's call, once observed.
-func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params any) (any, RunEntry, error) {
+func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params any) (any, store.RunEntry, error) {
 	asHost := inv.asHost
 	child := f.r.frame(inv, f.depth+1)
 	child.inv.callerCalls = false // the calls its body makes are the host's
@@ -704,7 +705,7 @@ func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params
 			}
 		}
 		if err != nil {
-			entry := f.r.refusedGiven(RunEntry{Action: reg.action.ID, Steps: []RunStep{}, AsHost: asHost}, err, params)
+			entry := f.r.refusedGiven(store.RunEntry{Action: reg.action.ID, Steps: []store.RunStep{}, AsHost: asHost}, err, params)
 			entry.Error = hostCode(err)
 			return nil, entry, err
 		}
@@ -718,7 +719,7 @@ func (f *frame) nestedRun(ctx context.Context, inv invocation, id string, params
 // it is at most Limits.MaxRefusedParamBytes, otherwise "null" with the
 // text's SHA-256 and size, so that a flood of refused calls with large
 // parameters adds little to the log.
-func (r *Registry) refusedGiven(e RunEntry, err error, params any) RunEntry {
+func (r *Registry) refusedGiven(e store.RunEntry, err error, params any) store.RunEntry {
 	text := r.givenParameters(params)
 	e = refusedEntry(e, err, text)
 	if limit := r.limitsInForce().MaxRefusedParamBytes; limit >= 0 && len(text) > limit {
@@ -755,13 +756,13 @@ func (r *Registry) givenParameters(params any) string {
 // small; it takes what [Registry.top] returns. A result over its bound
 // that cannot be cut refuses the call: the record is refused with
 // result_too_large and the unit not kept.
-func (r *Registry) answer(inv invocation) func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
-	return func(v any, rec Record, commit bool, err error) (any, Record, bool, error) {
+func (r *Registry) answer(inv invocation) func(v any, rec store.Record, commit bool, err error) (any, store.Record, bool, error) {
+	return func(v any, rec store.Record, commit bool, err error) (any, store.Record, bool, error) {
 		return r.answered(inv, v, rec, commit, err)
 	}
 }
 
-func (r *Registry) answered(inv invocation, v any, rec Record, commit bool, err error) (any, Record, bool, error) {
+func (r *Registry) answered(inv invocation, v any, rec store.Record, commit bool, err error) (any, store.Record, bool, error) {
 	limits := r.limitsInForce()
 	if err != nil {
 		return v, keepSmall(rec, limits.MaxEntryResultBytes), commit, err
@@ -924,12 +925,12 @@ func needsKey(d *Definition, inv invocation) error {
 // counted when they run, or, for a retry answered from the record, when
 // it is answered. pre, when not nil, is the decision made already (a
 // task's call). Errors: invalid_parameters for a malformed key; internal
-// when the registry's Store keeps no keys (no [KeyStore]).
+// when the registry's Store keeps no keys (no [store.KeyStore]).
 func (r *Registry) keyOf(ctx context.Context, c Call, pre *gateDecision) (*unitKey, *gateDecision, error) {
 	if err := checkKey(c.IdempotencyKey); err != nil {
 		return nil, nil, err
 	}
-	if _, ok := r.opts.Store.(KeyStore); !ok {
+	if _, ok := r.opts.Store.(store.KeyStore); !ok {
 		cause := errNoKeyStore
 		if r.opts.Store == nil {
 			cause = errNoStore
@@ -986,11 +987,11 @@ func (r *Registry) keyOf(ctx context.Context, c Call, pre *gateDecision) (*unitK
 // record answers, the rate of each step's action (ids, by step; "" for
 // an unknown action) as the steps would when run. The first refusal
 // stops it; its record is the step's, refused, rolled back.
-func (r *Registry) batchRetryRate(c Call, ids []string) func(ctx context.Context) (Record, error) {
+func (r *Registry) batchRetryRate(c Call, ids []string) func(ctx context.Context) (store.Record, error) {
 	if c.Caller == nil {
 		return nil // the host's calls count no rate
 	}
-	return func(ctx context.Context) (Record, error) {
+	return func(ctx context.Context) (store.Record, error) {
 		g := r.gateOf()
 		for i, id := range ids {
 			if id == "" {
@@ -999,11 +1000,11 @@ func (r *Registry) batchRetryRate(c Call, ids []string) func(ctx context.Context
 			if err := g.limit(ctx, id, c.Caller.Principal); err != nil {
 				a := r.audit(invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, step: true})
 				a.Code = CodeOf(err)
-				entry := refusedEntry(RunEntry{Action: id, Steps: []RunStep{}}, err, r.givenParameters(c.Batch.Steps[i].With))
-				return Record{Entry: entry, Audit: a, RolledBack: true}, err
+				entry := refusedEntry(store.RunEntry{Action: id, Steps: []store.RunStep{}}, err, r.givenParameters(c.Batch.Steps[i].With))
+				return store.Record{Entry: entry, Audit: a, RolledBack: true}, err
 			}
 		}
-		return Record{}, nil
+		return store.Record{}, nil
 	}
 }
 
@@ -1052,7 +1053,7 @@ func callOp(inv invocation) Operation {
 // observeBatch runs the batch of c in one unit, observed as one OpBatch.
 func (r *Registry) observeBatch(ctx context.Context, c Call, key *unitKey, p *progress, st *unitState) (Result, error) {
 	ctx, ob := r.observe(ctx, Operation{Kind: OpBatch, Call: Call{Batch: c.Batch, Caller: c.Caller, ToolCallID: c.ToolCallID}, Step: -1})
-	res, err := r.unit(ctx, key, st, func(ctx context.Context) (any, []Record, bool, error) {
+	res, err := r.unit(ctx, key, st, func(ctx context.Context) (any, []store.Record, bool, error) {
 		return r.batch(ctx, *c.Batch, invocation{caller: c.Caller, toolCallID: c.ToolCallID, key: c.IdempotencyKey, progress: p, state: st})
 	})
 	ob.end(res, err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/store"
 )
 
 // The format of testdata/runs/*.json is described in testdata/runs/README.md.
@@ -324,10 +325,10 @@ func TestRunFixtures(t *testing.T) {
 			if f.Limits != nil {
 				opts.Limits = *f.Limits
 			}
-			var entries []RunEntry
+			var entries []store.RunEntry
 			var entriesMu sync.Mutex
 			if !f.NoHost {
-				opts.OnRecord = func(rec Record) {
+				opts.OnRecord = func(rec store.Record) {
 					entriesMu.Lock()
 					entries = append(entries, rec.Entry)
 					entriesMu.Unlock()
@@ -359,10 +360,10 @@ func TestRunFixtures(t *testing.T) {
 					s.mu.Lock()
 					s.plain = nil
 					s.mu.Unlock()
-					checkRunCall(t, reg, observed, s, c.Call, c.Expect, func() []RunEntry {
+					checkRunCall(t, reg, observed, s, c.Call, c.Expect, func() []store.RunEntry {
 						entriesMu.Lock()
 						defer entriesMu.Unlock()
-						return append([]RunEntry(nil), entries...)
+						return append([]store.RunEntry(nil), entries...)
 					})
 				})
 			}
@@ -371,7 +372,7 @@ func TestRunFixtures(t *testing.T) {
 }
 
 func checkRunCall(t *testing.T, reg *Registry, observed bool, s *runScripts,
-	c runCall, want runExpect, seen func() []RunEntry) {
+	c runCall, want runExpect, seen func() []store.RunEntry) {
 	var params any
 	var before string
 	switch {
@@ -534,15 +535,15 @@ func checkRunCall(t *testing.T, reg *Registry, observed bool, s *runScripts,
 // action, canonical parameters, non-nil steps of one kind each, an outcome
 // with an error code exactly when refused, and a canonical result only
 // when done.
-func checkRunEntryShape(t testing.TB, e RunEntry) {
+func checkRunEntryShape(t testing.TB, e store.RunEntry) {
 	t.Helper()
 	assert.NotEmpty(t, e.Action)
 	assertRunCanonical(t, e.Parameters, "parameters of %s", e.Action)
 	assert.NotNil(t, e.Steps, "steps of %s", e.Action)
 	switch e.Outcome {
-	case OutcomeDone:
+	case store.OutcomeDone:
 		assert.Empty(t, e.Error, "a done call has no error code")
-	case OutcomeRefused:
+	case store.OutcomeRefused:
 		assert.NotEmpty(t, e.Error, "a refused call has an error code")
 		assert.Empty(t, e.Result, "a refused call has no result")
 	default:

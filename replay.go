@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/store"
 )
 
 // Divergence is the first place where a replayed call departs from the
@@ -73,7 +74,7 @@ const (
 	stepBoth // not a step Run records: never matches
 )
 
-func stepKind(s *RunStep) kindOfStep {
+func stepKind(s *store.RunStep) kindOfStep {
 	switch {
 	case s == nil:
 		return stepNone
@@ -108,7 +109,7 @@ func canonicalForm(text string) string {
 }
 
 // callsDeeper reports whether the calls under s nest more than n deep.
-func callsDeeper(s *RunStep, n int) bool {
+func callsDeeper(s *store.RunStep, n int) bool {
 	if s.Call == nil {
 		return false
 	}
@@ -126,7 +127,7 @@ func callsDeeper(s *RunStep, n int) bool {
 // divergeResult compares the recorded result of want with the replayed
 // one of got, as texts when both were kept, as digests when either was
 // kept as one (the recorded text in canonical form).
-func divergeResult(at string, want, got RunEntry) *Divergence {
+func divergeResult(at string, want, got store.RunEntry) *Divergence {
 	if want.ResultSHA256 == "" && got.ResultSHA256 == "" {
 		return divergeText(at+"/result", want.Result, got.Result)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // The format of testdata/replays/*.json is described in
@@ -76,7 +77,7 @@ func replayRegistry(t *testing.T, s *runScripts, actions []runAction, opts *Opti
 func checkReplay(t *testing.T, f replayScenario) {
 	ctx := context.Background()
 	var onRecord atomic.Int64
-	opts := &Options{OnRecord: func(Record) { onRecord.Add(1) }}
+	opts := &Options{OnRecord: func(store.Record) { onRecord.Add(1) }}
 	if f.Host != nil {
 		opts.Resolve = f.Host.resolver()
 	}
@@ -86,7 +87,7 @@ func checkReplay(t *testing.T, f replayScenario) {
 	// The recorded entry: a call made now and written to a log, or one
 	// given as it was read from a log; either way it is read back from
 	// its JSON form, as a host replays its log.
-	var recorded Record
+	var recorded store.Record
 	if f.Call != nil {
 		require.Nil(t, f.Entry, "call and entry exclude each other")
 		var params any
@@ -222,7 +223,7 @@ func TestReplayCancelled(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = reg.Replay(ctx, Record{Entry: entry})
+	_, err = reg.Replay(ctx, store.Record{Entry: entry})
 	assert.ErrorIs(t, err, context.Canceled, "a cancelled replay says nothing about the entry")
 	var d *Divergence
 	assert.False(t, errors.As(err, &d))
@@ -249,7 +250,7 @@ func TestReplayBatchEntries(t *testing.T) {
 	require.Len(t, entries, 2)
 	assert.Equal(t, `{"species":"k-rose"}`, entries[1].Parameters, "the placeholder was substituted before the entry")
 	for i, e := range entries {
-		_, err := reg.Replay(context.Background(), Record{Entry: e})
+		_, err := reg.Replay(context.Background(), store.Record{Entry: e})
 		assert.NoError(t, err, "entry %d", i)
 	}
 }
@@ -261,13 +262,13 @@ func TestReplayDeepRecordedEntry(t *testing.T) {
 	reg := NewRegistry(nil)
 	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "garden/ping"},
 		Run: func(context.Context, map[string]any, *Trace) (any, error) { return "pong", nil }}))
-	deep := RunEntry{Action: "garden/ping", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}
+	deep := store.RunEntry{Action: "garden/ping", Parameters: "{}", Steps: []store.RunStep{}, Outcome: store.OutcomeDone}
 	for range 200_000 {
 		inner := deep
-		deep = RunEntry{Action: "garden/ping", Parameters: "{}", Steps: []RunStep{{Call: &inner}}, Outcome: OutcomeDone}
+		deep = store.RunEntry{Action: "garden/ping", Parameters: "{}", Steps: []store.RunStep{{Call: &inner}}, Outcome: store.OutcomeDone}
 	}
 	var err error
-	allocs := testing.AllocsPerRun(1, func() { _, err = reg.Replay(context.Background(), Record{Entry: deep}) })
+	allocs := testing.AllocsPerRun(1, func() { _, err = reg.Replay(context.Background(), store.Record{Entry: deep}) })
 	var d *Divergence
 	require.ErrorAs(t, err, &d)
 	assert.Equal(t, Divergence{Path: "/steps/0"}, *d, "the recorded step nests too deep to be written out")
@@ -286,7 +287,7 @@ func TestReplayLargeGoValue(t *testing.T) {
 	_, entry, err := call3(reg, context.Background(), "garden/note", map[string]any{"text": strings.Repeat("x", 500)})
 	require.NoError(t, err)
 	require.Greater(t, len(entry.Parameters), 100)
-	_, err = reg.Replay(context.Background(), Record{Entry: entry})
+	_, err = reg.Replay(context.Background(), store.Record{Entry: entry})
 	assert.NoError(t, err)
 }
 

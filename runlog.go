@@ -3,19 +3,20 @@ package actions
 import (
 	"context"
 	"errors"
+	"github.com/actionreg/actions/store"
 	"io"
 	"sync"
 )
 
 // RunLog keeps records in memory, in the order their units were settled:
-// a [Store] with no unit of work of its own (what a body changes is not
+// a [store.Store] with no unit of work of its own (what a body changes is not
 // undone with it). It is safe for concurrent use. The zero value is an
 // empty log, ready to use.
 type RunLog struct {
 	mu      sync.Mutex
-	records []Record
+	records []store.Record
 	keys    runLogKeys // the units run under idempotency keys
-	tasks   map[string]Task
+	tasks   map[string]store.Task
 	swept   int // how many tasks the last sweep of expired ones left
 }
 
@@ -25,7 +26,7 @@ func NewRunLog() *RunLog { return &RunLog{} }
 // Atomic runs fn once and appends a deep copy of its records, marked
 // rolled back unless the unit commits, with what fn settled under a key
 // ([RunLog.SettleKey]).
-func (l *RunLog) Atomic(ctx context.Context, fn func(ctx context.Context) Unit) ([]Record, error) {
+func (l *RunLog) Atomic(ctx context.Context, fn func(ctx context.Context) store.Unit) ([]store.Record, error) {
 	lu := &runLogUnit{log: l}
 	u := fn(context.WithValue(ctx, runLogUnitKey{}, lu))
 	for i := range u.Records {
@@ -40,8 +41,8 @@ func (l *RunLog) Atomic(ctx context.Context, fn func(ctx context.Context) Unit) 
 }
 
 // add appends deep copies of records: the caller's stay its own.
-func (l *RunLog) add(records ...Record) {
-	cp := make([]Record, len(records))
+func (l *RunLog) add(records ...store.Record) {
+	cp := make([]store.Record, len(records))
 	for i, r := range records {
 		cp[i] = cloneRecord(r)
 	}
@@ -53,10 +54,10 @@ func (l *RunLog) add(records ...Record) {
 // Records returns a deep copy of the records kept so far, in order,
 // rolled-back ones included (Record.RolledBack set: refused calls,
 // undone units, audit lines), which a replay of the log skips.
-func (l *RunLog) Records() []Record {
+func (l *RunLog) Records() []store.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]Record, len(l.records))
+	out := make([]store.Record, len(l.records))
 	for i, r := range l.records {
 		out[i] = cloneRecord(r)
 	}
@@ -82,7 +83,7 @@ var errNoWriter = errors.New("actions: the EntryWriter has no io.Writer: make it
 
 // Write writes one record and a newline. After a write error it writes
 // nothing more; Err returns that error.
-func (w *EntryWriter) Write(rec Record) {
+func (w *EntryWriter) Write(rec store.Record) {
 	line, err := CanonicalJSON(rec)
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -3,16 +3,17 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"github.com/actionreg/actions/store"
 	"time"
 )
 
-// CreateTask keeps t in memory; see [TaskStore]. It deletes the tasks
+// CreateTask keeps t in memory; see [store.TaskStore]. It deletes the tasks
 // that expired, from time to time, as it keeps new ones.
-func (l *RunLog) CreateTask(_ context.Context, t Task) (Task, bool, error) {
+func (l *RunLog) CreateTask(_ context.Context, t store.Task) (store.Task, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.tasks == nil {
-		l.tasks = map[string]Task{}
+		l.tasks = map[string]store.Task{}
 	}
 	if t.Key != "" {
 		for _, o := range l.tasks {
@@ -42,21 +43,21 @@ func (l *RunLog) sweepTasks(now time.Time) {
 	l.swept = len(l.tasks)
 }
 
-// TaskByID returns the task id, or [ErrTaskNotFound]; see [TaskStore].
-func (l *RunLog) TaskByID(_ context.Context, id string) (Task, error) {
+// TaskByID returns the task id, or [store.ErrTaskNotFound]; see [store.TaskStore].
+func (l *RunLog) TaskByID(_ context.Context, id string) (store.Task, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.tasks[id]
 	if !ok {
-		return Task{}, ErrTaskNotFound
+		return store.Task{}, store.ErrTaskNotFound
 	}
 	return cloneTask(t), nil
 }
 
-// EndTask ends the task id unless it is terminal; see [TaskStore]. The
+// EndTask ends the task id unless it is terminal; see [store.TaskStore]. The
 // log has no transactions: the status is set at once, whether or not
 // the unit then keeps its records.
-func (l *RunLog) EndTask(_ context.Context, id string, end Task) (bool, error) {
+func (l *RunLog) EndTask(_ context.Context, id string, end store.Task) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.tasks[id]
@@ -68,7 +69,7 @@ func (l *RunLog) EndTask(_ context.Context, id string, end Task) (bool, error) {
 	return true, nil
 }
 
-// DeleteTask forgets the task id; see [TaskStore].
+// DeleteTask forgets the task id; see [store.TaskStore].
 func (l *RunLog) DeleteTask(_ context.Context, id string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -77,7 +78,7 @@ func (l *RunLog) DeleteTask(_ context.Context, id string) error {
 }
 
 // clone copies t with its answer.
-func cloneTask(t Task) Task {
+func cloneTask(t store.Task) store.Task {
 	if t.Answer != nil {
 		t.Answer = append(json.RawMessage(nil), t.Answer...)
 	}

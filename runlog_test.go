@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -31,7 +32,7 @@ func TestEntryWriterWritesCanonicalLines(t *testing.T) {
 			return p, nil
 		},
 	}))
-	var want []Record
+	var want []store.Record
 	for _, p := range []any{map[string]any{"a": 1.5}, []byte(`{"a":"x\ny"}`), []byte(`{"a":`), nil} {
 		res, _ := reg.Run(context.Background(), Call{Action: "ns/echo", Params: p})
 		want = append(want, res.Records...)
@@ -44,7 +45,7 @@ func TestEntryWriterWritesCanonicalLines(t *testing.T) {
 	require.Len(t, lines, len(want))
 	require.True(t, strings.HasSuffix(buf.String(), "\n"))
 	for i, line := range lines {
-		var back Record
+		var back store.Record
 		require.NoError(t, json.Unmarshal([]byte(line), &back), line)
 		again, err := CanonicalJSON(back)
 		require.NoError(t, err)
@@ -68,8 +69,8 @@ func (f *failingEntryWriter) Write(p []byte) (int, error) {
 func TestEntryWriterStopsAfterAnError(t *testing.T) {
 	fw := &failingEntryWriter{}
 	w := NewEntryWriter(fw)
-	w.Write(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}})
-	w.Write(Record{Entry: RunEntry{Action: "ns/b", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}})
+	w.Write(store.Record{Entry: store.RunEntry{Action: "ns/a", Parameters: "{}", Steps: []store.RunStep{}, Outcome: store.OutcomeDone}})
+	w.Write(store.Record{Entry: store.RunEntry{Action: "ns/b", Parameters: "{}", Steps: []store.RunStep{}, Outcome: store.OutcomeDone}})
 	assert.EqualError(t, w.Err(), "disk full")
 	assert.Equal(t, 1, fw.writes, "nothing is written after the first error")
 }
@@ -83,7 +84,7 @@ func TestEntryWriterConcurrentLinesDoNotInterleave(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 50 {
-				w.Write(Record{Entry: RunEntry{Action: fmt.Sprintf("g%d/a%d", g, i), Parameters: `{"pad":"` + strings.Repeat("x", 200) + `"}`, Steps: []RunStep{}, Outcome: OutcomeDone}})
+				w.Write(store.Record{Entry: store.RunEntry{Action: fmt.Sprintf("g%d/a%d", g, i), Parameters: `{"pad":"` + strings.Repeat("x", 200) + `"}`, Steps: []store.RunStep{}, Outcome: store.OutcomeDone}})
 			}
 		}()
 	}
@@ -92,7 +93,7 @@ func TestEntryWriterConcurrentLinesDoNotInterleave(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	require.Len(t, lines, 400)
 	for _, l := range lines {
-		var rec Record
+		var rec store.Record
 		require.NoError(t, json.Unmarshal([]byte(l), &rec))
 	}
 }
@@ -100,11 +101,11 @@ func TestEntryWriterConcurrentLinesDoNotInterleave(t *testing.T) {
 func TestRunLogEntriesIsACopy(t *testing.T) {
 	log := NewRunLog()
 	assert.Empty(t, entriesOf(log.Records()))
-	log.add(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{
+	log.add(store.Record{Entry: store.RunEntry{Action: "ns/a", Parameters: "{}", Outcome: store.OutcomeDone, Steps: []store.RunStep{
 		{Command: json.RawMessage(`{"op":"x"}`), Result: "1"},
-		{Call: &RunEntry{Action: "ns/b", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}},
+		{Call: &store.RunEntry{Action: "ns/b", Parameters: "{}", Steps: []store.RunStep{}, Outcome: store.OutcomeDone}},
 	}}})
-	log.add(Record{Entry: RunEntry{Action: "ns/c", Parameters: "{}", Outcome: OutcomeRefused, Error: "internal", Steps: []RunStep{}}})
+	log.add(store.Record{Entry: store.RunEntry{Action: "ns/c", Parameters: "{}", Outcome: store.OutcomeRefused, Error: "internal", Steps: []store.RunStep{}}})
 
 	got := entriesOf(log.Records())
 	require.Len(t, got, 2)
@@ -116,7 +117,7 @@ func TestRunLogEntriesIsACopy(t *testing.T) {
 	got[0].Steps[0].Result = "changed"
 	got[0].Steps[0].Command[2] = 'X'
 	got[0].Steps[1].Call.Action = "changed"
-	_ = append(got[:1], RunEntry{Action: "appended"})
+	_ = append(got[:1], store.RunEntry{Action: "appended"})
 
 	again := entriesOf(log.Records())
 	require.Len(t, again, 2)
@@ -127,13 +128,13 @@ func TestRunLogEntriesIsACopy(t *testing.T) {
 	assert.Equal(t, "ns/c", again[1].Action)
 
 	// Nor does changing the entry given to Record.
-	given := RunEntry{Action: "ns/e", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{{Command: json.RawMessage(`{"op":"y"}`)}}}
-	log.add(Record{Entry: given})
+	given := store.RunEntry{Action: "ns/e", Parameters: "{}", Outcome: store.OutcomeDone, Steps: []store.RunStep{{Command: json.RawMessage(`{"op":"y"}`)}}}
+	log.add(store.Record{Entry: given})
 	given.Steps[0].Command[2] = 'Z'
 	assert.Equal(t, `{"op":"y"}`, string(entriesOf(log.Records())[2].Steps[0].Command))
 
 	// Recording after a read does not change the copy already taken.
-	log.add(Record{Entry: RunEntry{Action: "ns/d", Parameters: "{}", Outcome: OutcomeDone, Steps: []RunStep{}}})
+	log.add(store.Record{Entry: store.RunEntry{Action: "ns/d", Parameters: "{}", Outcome: store.OutcomeDone, Steps: []store.RunStep{}}})
 	assert.Len(t, again, 2)
 	assert.Len(t, entriesOf(log.Records()), 4)
 }
@@ -146,7 +147,7 @@ func TestRunLogConcurrentRecord(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 100 {
-				log.add(Record{Entry: RunEntry{Action: "ns/a", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}})
+				log.add(store.Record{Entry: store.RunEntry{Action: "ns/a", Parameters: "{}", Steps: []store.RunStep{}, Outcome: store.OutcomeDone}})
 				_ = entriesOf(log.Records())
 			}
 		}()
@@ -158,27 +159,27 @@ func TestRunLogConcurrentRecord(t *testing.T) {
 // call3 runs one call of id through reg as the host itself (no caller)
 // and returns its result, entry and error, the three values most tests
 // look at.
-func call3(reg *Registry, ctx context.Context, id string, params any) (any, RunEntry, error) {
+func call3(reg *Registry, ctx context.Context, id string, params any) (any, store.RunEntry, error) {
 	res, err := reg.Run(ctx, Call{Action: id, Params: params})
 	return res.Value, res.Entry(), err
 }
 
 // callAs is call3 as caller c.
-func callAs(reg *Registry, ctx context.Context, c *identity.Caller, id string, params any) (any, RunEntry, error) {
+func callAs(reg *Registry, ctx context.Context, c *identity.Caller, id string, params any) (any, store.RunEntry, error) {
 	res, err := reg.Run(ctx, Call{Action: id, Params: params, Caller: c})
 	return res.Value, res.Entry(), err
 }
 
 // batch3 runs b through reg as caller c (nil: the host) and returns its
 // result, the entries of the calls made and its error.
-func batch3(reg *Registry, ctx context.Context, b Batch, c *identity.Caller) (any, []RunEntry, error) {
+func batch3(reg *Registry, ctx context.Context, b Batch, c *identity.Caller) (any, []store.RunEntry, error) {
 	res, err := reg.Run(ctx, Call{Batch: &b, Caller: c})
 	return res.Value, entriesOf(res.Records), err
 }
 
 // entriesOf is the entries of records, in order.
-func entriesOf(recs []Record) []RunEntry {
-	out := make([]RunEntry, 0, len(recs)) // sized: the batch benchmark's harness should not grow with the batch
+func entriesOf(recs []store.Record) []store.RunEntry {
+	out := make([]store.RunEntry, 0, len(recs)) // sized: the batch benchmark's harness should not grow with the batch
 	for _, r := range recs {
 		out = append(out, r.Entry)
 	}
@@ -186,7 +187,7 @@ func entriesOf(recs []Record) []RunEntry {
 }
 
 // confirm3 confirms the pending change id as caller c.
-func confirm3(reg *Registry, ctx context.Context, id string, c *identity.Caller) (any, RunEntry, error) {
+func confirm3(reg *Registry, ctx context.Context, id string, c *identity.Caller) (any, store.RunEntry, error) {
 	res, err := reg.Decide(ctx, Decision{Change: id, Confirm: true, Caller: onUI(c)})
 	return res.Value, res.Entry(), err
 }

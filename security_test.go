@@ -16,6 +16,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 func requireRefusal(t *testing.T, err error, code codes.Code) *Refusal {
@@ -234,13 +235,13 @@ func TestPanicsLeaveRegistryServing(t *testing.T) {
 	// The registry's hooks, switched by the test: each panics in turn.
 	var (
 		resolve  RefResolver = func(context.Context, string, string) (RefMatches, error) { return RefMatches{}, nil }
-		onRecord             = func(Record) {}
+		onRecord             = func(store.Record) {}
 	)
 	reg := NewRegistry(&Options{
 		Resolve: func(ctx context.Context, schema, value string) (RefMatches, error) {
 			return resolve(ctx, schema, value)
 		},
-		OnRecord: func(rec Record) { onRecord(rec) },
+		OnRecord: func(rec store.Record) { onRecord(rec) },
 	})
 	ok := func(context.Context, map[string]any, *Trace) (any, error) { return "ok", nil }
 	require.NoError(t, reg.Register(Action{Definition: Definition{ID: "t/ok",
@@ -268,11 +269,11 @@ func TestPanicsLeaveRegistryServing(t *testing.T) {
 	resolve = good
 	serving()
 
-	onRecord = func(Record) { panic("log bug") }
+	onRecord = func(store.Record) { panic("log bug") }
 	res, _, err := call3(reg, ctx, "t/ok", nil)
 	requireRefusal(t, err, codes.Internal)
 	assert.Nil(t, res, "the body ran, but the host's log failed: no result beside the error")
-	onRecord = func(Record) {}
+	onRecord = func(store.Record) {}
 	serving()
 }
 
@@ -640,7 +641,7 @@ func TestManifestMemberNamesAreExact(t *testing.T) {
 // internal refusal; the unit's own error is not one).
 func TestPlainErrorThroughAStore(t *testing.T) {
 	boom := errors.New("the body's own failure")
-	for name, store := range map[string]Store{"no store": nil, "run log": NewRunLog()} {
+	for name, store := range map[string]store.Store{"no store": nil, "run log": NewRunLog()} {
 		reg := NewRegistry(&Options{Store: store})
 		reg.MustRegister(New(Definition{ID: "a/b"}, func(context.Context, map[string]any, *Trace) (any, error) { return nil, boom }))
 		res, err := reg.Run(context.Background(), Call{Action: "a/b"})

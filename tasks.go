@@ -7,106 +7,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"sync"
 	"time"
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
-
-// TaskStatus is where a task stands (MCP Tasks extension, "Task
-// Status"): working, then one of the terminal statuses completed,
-// cancelled or failed. The extension's input_required is never set: the
-// registry asks nothing of a task's caller.
-type TaskStatus string
-
-// The statuses of a task.
-const (
-	TaskWorking TaskStatus = "working"
-	// TaskCompleted: the call ended with an answer, a value or a refusal
-	// whose transport is tool-result (an MCP result with isError).
-	TaskCompleted TaskStatus = "completed"
-	// TaskCancelled: the task was cancelled before the call ended;
-	// nothing it changed was kept (on a store with transactions).
-	TaskCancelled TaskStatus = "cancelled"
-	// TaskFailed: the call ended with a refusal whose transport is
-	// protocol (internal, output_invalid...): a JSON-RPC error in MCP.
-	TaskFailed TaskStatus = "failed"
-)
-
-// Terminal reports whether s is completed, cancelled or failed: a
-// terminal status is never changed again.
-func (s TaskStatus) Terminal() bool {
-	return s == TaskCompleted || s == TaskCancelled || s == TaskFailed
-}
-
-// Task is a call whose answer is deferred, as a [TaskStore] keeps it.
-// It holds no credential: the owner's principal only.
-type Task struct {
-	// ID is the task's id: 43 characters of base64url without padding,
-	// 256 bits from crypto/rand, unguessable.
-	ID string `json:"taskId"`
-	// Principal is the owner: the principal of the call's caller ("" for
-	// the host). Only the owner sees the task.
-	Principal string `json:"principal"`
-	// Action is the id of the action called.
-	Action string `json:"action"`
-	// Key is the call's idempotency key ("" for none), and Digest the
-	// hex SHA-256 of its parameters' canonical JSON (with a key only): a
-	// retry under the same key gets this task.
-	Key    string `json:"key,omitempty"`
-	Digest string `json:"digest,omitempty"`
-	// Status is where the task stands; Message says it for a person (the
-	// last progress report's message while working).
-	Status  TaskStatus `json:"status"`
-	Message string     `json:"statusMessage,omitempty"`
-	// Created and Updated are when the task was created and last changed.
-	Created time.Time `json:"createdAt"`
-	Updated time.Time `json:"lastUpdatedAt"`
-	// TTL is how long the task is kept, counted from Created; 0 keeps it
-	// until deleted. A task that is not terminal is kept whatever its TTL.
-	TTL time.Duration `json:"ttl,omitempty"`
-	// Answer is the call's answer once the task is completed or failed,
-	// as canonical JSON that a TaskStore keeps as it is ([Task.Result]
-	// reads it): a JSON object with the value's canonical JSON text
-	// ("value") or the refusal ("refusal"; for failed, always). Nil
-	// otherwise.
-	Answer json.RawMessage `json:"answer,omitempty"`
-}
-
-// Expired reports whether t, terminal, outlived its TTL at now. A task
-// still running never expires.
-func (t Task) Expired(now time.Time) bool {
-	return t.Status.Terminal() && t.TTL > 0 && !now.Before(t.Created.Add(t.TTL))
-}
-
-// TaskStore keeps tasks. [RunLog] and sqlstore.Store implement it; a
-// registry runs tasks only when its Store does. A TaskStore is safe for
-// concurrent use.
-type TaskStore interface {
-	// CreateTask keeps t, durably: once it returns, TaskByID finds t
-	// from any process sharing the store. When t.Key is set and a task
-	// of the same principal, action and key is kept and not expired at
-	// t.Created, it keeps nothing and returns that task with created
-	// false (the caller compares digests).
-	CreateTask(ctx context.Context, t Task) (kept Task, created bool, err error)
-	// TaskByID returns the task id, or [ErrTaskNotFound].
-	TaskByID(ctx context.Context, id string) (Task, error)
-	// EndTask moves the task id to the terminal status of end (with its
-	// Message, Answer and Updated) only if it is not terminal yet, and
-	// reports whether it did: a terminal status is never overwritten.
-	// Inside a unit of the store (ctx a unit's context) it writes in the
-	// unit's transaction, so that the status commits with the unit.
-	EndTask(ctx context.Context, id string, end Task) (bool, error)
-	// DeleteTask forgets the task id (no error when it is unknown).
-	DeleteTask(ctx context.Context, id string) error
-}
-
-// ErrTaskNotFound is the error of a task that does not exist, expired,
-// or belongs to another principal: the three are one answer.
-var ErrTaskNotFound = errors.New("actions: task not found")
 
 // TaskOptions are the options of one [Registry.Start].
 type TaskOptions struct {
@@ -155,8 +63,8 @@ func newTaskID() string {
 }
 
 // tasksOf returns the registry's task store, or an internal refusal.
-func tasksOf(s Store) (TaskStore, error) {
-	ts, ok := s.(TaskStore)
+func tasksOf(s store.Store) (store.TaskStore, error) {
+	ts, ok := s.(store.TaskStore)
 	if !ok || s == nil {
 		rf := internalRefusal("the host keeps no tasks", errNoTaskStore)
 		rf.Retry = codes.RetryNever
@@ -173,10 +81,10 @@ var errNoTaskStore = errors.New("actions: Options.Store does not keep tasks (giv
 // for a value or a refusal the caller acts on (tool-result), cancelled
 // for a call the task's cancellation ended, failed for a refusal whose
 // transport is protocol.
-func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task {
-	end := Task{Updated: now, Status: TaskCompleted}
+func endOf(v any, recs []store.Record, err error, cancelled bool, now time.Time) store.Task {
+	end := store.Task{Updated: now, Status: store.TaskCompleted}
 	if err != nil && cancelled && isCancel(err) {
-		end.Status, end.Message = TaskCancelled, "the task was cancelled"
+		end.Status, end.Message = store.TaskCancelled, "the task was cancelled"
 		return end
 	}
 	if err != nil && asRefusal(err) == nil {
@@ -190,7 +98,7 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 		cp.cause = nil
 		end.Answer = answerText(answer{Refusal: &cp})
 		if cp.Policy().Transport == codes.TransportProtocol {
-			end.Status, end.Message = TaskFailed, "the call failed"
+			end.Status, end.Message = store.TaskFailed, "the call failed"
 		}
 		return end
 	}
@@ -225,27 +133,27 @@ func endOf(v any, recs []Record, err error, cancelled bool, now time.Time) Task 
 // rate_limited...); invalid_parameters for a batch call or a malformed
 // key; idempotency_conflict; rate_limited when o.MaxRunning tasks of the
 // principal run in this process; internal when the Store keeps no tasks
-// ([TaskStore]) or fails, or ctx is nil.
-func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, error) {
+// ([store.TaskStore]) or fails, or ctx is nil.
+func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (store.Task, error) {
 	if ctx == nil {
-		return Task{}, nilContext()
+		return store.Task{}, nilContext()
 	}
 	if c.Batch != nil {
-		return Task{}, NewRefusal(codes.InvalidParameters, "a batch cannot run as a task")
+		return store.Task{}, NewRefusal(codes.InvalidParameters, "a batch cannot run as a task")
 	}
 	if c.Caller != nil && c.Caller.Principal == "" {
 		// Its empty principal is the host's: nobody but the host could
 		// read the task, and the caller would share it with the host.
 		rf := internalRefusal("a caller without identity cannot own a task", errAnonymousTask)
 		rf.Retry = codes.RetryNever
-		return Task{}, rf
+		return store.Task{}, rf
 	}
 	ts, err := tasksOf(r.opts.Store)
 	if err != nil {
-		return Task{}, err
+		return store.Task{}, err
 	}
 	now := r.gateOf().now()
-	t := Task{ID: newTaskID(), Action: c.Action, Status: TaskWorking, Created: now, Updated: now, TTL: o.TTL}
+	t := store.Task{ID: newTaskID(), Action: c.Action, Status: store.TaskWorking, Created: now, Updated: now, TTL: o.TTL}
 	switch {
 	case t.TTL == 0:
 		t.TTL = defaultTaskTTL
@@ -260,7 +168,7 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 		// No such action: refused and recorded as Run refuses it, with
 		// no task kept under a name nothing serves.
 		_, err := r.Run(ctx, c)
-		return Task{}, err
+		return store.Task{}, err
 	}
 	t.Action = reg.action.ID
 	// The gate decides before a task is kept (its rate counted once,
@@ -269,28 +177,28 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 	gated := &gateDecision{err: r.gateOf().check(ctx, &reg.action.Definition, c.Caller)}
 	if gated.err != nil {
 		_, err := r.run(ctx, c, gated)
-		return Task{}, err
+		return store.Task{}, err
 	}
 	if c.IdempotencyKey != "" {
 		if err := checkKey(c.IdempotencyKey); err != nil {
-			return Task{}, err
+			return store.Task{}, err
 		}
 		t.Key, t.Digest = c.IdempotencyKey, digestOf(r.givenParameters(c.Params))
 	}
 	run, err := r.reserveTask(t, o.MaxRunning)
 	if err != nil {
-		return Task{}, err
+		return store.Task{}, err
 	}
 	kept, created, err := ts.CreateTask(ctx, t)
 	if err != nil || !created {
 		r.dropTask(t.ID)
 	}
 	if err != nil {
-		return Task{}, storeFailure(err)
+		return store.Task{}, storeFailure(err)
 	}
 	if !created {
 		if kept.Digest != t.Digest {
-			return Task{}, keyConflict()
+			return store.Task{}, keyConflict()
 		}
 		return r.withProgress(kept), nil
 	}
@@ -301,7 +209,7 @@ func (r *Registry) Start(ctx context.Context, c Call, o TaskOptions) (Task, erro
 // reserveTask counts t among the running tasks of its principal, or
 // refuses it rate_limited when max of them run (see
 // TaskOptions.MaxRunning).
-func (r *Registry) reserveTask(t Task, max int) (*taskRun, error) {
+func (r *Registry) reserveTask(t store.Task, max int) (*taskRun, error) {
 	if max == 0 {
 		max = defaultMaxRunning
 	}
@@ -336,7 +244,7 @@ func (r *Registry) dropTask(id string) {
 }
 
 // runTask runs c for the task t in the background.
-func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, run *taskRun, gated *gateDecision) {
+func (r *Registry) runTask(ctx context.Context, ts store.TaskStore, t store.Task, c Call, run *taskRun, gated *gateDecision) {
 	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	r.tasks.mu.Lock()
 	run.cancel = cancel
@@ -379,7 +287,7 @@ func (r *Registry) runTask(ctx context.Context, ts TaskStore, t Task, c Call, ru
 // taskUnit is what a unit run for a task needs to end it.
 type taskUnit struct {
 	id        string
-	store     TaskStore
+	store     store.TaskStore
 	cancelled func() bool
 }
 
@@ -388,7 +296,7 @@ type taskUnit struct {
 // completes its task in its own transaction, at the time now reads (read
 // only then), or, when the task was ended meanwhile, commits nothing and
 // answers cancelled.
-func endInUnit(ctx context.Context, now func() time.Time, v any, u *Unit) {
+func endInUnit(ctx context.Context, now func() time.Time, v any, u *store.Unit) {
 	tu, _ := ctx.Value(taskKey{}).(*taskUnit)
 	if tu == nil || !u.Commit {
 		return
@@ -412,34 +320,34 @@ func endInUnit(ctx context.Context, now func() time.Time, v any, u *Unit) {
 // is terminal and past its TTL is deleted and not found. While the task
 // runs in this process, its Message is the last progress report's.
 //
-// Errors: [ErrTaskNotFound] (unknown, expired, or another principal's:
+// Errors: [store.ErrTaskNotFound] (unknown, expired, or another principal's:
 // one answer); internal when the Store keeps no tasks or fails.
-func (r *Registry) Task(ctx context.Context, id string, caller *identity.Caller) (Task, error) {
+func (r *Registry) Task(ctx context.Context, id string, caller *identity.Caller) (store.Task, error) {
 	ts, err := tasksOf(r.opts.Store)
 	if err != nil {
-		return Task{}, err
+		return store.Task{}, err
 	}
 	t, err := ts.TaskByID(ctx, id)
-	if errors.Is(err, ErrTaskNotFound) {
-		return Task{}, ErrTaskNotFound
+	if errors.Is(err, store.ErrTaskNotFound) {
+		return store.Task{}, store.ErrTaskNotFound
 	}
 	if err != nil {
-		return Task{}, storeFailure(err)
+		return store.Task{}, storeFailure(err)
 	}
 	if caller != nil && (caller.Principal == "" || caller.Principal != t.Principal) {
 		// An anonymous caller owns no task: "" is the host's principal.
-		return Task{}, ErrTaskNotFound
+		return store.Task{}, store.ErrTaskNotFound
 	}
 	if t.Expired(r.gateOf().now()) {
 		_ = ts.DeleteTask(ctx, id)
-		return Task{}, ErrTaskNotFound
+		return store.Task{}, store.ErrTaskNotFound
 	}
 	return r.withProgress(t), nil
 }
 
 // withProgress sets t's message to its last progress report when it
 // runs in this process.
-func (r *Registry) withProgress(t Task) Task {
+func (r *Registry) withProgress(t store.Task) store.Task {
 	if t.Status.Terminal() {
 		return t
 	}
@@ -478,7 +386,7 @@ func (r *Registry) CancelTask(ctx context.Context, id string, caller *identity.C
 		return nil // the run ends its task
 	}
 	ts, _ := tasksOf(r.opts.Store)
-	if _, err := ts.EndTask(ctx, id, Task{Status: TaskCancelled, Message: "the task was cancelled", Updated: r.gateOf().now()}); err != nil {
+	if _, err := ts.EndTask(ctx, id, store.Task{Status: store.TaskCancelled, Message: "the task was cancelled", Updated: r.gateOf().now()}); err != nil {
 		return storeFailure(err)
 	}
 	return nil
@@ -488,7 +396,7 @@ func (r *Registry) CancelTask(ctx context.Context, id string, caller *identity.C
 // have returned it: its value (Value, Text) or its refusal. A task that
 // has not ended has no answer: the error is then a refusal with code
 // in_progress.
-func TaskResult(t Task) (Result, error) {
+func TaskResult(t store.Task) (Result, error) {
 	if t.Answer == nil {
 		return Result{}, inProgress(time.Time{})
 	}

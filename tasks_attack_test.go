@@ -14,6 +14,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // countingLog is a RunLog that counts the tasks it was asked to keep.
@@ -22,7 +23,7 @@ type countingLog struct {
 	created atomic.Int32
 }
 
-func (l *countingLog) CreateTask(ctx context.Context, t actions.Task) (actions.Task, bool, error) {
+func (l *countingLog) CreateTask(ctx context.Context, t store.Task) (store.Task, bool, error) {
 	kept, created, err := l.RunLog.CreateTask(ctx, t)
 	if created {
 		l.created.Add(1)
@@ -39,8 +40,8 @@ func TestTaskGateRefusesBeforeATaskIsKept(t *testing.T) {
 	log := &countingLog{RunLog: actions.NewRunLog()}
 	var refused atomic.Int32
 	reg := actions.NewRegistry(&actions.Options{Store: log, Now: func() time.Time { return now }, Gate: &actions.GateOptions{Rate: 0.001, Burst: 1},
-		OnRecord: func(rec actions.Record) {
-			if rec.Entry.Outcome == actions.OutcomeRefused {
+		OnRecord: func(rec store.Record) {
+			if rec.Entry.Outcome == store.OutcomeRefused {
 				refused.Add(1)
 			}
 		}})
@@ -97,11 +98,11 @@ func TestTaskAnonymousCallerFindsNoTask(t *testing.T) {
 	require.NoError(t, err)
 	anon := &identity.Caller{Surface: identity.SurfaceMCP}
 	_, err = reg.Task(ctx, hosts.ID, anon)
-	assert.ErrorIs(t, err, actions.ErrTaskNotFound, "the host's task is not an anonymous caller's")
-	assert.ErrorIs(t, reg.CancelTask(ctx, hosts.ID, anon), actions.ErrTaskNotFound)
+	assert.ErrorIs(t, err, store.ErrTaskNotFound, "the host's task is not an anonymous caller's")
+	assert.ErrorIs(t, reg.CancelTask(ctx, hosts.ID, anon), store.ErrTaskNotFound)
 	got, err := reg.Task(ctx, hosts.ID, nil)
 	require.NoError(t, err)
-	assert.Equal(t, actions.TaskWorking, got.Status, "nor cancelled by one")
+	assert.Equal(t, store.TaskWorking, got.Status, "nor cancelled by one")
 
 	_, err = reg.Start(ctx, actions.Call{Action: "reports/build", Caller: anon}, actions.TaskOptions{})
 	assert.ErrorIs(t, err, codes.Internal, "a task needs an owner")
@@ -115,7 +116,7 @@ type cancellingLog struct {
 	caller *identity.Caller
 }
 
-func (l *cancellingLog) CreateTask(ctx context.Context, t actions.Task) (actions.Task, bool, error) {
+func (l *cancellingLog) CreateTask(ctx context.Context, t store.Task) (store.Task, bool, error) {
 	kept, created, err := l.RunLog.CreateTask(ctx, t)
 	if created {
 		if err := l.reg.CancelTask(ctx, t.ID, l.caller); err != nil {
@@ -132,8 +133,8 @@ func (l *cancellingLog) CreateTask(ctx context.Context, t actions.Task) (actions
 func TestTaskCancelledBeforeItsCallStarts(t *testing.T) {
 	ann := &identity.Caller{Principal: "ann", Surface: identity.SurfaceUI}
 	log := &cancellingLog{RunLog: actions.NewRunLog(), caller: ann}
-	recorded := make(chan actions.Record, 1)
-	reg := actions.NewRegistry(&actions.Options{Store: log, OnRecord: func(rec actions.Record) { recorded <- rec }})
+	recorded := make(chan store.Record, 1)
+	reg := actions.NewRegistry(&actions.Options{Store: log, OnRecord: func(rec store.Record) { recorded <- rec }})
 	log.reg = reg
 	var live atomic.Int32
 	reg.MustRegister(actions.New(actions.Definition{ID: "payments/send", Long: true},
@@ -151,7 +152,7 @@ func TestTaskCancelledBeforeItsCallStarts(t *testing.T) {
 	assert.Equal(t, codes.Cancelled, rec.Entry.Error)
 	got, err := reg.Task(ctx, task.ID, ann)
 	require.NoError(t, err)
-	assert.Equal(t, actions.TaskCancelled, got.Status)
+	assert.Equal(t, store.TaskCancelled, got.Status)
 }
 
 // The in-memory log does not keep ended, expired tasks without end: a
@@ -164,21 +165,21 @@ func TestRunLogForgetsExpiredTasks(t *testing.T) {
 	var old []string
 	for i := range 200 {
 		id := fmt.Sprintf("old-%d", i)
-		_, _, err := log.CreateTask(ctx, actions.Task{ID: id, Principal: "eve", Status: actions.TaskCompleted, Created: then, Updated: then, TTL: time.Minute})
+		_, _, err := log.CreateTask(ctx, store.Task{ID: id, Principal: "eve", Status: store.TaskCompleted, Created: then, Updated: then, TTL: time.Minute})
 		require.NoError(t, err)
 		old = append(old, id)
 	}
-	running := actions.Task{ID: "running", Principal: "ann", Status: actions.TaskWorking, Created: then, Updated: then, TTL: time.Minute}
+	running := store.Task{ID: "running", Principal: "ann", Status: store.TaskWorking, Created: then, Updated: then, TTL: time.Minute}
 	_, _, err := log.CreateTask(ctx, running)
 	require.NoError(t, err)
 	later := then.Add(time.Hour)
 	for i := range 400 {
-		_, _, err := log.CreateTask(ctx, actions.Task{ID: fmt.Sprintf("new-%d", i), Principal: "eve", Status: actions.TaskWorking, Created: later, Updated: later, TTL: time.Minute})
+		_, _, err := log.CreateTask(ctx, store.Task{ID: fmt.Sprintf("new-%d", i), Principal: "eve", Status: store.TaskWorking, Created: later, Updated: later, TTL: time.Minute})
 		require.NoError(t, err)
 	}
 	for _, id := range old {
 		_, err := log.TaskByID(ctx, id)
-		require.ErrorIs(t, err, actions.ErrTaskNotFound, "an ended task past its TTL is forgotten")
+		require.ErrorIs(t, err, store.ErrTaskNotFound, "an ended task past its TTL is forgotten")
 	}
 	_, err = log.TaskByID(ctx, "running")
 	assert.NoError(t, err, "a running task is kept whatever its TTL")

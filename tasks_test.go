@@ -12,6 +12,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // A principal's running tasks are bounded; another principal's are
@@ -37,7 +38,7 @@ func TestTaskMaxRunning(t *testing.T) {
 	require.Eventually(t, func() bool {
 		got, err := reg.Task(ctx, first.ID, ann)
 		require.NoError(t, err)
-		return got.Status == actions.TaskCompleted
+		return got.Status == store.TaskCompleted
 	}, 10*time.Second, time.Millisecond)
 	require.Eventually(t, func() bool {
 		_, err := reg.Start(ctx, actions.Call{Action: "reports/build", Caller: ann}, o)
@@ -50,18 +51,18 @@ func TestRunLogTaskTerminalStays(t *testing.T) {
 	log := actions.NewRunLog()
 	ctx := context.Background()
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	_, created, err := log.CreateTask(ctx, actions.Task{ID: "t", Status: actions.TaskWorking, Created: now, Updated: now})
+	_, created, err := log.CreateTask(ctx, store.Task{ID: "t", Status: store.TaskWorking, Created: now, Updated: now})
 	require.NoError(t, err)
 	require.True(t, created)
-	ok, err := log.EndTask(ctx, "t", actions.Task{Status: actions.TaskCompleted, Updated: now, Answer: json.RawMessage(`{"value":"1"}`)})
+	ok, err := log.EndTask(ctx, "t", store.Task{Status: store.TaskCompleted, Updated: now, Answer: json.RawMessage(`{"value":"1"}`)})
 	require.NoError(t, err)
 	assert.True(t, ok)
-	ok, err = log.EndTask(ctx, "t", actions.Task{Status: actions.TaskCancelled, Updated: now})
+	ok, err = log.EndTask(ctx, "t", store.Task{Status: store.TaskCancelled, Updated: now})
 	require.NoError(t, err)
 	assert.False(t, ok)
 	got, err := log.TaskByID(ctx, "t")
 	require.NoError(t, err)
-	assert.Equal(t, actions.TaskCompleted, got.Status)
+	assert.Equal(t, store.TaskCompleted, got.Status)
 	res, err := actions.TaskResult(got)
 	require.NoError(t, err)
 	assert.Equal(t, "1", res.Text)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 	"sync"
 	"time"
 )
@@ -25,11 +26,11 @@ type Trace struct {
 	progress *progress        // delivers Progress reports; nil drops them
 	// recorded are the steps a replay recorded for this call, whose
 	// values (Trace.Value) it gives back; nil on a live run.
-	recorded []RunStep
+	recorded []store.RunStep
 	now      func() time.Time // the registry's clock, for Trace.Now
 
 	mu       sync.Mutex
-	entry    RunEntry
+	entry    store.RunEntry
 	closing  bool           // the body returned: no new call or command
 	inflight sync.WaitGroup // nested calls started before closing
 	nested   []*Refusal     // refusals nested calls returned to the body
@@ -44,17 +45,17 @@ var errTraceClosed = errors.New("actions: the trace's call is over")
 // runs nothing: it records a refused step and returns an unknown_action
 // refusal.
 func NewTrace(action string) *Trace {
-	return &Trace{action: action, entry: RunEntry{Action: action, Steps: []RunStep{}}}
+	return &Trace{action: action, entry: store.RunEntry{Action: action, Steps: []store.RunStep{}}}
 }
 
 // Action returns the id of the action the trace records.
 func (t *Trace) Action() string { return t.action }
 
 // Steps returns a deep copy of the steps recorded so far, in order.
-func (t *Trace) Steps() []RunStep {
+func (t *Trace) Steps() []store.RunStep {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return cloneEntry(RunEntry{Steps: t.entry.Steps}).Steps
+	return cloneEntry(store.RunEntry{Steps: t.entry.Steps}).Steps
 }
 
 // Command records a command the body emitted, as emitted, with its result
@@ -68,7 +69,7 @@ func (t *Trace) Command(cmd, result any) error {
 	if err != nil {
 		return err
 	}
-	step := RunStep{Command: json.RawMessage(c)}
+	step := store.RunStep{Command: json.RawMessage(c)}
 	if result != nil {
 		r, err := exactText(result)
 		if err != nil {
@@ -128,7 +129,7 @@ func (t *Trace) call(ctx context.Context, id string, params any, asHost bool) (a
 		return nil, errTraceClosed
 	}
 	t.inflight.Add(1)
-	var recorded []RunStep // on replay, the steps of the nested call recorded here
+	var recorded []store.RunStep // on replay, the steps of the nested call recorded here
 	if i := len(t.entry.Steps); i < len(t.recorded) && t.recorded[i].Call != nil {
 		recorded = t.recorded[i].Call.Steps
 	}
@@ -137,17 +138,17 @@ func (t *Trace) call(ctx context.Context, id string, params any, asHost bool) (a
 
 	var (
 		result any
-		entry  RunEntry
+		entry  store.RunEntry
 		err    error
 	)
 	if t.runner == nil {
 		err = unknownAction()
-		entry = refusedEntry(RunEntry{Action: id, Parameters: "null", Steps: []RunStep{}}, err, "null")
+		entry = refusedEntry(store.RunEntry{Action: id, Parameters: "null", Steps: []store.RunStep{}}, err, "null")
 	} else {
 		result, entry, err = t.runner.nested(ctx, id, params, asHost, recorded)
 	}
 	t.mu.Lock()
-	t.entry.Steps = append(t.entry.Steps, RunStep{Call: &entry})
+	t.entry.Steps = append(t.entry.Steps, store.RunStep{Call: &entry})
 	if r := asRefusal(err); r != nil {
 		t.nested = append(t.nested, r)
 	}
@@ -158,7 +159,7 @@ func (t *Trace) call(ctx context.Context, id string, params any, asHost bool) (a
 // nestedRunner runs a call nested in the one a Trace records, through the
 // same registry and host, one level deeper.
 type nestedRunner interface {
-	nested(ctx context.Context, id string, params any, asHost bool, recorded []RunStep) (any, RunEntry, error)
+	nested(ctx context.Context, id string, params any, asHost bool, recorded []store.RunStep) (any, store.RunEntry, error)
 }
 
 // close ends the trace once its body returned: no new call or command is
@@ -175,7 +176,7 @@ func (t *Trace) close() {
 // waited for (they run within the same deadline, each on its own
 // goroutine, so they end with it), and the entry as recorded so far is
 // returned (a copy).
-func (t *Trace) abandon() RunEntry {
+func (t *Trace) abandon() store.RunEntry {
 	t.mu.Lock()
 	t.closing = true
 	t.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/actionreg/actions/internal/ijson"
+	"github.com/actionreg/actions/store"
 )
 
 // Value returns a value the body draws from outside its parameters, and
@@ -69,7 +70,7 @@ func (t *Trace) Value(name string, fn func() (any, error)) (any, error) {
 	if t.closing {
 		return nil, errTraceClosed
 	}
-	t.entry.Steps = append(t.entry.Steps, RunStep{Command: json.RawMessage(cmd), Result: text})
+	t.entry.Steps = append(t.entry.Steps, store.RunStep{Command: json.RawMessage(cmd), Result: text})
 	return v, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/store"
 )
 
 // typedFixture is one file of testdata/typed: cases of one kind.
@@ -209,7 +210,7 @@ func TestTypedDecode(t *testing.T) {
 			entry := res.Entry()
 			if c.Error != nil {
 				requireTypedRefusal(t, c.Error, err)
-				assert.Equal(t, OutcomeRefused, entry.Outcome)
+				assert.Equal(t, store.OutcomeRefused, entry.Outcome)
 				assert.Equal(t, string(c.Error.Code), string(entry.Error))
 				if c.Error.Code == codes.InvalidParameters && got == nil {
 					// A decoding refusal happens inside Run, before the
@@ -258,8 +259,8 @@ func TestTypedOutput(t *testing.T) {
 			} else {
 				a = gt.result(def, ret)
 			}
-			var seen []RunEntry
-			reg := NewRegistry(&Options{OnRecord: func(rec Record) { seen = append(seen, rec.Entry) }})
+			var seen []store.RunEntry
+			reg := NewRegistry(&Options{OnRecord: func(rec store.Record) { seen = append(seen, rec.Entry) }})
 			require.NoError(t, reg.Register(a))
 			res, err := reg.Run(context.Background(), Call{Action: "typed/case"})
 			result, entry := res.Value, res.Entry()
@@ -267,7 +268,7 @@ func TestTypedOutput(t *testing.T) {
 			if c.Error != nil {
 				requireTypedRefusal(t, c.Error, err)
 				assert.Nil(t, result, "a refused result never reaches the caller")
-				assert.Equal(t, OutcomeRefused, entry.Outcome)
+				assert.Equal(t, store.OutcomeRefused, entry.Outcome)
 				assert.Equal(t, string(c.Error.Code), string(entry.Error))
 				assert.Empty(t, entry.Result)
 				assert.NotContains(t, err.Error(), "SECRET", "a refusal never quotes the result")
@@ -284,7 +285,7 @@ func TestTypedOutput(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, OutcomeDone, entry.Outcome)
+			assert.Equal(t, store.OutcomeDone, entry.Outcome)
 			require.NotNil(t, c.Result, "give the expected result text")
 			assert.Equal(t, *c.Result, entry.Result)
 		})

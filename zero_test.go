@@ -10,6 +10,7 @@ import (
 
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // The zero value of every exported type either works or fails with a
@@ -28,8 +29,8 @@ func TestZeroRegistry(t *testing.T) {
 
 func TestZeroRunLog(t *testing.T) {
 	var log RunLog
-	recs, err := log.Atomic(context.Background(), func(context.Context) Unit {
-		return Unit{Records: []Record{{Entry: RunEntry{Action: "a/b", Parameters: "{}", Steps: []RunStep{}, Outcome: OutcomeDone}}}, Commit: true}
+	recs, err := log.Atomic(context.Background(), func(context.Context) store.Unit {
+		return store.Unit{Records: []store.Record{{Entry: store.RunEntry{Action: "a/b", Parameters: "{}", Steps: []store.RunStep{}, Outcome: store.OutcomeDone}}}, Commit: true}
 	})
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
@@ -39,10 +40,10 @@ func TestZeroRunLog(t *testing.T) {
 
 func TestZeroEntryWriter(t *testing.T) {
 	var w EntryWriter
-	w.Write(Record{})
+	w.Write(store.Record{})
 	assert.ErrorIs(t, w.Err(), errNoWriter, "a writer without an io.Writer says so")
 	var buf bytes.Buffer
-	NewEntryWriter(&buf).Write(Record{Entry: RunEntry{Action: "a/b", Steps: []RunStep{}}})
+	NewEntryWriter(&buf).Write(store.Record{Entry: store.RunEntry{Action: "a/b", Steps: []store.RunStep{}}})
 	assert.NotEmpty(t, buf.String())
 }
 
@@ -96,7 +97,7 @@ func TestZeroParameterSchema(t *testing.T) {
 
 func TestZeroValuesOfData(t *testing.T) {
 	// Types that are data: their methods read a zero value sensibly.
-	assert.Equal(t, RunEntry{}, Result{}.Entry())
+	assert.Equal(t, store.RunEntry{}, Result{}.Entry())
 	var c identity.Caller
 	assert.True(t, c.Can(""))
 	assert.False(t, c.Can("x"))
@@ -121,7 +122,7 @@ func TestZeroValuesOfData(t *testing.T) {
 }
 
 func TestZeroTask(t *testing.T) {
-	var task Task
+	var task store.Task
 	assert.False(t, task.Expired(task.Created), "a task that has not ended never expires")
 	_, err := TaskResult(task)
 	assert.ErrorIs(t, err, codes.InProgress, "no answer yet")

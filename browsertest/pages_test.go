@@ -24,6 +24,7 @@ import (
 	"github.com/actionreg/actions/internal/pagestest"
 	"github.com/actionreg/actions/pages"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // The browser tests drive Debian's chromium, headless, through chromedp.
@@ -532,7 +533,7 @@ func TestBrowserSupervisorConfirms(t *testing.T) {
 		tb.open("/ui/")
 		assert.NotContains(t, tb.text("main"), "Purge an aisle", "decided: gone from the list")
 
-		recs, err := f.Store.Read(context.Background(), sqlstore.Filter{PendingChange: id, Stages: []actions.Stage{actions.StageConfirmed}})
+		recs, err := f.Store.Read(context.Background(), sqlstore.Filter{PendingChange: id, Stages: []store.Stage{store.StageConfirmed}})
 		require.NoError(t, err)
 		require.Len(t, recs, 1)
 		assert.Equal(t, "boss", recs[0].Audit.Caller.Principal)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/portable"
+	"github.com/actionreg/actions/store"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -189,7 +190,7 @@ func batchSchema(names, ids []any, maxSteps int) map[string]any {
 // stepOutcome is one step's line in the batch tool's answer.
 type stepOutcome struct {
 	Call    string          `json:"call"`
-	Outcome actions.Outcome `json:"outcome"`
+	Outcome store.Outcome   `json:"outcome"`
 	Error   codes.Code      `json:"error,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
 }
@@ -213,7 +214,7 @@ type batchRefusal struct {
 // outcomes are the lines of the steps made, each with its result as the
 // registry gave it back (results[i], bounded where it had to be); for a
 // refused batch (results nil), the results its entries kept.
-func outcomes(entries []actions.RunEntry, results []any) []stepOutcome {
+func outcomes(entries []store.RunEntry, results []any) []stepOutcome {
 	out := make([]stepOutcome, len(entries))
 	for i, e := range entries {
 		out[i] = stepOutcome{Call: e.Action, Outcome: e.Outcome, Error: e.Error}
@@ -305,7 +306,7 @@ func (h *batchHandler) call(ctx context.Context, req *mcp.CallToolRequest) (res 
 
 // render answers a batch run or confirmed: its answer, or its refusal.
 func (h *batchHandler) render(ctx context.Context, result actions.Result, err error, _ string) (*mcp.CallToolResult, error) {
-	entries := make([]actions.RunEntry, len(result.Records))
+	entries := make([]store.RunEntry, len(result.Records))
 	for i, rec := range result.Records {
 		entries[i] = rec.Entry
 	}
@@ -339,8 +340,8 @@ func (h *batchHandler) render(ctx context.Context, result actions.Result, err er
 // the step at fault, and the outcome of the steps made. A refusal whose
 // transport is protocol (internal, a cancelled call) is answered as a
 // tool's is.
-func (h *batchHandler) batchRefused(ctx context.Context, err error, recs []actions.Record) (*mcp.CallToolResult, error) {
-	entries := make([]actions.RunEntry, len(recs))
+func (h *batchHandler) batchRefused(ctx context.Context, err error, recs []store.Record) (*mcp.CallToolResult, error) {
+	entries := make([]store.RunEntry, len(recs))
 	kept := len(recs) > 0
 	for i, rec := range recs {
 		entries[i] = rec.Entry

@@ -18,6 +18,7 @@ import (
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // txEnv gives each body the transaction of its unit (sqlstore.Tx).
@@ -299,8 +300,8 @@ func TestBatchHeldReceiptConfirmedByDecide(t *testing.T) {
 		assert.Equal(t, int32(1), h.discarded.Load())
 		require.Len(t, confirmed.Records, 2)
 		for i, rec := range confirmed.Records {
-			assert.Equal(t, actions.OutcomeDone, rec.Entry.Outcome, "step %d", i)
-			assert.Equal(t, actions.StageConfirmed, rec.Audit.Stage, "step %d", i)
+			assert.Equal(t, store.OutcomeDone, rec.Entry.Outcome, "step %d", i)
+			assert.Equal(t, store.StageConfirmed, rec.Audit.Stage, "step %d", i)
 			assert.Equal(t, out.Pending.ID, rec.Audit.PendingChange, "step %d", i)
 		}
 		assert.Equal(t, map[string]any{"discarded": "eggs"}, confirmed.Value, "the batch's result: its last step's")
@@ -337,7 +338,7 @@ func TestBatchHeldElicitation(t *testing.T) {
 				mu.Unlock()
 				assert.True(t, strings.HasPrefix(question, "Run the batch (run_batch) with {\"commands\":["), question)
 				assert.Contains(t, question, "The batch holds steps that need your confirmation: #1 Discard stock (shop-discard).")
-				held := h.recordsAt(actions.StageHeld)
+				held := h.recordsAt(store.StageHeld)
 				require.Len(t, held, 2, "held whole: a record per step")
 				change := held[0].Audit.PendingChange
 				require.NotEmpty(t, change)
@@ -351,7 +352,7 @@ func TestBatchHeldElicitation(t *testing.T) {
 					assert.Contains(t, textOf(t, res), "refused: rejected")
 					assert.Zero(t, h.restocked.Load(), "nothing runs")
 					assert.Zero(t, h.discarded.Load())
-					rejected := h.recordsAt(actions.StageRejected)
+					rejected := h.recordsAt(store.StageRejected)
 					require.Len(t, rejected, 2)
 					for _, rec := range rejected {
 						assert.Equal(t, codes.Rejected, rec.Entry.Error)
@@ -379,7 +380,7 @@ func TestBatchHeldElicitation(t *testing.T) {
 				assert.Equal(t, "done", out.Steps[0].Outcome)
 				assert.Equal(t, "shop/discard", out.Steps[1].Call)
 				assert.Equal(t, "done", out.Steps[1].Outcome)
-				confirmed := h.recordsAt(actions.StageConfirmed)
+				confirmed := h.recordsAt(store.StageConfirmed)
 				require.Len(t, confirmed, 2)
 				for _, rec := range confirmed {
 					assert.Equal(t, change, rec.Audit.PendingChange)

@@ -12,6 +12,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/store"
 )
 
 // benchSchema is the typical action of the root package's benchmarks
@@ -118,7 +119,7 @@ func BenchmarkToolCall(b *testing.B) {
 	})
 	b.Run("actions", func(b *testing.B) {
 		reg := actions.NewRegistry(&actions.Options{Gate: &actions.GateOptions{}, Resolve: benchResolve,
-			OnRecord: func(actions.Record) {}})
+			OnRecord: func(store.Record) {}})
 		reg.MustRegister(actions.Typed(
 			actions.Definition{ID: "supply/create_site", Parameters: benchSchema, Effect: actions.EffectWrite, Capability: "supply.write"},
 			func(_ context.Context, p benchIn, _ *actions.Trace) (benchOut, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/store"
 )
 
 func TestToolList(t *testing.T) {
@@ -218,8 +219,8 @@ func TestNestedRefusalIsNotTheClients(t *testing.T) {
 // could confirm it.
 func TestNoCallerIsAnonymous(t *testing.T) {
 	var held atomic.Int32
-	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) {
-		if rec.Audit.Stage == actions.StageHeld {
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec store.Record) {
+		if rec.Audit.Stage == store.StageHeld {
 			held.Add(1)
 		}
 	}})

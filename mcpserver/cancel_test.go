@@ -18,6 +18,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/store"
 )
 
 // TestAttackCancelLosesTheRace: the client cancels a call whose body then
@@ -38,7 +39,7 @@ func TestAttackCancelLosesTheRace(t *testing.T) {
 		line := awaitAnswer(t, lines, 5)
 		assert.Contains(t, line, "committed")
 		require.Len(t, entries(), 1)
-		assert.Equal(t, actions.OutcomeDone, entries()[0].Outcome)
+		assert.Equal(t, store.OutcomeDone, entries()[0].Outcome)
 	})
 	t.Run("http", func(t *testing.T) {
 		s, entries, started := committer(t)
@@ -63,7 +64,7 @@ func TestAttackCancelLosesTheRace(t *testing.T) {
 		}, eventually, 50*time.Millisecond)
 		assert.Contains(t, body, "committed", "the call that ran is answered")
 		require.Len(t, entries(), 1)
-		assert.Equal(t, actions.OutcomeDone, entries()[0].Outcome)
+		assert.Equal(t, store.OutcomeDone, entries()[0].Outcome)
 		shutdown(t, h)
 	})
 }
@@ -71,11 +72,11 @@ func TestAttackCancelLosesTheRace(t *testing.T) {
 // committer is a registry whose action commit/late finishes its work even
 // when its caller cancels: it waits for its context to be done, then
 // reports the work done (a commit that won the race with the cancel).
-func committer(t *testing.T) (*mcp.Server, func() []actions.RunEntry, chan struct{}) {
+func committer(t *testing.T) (*mcp.Server, func() []store.RunEntry, chan struct{}) {
 	t.Helper()
 	var mu sync.Mutex
-	var entries []actions.RunEntry
-	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) {
+	var entries []store.RunEntry
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec store.Record) {
 		mu.Lock()
 		entries = append(entries, rec.Entry)
 		mu.Unlock()
@@ -89,10 +90,10 @@ func committer(t *testing.T) (*mcp.Server, func() []actions.RunEntry, chan struc
 		}))
 	s := mcp.NewServer(&mcp.Implementation{Name: "committer", Version: "v0"}, nil)
 	require.NoError(t, mcpserver.AddTools(s, reg, nil))
-	return s, func() []actions.RunEntry {
+	return s, func() []store.RunEntry {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]actions.RunEntry(nil), entries...)
+		return append([]store.RunEntry(nil), entries...)
 	}, started
 }
 
@@ -156,7 +157,7 @@ func TestAttackStdioCancelOddities(t *testing.T) {
 	entries, _, _ := w.snapshot()
 	done := 0
 	for _, e := range entries {
-		if e.Outcome == actions.OutcomeDone {
+		if e.Outcome == store.OutcomeDone {
 			done++
 		}
 	}

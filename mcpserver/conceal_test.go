@@ -18,6 +18,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/store"
 )
 
 // TestForbiddenAnsweredAsUnknownBeforeHooks: a call of a
@@ -28,8 +29,8 @@ import (
 // with the host's code.
 func TestForbiddenAnsweredAsUnknownBeforeHooks(t *testing.T) {
 	release := make(chan struct{})
-	recorded := make(chan actions.Record, 1)
-	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) {
+	recorded := make(chan store.Record, 1)
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec store.Record) {
 		<-release
 		recorded <- rec
 	}})

@@ -23,6 +23,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/store"
 )
 
 // A client that accepts every elicitation by itself runs nothing that
@@ -237,7 +238,7 @@ func TestGateElicitationDeclineRunsNothing(t *testing.T) {
 			g.mu.Lock()
 			last := g.audits[len(g.audits)-1]
 			g.mu.Unlock()
-			assert.Equal(t, actions.StageRejected, last.Stage, "the change was rejected")
+			assert.Equal(t, store.StageRejected, last.Stage, "the change was rejected")
 			_, err = g.reg.Decide(context.Background(), actions.Decision{Change: last.PendingChange, Confirm: true,
 				Caller: &identity.Caller{Principal: "editor", Capabilities: capabilitiesOf["editor"], Surface: identity.SurfaceUI}})
 			assert.ErrorIs(t, err, codes.UnknownChange, "a rejected change is gone")
@@ -346,7 +347,7 @@ func TestConfirmRecheckedWhenThePersonAnswers(t *testing.T) {
 		assert.Greater(t, h.callers.Load(), builtWhenAsked, "the caller is built again when the person answers")
 		assert.Greater(t, builtWhenAsked, before)
 
-		held := h.recordsAt(actions.StageHeld)
+		held := h.recordsAt(store.StageHeld)
 		require.Len(t, held, 1)
 		change := held[0].Audit.PendingChange
 		h.mu.Lock()
@@ -429,6 +430,6 @@ func TestAnonymousNeedingConfirmationIsNeverAsked(t *testing.T) {
 		assert.Zero(t, asked.Load(), "never asked")
 		assert.Zero(t, h.restocked.Load())
 		assert.Zero(t, h.discarded.Load())
-		assert.Empty(t, h.recordsAt(actions.StageHeld), "nothing is held")
+		assert.Empty(t, h.recordsAt(store.StageHeld), "nothing is held")
 	})
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/store"
 )
 
 // eventually bounds how long a test waits for what must happen (a body
@@ -43,7 +44,7 @@ type waiter struct {
 	started chan struct{} // one value per wait/block body started
 
 	mu      sync.Mutex
-	entries []actions.RunEntry
+	entries []store.RunEntry
 	errs    []error
 	causes  []error
 	release chan struct{} // closed: wait/block bodies return "released"
@@ -52,7 +53,7 @@ type waiter struct {
 func newWaiter(t *testing.T) *waiter {
 	t.Helper()
 	w := &waiter{started: make(chan struct{}, 1000), release: make(chan struct{})}
-	w.reg = actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) {
+	w.reg = actions.NewRegistry(&actions.Options{OnRecord: func(rec store.Record) {
 		w.mu.Lock()
 		w.entries = append(w.entries, rec.Entry)
 		w.mu.Unlock()
@@ -102,10 +103,10 @@ func (w *waiter) server(t *testing.T, more ...func(*mcpserver.Options)) *mcp.Ser
 	return s
 }
 
-func (w *waiter) snapshot() (entries []actions.RunEntry, errs, causes []error) {
+func (w *waiter) snapshot() (entries []store.RunEntry, errs, causes []error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]actions.RunEntry(nil), w.entries...), append([]error(nil), w.errs...), append([]error(nil), w.causes...)
+	return append([]store.RunEntry(nil), w.entries...), append([]error(nil), w.errs...), append([]error(nil), w.causes...)
 }
 
 // awaitStart waits for a wait/block body to start.
@@ -129,7 +130,7 @@ func (w *waiter) awaitCancelled(t *testing.T, n int, cause error) {
 		entries, errs, causes := w.snapshot()
 		cancelledEntries := 0
 		for _, e := range entries {
-			if e.Action == "wait/block" && e.Outcome == actions.OutcomeRefused && e.Error == codes.Cancelled {
+			if e.Action == "wait/block" && e.Outcome == store.OutcomeRefused && e.Error == codes.Cancelled {
 				cancelledEntries++
 			}
 		}
@@ -369,7 +370,7 @@ type fixture struct {
 	wire    *lockedBuffer
 
 	mu      sync.Mutex
-	entries []actions.RunEntry
+	entries []store.RunEntry
 	errs    []error
 	callers int // calls of Options.Caller
 }
@@ -380,10 +381,10 @@ func (f *fixture) loggedErrors() []error {
 	return append([]error(nil), f.errs...)
 }
 
-func (f *fixture) runEntries() []actions.RunEntry {
+func (f *fixture) runEntries() []store.RunEntry {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]actions.RunEntry(nil), f.entries...)
+	return append([]store.RunEntry(nil), f.entries...)
 }
 
 // connect serves the test registry over in-memory transports and connects
@@ -392,7 +393,7 @@ func connect(t *testing.T, protocolVersion string) *fixture {
 	t.Helper()
 	f := &fixture{wire: &lockedBuffer{}}
 	// The registry's OnRecord sees each call's record once it is settled.
-	f.reg = testRegistry(t, &actions.Options{OnRecord: func(rec actions.Record) {
+	f.reg = testRegistry(t, &actions.Options{OnRecord: func(rec store.Record) {
 		f.mu.Lock()
 		f.entries = append(f.entries, rec.Entry)
 		f.mu.Unlock()
@@ -481,7 +482,7 @@ type gateShop struct {
 	discarded atomic.Int32
 	restocked atomic.Int32
 	mu        sync.Mutex
-	audits    []actions.Audit
+	audits    []store.Audit
 }
 
 func newGateShop(t *testing.T) *gateShop {
@@ -495,7 +496,7 @@ func newGateShopWith(t *testing.T, gate actions.GateOptions) *gateShop {
 	g := &gateShop{}
 	g.reg = actions.NewRegistry(&actions.Options{
 		Gate: &gate,
-		OnRecord: func(rec actions.Record) {
+		OnRecord: func(rec store.Record) {
 			g.mu.Lock()
 			g.audits = append(g.audits, rec.Audit)
 			g.mu.Unlock()
@@ -671,7 +672,7 @@ type heldShop struct {
 	discarded atomic.Int32
 
 	mu      sync.Mutex
-	records []actions.Record
+	records []store.Record
 }
 
 func newHeldShop(t *testing.T) *heldShop {
@@ -681,7 +682,7 @@ func newHeldShop(t *testing.T) *heldShop {
 	h.reg = actions.NewRegistry(&actions.Options{
 		// Its people may answer in their MCP client (elicitation).
 		Gate: &actions.GateOptions{DecideFrom: []identity.Surface{identity.SurfaceUI, identity.SurfaceMCP}},
-		OnRecord: func(rec actions.Record) {
+		OnRecord: func(rec store.Record) {
 			h.mu.Lock()
 			h.records = append(h.records, rec)
 			h.mu.Unlock()
@@ -727,10 +728,10 @@ func (h *heldShop) person() *identity.Caller {
 }
 
 // recordsAt returns the records made so far whose audit stage is stage.
-func (h *heldShop) recordsAt(stage actions.Stage) []actions.Record {
+func (h *heldShop) recordsAt(stage store.Stage) []store.Record {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []actions.Record
+	var out []store.Record
 	for _, rec := range h.records {
 		if rec.Audit.Stage == stage {
 			out = append(out, rec)

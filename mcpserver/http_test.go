@@ -20,6 +20,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/store"
 )
 
 // TestHTTPOrigin: a foreign Origin gets 403 and opens no session; the
@@ -260,7 +261,7 @@ func TestHTTPAbandonedSessions(t *testing.T) {
 func TestAttackSlowReader(t *testing.T) {
 	base := runtime.NumGoroutine()
 	var recorded atomic.Int32
-	reg := actions.NewRegistry(&actions.Options{OnRecord: func(actions.Record) { recorded.Add(1) }})
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(store.Record) { recorded.Add(1) }})
 	reg.MustRegister(actions.New(actions.Definition{ID: "big/blob", Effect: actions.EffectRead},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			return strings.Repeat("x", 32<<20), nil

@@ -23,6 +23,7 @@ import (
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // TestIdempotencyKeyMeta: a tools/call (and a batch) carrying the key in
@@ -159,7 +160,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // byte (the text and the structured content), on SQLite, PostgreSQL and
 // the in-memory run log.
 func TestKeyedBatchRetryGetsTheFirstAnswer(t *testing.T) {
-	check := func(t *testing.T, store actions.Store) {
+	check := func(t *testing.T, store store.Store) {
 		ctx := context.Background()
 		runs := 0
 		reg := actions.NewRegistry(&actions.Options{Store: store})

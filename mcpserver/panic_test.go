@@ -16,6 +16,7 @@ import (
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // stepPanics is an Observer whose End of the batch step at index step
@@ -28,7 +29,7 @@ func (o stepPanics) Start(ctx context.Context, op actions.Operation) (context.Co
 		return ctx, actions.Observation{}
 	}
 	return ctx, actions.Observation{End: func(actions.Result, error) {
-		var rec *actions.Record
+		var rec *store.Record
 		_ = rec.Entry.Action // nil pointer dereference
 	}}
 }
@@ -44,12 +45,12 @@ func TestBatchToolPanicKeepsTheRecords(t *testing.T) {
 		ctx := context.Background()
 		_, err := db.Exec("CREATE TABLE stock (item TEXT PRIMARY KEY, n BIGINT NOT NULL)")
 		require.NoError(t, err)
-		store, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Writers: 1})
+		st, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Writers: 1})
 		require.NoError(t, err)
-		require.NoError(t, store.Migrate(ctx))
-		var seen []actions.Record
-		reg := stockRegistry(t, db, &actions.Options{Store: store, Observer: stepPanics{step: 2},
-			OnRecord: func(r actions.Record) { seen = append(seen, r) }})
+		require.NoError(t, st.Migrate(ctx))
+		var seen []store.Record
+		reg := stockRegistry(t, db, &actions.Options{Store: st, Observer: stepPanics{step: 2},
+			OnRecord: func(r store.Record) { seen = append(seen, r) }})
 
 		server := mcp.NewServer(&mcp.Implementation{Name: "stock", Version: "v0.0.1"}, nil)
 		require.NoError(t, mcpserver.AddTools(server, reg, &mcpserver.Options{Batch: &mcpserver.BatchTool{}}))
@@ -73,7 +74,7 @@ func TestBatchToolPanicKeepsTheRecords(t *testing.T) {
 		var n int
 		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM stock").Scan(&n))
 		assert.Zero(t, n, "nothing of the batch is kept")
-		undone, err := store.Read(ctx, sqlstore.Filter{Kept: sqlstore.UndoneOnly})
+		undone, err := st.Read(ctx, sqlstore.Filter{Kept: sqlstore.UndoneOnly})
 		require.NoError(t, err)
 		require.Len(t, undone, 3, "every step made is recorded")
 		for i, r := range undone {
@@ -81,8 +82,8 @@ func TestBatchToolPanicKeepsTheRecords(t *testing.T) {
 			assert.Equal(t, "stock/add", r.Entry.Action, "step %d", i)
 			assert.Equal(t, i, r.Position, "step %d", i)
 		}
-		assert.Equal(t, actions.OutcomeDone, undone[1].Entry.Outcome)
-		assert.Equal(t, actions.OutcomeRefused, undone[2].Entry.Outcome)
+		assert.Equal(t, store.OutcomeDone, undone[1].Entry.Outcome)
+		assert.Equal(t, store.OutcomeRefused, undone[2].Entry.Outcome)
 		assert.Equal(t, codes.Internal, undone[2].Entry.Error)
 		assert.Len(t, seen, 3, "OnRecord heard of each")
 
@@ -105,10 +106,10 @@ func TestToolPanicKeepsTheRecord(t *testing.T) {
 		ctx := context.Background()
 		_, err := db.Exec("CREATE TABLE stock (item TEXT PRIMARY KEY, n BIGINT NOT NULL)")
 		require.NoError(t, err)
-		store, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Writers: 1})
+		st, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Writers: 1})
 		require.NoError(t, err)
-		require.NoError(t, store.Migrate(ctx))
-		reg := stockRegistry(t, db, &actions.Options{Store: store, Observer: stepPanics{step: -1}})
+		require.NoError(t, st.Migrate(ctx))
+		reg := stockRegistry(t, db, &actions.Options{Store: st, Observer: stepPanics{step: -1}})
 		server := mcp.NewServer(&mcp.Implementation{Name: "stock", Version: "v0.0.1"}, nil)
 		require.NoError(t, mcpserver.AddTools(server, reg, nil))
 		serverT, clientT := mcp.NewInMemoryTransports()
@@ -126,7 +127,7 @@ func TestToolPanicKeepsTheRecord(t *testing.T) {
 		var n int
 		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM stock").Scan(&n))
 		assert.Zero(t, n)
-		undone, err := store.Read(ctx, sqlstore.Filter{Kept: sqlstore.UndoneOnly})
+		undone, err := st.Read(ctx, sqlstore.Filter{Kept: sqlstore.UndoneOnly})
 		require.NoError(t, err)
 		require.Len(t, undone, 1)
 		assert.Equal(t, "stock/add", undone[0].Entry.Action)

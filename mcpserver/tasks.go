@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/store"
 )
 
 // The MCP Tasks extension (io.modelcontextprotocol/tasks, SEP-2663, as
@@ -95,7 +96,7 @@ type ackResult struct {
 // taskSlot is where a tools/call's handler leaves the task it started,
 // for the middleware to answer with.
 type taskSlot struct {
-	task *actions.Task
+	task *store.Task
 }
 
 type taskSlotKey struct{}
@@ -218,7 +219,7 @@ func (s *server) taskMethod(ctx context.Context, method string, req mcp.Request,
 	var err error
 	switch method {
 	case methodTaskGet:
-		var t actions.Task
+		var t store.Task
 		if t, err = s.r.Task(ctx, p.TaskID, caller); err == nil {
 			return s.detailed(ctx, t, byID), nil
 		}
@@ -229,7 +230,7 @@ func (s *server) taskMethod(ctx context.Context, method string, req mcp.Request,
 	case methodTaskCancel:
 		err = s.r.CancelTask(ctx, p.TaskID, caller)
 	}
-	if errors.Is(err, actions.ErrTaskNotFound) {
+	if errors.Is(err, store.ErrTaskNotFound) {
 		return nil, taskNotFound()
 	}
 	if err != nil {
@@ -246,7 +247,7 @@ func taskNotFound() error {
 }
 
 // taskAnswer is the task's common fields, with resultType kind.
-func (s *server) taskAnswer(t actions.Task, kind string) *taskResult {
+func (s *server) taskAnswer(t store.Task, kind string) *taskResult {
 	out := &taskResult{ResultType: kind, TaskID: t.ID, Status: string(t.Status), StatusMessage: t.Message,
 		CreatedAt: t.Created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: t.Updated.UTC().Format(time.RFC3339Nano),
 		PollIntervalMs: s.tasks().PollInterval.Milliseconds()}
@@ -260,9 +261,9 @@ func (s *server) taskAnswer(t actions.Task, kind string) *taskResult {
 // detailed is the GetTaskResult of t: its result inlined when completed
 // (the CallToolResult the tool would have answered), its JSON-RPC error
 // when failed.
-func (s *server) detailed(ctx context.Context, t actions.Task, byID map[string]*toolHandler) *taskResult {
+func (s *server) detailed(ctx context.Context, t store.Task, byID map[string]*toolHandler) *taskResult {
 	out := s.taskAnswer(t, "complete")
-	if t.Status != actions.TaskCompleted && t.Status != actions.TaskFailed {
+	if t.Status != store.TaskCompleted && t.Status != store.TaskFailed {
 		return out
 	}
 	h := byID[t.Action]
@@ -279,7 +280,7 @@ func (s *server) detailed(ctx context.Context, t actions.Task, byID map[string]*
 	var je *jsonrpc.Error
 	switch {
 	case errors.As(err, &je):
-		out.Status = string(actions.TaskFailed)
+		out.Status = string(store.TaskFailed)
 		out.Error = &taskError{Code: je.Code, Message: je.Message, Data: je.Data}
 	case ctr != nil:
 		out.Result = ctr

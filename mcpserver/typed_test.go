@@ -21,6 +21,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/store"
 )
 
 type quoteParams struct {
@@ -44,12 +45,12 @@ type sizeParams struct {
 type typedServer struct {
 	mu   sync.Mutex
 	errs []error
-	runs []actions.RunEntry
+	runs []store.RunEntry
 }
 
 func (ts *typedServer) connect(t *testing.T, version string) *mcp.ClientSession {
 	t.Helper()
-	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) {
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec store.Record) {
 		ts.mu.Lock()
 		ts.runs = append(ts.runs, rec.Entry)
 		ts.mu.Unlock()
@@ -201,7 +202,7 @@ func TestTypedTools(t *testing.T) {
 			assert.Equal(t, "type", r.Issues[0].Keyword)
 			entry := ts.runs[len(ts.runs)-1]
 			assert.Equal(t, "shop/broken", entry.Action)
-			assert.Equal(t, actions.OutcomeRefused, entry.Outcome)
+			assert.Equal(t, store.OutcomeRefused, entry.Outcome)
 			assert.Equal(t, "output_invalid", string(entry.Error))
 		})
 	}

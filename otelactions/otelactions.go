@@ -28,6 +28,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/store"
 )
 
 // ScopeName is the instrumentation scope of the tracer and meter.
@@ -266,7 +267,7 @@ func (o *Observer) describe(op actions.Operation) (string, []attribute.KeyValue)
 // records a tool execution's duration.
 func (o *Observer) end(span trace.Span, kind actions.OpKind, start time.Time, res actions.Result, err error) {
 	code := cut(errorType(res, err), MaxAttributeLength)
-	var rec actions.Record
+	var rec store.Record
 	if len(res.Records) > 0 {
 		rec = res.Records[len(res.Records)-1]
 	}
@@ -281,7 +282,7 @@ func (o *Observer) end(span trace.Span, kind actions.OpKind, start time.Time, re
 	case actions.OpUnit:
 		span.SetAttributes(AttrCommitted.Bool(committed(res, err)))
 	}
-	if rec.Audit.Stage == actions.StageHeld && rec.Audit.PendingChange != "" && kind != actions.OpDecide {
+	if rec.Audit.Stage == store.StageHeld && rec.Audit.PendingChange != "" && kind != actions.OpDecide {
 		span.AddEvent(EventHeld, trace.WithAttributes(AttrPendingChange.String(cut(rec.Audit.PendingChange, MaxAttributeLength))))
 	}
 	if code != "" {

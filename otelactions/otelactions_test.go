@@ -23,6 +23,7 @@ import (
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/otelactions"
+	"github.com/actionreg/actions/store"
 )
 
 // pipeline is a real SDK pipeline: spans into a recorder, metrics into a
@@ -95,7 +96,7 @@ const secret = "a-personal-value"
 
 var nameSchema = map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
 
-func registry(p *pipeline, store actions.Store) *actions.Registry {
+func registry(p *pipeline, store store.Store) *actions.Registry {
 	opts := &actions.Options{Store: store, ProgressInterval: -1}
 	if p.obs != nil {
 		opts.Observer = p.obs

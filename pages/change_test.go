@@ -9,6 +9,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/identity"
+	"github.com/actionreg/actions/store"
 )
 
 // A held batch's screen shows every step of the batch, each with its
@@ -44,9 +45,9 @@ func TestChangeOfPreviewedCall(t *testing.T) {
 		"supply/delete_actor":  {ID: "supply/delete_actor", Title: "Delete an actor", Effect: actions.EffectDelete, NeedsConfirmation: true},
 	}
 	pc := actions.PendingChange{ID: "c1", Action: "programs/run_program", Parameters: `{"program":"await supply.delete_actor({id: \"a1\"});"}`,
-		Preview: &actions.RunEntry{Action: "programs/run_program", Steps: []actions.RunStep{
+		Preview: &store.RunEntry{Action: "programs/run_program", Steps: []store.RunStep{
 			{Command: json.RawMessage(`{"value":"now"}`), Result: `"2026-12-02T00:00:00Z"`},
-			{Call: &actions.RunEntry{Action: "supply/delete_actor", Parameters: `{"id":"a1"}`, Outcome: actions.OutcomeDone}},
+			{Call: &store.RunEntry{Action: "supply/delete_actor", Parameters: `{"id":"a1"}`, Outcome: store.OutcomeDone}},
 		}}}
 	c := changeOf(pc, defs)
 	assert.False(t, c.Editable)

@@ -14,6 +14,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // What the pages show, read from the registry and its store. Every access
@@ -114,10 +115,10 @@ type record struct {
 	Origin     string
 	RolledBack bool
 	Audit      *audit // nil for none
-	Entry      actions.RunEntry
+	Entry      store.RunEntry
 	Text       string // the entry's canonical JSON as stored
 
-	raw actions.Record // what a replay runs
+	raw store.Record // what a replay runs
 }
 
 // audit is the audit record kept beside an entry.
@@ -255,7 +256,7 @@ func (h *Handler) whyUnknown(ctx context.Context, id string, c *identity.Caller)
 		return errNotFound
 	}
 	recs, err := h.store.Read(ctx, sqlstore.Filter{PendingChange: id, Principal: c.Principal,
-		Stages: []actions.Stage{actions.StageConfirmed, actions.StageRejected, actions.StageEdited}, Limit: 1})
+		Stages: []store.Stage{store.StageConfirmed, store.StageRejected, store.StageEdited}, Limit: 1})
 	if err == nil && len(recs) > 0 {
 		return errDecided
 	}
@@ -320,9 +321,9 @@ func (h *Handler) decide(ctx context.Context, id string, confirm bool, edit *str
 		a := res.Records[0].Audit
 		out.Edited, out.Held = true, errors.Is(err, codes.ConfirmationRequired)
 		out.Changes = diffMembers(a.Original, entry.Parameters)
-		out.Record = h.confirmation(ctx, id, actions.StageEdited)
+		out.Record = h.confirmation(ctx, id, store.StageEdited)
 	} else {
-		out.Record = h.confirmation(ctx, id, actions.StageConfirmed)
+		out.Record = h.confirmation(ctx, id, store.StageConfirmed)
 	}
 	if err != nil {
 		var r *actions.Refusal
@@ -331,7 +332,7 @@ func (h *Handler) decide(ctx context.Context, id string, confirm bool, edit *str
 		} else {
 			out.Code, out.Message = string(actions.CodeOf(err)), "the call failed"
 		}
-		out.Outcome = string(actions.OutcomeRefused)
+		out.Outcome = string(store.OutcomeRefused)
 	}
 	return out, nil
 }
@@ -339,8 +340,8 @@ func (h *Handler) decide(ctx context.Context, id string, confirm bool, edit *str
 // confirmation is the seq of the newest record of change id at stage
 // (confirmed, or edited), ""
 // when the log holds none.
-func (h *Handler) confirmation(ctx context.Context, id string, stage actions.Stage) string {
-	recs, err := h.store.Read(ctx, sqlstore.Filter{PendingChange: id, Stages: []actions.Stage{stage},
+func (h *Handler) confirmation(ctx context.Context, id string, stage store.Stage) string {
+	recs, err := h.store.Read(ctx, sqlstore.Filter{PendingChange: id, Stages: []store.Stage{stage},
 		Kept: sqlstore.KeptAndUndone, Newest: true, Limit: 1})
 	if err != nil || len(recs) == 0 {
 		return ""
@@ -350,7 +351,7 @@ func (h *Handler) confirmation(ctx context.Context, id string, stage actions.Sta
 
 // notHeldStages are the stages of a refused call that was not held: no
 // stage, or a confirmation the call then refused.
-var notHeldStages = []actions.Stage{"", actions.StageConfirmed}
+var notHeldStages = []store.Stage{"", store.StageConfirmed}
 
 // records reads one page of the log that q selects and c may read,
 // newest first, committed and rolled-back records alike.
@@ -370,15 +371,15 @@ func (h *Handler) records(ctx context.Context, q query, c *identity.Caller) (rec
 	switch q.Outcome {
 	case "":
 	case "done":
-		f.Outcome = actions.OutcomeDone
+		f.Outcome = store.OutcomeDone
 	case "refused":
-		f.Outcome, f.Stages, f.Code = actions.OutcomeRefused, notHeldStages, codes.Code(q.Code)
+		f.Outcome, f.Stages, f.Code = store.OutcomeRefused, notHeldStages, codes.Code(q.Code)
 	case "held":
-		f.Stages = []actions.Stage{actions.StageHeld}
+		f.Stages = []store.Stage{store.StageHeld}
 	case "confirmed":
-		f.Stages = []actions.Stage{actions.StageConfirmed}
+		f.Stages = []store.Stage{store.StageConfirmed}
 	case "rejected":
-		f.Stages = []actions.Stage{actions.StageRejected}
+		f.Stages = []store.Stage{store.StageRejected}
 	default:
 		return recordPage{}, fmt.Errorf("pages: unknown outcome filter %q", q.Outcome)
 	}
@@ -408,7 +409,7 @@ func (h *Handler) seesAll(c *identity.Caller) bool { return h.o.SeesAll != nil &
 func recordOf(r sqlstore.Record) record {
 	out := record{ID: strconv.FormatInt(r.Seq, 10), At: r.RecordedAt, Origin: r.Origin, RolledBack: r.RolledBack,
 		Entry: r.Entry, Text: r.Text, raw: r.Record}
-	if a := r.Audit; a != (actions.Audit{}) {
+	if a := r.Audit; a != (store.Audit{}) {
 		out.Audit = &audit{At: a.At, Alias: a.Alias, Code: string(a.Code), PendingChange: a.PendingChange}
 		if a.Caller != nil {
 			w := whoOf(a.Caller)

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/store"
 )
 
 // The pages, each a template under templates/ with the layout.
@@ -235,7 +235,7 @@ func (h *Handler) decidePost(w http.ResponseWriter, r *http.Request) {
 	case d.Held:
 		v.Kind = "held"
 		title = "Edited: it waits for another person"
-	case d.Outcome == string(actions.OutcomeDone):
+	case d.Outcome == string(store.OutcomeDone):
 		v.Kind = "done"
 		v.Result = (&tree{}).parse(d.Result)
 		title = "Done"
@@ -343,11 +343,11 @@ func (h *Handler) row(rec record) recordRow {
 		row.Outcome, row.Tone = "held", "held"
 	case e.Error == codes.Rejected:
 		row.Outcome, row.Tone = "rejected", ""
-	case rec.Audit != nil && rec.Audit.PendingChange != "" && e.Outcome == actions.OutcomeDone:
+	case rec.Audit != nil && rec.Audit.PendingChange != "" && e.Outcome == store.OutcomeDone:
 		row.Outcome, row.Tone = "confirmed · done", "ok"
 	case rec.Audit != nil && rec.Audit.PendingChange != "":
 		row.Outcome, row.Tone = "confirmed · refused: "+string(e.Error), "bad"
-	case e.Outcome == actions.OutcomeDone:
+	case e.Outcome == store.OutcomeDone:
 		row.Outcome, row.Tone = "done", "ok"
 	default:
 		row.Outcome, row.Tone = "refused: "+string(e.Error), "bad"
@@ -383,7 +383,7 @@ type recordView struct {
 	ReplayTok  string
 }
 
-func (h *Handler) entry(t *tree, e actions.RunEntry, depth int) *entryView {
+func (h *Handler) entry(t *tree, e store.RunEntry, depth int) *entryView {
 	v := &entryView{Action: e.Action, Params: t.parse(e.Parameters), Result: t.parse(e.Result), Error: string(e.Error)}
 	if depth > 64 {
 		return v

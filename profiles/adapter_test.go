@@ -17,6 +17,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/portable"
+	"github.com/actionreg/actions/store"
 )
 
 // orderSchema has an optional property with a default: a strict OpenAI
@@ -45,9 +46,9 @@ func TestNewUnknownProfile(t *testing.T) {
 // recorded under the name with its slash written %2F; another name with
 // a slash is recorded as it came.
 func TestRunToolCallIDAsName(t *testing.T) {
-	var seen []actions.Record
+	var seen []store.Record
 	ran := 0
-	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) { seen = append(seen, rec) }})
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec store.Record) { seen = append(seen, rec) }})
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/order", DeprecatedAliases: []string{"shop/buy"}, Parameters: orderSchema},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) { ran++; return "ok", nil }))
 	a, err := New(reg, OpenAIChat)
@@ -61,7 +62,7 @@ func TestRunToolCallIDAsName(t *testing.T) {
 		assert.Equal(t, codes.UnknownAction, actions.CodeOf(err), name)
 		require.Len(t, seen, 1, "%s: the refused call is recorded", name)
 		assert.Equal(t, recorded, seen[0].Entry.Action, name)
-		assert.Equal(t, actions.OutcomeRefused, seen[0].Entry.Outcome, name)
+		assert.Equal(t, store.OutcomeRefused, seen[0].Entry.Outcome, name)
 		assert.Equal(t, codes.UnknownAction, seen[0].Entry.Error, name)
 		assert.Equal(t, "call_1", seen[0].Audit.ToolCallID, name)
 		assert.Equal(t, recorded, res.Entry().Action, name)

@@ -23,6 +23,7 @@ import (
 	"github.com/actionreg/actions/internal/fixture"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/schema"
+	"github.com/actionreg/actions/store"
 )
 
 var updateProfiles = flag.Bool("update", false, "rewrite the golden files of testdata from the current export")
@@ -460,8 +461,8 @@ func decodeExact(t *testing.T, raw []byte) any {
 func echo(_ context.Context, p map[string]any, _ *actions.Trace) (any, error) { return p, nil }
 
 func TestRunToolCall(t *testing.T) {
-	var seen []actions.RunEntry
-	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec actions.Record) { seen = append(seen, rec.Entry) }})
+	var seen []store.RunEntry
+	reg := actions.NewRegistry(&actions.Options{OnRecord: func(rec store.Record) { seen = append(seen, rec.Entry) }})
 	require.NoError(t, reg.Register(actions.Action{Definition: actions.Definition{ID: "shop/order", Parameters: `{"type":"object",
 		"properties":{
 			"item":{"type":"string"},
@@ -483,7 +484,7 @@ func TestRunToolCall(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"item": "tea", "qty": json.Number("1"), "note": nil,
 		"ship": map[string]any{"fast": false}}, res.Value, "nulls of optional properties are left out, so defaults fill; a null the schema takes stays")
-	assert.Equal(t, actions.OutcomeDone, res.Entry().Outcome)
+	assert.Equal(t, store.OutcomeDone, res.Entry().Outcome)
 	assert.Len(t, seen, 1)
 
 	_, err = runToolCall(ctx, reg, Anthropic, tool("shop-order", `{"item":"tea","qty":null}`))
@@ -491,7 +492,7 @@ func TestRunToolCall(t *testing.T) {
 
 	res, err = runToolCall(ctx, reg, OpenAIChat, tool("shop-order", `{"item":`))
 	assert.ErrorIs(t, err, codes.InvalidParameters)
-	assert.Equal(t, actions.OutcomeRefused, res.Entry().Outcome)
+	assert.Equal(t, store.OutcomeRefused, res.Entry().Outcome)
 
 	seen = nil
 	res, err = runToolCall(ctx, reg, OpenAIChat, tool("nope", `{}`))

@@ -14,6 +14,7 @@ import (
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/programs"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // shopOn is a registry on a store in db, with a stock table its actions
@@ -174,7 +175,7 @@ func TestProgramConfirmedWhole(t *testing.T) {
 		fig := calls[0][1][len(`{"item":"`) : len(calls[0][1])-2]
 		assert.Equal(t, []string{fig, "plum"}, rows())
 		assert.False(t, res.Records[0].RolledBack)
-		assert.Equal(t, actions.StageConfirmed, res.Records[0].Audit.Stage)
+		assert.Equal(t, store.StageConfirmed, res.Records[0].Audit.Stage)
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/programs"
+	"github.com/actionreg/actions/store"
 )
 
 // run runs src as caller through the program action of reg bounded by
@@ -39,8 +40,8 @@ func runCtx(ctx context.Context, t testing.TB, reg *actions.Registry, caller *id
 }
 
 // calls are the entries of the calls a program's run made, in order.
-func calls(res actions.Result) []actions.RunEntry {
-	var out []actions.RunEntry
+func calls(res actions.Result) []store.RunEntry {
+	var out []store.RunEntry
 	for _, s := range res.Entry().Steps {
 		if s.Call != nil {
 			out = append(out, *s.Call)

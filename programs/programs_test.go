@@ -16,6 +16,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/programs"
+	"github.com/actionreg/actions/store"
 )
 
 // supply is a registry with a read that lists actors, a read of one
@@ -68,7 +69,7 @@ func TestProgramListsAndLoops(t *testing.T) {
 	require.Len(t, made, 4)
 	for i, want := range []string{"supply/list_actors", "supply/get_actor", "supply/get_actor", "supply/get_actor"} {
 		assert.Equal(t, want, made[i].Action)
-		assert.Equal(t, actions.OutcomeDone, made[i].Outcome)
+		assert.Equal(t, store.OutcomeDone, made[i].Outcome)
 	}
 	// The program is one call: one record, the caller's, its calls the
 	// entry's steps.
@@ -274,6 +275,6 @@ func TestProgramCallsCountTheCallersRate(t *testing.T) {
 	assert.ErrorIs(t, err, codes.RateLimited)
 	made := calls(res)
 	require.Len(t, made, 4, "a burst of three per caller and action: the fourth call is refused")
-	assert.Equal(t, actions.OutcomeDone, made[2].Outcome)
+	assert.Equal(t, store.OutcomeDone, made[2].Outcome)
 	assert.Equal(t, codes.RateLimited, made[3].Error)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // TestApproverDecidesInSQL: on both databases, ListAll returns every
@@ -110,13 +111,13 @@ func TestEditDecisionInSQL(t *testing.T) {
 		_, err = reg.Decide(ctx, actions.Decision{Change: first, Params: `{"n":2}`, Caller: boss})
 		require.NoError(t, err)
 		assert.Equal(t, int32(1), ran.Load())
-		recs, err := s.Read(ctx, sqlstore.Filter{PendingChange: first, Stages: []actions.Stage{actions.StageEdited}})
+		recs, err := s.Read(ctx, sqlstore.Filter{PendingChange: first, Stages: []store.Stage{store.StageEdited}})
 		require.NoError(t, err)
 		require.Len(t, recs, 1)
 		assert.Equal(t, `{"n":2,"why":"cleanup"}`, recs[0].Entry.Parameters)
 		assert.Equal(t, `{"n":1,"why":"cleanup"}`, recs[0].Audit.Original)
 		assert.Equal(t, "boss", recs[0].Audit.Caller.Principal)
-		assert.Equal(t, actions.OutcomeDone, recs[0].Entry.Outcome)
+		assert.Equal(t, store.OutcomeDone, recs[0].Entry.Outcome)
 
 		second := hold("t/purge")
 		_, err = reg.Decide(ctx, actions.Decision{Change: second, Params: `{"n":3}`, Caller: boss})
@@ -131,7 +132,7 @@ func TestEditDecisionInSQL(t *testing.T) {
 		recs, err = s.Read(ctx, sqlstore.Filter{PendingChange: next})
 		require.NoError(t, err)
 		require.Len(t, recs, 1)
-		assert.Equal(t, actions.StageHeld, recs[0].Audit.Stage)
+		assert.Equal(t, store.StageHeld, recs[0].Audit.Stage)
 		assert.Equal(t, second, recs[0].Audit.Replaces)
 		assert.Equal(t, int32(1), ran.Load())
 	})

@@ -12,15 +12,16 @@ import (
 	"github.com/actionreg/actions/internal/cpuclock"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // benchEntry is a typical entry: a write with one command, about 300
 // bytes of canonical JSON.
-var benchEntry = actions.RunEntry{
+var benchEntry = store.RunEntry{
 	Action:     "carbon/record_emissions",
 	Parameters: `{"actor":"act_6","co2_t":310.25,"period":"2024"}`,
-	Steps:      []actions.RunStep{{Command: []byte(`{"by":"batch","op":"upsert","schema":"emission","values":{"actor":"act_6","co2_t":310.25,"period":"2024"}}`)}},
-	Outcome:    actions.OutcomeDone,
+	Steps:      []store.RunStep{{Command: []byte(`{"by":"batch","op":"upsert","schema":"emission","values":{"actor":"act_6","co2_t":310.25,"period":"2024"}}`)}},
+	Outcome:    store.OutcomeDone,
 	Result:     `{"actor":"grenoble_plant","co2_t":310.25,"period":"2024"}`,
 }
 
@@ -48,7 +49,7 @@ func BenchmarkAppend(b *testing.B) {
 					}
 					wg.Go(func() {
 						for range n {
-							if err := s.Write(ctx, sqlstore.NewUnit(), actions.Record{Entry: benchEntry}); err != nil {
+							if err := s.Write(ctx, sqlstore.NewUnit(), store.Record{Entry: benchEntry}); err != nil {
 								b.Error(err)
 								return
 							}
@@ -65,7 +66,7 @@ func BenchmarkAppend(b *testing.B) {
 // benchRegistry has t/set, a write of one row, as a host's typical call,
 // its calls kept by store; txOf gives the body its transaction (nil: no
 // row is written).
-func benchRegistry(b *testing.B, db *dbtest.DB, store actions.Store, txOf func(context.Context) *sql.Tx) *actions.Registry {
+func benchRegistry(b *testing.B, db *dbtest.DB, store store.Store, txOf func(context.Context) *sql.Tx) *actions.Registry {
 	b.Helper()
 	reg := actions.NewRegistry(&actions.Options{Store: store})
 	reg.MustRegister(actions.New(actions.Definition{ID: "t/set",

@@ -16,6 +16,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // cancelAt says where a call of TestCancelledCallsReportWhatWasKept has
@@ -163,7 +164,7 @@ func TestCancelledCallsReportWhatWasKept(t *testing.T) {
 	})
 }
 
-func paramN(t *testing.T, e actions.RunEntry) int {
+func paramN(t *testing.T, e store.RunEntry) int {
 	t.Helper()
 	var p struct {
 		N int `json:"n"`

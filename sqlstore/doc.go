@@ -4,7 +4,7 @@
 // (modernc.org/sqlite and github.com/jackc/pgx/v5/stdlib are the ones
 // tested) and names its [Dialect].
 //
-// A *[Store] is a registry's [actions.Store]: pass it as
+// A *[Store] is a registry's [store.Store]: pass it as
 // actions.Options.Store, and its [Store.Pending] as the gate's
 // PendingStore. The life of a call, a batch or a decision
 // ([Store.Atomic]):

@@ -18,6 +18,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // A batch runs in one transaction with its entries: refused at its
@@ -34,17 +35,17 @@ func Example() {
 	if _, err := db.Exec("CREATE TABLE stock (item TEXT PRIMARY KEY, n INTEGER NOT NULL)"); err != nil {
 		panic(err)
 	}
-	store, err := sqlstore.New(db, sqlstore.SQLite, nil)
+	st, err := sqlstore.New(db, sqlstore.SQLite, nil)
 	if err != nil {
 		panic(err)
 	}
-	if err := store.Migrate(ctx); err != nil {
+	if err := st.Migrate(ctx); err != nil {
 		panic(err)
 	}
 
 	// The store runs each unit (a call, a batch, a decision) in one
 	// transaction with its records; a body finds it in its ctx.
-	reg := actions.NewRegistry(&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: store.Pending()}})
+	reg := actions.NewRegistry(&actions.Options{Store: st, Gate: &actions.GateOptions{Pending: st.Pending()}})
 	reg.MustRegister(actions.New(actions.Definition{ID: "stock/add",
 		Parameters: `{"type":"object","required":["item","n"],"properties":{"item":{"type":"string","minLength":1},"n":{"type":"integer"}}}`},
 		func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) {
@@ -65,7 +66,7 @@ func Example() {
 	var items int
 	_ = db.QueryRow("SELECT count(*) FROM stock").Scan(&items)
 	fmt.Println("items in stock:", items)
-	recs, err := store.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
+	recs, err := st.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
 	if err != nil {
 		panic(err)
 	}
@@ -105,20 +106,20 @@ func ExampleOpenSQLite() {
 	}
 	defer write.Close()
 	defer read.Close()
-	store, err := sqlstore.New(write, sqlstore.SQLite, &sqlstore.Options{Readers: read})
+	st, err := sqlstore.New(write, sqlstore.SQLite, &sqlstore.Options{Readers: read})
 	if err != nil {
 		panic(err)
 	}
-	if err := store.Migrate(ctx); err != nil {
+	if err := st.Migrate(ctx); err != nil {
 		panic(err)
 	}
-	reg := actions.NewRegistry(&actions.Options{Store: store})
+	reg := actions.NewRegistry(&actions.Options{Store: st})
 	reg.MustRegister(actions.New(actions.Definition{ID: "t/echo", Parameters: `{"type":"object"}`},
 		func(ctx context.Context, p map[string]any, _ *actions.Trace) (any, error) { return p, nil }))
 	if _, err := reg.Run(ctx, actions.Call{Action: "t/echo", Params: []byte(`{"a":1}`)}); err != nil {
 		panic(err)
 	}
-	recs, err := store.Read(ctx, sqlstore.Filter{}) // from the read pool
+	recs, err := st.Read(ctx, sqlstore.Filter{}) // from the read pool
 	if err != nil {
 		panic(err)
 	}
@@ -137,14 +138,14 @@ func ExampleFilter_stages() {
 	}
 	db.SetMaxOpenConns(1) // each connection to :memory: is a database of its own
 	defer db.Close()
-	store, err := sqlstore.New(db, sqlstore.SQLite, nil)
+	st, err := sqlstore.New(db, sqlstore.SQLite, nil)
 	if err != nil {
 		panic(err)
 	}
-	if err := store.Migrate(ctx); err != nil {
+	if err := st.Migrate(ctx); err != nil {
 		panic(err)
 	}
-	reg := actions.NewRegistry(&actions.Options{Store: store, Gate: &actions.GateOptions{Pending: store.Pending()}})
+	reg := actions.NewRegistry(&actions.Options{Store: st, Gate: &actions.GateOptions{Pending: st.Pending()}})
 	body := func(context.Context, map[string]any, *actions.Trace) (any, error) { return "ok", nil }
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "stock/count", Effect: actions.EffectRead, Parameters: `{"type":"object"}`}, body),
@@ -162,14 +163,14 @@ func ExampleFilter_stages() {
 		panic(err)
 	}
 
-	recs, err := store.Read(ctx, sqlstore.Filter{PendingChange: id, Newest: true})
+	recs, err := st.Read(ctx, sqlstore.Filter{PendingChange: id, Newest: true})
 	if err != nil {
 		panic(err)
 	}
 	for _, r := range recs {
 		fmt.Println(r.Seq, r.Entry.Action, r.Audit.Stage, r.Entry.Outcome)
 	}
-	recs, err = store.Read(ctx, sqlstore.Filter{Stages: []actions.Stage{""}})
+	recs, err = st.Read(ctx, sqlstore.Filter{Stages: []store.Stage{""}})
 	if err != nil {
 		panic(err)
 	}
@@ -193,38 +194,38 @@ func ExampleStore_SettleOrphans() {
 	}
 	db.SetMaxOpenConns(1)
 	defer db.Close()
-	store, err := sqlstore.New(db, sqlstore.SQLite, &sqlstore.Options{Origin: "replica-a"})
+	st, err := sqlstore.New(db, sqlstore.SQLite, &sqlstore.Options{Origin: "replica-a"})
 	if err != nil {
 		panic(err)
 	}
-	if err := store.Migrate(ctx); err != nil {
+	if err := st.Migrate(ctx); err != nil {
 		panic(err)
 	}
 	// What the replica kept before it was killed: a task still working,
 	// and the claim of a keyed call whose body was running.
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	_, _, err = store.CreateTask(ctx, actions.Task{ID: "t1", Principal: "ann", Action: "reports/build", Status: actions.TaskWorking, Created: now, Updated: now, TTL: time.Hour})
+	_, _, err = st.CreateTask(ctx, store.Task{ID: "t1", Principal: "ann", Action: "reports/build", Status: store.TaskWorking, Created: now, Updated: now, TTL: time.Hour})
 	if err != nil {
 		panic(err)
 	}
 	params := map[string]any{"amount": 8}
 	text, _ := actions.CanonicalJSON(params)
 	digest := sha256.Sum256(text)
-	_, err = store.ClaimKey(ctx, actions.KeyRecord{Principal: "ann", Action: "shop/charge", Key: "order-17",
+	_, err = st.ClaimKey(ctx, store.KeyRecord{Principal: "ann", Action: "shop/charge", Key: "order-17",
 		Digest: hex.EncodeToString(digest[:]), Expires: now.Add(24 * time.Hour), Unit: "claim:1"}, now)
 	if err != nil {
 		panic(err)
 	}
 
 	// At its next start, before it serves:
-	n, err := store.SettleOrphans(ctx, "replica-a", now.Add(time.Minute))
+	n, err := st.SettleOrphans(ctx, "replica-a", now.Add(time.Minute))
 	fmt.Println(n.Tasks, n.Claims, err)
-	t, _ := store.TaskByID(ctx, "t1")
+	t, _ := st.TaskByID(ctx, "t1")
 	_, why := actions.TaskResult(t)
 	fmt.Println(t.Status, actions.CodeOf(why))
 
 	// The client retries the keyed call: the body does not run again.
-	reg := actions.NewRegistry(&actions.Options{Store: store, Now: func() time.Time { return now.Add(time.Hour) }})
+	reg := actions.NewRegistry(&actions.Options{Store: st, Now: func() time.Time { return now.Add(time.Hour) }})
 	reg.MustRegister(actions.New(actions.Definition{ID: "shop/charge"},
 		func(context.Context, map[string]any, *actions.Trace) (any, error) {
 			fmt.Println("charged again")

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/store"
 )
 
 // keysTable holds the idempotency keys: one row per (principal, action,
@@ -35,7 +35,7 @@ const keysIndex = `CREATE INDEX IF NOT EXISTS actions_keys_expires ON actions_ke
 const keysOrigin = `ALTER TABLE actions_keys ADD COLUMN origin TEXT NOT NULL DEFAULT ''`
 
 // ClaimKey claims the key of claim for a unit about to run, as
-// [actions.KeyStore] says; with [Store.SettleKey] it makes *Store an
+// [store.KeyStore] says; with [Store.SettleKey] it makes *Store an
 // actions.KeyStore, shared by every replica of the database. It runs
 // one short transaction of its own (the driver's default isolation,
 // read committed on PostgreSQL), which commits before the unit begins,
@@ -49,14 +49,14 @@ const keysOrigin = `ALTER TABLE actions_keys ADD COLUMN origin TEXT NOT NULL DEF
 // write lock, which a running unit holds, so a retry there finds the
 // first call settled. Conflicts are retried as [Store.Atomic] retries
 // them.
-func (s *Store) ClaimKey(ctx context.Context, claim actions.KeyRecord, now time.Time) (*actions.KeyRecord, error) {
+func (s *Store) ClaimKey(ctx context.Context, claim store.KeyRecord, now time.Time) (*store.KeyRecord, error) {
 	if err := s.made(); err != nil {
 		return nil, err
 	}
 	if err := s.writers.enter(ctx); err != nil {
 		return nil, err
 	}
-	var found *actions.KeyRecord
+	var found *store.KeyRecord
 	err := s.retry(ctx, func(int) error {
 		found = nil
 		tx, err := s.db.BeginTx(ctx, nil)
@@ -79,7 +79,7 @@ func (s *Store) ClaimKey(ctx context.Context, claim actions.KeyRecord, now time.
 			return err
 		} else if n == 0 {
 			var (
-				row     = actions.KeyRecord{Principal: claim.Principal, Action: claim.Action, Key: claim.Key}
+				row     = store.KeyRecord{Principal: claim.Principal, Action: claim.Action, Key: claim.Key}
 				answer  string
 				expires int64
 			)
@@ -103,7 +103,7 @@ func (s *Store) ClaimKey(ctx context.Context, claim actions.KeyRecord, now time.
 	if err != nil {
 		return nil, err
 	}
-	found.Records = make([]actions.Record, len(rows))
+	found.Records = make([]store.Record, len(rows))
 	for i, r := range rows {
 		found.Records[i] = r.Record
 	}
@@ -112,13 +112,13 @@ func (s *Store) ClaimKey(ctx context.Context, claim actions.KeyRecord, now time.
 
 // SettleKey says, inside a unit of the store (ctx is the context
 // [Store.Atomic] gave fn), what the unit leaves under a key, as
-// [actions.KeyStore] says: done is written (an upsert, its unit the
+// [store.KeyStore] says: done is written (an upsert, its unit the
 // unit's id in the run log) in the unit's transaction just before it
 // commits, after the unit's records; undone, when the unit does not
 // commit, in the transaction that writes its rolled-back records. The
 // claim ClaimKey committed stays in between: no replica finds the key
 // free while the unit settles. Outside a unit it returns an error.
-func (s *Store) SettleKey(ctx context.Context, done, undone actions.KeyRecord) error {
+func (s *Store) SettleKey(ctx context.Context, done, undone store.KeyRecord) error {
 	u := unitOf(ctx)
 	if u == nil || u.settle.store != s {
 		return errors.New("sqlstore: SettleKey called outside a unit of the store")
@@ -132,7 +132,7 @@ func (s *Store) SettleKey(ctx context.Context, done, undone actions.KeyRecord) e
 type settlement struct {
 	store        *Store
 	set          bool
-	done, undone actions.KeyRecord
+	done, undone store.KeyRecord
 }
 
 // writeKey writes row in tx for unit: an upsert when it has an answer;
@@ -140,7 +140,7 @@ type settlement struct {
 // token names it alone: a claim answered meanwhile was answered by
 // SettleOrphans (a replica of the same origin), and is deleted too, as
 // no body of its unit started.
-func (s *Store) writeKey(ctx context.Context, tx *sql.Tx, unit string, row actions.KeyRecord) error {
+func (s *Store) writeKey(ctx context.Context, tx *sql.Tx, unit string, row store.KeyRecord) error {
 	if row.Answer == nil {
 		if row.Unit == "" {
 			return nil

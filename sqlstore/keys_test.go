@@ -22,6 +22,7 @@ import (
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // keyClock is a settable clock shared by the replicas of a test.
@@ -422,7 +423,7 @@ func TestKeyChild(t *testing.T) {
 	var runs atomic.Int64
 	rp := newKeyReplica(t, db, true, &keyClock{t: time.Unix(1e9, 0)}, &runs, nil)
 	// OnRecord runs once the unit committed, before Run answers.
-	reg := actions.NewRegistry(&actions.Options{Store: rp.s, OnRecord: func(actions.Record) {
+	reg := actions.NewRegistry(&actions.Options{Store: rp.s, OnRecord: func(store.Record) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal ends the process
 	}})
@@ -718,10 +719,10 @@ func TestKeyBatchRetryPassesTheRate(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, s.Migrate(context.Background()))
 		clock := &keyClock{t: time.Unix(1e9, 0)}
-		var recs []actions.Record
+		var recs []store.Record
 		var mu sync.Mutex
 		reg := actions.NewRegistry(&actions.Options{Store: s, Now: clock.now, Gate: &actions.GateOptions{Rate: 1, Burst: 4},
-			OnRecord: func(r actions.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
+			OnRecord: func(r store.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
 		var runs atomic.Int64
 		reg.MustRegister(actions.Action{Definition: actions.Definition{ID: "shop/pay", Parameters: `{"type":"object"}`},
 			Run: func(context.Context, map[string]any, *actions.Trace) (any, error) { return runs.Add(1), nil }})

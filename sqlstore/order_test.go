@@ -16,6 +16,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // TestOrderLocksReplaysInLogOrder runs, from 8 writers at read
@@ -197,14 +198,14 @@ func TestLockSharedAndClauses(t *testing.T) {
 			}
 			return ok
 		}
-		_, err := s.Atomic(ctx, func(ctx context.Context) actions.Unit {
+		_, err := s.Atomic(ctx, func(ctx context.Context) store.Unit {
 			require.NoError(t, sqlstore.LockShared(ctx, "report", "range"))
 			require.NoError(t, sqlstore.Lock(ctx, "row", "name"))
 			require.NoError(t, sqlstore.Lock(ctx))
 			if !pg {
 				assert.Empty(t, sqlstore.ForShare(ctx))
 				assert.Empty(t, sqlstore.ForUpdate(ctx))
-				return actions.Unit{Commit: true}
+				return store.Unit{Commit: true}
 			}
 			assert.Equal(t, " FOR SHARE", sqlstore.ForShare(ctx))
 			assert.Equal(t, " FOR UPDATE", sqlstore.ForUpdate(ctx))
@@ -213,7 +214,7 @@ func TestLockSharedAndClauses(t *testing.T) {
 			assert.False(t, try("pg_try_advisory_lock_shared", "row"), "shared beside exclusive")
 			assert.False(t, try("pg_try_advisory_lock", "range"), "the second key of LockShared")
 			assert.False(t, try("pg_try_advisory_lock_shared", "name"), "the second key of Lock")
-			return actions.Unit{Commit: true}
+			return store.Unit{Commit: true}
 		})
 		require.NoError(t, err)
 		if pg {

@@ -19,6 +19,7 @@ import (
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // TestSettleOrphansWhileSameOriginRuns: two live replicas share one
@@ -146,7 +147,7 @@ func TestSettledOrphanRetries(t *testing.T) {
 			text, err := actions.CanonicalJSON(c.v)
 			require.NoError(t, err)
 			sum := sha256.Sum256(text)
-			found, err := dead.ClaimKey(ctx, actions.KeyRecord{Principal: "ann", Action: c.action, Key: c.key,
+			found, err := dead.ClaimKey(ctx, store.KeyRecord{Principal: "ann", Action: c.action, Key: c.key,
 				Digest: hex.EncodeToString(sum[:]), Expires: clock.now().Add(time.Hour), Unit: "claim:" + c.key}, clock.now())
 			require.NoError(t, err)
 			require.Nil(t, found)
@@ -272,7 +273,7 @@ func TestRetriesRacingSettleOrphans(t *testing.T) {
 		require.NoError(t, err)
 		sum := sha256.Sum256(text)
 		dead := newStore(t, db, &sqlstore.Options{Origin: "replica-a"})
-		found, err := dead.ClaimKey(ctx, actions.KeyRecord{Principal: "ann", Action: "shop/charge", Key: "k",
+		found, err := dead.ClaimKey(ctx, store.KeyRecord{Principal: "ann", Action: "shop/charge", Key: "k",
 			Digest: hex.EncodeToString(sum[:]), Expires: clock.now().Add(time.Hour), Unit: "claim:k"}, clock.now())
 		require.NoError(t, err)
 		require.Nil(t, found)

@@ -20,6 +20,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // orphanChildEnv makes TestOrphanChild the child of
@@ -62,7 +63,7 @@ func TestKeyReplicaKilledWhileRunning(t *testing.T) {
 		live, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Origin: "replica-c"})
 		require.NoError(t, err)
 		require.NoError(t, live.Migrate(ctx))
-		liveClaim := actions.KeyRecord{Principal: "ann", Action: "shop/charge", Key: "live", Digest: "d",
+		liveClaim := store.KeyRecord{Principal: "ann", Action: "shop/charge", Key: "live", Digest: "d",
 			Expires: clock.now().Add(time.Hour), Unit: "claim:live"}
 		found, err := live.ClaimKey(ctx, liveClaim, clock.now())
 		require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // TestPendingChangesInSQL: a call needing confirmation is held in the
@@ -58,7 +59,7 @@ func TestPendingChangesInSQL(t *testing.T) {
 		assert.Equal(t, `{"n":1}`, pc.Parameters)
 		require.Len(t, res.Records, 1)
 		assert.False(t, res.Records[0].RolledBack, "a held call's unit commits")
-		assert.Equal(t, actions.StageHeld, res.Records[0].Audit.Stage)
+		assert.Equal(t, store.StageHeld, res.Records[0].Audit.Stage)
 		assert.Equal(t, id, res.Records[0].Audit.PendingChange)
 		before := dump(t, db)
 
@@ -83,11 +84,11 @@ func TestPendingChangesInSQL(t *testing.T) {
 		_, err = s.Pending().Get(ctx, id)
 		require.ErrorIs(t, err, actions.ErrNoPendingChange)
 
-		recs, err := s.Read(ctx, sqlstore.Filter{Outcome: actions.OutcomeDone})
+		recs, err := s.Read(ctx, sqlstore.Filter{Outcome: store.OutcomeDone})
 		require.NoError(t, err)
 		require.Len(t, recs, 1, "the confirmed call's entry, committed with it")
 		assert.Equal(t, id, recs[0].Audit.PendingChange)
-		assert.Equal(t, actions.StageConfirmed, recs[0].Audit.Stage)
+		assert.Equal(t, store.StageConfirmed, recs[0].Audit.Stage)
 		assert.Equal(t, "eve", recs[0].Audit.Caller.Principal)
 
 		// A rejection takes the change and runs nothing.
@@ -98,7 +99,7 @@ func TestPendingChangesInSQL(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, res.Records, 1)
 		assert.Equal(t, codes.Rejected, res.Records[0].Entry.Error)
-		assert.Equal(t, actions.StageRejected, res.Records[0].Audit.Stage)
+		assert.Equal(t, store.StageRejected, res.Records[0].Audit.Stage)
 		assert.False(t, res.Records[0].RolledBack, "the rejection is kept")
 		assert.Equal(t, before, dump(t, db))
 		assert.Equal(t, int32(1), ran.Load())

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // TestFiltersUseTheirIndexes: each filter the pages and the keys read
@@ -27,9 +27,9 @@ func TestFiltersUseTheirIndexes(t *testing.T) {
 		index string
 	}{
 		{"pending change", sqlstore.Filter{PendingChange: "pc_1"}, "actions_run_log_pending"},
-		{"pending change and stages", sqlstore.Filter{PendingChange: "pc_1", Stages: []actions.Stage{actions.StageConfirmed, actions.StageRejected}}, "actions_run_log_pending"},
-		{"held", sqlstore.Filter{Stages: []actions.Stage{actions.StageHeld}}, "actions_run_log_staged"},
-		{"refused", sqlstore.Filter{Outcome: actions.OutcomeRefused}, "actions_run_log_refused"},
+		{"pending change and stages", sqlstore.Filter{PendingChange: "pc_1", Stages: []store.Stage{store.StageConfirmed, store.StageRejected}}, "actions_run_log_pending"},
+		{"held", sqlstore.Filter{Stages: []store.Stage{store.StageHeld}}, "actions_run_log_staged"},
+		{"refused", sqlstore.Filter{Outcome: store.OutcomeRefused}, "actions_run_log_refused"},
 		{"action", sqlstore.Filter{Action: "t/set"}, "actions_run_log_action"},
 		{"principal", sqlstore.Filter{Principal: "ann"}, "actions_run_log_principal"},
 	}
@@ -149,10 +149,10 @@ func TestMigrateToPartialIndexes(t *testing.T) {
 			f    sqlstore.Filter
 			want []int64
 		}{
-			{sqlstore.Filter{Stages: []actions.Stage{actions.StageHeld}}, []int64{2, 3}},
+			{sqlstore.Filter{Stages: []store.Stage{store.StageHeld}}, []int64{2, 3}},
 			{sqlstore.Filter{PendingChange: confirmed}, []int64{2, 4}},
-			{sqlstore.Filter{Outcome: actions.OutcomeRefused, Newest: true}, []int64{5, 3, 2}},
-			{sqlstore.Filter{Outcome: actions.OutcomeDone}, []int64{1, 4}},
+			{sqlstore.Filter{Outcome: store.OutcomeRefused, Newest: true}, []int64{5, 3, 2}},
+			{sqlstore.Filter{Outcome: store.OutcomeDone}, []int64{1, 4}},
 		} {
 			recs, err := s.Read(ctx, c.f)
 			require.NoError(t, err)
@@ -177,7 +177,7 @@ func TestMigrateRebuildsTheLog(t *testing.T) {
 		require.NoError(t, s.MigrateTo(ctx, 8))
 		confirmed, _ := stageLog(t, s)
 		at = at.Add(time.Hour)
-		require.NoError(t, s.Write(ctx, sqlstore.NewUnit(), actions.Record{Entry: benchEntry}, actions.Record{Entry: benchEntry, RolledBack: true}))
+		require.NoError(t, s.Write(ctx, sqlstore.NewUnit(), store.Record{Entry: benchEntry}, store.Record{Entry: benchEntry, RolledBack: true}))
 		before, err := s.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
 		require.NoError(t, err)
 		require.Len(t, before, 7)
@@ -209,7 +209,7 @@ func TestMigrateRebuildsTheLog(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, before, after)
 
-		require.NoError(t, s.Write(ctx, sqlstore.NewUnit(), actions.Record{Entry: benchEntry}))
+		require.NoError(t, s.Write(ctx, sqlstore.NewUnit(), store.Record{Entry: benchEntry}))
 		last, err := s.Read(ctx, sqlstore.Filter{Newest: true, Limit: 1})
 		require.NoError(t, err)
 		require.Len(t, last, 1)

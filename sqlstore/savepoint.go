@@ -26,7 +26,7 @@ type spKey struct{}
 // nested calls of one unit ran concurrently.
 var errInterleaved = errors.New("sqlstore: nested calls of one unit ran concurrently: their writes cannot be undone apart")
 
-// Savepoint makes *Store an [actions.Savepointer]: it runs SAVEPOINT in
+// Savepoint makes *Store an [store.Savepointer]: it runs SAVEPOINT in
 // the transaction of the unit ctx belongs to, before a nested call, and
 // end runs ROLLBACK TO SAVEPOINT (undo) or RELEASE SAVEPOINT (keep),
 // both engines alike. On PostgreSQL, ROLLBACK TO SAVEPOINT also clears

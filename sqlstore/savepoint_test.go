@@ -10,6 +10,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // TestNestedCallSavepoint: a nested call is a savepoint of its unit: when
@@ -58,9 +59,9 @@ func TestNestedCallSavepoint(t *testing.T) {
 		require.NoError(t, err)
 		steps := res.Entry().Steps
 		require.Len(t, steps, 3)
-		assert.Equal(t, actions.OutcomeRefused, steps[0].Call.Outcome)
-		assert.Equal(t, actions.OutcomeRefused, steps[1].Call.Outcome)
-		assert.Equal(t, actions.OutcomeDone, steps[2].Call.Outcome)
+		assert.Equal(t, store.OutcomeRefused, steps[0].Call.Outcome)
+		assert.Equal(t, store.OutcomeRefused, steps[1].Call.Outcome)
+		assert.Equal(t, store.OutcomeDone, steps[2].Call.Outcome)
 		rows, err := db.Query("SELECT amount FROM charges ORDER BY amount")
 		require.NoError(t, err)
 		defer rows.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // stageLog writes a log with every stage: a plain call, two held calls,
@@ -70,18 +71,18 @@ func TestReadByStageAndPendingChange(t *testing.T) {
 			f    sqlstore.Filter
 			want []int64
 		}{
-			{"held", sqlstore.Filter{Stages: []actions.Stage{actions.StageHeld}}, []int64{2, 3}},
-			{"confirmed", sqlstore.Filter{Stages: []actions.Stage{actions.StageConfirmed}}, []int64{4}},
-			{"rejected", sqlstore.Filter{Stages: []actions.Stage{actions.StageRejected}}, []int64{5}},
-			{"no stage", sqlstore.Filter{Stages: []actions.Stage{""}}, []int64{1}},
-			{"no stage or confirmed", sqlstore.Filter{Stages: []actions.Stage{"", actions.StageConfirmed}}, []int64{1, 4}},
-			{"empty list: any stage", sqlstore.Filter{Stages: []actions.Stage{}}, []int64{1, 2, 3, 4, 5}},
-			{"refused, not held", sqlstore.Filter{Outcome: actions.OutcomeRefused, Stages: []actions.Stage{"", actions.StageConfirmed, actions.StageRejected}}, []int64{5}},
+			{"held", sqlstore.Filter{Stages: []store.Stage{store.StageHeld}}, []int64{2, 3}},
+			{"confirmed", sqlstore.Filter{Stages: []store.Stage{store.StageConfirmed}}, []int64{4}},
+			{"rejected", sqlstore.Filter{Stages: []store.Stage{store.StageRejected}}, []int64{5}},
+			{"no stage", sqlstore.Filter{Stages: []store.Stage{""}}, []int64{1}},
+			{"no stage or confirmed", sqlstore.Filter{Stages: []store.Stage{"", store.StageConfirmed}}, []int64{1, 4}},
+			{"empty list: any stage", sqlstore.Filter{Stages: []store.Stage{}}, []int64{1, 2, 3, 4, 5}},
+			{"refused, not held", sqlstore.Filter{Outcome: store.OutcomeRefused, Stages: []store.Stage{"", store.StageConfirmed, store.StageRejected}}, []int64{5}},
 			{"change confirmed", sqlstore.Filter{PendingChange: confirmed}, []int64{2, 4}},
 			{"change rejected", sqlstore.Filter{PendingChange: rejected}, []int64{3, 5}},
-			{"change's decision", sqlstore.Filter{PendingChange: confirmed, Stages: []actions.Stage{actions.StageConfirmed, actions.StageRejected}}, []int64{4}},
+			{"change's decision", sqlstore.Filter{PendingChange: confirmed, Stages: []store.Stage{store.StageConfirmed, store.StageRejected}}, []int64{4}},
 			{"newest first", sqlstore.Filter{PendingChange: rejected, Newest: true, Limit: 1}, []int64{5}},
-			{"before, newest first", sqlstore.Filter{Stages: []actions.Stage{actions.StageHeld}, Before: 3, Newest: true}, []int64{2}},
+			{"before, newest first", sqlstore.Filter{Stages: []store.Stage{store.StageHeld}, Before: 3, Newest: true}, []int64{2}},
 			{"by code", sqlstore.Filter{Code: codes.ConfirmationRequired, Newest: true}, []int64{3, 2}},
 			{"unknown change", sqlstore.Filter{PendingChange: "0123456789abcdef0123456789abcdef"}, []int64{}},
 		} {
@@ -120,8 +121,8 @@ func TestMigrateFillsTheStage(t *testing.T) {
 			require.NoError(t, err, q)
 		}
 		require.NoError(t, s.Migrate(ctx))
-		for stage, want := range map[actions.Stage][]int64{"": {1}, actions.StageHeld: {2, 3}, actions.StageConfirmed: {4}, actions.StageRejected: {5}} {
-			recs, err := s.Read(ctx, sqlstore.Filter{Stages: []actions.Stage{stage}})
+		for stage, want := range map[store.Stage][]int64{"": {1}, store.StageHeld: {2, 3}, store.StageConfirmed: {4}, store.StageRejected: {5}} {
+			recs, err := s.Read(ctx, sqlstore.Filter{Stages: []store.Stage{stage}})
 			require.NoError(t, err)
 			assert.Equal(t, want, seqs(recs), "stage %q", stage)
 		}

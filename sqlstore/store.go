@@ -17,6 +17,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/codes"
+	"github.com/actionreg/actions/store"
 )
 
 // Dialect names the SQL a database speaks. The store writes each query in
@@ -190,7 +191,7 @@ func (s *Store) Dialect() Dialect { return s.dialect }
 // Record is one row of the run log: the registry's record (entry, audit,
 // rolled back or not) and what the store keeps beside it.
 type Record struct {
-	actions.Record
+	store.Record
 	// Seq is the record's place in the log, given by the store: it grows
 	// in the order records were committed (see docs/database.md).
 	Seq int64
@@ -227,18 +228,18 @@ func NewUnit() string {
 }
 
 // check refuses a record the log could not place.
-func check(unit string, r *actions.Record) error {
+func check(unit string, r *store.Record) error {
 	switch {
 	case unit == "":
 		return errors.New("sqlstore: no unit")
-	case r.Entry.Outcome != actions.OutcomeDone && r.Entry.Outcome != actions.OutcomeRefused:
+	case r.Entry.Outcome != store.OutcomeDone && r.Entry.Outcome != store.OutcomeRefused:
 		return errors.New("sqlstore: the entry's outcome is neither done nor refused")
 	}
 	return nil
 }
 
 // auditColumns are the audit's text and the columns drawn from it.
-func auditColumns(a *actions.Audit) (text, principal, surface, pending string, err error) {
+func auditColumns(a *store.Audit) (text, principal, surface, pending string, err error) {
 	b, err := actions.CanonicalJSON(a)
 	if err != nil {
 		return "", "", "", "", fmt.Errorf("sqlstore: audit: %w", err)
@@ -265,7 +266,7 @@ func ownText(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)
 // outcome is neither done nor refused, an entry or audit without
 // canonical JSON form. Then a unit and position already in the log (the
 // unique key), or the database's.
-func (s *Store) Append(ctx context.Context, tx *sql.Tx, unit string, recs ...actions.Record) error {
+func (s *Store) Append(ctx context.Context, tx *sql.Tx, unit string, recs ...store.Record) error {
 	if err := s.made(); err != nil {
 		return err
 	}
@@ -278,7 +279,7 @@ func (s *Store) Append(ctx context.Context, tx *sql.Tx, unit string, recs ...act
 // time in memory: docs/performance.md). It is prepared by Migrate, not
 // here: preparing on the database takes a connection, which a pool of
 // one (SQLite's writer) has lent to tx.
-func (s *Store) append(ctx context.Context, tx *sql.Tx, own bool, unit string, recs ...actions.Record) error {
+func (s *Store) append(ctx context.Context, tx *sql.Tx, own bool, unit string, recs ...store.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -350,17 +351,17 @@ func isPlain(args []any) bool {
 
 // outcomeArg is the outcome column's bound value, boxed once: check has
 // let only done and refused through.
-func outcomeArg(o actions.Outcome) any {
-	if o == actions.OutcomeRefused {
-		return string(actions.OutcomeRefused)
+func outcomeArg(o store.Outcome) any {
+	if o == store.OutcomeRefused {
+		return string(store.OutcomeRefused)
 	}
-	return string(actions.OutcomeDone)
+	return string(store.OutcomeDone)
 }
 
 // Write appends the records of one unit in a transaction of their own,
 // retried on conflicts like a unit's, in the writers' queue
 // (Options.Writers) as a unit.
-func (s *Store) Write(ctx context.Context, unit string, recs ...actions.Record) error {
+func (s *Store) Write(ctx context.Context, unit string, recs ...store.Record) error {
 	if err := s.made(); err != nil {
 		return err
 	}
@@ -372,13 +373,13 @@ func (s *Store) Write(ctx context.Context, unit string, recs ...actions.Record) 
 }
 
 // write is Write for a caller that holds its slot in the queue.
-func (s *Store) write(ctx context.Context, unit string, recs ...actions.Record) error {
+func (s *Store) write(ctx context.Context, unit string, recs ...store.Record) error {
 	return s.writeWith(ctx, unit, nil, recs...)
 }
 
 // writeWith is write, running extra (when not nil) in the same
 // transaction after the records are appended.
-func (s *Store) writeWith(ctx context.Context, unit string, extra func(ctx context.Context, tx *sql.Tx) error, recs ...actions.Record) error {
+func (s *Store) writeWith(ctx context.Context, unit string, extra func(ctx context.Context, tx *sql.Tx) error, recs ...store.Record) error {
 	return s.retry(ctx, func(int) error {
 		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: s.opts.Isolation})
 		if err != nil {
@@ -482,7 +483,7 @@ type Filter struct {
 	// Action keeps the entries of this action id.
 	Action string
 	// Outcome keeps the entries with this outcome (done or refused).
-	Outcome actions.Outcome
+	Outcome store.Outcome
 	// Since and Until keep records written at or after Since and before
 	// Until.
 	Since, Until time.Time
@@ -504,7 +505,7 @@ type Filter struct {
 	// held for confirmation (actions.StageHeld), confirmed or rejected.
 	// An empty stage in the list stands for the calls that touched no
 	// pending change. Nil or empty: any stage.
-	Stages []actions.Stage
+	Stages []store.Stage
 	// PendingChange keeps the records of the calls that were held as,
 	// confirmed or rejected this pending change (Audit.PendingChange).
 	PendingChange string
@@ -577,7 +578,7 @@ func (f Filter) where(param func(int) string) (string, []any) {
 		v    any
 	}{
 		{f.Action != "", "action = ?", f.Action},
-		{f.Outcome != "" && f.Outcome != actions.OutcomeRefused, "outcome = ?", string(f.Outcome)},
+		{f.Outcome != "" && f.Outcome != store.OutcomeRefused, "outcome = ?", string(f.Outcome)},
 		{f.Code != "", "error = ?", string(f.Code)},
 		{!f.Since.IsZero(), "recorded_at >= ?", f.Since.UnixMicro()},
 		{!f.Until.IsZero(), "recorded_at < ?", f.Until.UnixMicro()},
@@ -596,7 +597,7 @@ func (f Filter) where(param func(int) string) (string, []any) {
 	}
 	// The partial indexes' own conditions, written out so that the
 	// database may use them: a bound value proves nothing.
-	if f.Outcome == actions.OutcomeRefused {
+	if f.Outcome == store.OutcomeRefused {
 		conds = append(conds, "outcome = 'refused'")
 	}
 	if f.PendingChange != "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // newStore opens a migrated store on db.
@@ -61,12 +62,12 @@ func TestMigrateIsIdempotent(t *testing.T) {
 // runFixtureEntries are the expected entries of every run fixture: texts
 // with every kind of content an entry holds (nested steps, commands,
 // unicode member names, big numbers, refusals).
-func runFixtureEntries(t *testing.T) []actions.RunEntry {
+func runFixtureEntries(t *testing.T) []store.RunEntry {
 	t.Helper()
 	files, err := filepath.Glob("../testdata/runs/*.json")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	var out []actions.RunEntry
+	var out []store.RunEntry
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
@@ -79,7 +80,7 @@ func runFixtureEntries(t *testing.T) []actions.RunEntry {
 		if len(fx.Expect.Entry) == 0 {
 			continue
 		}
-		var e actions.RunEntry
+		var e store.RunEntry
 		require.NoError(t, json.Unmarshal(fx.Expect.Entry, &e), f)
 		out = append(out, e)
 	}
@@ -95,9 +96,9 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 		units := make([]string, len(entries))
 		for i, e := range entries {
 			units[i] = sqlstore.NewUnit()
-			rec := actions.Record{Entry: e, RolledBack: i%5 == 4,
-				Audit: actions.Audit{At: clock, Caller: &identity.Caller{Principal: "p" + itoa(i%3), Surface: identity.SurfaceMCP}, PendingChange: "c" + itoa(i),
-					Stage: actions.StageConfirmed, Batch: i%2 == 1, ToolCallID: "call_" + itoa(i)}}
+			rec := store.Record{Entry: e, RolledBack: i%5 == 4,
+				Audit: store.Audit{At: clock, Caller: &identity.Caller{Principal: "p" + itoa(i%3), Surface: identity.SurfaceMCP}, PendingChange: "c" + itoa(i),
+					Stage: store.StageConfirmed, Batch: i%2 == 1, ToolCallID: "call_" + itoa(i)}}
 			require.NoError(t, s.Write(ctx, units[i], rec))
 		}
 		all, err := s.Read(ctx, sqlstore.Filter{Kept: sqlstore.KeptAndUndone})
@@ -116,7 +117,7 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 			require.NotNil(t, r.Audit.Caller)
 			assert.Equal(t, "p"+itoa(i%3), r.Audit.Caller.Principal)
 			assert.Equal(t, "c"+itoa(i), r.Audit.PendingChange)
-			assert.Equal(t, actions.StageConfirmed, r.Audit.Stage)
+			assert.Equal(t, store.StageConfirmed, r.Audit.Stage)
 			assert.Equal(t, i%2 == 1, r.Audit.Batch)
 			assert.Equal(t, "call_"+itoa(i), r.Audit.ToolCallID)
 			assert.Equal(t, "tester", r.Origin)
@@ -148,8 +149,8 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 		check("committed by default", sqlstore.Filter{}, func(_ int, r sqlstore.Record) bool { return committed(r) })
 		check("rolled back", sqlstore.Filter{Kept: sqlstore.UndoneOnly}, func(_ int, r sqlstore.Record) bool { return r.RolledBack })
 		check("action", sqlstore.Filter{Action: action, Kept: sqlstore.KeptAndUndone}, func(_ int, r sqlstore.Record) bool { return r.Entry.Action == action })
-		check("refused", sqlstore.Filter{Outcome: actions.OutcomeRefused}, func(_ int, r sqlstore.Record) bool {
-			return committed(r) && r.Entry.Outcome == actions.OutcomeRefused
+		check("refused", sqlstore.Filter{Outcome: store.OutcomeRefused}, func(_ int, r sqlstore.Record) bool {
+			return committed(r) && r.Entry.Outcome == store.OutcomeRefused
 		})
 		since, until := all[3].RecordedAt, all[7].RecordedAt
 		check("time", sqlstore.Filter{Since: since, Until: until, Kept: sqlstore.KeptAndUndone}, func(i int, _ sqlstore.Record) bool { return i >= 3 && i < 7 })
@@ -161,7 +162,7 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 
 		// The records of one write are one unit, at positions 0, 1, 2.
 		batch := sqlstore.NewUnit()
-		require.NoError(t, s.Write(ctx, batch, actions.Record{Entry: entries[0]}, actions.Record{Entry: entries[1]}, actions.Record{Entry: entries[2]}))
+		require.NoError(t, s.Write(ctx, batch, store.Record{Entry: entries[0]}, store.Record{Entry: entries[1]}, store.Record{Entry: entries[2]}))
 		three, err := s.Read(ctx, sqlstore.Filter{Unit: batch})
 		require.NoError(t, err)
 		require.Len(t, three, 3)
@@ -171,7 +172,7 @@ func TestAppendAndReadBackByteForByte(t *testing.T) {
 		}
 
 		// A unit's position is written once.
-		err = s.Write(ctx, units[0], actions.Record{Entry: entries[0]})
+		err = s.Write(ctx, units[0], store.Record{Entry: entries[0]})
 		assert.Error(t, err, "the unique key refuses a second record at the same position")
 	})
 }
@@ -182,11 +183,11 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // column would change: non-ASCII text, escapes, a NUL escape, big and
 // small numbers.
 func TestEntryTextIsExact(t *testing.T) {
-	e := actions.RunEntry{
+	e := store.RunEntry{
 		Action:     "t/exact",
 		Parameters: `{"a\u0000":"é😀ﬁ","big":1e+300,"n":-0,"s":"tab\there \"q\" \\"}`,
-		Steps:      []actions.RunStep{{Command: json.RawMessage(`{"at":"${now()}","v":[1,2.5,"x"]}`), Result: `"ok"`}},
-		Outcome:    actions.OutcomeDone,
+		Steps:      []store.RunStep{{Command: json.RawMessage(`{"at":"${now()}","v":[1,2.5,"x"]}`), Result: `"ok"`}},
+		Outcome:    store.OutcomeDone,
 		Result:     `{"k":"Entrepôt Nord"}`,
 	}
 	want, err := actions.CanonicalJSON(e)
@@ -194,7 +195,7 @@ func TestEntryTextIsExact(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		ctx := context.Background()
 		s := newStore(t, db, nil)
-		require.NoError(t, s.Write(ctx, "u", actions.Record{Entry: e}))
+		require.NoError(t, s.Write(ctx, "u", store.Record{Entry: e}))
 		got, err := s.Read(ctx, sqlstore.Filter{})
 		require.NoError(t, err)
 		require.Len(t, got, 1)
@@ -231,15 +232,15 @@ func TestAppendRefusesRecordsWithoutPlace(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {
 		s := newStore(t, db, nil)
 		ctx := context.Background()
-		good := actions.Record{Entry: actions.RunEntry{Action: "a/b", Parameters: "{}", Steps: []actions.RunStep{}, Outcome: actions.OutcomeDone}}
+		good := store.Record{Entry: store.RunEntry{Action: "a/b", Parameters: "{}", Steps: []store.RunStep{}, Outcome: store.OutcomeDone}}
 		for name, c := range map[string]struct {
 			unit string
-			rec  actions.Record
+			rec  store.Record
 		}{
-			"zero":        {"", actions.Record{}},
+			"zero":        {"", store.Record{}},
 			"no unit":     {"", good},
-			"no outcome":  {"u", actions.Record{Entry: actions.RunEntry{Action: "a/b"}}},
-			"bad outcome": {"u", actions.Record{Entry: actions.RunEntry{Action: "a/b", Outcome: "maybe"}}},
+			"no outcome":  {"u", store.Record{Entry: store.RunEntry{Action: "a/b"}}},
+			"bad outcome": {"u", store.Record{Entry: store.RunEntry{Action: "a/b", Outcome: "maybe"}}},
 		} {
 			assert.Error(t, s.Write(ctx, c.unit, good, c.rec), name)
 		}
@@ -278,19 +279,19 @@ func TestRecordColumns(t *testing.T) {
 		RolledBack                                                              bool
 	}
 	refused := benchEntry
-	refused.Outcome, refused.Error, refused.Result = actions.OutcomeRefused, "not_found", ""
+	refused.Outcome, refused.Error, refused.Result = store.OutcomeRefused, "not_found", ""
 	cases := []struct {
 		name string
-		rec  actions.Record
+		rec  store.Record
 		want row
 	}{
-		{"plain", actions.Record{Entry: benchEntry}, row{Outcome: "done", Origin: "o'1"}},
-		{"plain, rolled back", actions.Record{Entry: benchEntry, RolledBack: true, Audit: actions.Audit{ToolCallID: "c1"}},
+		{"plain", store.Record{Entry: benchEntry}, row{Outcome: "done", Origin: "o'1"}},
+		{"plain, rolled back", store.Record{Entry: benchEntry, RolledBack: true, Audit: store.Audit{ToolCallID: "c1"}},
 			row{Outcome: "done", Origin: "o'1", RolledBack: true}},
-		{"refused", actions.Record{Entry: refused}, row{Outcome: "refused", Error: "not_found", Origin: "o'1"}},
-		{"caller", actions.Record{Entry: benchEntry, Audit: actions.Audit{Caller: &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}}},
+		{"refused", store.Record{Entry: refused}, row{Outcome: "refused", Error: "not_found", Origin: "o'1"}},
+		{"caller", store.Record{Entry: benchEntry, Audit: store.Audit{Caller: &identity.Caller{Principal: "ann", Surface: identity.SurfaceMCP}}},
 			row{Outcome: "done", Principal: "ann", Surface: "mcp", Origin: "o'1"}},
-		{"stage", actions.Record{Entry: benchEntry, Audit: actions.Audit{PendingChange: "pc_1", Stage: actions.StageConfirmed}},
+		{"stage", store.Record{Entry: benchEntry, Audit: store.Audit{PendingChange: "pc_1", Stage: store.StageConfirmed}},
 			row{Outcome: "done", PendingChange: "pc_1", Stage: "confirmed", Origin: "o'1"}},
 	}
 	dbtest.Each(t, func(t *testing.T, db *dbtest.DB) {

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/store"
 )
 
-// tasksTable holds the registry's tasks ([actions.TaskStore]): one row per
+// tasksTable holds the registry's tasks ([store.TaskStore]): one row per
 // task, its answer (actions.Task.Answer, canonical JSON) written when it ends. Times
 // are Unix microseconds, ttl is in milliseconds (0: kept until deleted).
 // The unique index maps a retry under an idempotency key to its task.
@@ -38,12 +38,12 @@ const taskColumns = "id, principal, action, idem_key, digest, status, message, c
 const terminalStatuses = "('completed', 'cancelled', 'failed')"
 
 // CreateTask keeps t in actions_tasks and commits before it returns, so
-// that any replica's TaskByID finds it; see [actions.TaskStore]. A task
+// that any replica's TaskByID finds it; see [store.TaskStore]. A task
 // under the same principal, action and key that expired is deleted
 // first; one that did not is returned with created false.
-func (s *Store) CreateTask(ctx context.Context, t actions.Task) (actions.Task, bool, error) {
+func (s *Store) CreateTask(ctx context.Context, t store.Task) (store.Task, bool, error) {
 	if err := s.made(); err != nil {
-		return actions.Task{}, false, err
+		return store.Task{}, false, err
 	}
 	if t.Key != "" {
 		// A retry finds its task without the write lock, which the
@@ -54,11 +54,11 @@ func (s *Store) CreateTask(ctx context.Context, t actions.Task) (actions.Task, b
 		}
 	}
 	if err := s.writers.enter(ctx); err != nil {
-		return actions.Task{}, false, err
+		return store.Task{}, false, err
 	}
 	defer s.writers.leave()
 	var (
-		kept    actions.Task
+		kept    store.Task
 		created bool
 	)
 	err := s.retry(ctx, func(int) error {
@@ -77,7 +77,7 @@ func (s *Store) CreateTask(ctx context.Context, t actions.Task) (actions.Task, b
 				if _, err := tx.ExecContext(ctx, "DELETE FROM actions_tasks WHERE id = "+s.param(1), old.ID); err != nil {
 					return err
 				}
-			case !errors.Is(err, actions.ErrTaskNotFound):
+			case !errors.Is(err, store.ErrTaskNotFound):
 				return err
 			}
 		}
@@ -111,16 +111,16 @@ func (s *Store) params(n int) string {
 }
 
 // taskByKey reads the task of t's principal, action and key.
-func (s *Store) taskByKey(ctx context.Context, q queryer, t actions.Task) (actions.Task, error) {
+func (s *Store) taskByKey(ctx context.Context, q queryer, t store.Task) (store.Task, error) {
 	return scanTask(q.QueryRowContext(ctx, "SELECT "+taskColumns+" FROM actions_tasks WHERE principal = "+s.param(1)+
 		" AND action = "+s.param(2)+" AND idem_key = "+s.param(3), t.Principal, t.Action, t.Key))
 }
 
 // TaskByID reads the task id from the readers' pool (the transaction ctx
-// carries, inside a unit), or returns [actions.ErrTaskNotFound].
-func (s *Store) TaskByID(ctx context.Context, id string) (actions.Task, error) {
+// carries, inside a unit), or returns [store.ErrTaskNotFound].
+func (s *Store) TaskByID(ctx context.Context, id string) (store.Task, error) {
 	if err := s.made(); err != nil {
-		return actions.Task{}, err
+		return store.Task{}, err
 	}
 	var q queryer = s.readers
 	if tx, ok := Tx(ctx); ok {
@@ -130,20 +130,20 @@ func (s *Store) TaskByID(ctx context.Context, id string) (actions.Task, error) {
 }
 
 // scanTask reads one task row.
-func scanTask(row *sql.Row) (actions.Task, error) {
+func scanTask(row *sql.Row) (store.Task, error) {
 	var (
-		t                     actions.Task
+		t                     store.Task
 		status, answer        string
 		created, updated, ttl int64
 	)
 	err := row.Scan(&t.ID, &t.Principal, &t.Action, &t.Key, &t.Digest, &status, &t.Message, &created, &updated, &ttl, &answer)
 	if errors.Is(err, sql.ErrNoRows) {
-		return actions.Task{}, actions.ErrTaskNotFound
+		return store.Task{}, store.ErrTaskNotFound
 	}
 	if err != nil {
-		return actions.Task{}, err
+		return store.Task{}, err
 	}
-	t.Status = actions.TaskStatus(status)
+	t.Status = store.TaskStatus(status)
 	t.Created, t.Updated = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
 	t.TTL = time.Duration(ttl) * time.Millisecond
 	if answer != "" {
@@ -154,11 +154,11 @@ func scanTask(row *sql.Row) (actions.Task, error) {
 
 // EndTask sets the terminal status of end on the task id with one
 // conditional update (only a task not yet terminal changes), and reports
-// whether it did; see [actions.TaskStore]. Inside a unit it runs in the
+// whether it did; see [store.TaskStore]. Inside a unit it runs in the
 // unit's transaction: the status commits with the unit's changes and
 // records, or not at all. Outside, in a transaction of its own, in the
 // writers' queue.
-func (s *Store) EndTask(ctx context.Context, id string, end actions.Task) (bool, error) {
+func (s *Store) EndTask(ctx context.Context, id string, end store.Task) (bool, error) {
 	if err := s.made(); err != nil {
 		return false, err
 	}
@@ -200,7 +200,7 @@ func changed(res sql.Result, err error) (bool, error) {
 	return n > 0, err
 }
 
-// DeleteTask deletes the task id; see [actions.TaskStore].
+// DeleteTask deletes the task id; see [store.TaskStore].
 func (s *Store) DeleteTask(ctx context.Context, id string) error {
 	if err := s.made(); err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // taskHost is a registry on a database with shop/report, a long call that
@@ -74,9 +75,9 @@ func reportCall(amount int, caller *identity.Caller) actions.Call {
 }
 
 // await polls the task as a client does until it is terminal.
-func await(t *testing.T, reg *actions.Registry, id string) actions.Task {
+func await(t *testing.T, reg *actions.Registry, id string) store.Task {
 	t.Helper()
-	var last actions.Task
+	var last store.Task
 	require.Eventually(t, func() bool {
 		var err error
 		last, err = reg.Task(context.Background(), id, ann)
@@ -93,18 +94,18 @@ func TestTaskCompletesWithItsUnit(t *testing.T) {
 		task, err := h.reg.Start(ctx, reportCall(7, ann), actions.TaskOptions{})
 		require.NoError(t, err)
 		assert.Len(t, task.ID, 43)
-		assert.Equal(t, actions.TaskWorking, task.Status)
+		assert.Equal(t, store.TaskWorking, task.Status)
 		// Durable before answered: another store on the database finds it.
 		other, err := sqlstore.New(db.DB, db.Dialect, nil)
 		require.NoError(t, err)
 		kept, err := other.TaskByID(ctx, task.ID)
 		require.NoError(t, err)
 		assert.Equal(t, "ann", kept.Principal)
-		assert.Equal(t, actions.TaskWorking, kept.Status)
+		assert.Equal(t, store.TaskWorking, kept.Status)
 		<-h.started
 		close(h.release)
 		done := await(t, h.reg, task.ID)
-		assert.Equal(t, actions.TaskCompleted, done.Status)
+		assert.Equal(t, store.TaskCompleted, done.Status)
 		res, err := actions.TaskResult(done)
 		require.NoError(t, err)
 		assert.Equal(t, `{"rows":1}`, res.Text)
@@ -125,13 +126,13 @@ func TestTaskCancelledCommitsNothing(t *testing.T) {
 		require.NoError(t, h.reg.CancelTask(ctx, task.ID, ann))
 		<-h.sawDone
 		done := await(t, h.reg, task.ID)
-		assert.Equal(t, actions.TaskCancelled, done.Status)
+		assert.Equal(t, store.TaskCancelled, done.Status)
 		assert.Equal(t, 0, chargeCount(t, db), "the body's insert was undone")
 		// A second cancel changes nothing.
 		require.NoError(t, h.reg.CancelTask(ctx, task.ID, ann))
 		again, err := h.reg.Task(ctx, task.ID, ann)
 		require.NoError(t, err)
-		assert.Equal(t, actions.TaskCancelled, again.Status)
+		assert.Equal(t, store.TaskCancelled, again.Status)
 	})
 }
 
@@ -145,12 +146,12 @@ func TestTaskLateCancelKeepsCompleted(t *testing.T) {
 		await(t, h.reg, task.ID)
 		require.NoError(t, h.reg.CancelTask(ctx, task.ID, ann))
 		// And a cancellation written straight to the store is refused too.
-		ok, err := h.s.EndTask(ctx, task.ID, actions.Task{Status: actions.TaskCancelled, Updated: h.clock.now()})
+		ok, err := h.s.EndTask(ctx, task.ID, store.Task{Status: store.TaskCancelled, Updated: h.clock.now()})
 		require.NoError(t, err)
 		assert.False(t, ok)
 		after, err := h.reg.Task(ctx, task.ID, ann)
 		require.NoError(t, err)
-		assert.Equal(t, actions.TaskCompleted, after.Status)
+		assert.Equal(t, store.TaskCompleted, after.Status)
 		assert.Equal(t, 1, chargeCount(t, db))
 	})
 }
@@ -168,7 +169,7 @@ func TestTaskEndedElsewhereCommitsNothing(t *testing.T) {
 	require.NoError(t, other.CancelTask(ctx, task.ID, ann))
 	close(h.release)
 	done := await(t, h.reg, task.ID)
-	assert.Equal(t, actions.TaskCancelled, done.Status)
+	assert.Equal(t, store.TaskCancelled, done.Status)
 	assert.Equal(t, 0, chargeCount(t, db))
 }
 
@@ -180,12 +181,12 @@ func TestTaskOwnerOnly(t *testing.T) {
 		require.NoError(t, err)
 		<-h.started
 		_, err = h.reg.Task(ctx, task.ID, bob)
-		assert.ErrorIs(t, err, actions.ErrTaskNotFound)
-		assert.ErrorIs(t, h.reg.CancelTask(ctx, task.ID, bob), actions.ErrTaskNotFound)
+		assert.ErrorIs(t, err, store.ErrTaskNotFound)
+		assert.ErrorIs(t, h.reg.CancelTask(ctx, task.ID, bob), store.ErrTaskNotFound)
 		_, err = h.reg.Task(ctx, "no-such-task", ann)
-		assert.ErrorIs(t, err, actions.ErrTaskNotFound)
+		assert.ErrorIs(t, err, store.ErrTaskNotFound)
 		close(h.release)
-		assert.Equal(t, actions.TaskCompleted, await(t, h.reg, task.ID).Status)
+		assert.Equal(t, store.TaskCompleted, await(t, h.reg, task.ID).Status)
 	})
 }
 
@@ -199,7 +200,7 @@ func TestTaskTTL(t *testing.T) {
 		h.clock.add(2 * time.Minute)
 		running, err := h.reg.Task(ctx, task.ID, ann)
 		require.NoError(t, err, "a running task is kept past its TTL")
-		assert.Equal(t, actions.TaskWorking, running.Status)
+		assert.Equal(t, store.TaskWorking, running.Status)
 		close(h.release)
 		require.Eventually(t, func() bool {
 			got, err := h.s.TaskByID(ctx, task.ID)
@@ -210,7 +211,7 @@ func TestTaskTTL(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), n)
 		_, err = h.reg.Task(ctx, task.ID, ann)
-		assert.ErrorIs(t, err, actions.ErrTaskNotFound, "an ended task past its TTL is gone")
+		assert.ErrorIs(t, err, store.ErrTaskNotFound, "an ended task past its TTL is gone")
 	})
 }
 
@@ -241,7 +242,7 @@ func TestTaskRefusedCallCompletes(t *testing.T) {
 		task, err := h.reg.Start(context.Background(), actions.Call{Action: "shop/report", Params: map[string]any{"amount": "x"}, Caller: ann}, actions.TaskOptions{})
 		require.NoError(t, err)
 		done := await(t, h.reg, task.ID)
-		assert.Equal(t, actions.TaskCompleted, done.Status)
+		assert.Equal(t, store.TaskCompleted, done.Status)
 		_, err = actions.TaskResult(done)
 		var rf *actions.Refusal
 		require.ErrorAs(t, err, &rf)
@@ -258,7 +259,7 @@ func TestTaskSettledAfterItsProcessDied(t *testing.T) {
 		dead, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Origin: "replica-a"})
 		require.NoError(t, err)
 		now := h.clock.now()
-		orphan := actions.Task{ID: "orphan-task", Principal: "ann", Action: "shop/report", Status: actions.TaskWorking, Created: now, Updated: now, TTL: time.Hour}
+		orphan := store.Task{ID: "orphan-task", Principal: "ann", Action: "shop/report", Status: store.TaskWorking, Created: now, Updated: now, TTL: time.Hour}
 		_, created, err := dead.CreateTask(ctx, orphan)
 		require.NoError(t, err)
 		require.True(t, created)
@@ -270,7 +271,7 @@ func TestTaskSettledAfterItsProcessDied(t *testing.T) {
 		assert.Equal(t, sqlstore.Orphans{Tasks: 1}, n)
 		got, err := h.reg.Task(ctx, orphan.ID, ann)
 		require.NoError(t, err)
-		assert.Equal(t, actions.TaskCompleted, got.Status)
+		assert.Equal(t, store.TaskCompleted, got.Status)
 		_, rerr := actions.TaskResult(got)
 		assert.ErrorIs(t, rerr, codes.OutcomeUnknown)
 		n, err = h.s.SettleOrphans(ctx, "replica-a", now)
@@ -305,7 +306,7 @@ func TestTaskReplicaKilled(t *testing.T) {
 
 		seen, err := h.reg.Task(ctx, id, ann)
 		require.NoError(t, err, "%s", out)
-		assert.Equal(t, actions.TaskWorking, seen.Status, "nothing ended it")
+		assert.Equal(t, store.TaskWorking, seen.Status, "nothing ended it")
 		assert.Equal(t, 0, chargeCount(t, db), "the body's write died with its transaction")
 
 		restarted, err := sqlstore.New(db.DB, db.Dialect, &sqlstore.Options{Origin: "replica-a"})
@@ -315,7 +316,7 @@ func TestTaskReplicaKilled(t *testing.T) {
 		assert.Equal(t, sqlstore.Orphans{Tasks: 1, Claims: 1}, n, "the task, and its call's key")
 		settled, err := h.reg.Task(ctx, id, ann)
 		require.NoError(t, err)
-		assert.Equal(t, actions.TaskCompleted, settled.Status)
+		assert.Equal(t, store.TaskCompleted, settled.Status)
 		_, rerr := actions.TaskResult(settled)
 		assert.ErrorIs(t, rerr, codes.OutcomeUnknown)
 

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/store"
 )
 
 // defaultMaxAttempts is Options.MaxAttempts when left zero.
@@ -117,7 +117,7 @@ const rolledBackTimeout = time.Minute
 // Atomic runs fn, one unit of a registry's work (a call, a batch, a
 // decision), in one transaction of the store's database opened with the
 // store's isolation level (serializable by default), and keeps its
-// records; it makes *Store an [actions.Store]: pass the store as
+// records; it makes *Store an [store.Store]: pass the store as
 // actions.Options.Store.
 //
 //   - when the unit commits (every call done, or a call held for
@@ -146,7 +146,7 @@ const rolledBackTimeout = time.Minute
 // (BeginTx, the append, the commit: joined to the unit's), the last
 // conflict when the attempts ran out, or ctx.Err() when ctx ended before
 // the commit.
-func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
+func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) store.Unit) ([]store.Record, error) {
 	if err := s.made(); err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (s *Store) Atomic(ctx context.Context, fn func(ctx context.Context) actions
 // under a key ([Store.SettleKey]) is written with the unit: in its
 // transaction when it commits, else in the transaction that writes its
 // rolled-back records.
-func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) ([]actions.Record, error) {
+func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Context) store.Unit) ([]store.Record, error) {
 	for attempt := 1; ; attempt++ {
 		if err := s.writers.enter(ctx); err != nil {
 			return nil, err
@@ -207,7 +207,7 @@ func (s *Store) atomic(ctx context.Context, unit string, fn func(ctx context.Con
 // queue: should fn panic, the slot is given back (the transaction is
 // rolled back by attempt) before the panic goes on, so that the units
 // after it still run.
-func (s *Store) attemptInQueue(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) (u actions.Unit, key *settlement, committed bool, err error) {
+func (s *Store) attemptInQueue(ctx context.Context, unit string, fn func(ctx context.Context) store.Unit) (u store.Unit, key *settlement, committed bool, err error) {
 	returned := false
 	defer func() {
 		if !returned {
@@ -231,12 +231,12 @@ func (s *Store) attemptInQueue(ctx context.Context, unit string, fn func(ctx con
 // transaction's context during the commit, as pgx does, would otherwise
 // answer a cancelled commit with an error although the server committed:
 // records reported rolled back for a change that was kept.)
-func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Context) actions.Unit) (actions.Unit, *settlement, bool, error) {
+func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Context) store.Unit) (store.Unit, *settlement, bool, error) {
 	uc := &unitCtx{dialect: s.dialect, settle: settlement{store: s}}
 	uc.sps = &uc.own
 	key := &uc.settle
 	if err := ctx.Err(); err != nil {
-		return actions.Unit{}, key, false, err
+		return store.Unit{}, key, false, err
 	}
 	// A ctx that never ends (Done is nil) is the transaction's own as it
 	// is: no watcher to set up, and none for the driver to start at the
@@ -254,16 +254,16 @@ func (s *Store) attempt(ctx context.Context, unit string, fn func(ctx context.Co
 	if s.opts.Serial && s.dialect == PostgreSQL {
 		conn, err := s.serialConn(ctx)
 		if err != nil {
-			return actions.Unit{}, key, false, err
+			return store.Unit{}, key, false, err
 		}
 		defer s.releaseSerial(ctx, conn)
 		if tx, err = conn.BeginTx(txCtx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
-			return actions.Unit{}, key, false, err
+			return store.Unit{}, key, false, err
 		}
 	} else {
 		var err error
 		if tx, err = s.db.BeginTx(txCtx, &sql.TxOptions{Isolation: s.opts.Isolation}); err != nil {
-			return actions.Unit{}, key, false, err
+			return store.Unit{}, key, false, err
 		}
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit; runs before releaseSerial

@@ -23,6 +23,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // txEnv gives the bodies the unit's transaction itself (nil outside a
@@ -33,8 +34,8 @@ func txOf(ctx context.Context) *sql.Tx {
 }
 
 // entriesOf are the entries of a result's records, in order.
-func entriesOf(res actions.Result) []actions.RunEntry {
-	out := make([]actions.RunEntry, len(res.Records))
+func entriesOf(res actions.Result) []store.RunEntry {
+	out := make([]store.RunEntry, len(res.Records))
 	for i, r := range res.Records {
 		out[i] = r.Entry
 	}
@@ -230,7 +231,7 @@ func lastSeq(t testing.TB, s *sqlstore.Store) int64 {
 	return recs[len(recs)-1].Seq
 }
 
-func texts(t testing.TB, entries []actions.RunEntry) []string {
+func texts(t testing.TB, entries []store.RunEntry) []string {
 	t.Helper()
 	var out []string
 	for _, e := range entries {
@@ -245,7 +246,7 @@ func texts(t testing.TB, entries []actions.RunEntry) []string {
 // then, for the step whose parameters say last, runs hook (when not
 // nil); its calls run on store s, and onRecord (when not nil) sees their
 // records.
-func writerRegistry(t testing.TB, db *dbtest.DB, s *sqlstore.Store, hook func(ctx context.Context, tx *sql.Tx) error, onRecord func(actions.Record)) *actions.Registry {
+func writerRegistry(t testing.TB, db *dbtest.DB, s *sqlstore.Store, hook func(ctx context.Context, tx *sql.Tx) error, onRecord func(store.Record)) *actions.Registry {
 	t.Helper()
 	reg := actions.NewRegistry(&actions.Options{Store: s, OnRecord: onRecord})
 	require.NoError(t, reg.Register(actions.Action{
@@ -282,7 +283,7 @@ func assertNeither(t *testing.T, db *dbtest.DB, s *sqlstore.Store, before string
 // assertUndone checks that the records a unit gave back, and those
 // OnRecord saw, are n and all marked rolled back: nothing reports a
 // change that was not kept.
-func assertUndone(t *testing.T, res actions.Result, seen []actions.Record, n int) {
+func assertUndone(t *testing.T, res actions.Result, seen []store.Record, n int) {
 	t.Helper()
 	require.Len(t, res.Records, n, "the result's records")
 	require.Len(t, seen, n, "OnRecord saw each record once")
@@ -295,19 +296,19 @@ func assertUndone(t *testing.T, res actions.Result, seen []actions.Record, n int
 // recorder collects what OnRecord receives.
 type recorder struct {
 	mu   sync.Mutex
-	recs []actions.Record
+	recs []store.Record
 }
 
-func (r *recorder) add(rec actions.Record) {
+func (r *recorder) add(rec store.Record) {
 	r.mu.Lock()
 	r.recs = append(r.recs, rec)
 	r.mu.Unlock()
 }
 
-func (r *recorder) all() []actions.Record {
+func (r *recorder) all() []store.Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]actions.Record(nil), r.recs...)
+	return append([]store.Record(nil), r.recs...)
 }
 
 // TestKillBetweenChangesAndCommit ends the transaction after the bodies
@@ -459,7 +460,7 @@ func TestConflictIsRetriedEntriesOnce(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, all, 1, "one entry, committed")
 		assert.False(t, all[0].RolledBack)
-		assert.Equal(t, texts(t, []actions.RunEntry{res.Entry()}), []string{all[0].Text})
+		assert.Equal(t, texts(t, []store.RunEntry{res.Entry()}), []string{all[0].Text})
 	}
 	t.Run("sqlite", func(t *testing.T) { run(t, dbtest.SQLiteDeferred(t)) })
 	t.Run("postgresql", func(t *testing.T) { run(t, dbtest.Postgres(t)) })
@@ -582,7 +583,7 @@ func TestAtomicPanicGivesTheSlotBack(t *testing.T) {
 		require.NoError(t, err)
 		func() {
 			defer func() { assert.NotNil(t, recover(), "the panic goes on") }()
-			_, _ = s.Atomic(ctx, func(ctx context.Context) actions.Unit {
+			_, _ = s.Atomic(ctx, func(ctx context.Context) store.Unit {
 				tx, _ := sqlstore.Tx(ctx)
 				_, err := tx.ExecContext(ctx, "INSERT INTO marks (n) VALUES (1)")
 				require.NoError(t, err)
@@ -591,10 +592,10 @@ func TestAtomicPanicGivesTheSlotBack(t *testing.T) {
 		}()
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		_, err = s.Atomic(cctx, func(ctx context.Context) actions.Unit {
+		_, err = s.Atomic(cctx, func(ctx context.Context) store.Unit {
 			tx, _ := sqlstore.Tx(ctx)
 			_, err := tx.ExecContext(ctx, "INSERT INTO marks (n) VALUES (2)")
-			return actions.Unit{Commit: err == nil, Err: err}
+			return store.Unit{Commit: err == nil, Err: err}
 		})
 		require.NoError(t, err, "the next unit ran")
 		var marks []int

@@ -8,6 +8,7 @@ import (
 
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // A Store (and its PendingStore) not made by New fails every method with
@@ -16,10 +17,10 @@ func TestZeroStore(t *testing.T) {
 	var s sqlstore.Store
 	ctx := context.Background()
 	assert.Error(t, s.Migrate(ctx))
-	_, err := s.Atomic(ctx, func(context.Context) actions.Unit { t.Error("fn ran"); return actions.Unit{} })
+	_, err := s.Atomic(ctx, func(context.Context) store.Unit { t.Error("fn ran"); return store.Unit{} })
 	assert.ErrorContains(t, err, "not made by New")
-	assert.Error(t, s.Append(ctx, nil, "u", actions.Record{}))
-	assert.Error(t, s.Write(ctx, "u", actions.Record{}))
+	assert.Error(t, s.Append(ctx, nil, "u", store.Record{}))
+	assert.Error(t, s.Write(ctx, "u", store.Record{}))
 	_, err = s.Read(ctx, sqlstore.Filter{})
 	assert.Error(t, err)
 	assert.Error(t, s.View(ctx, func(context.Context) error { return nil }))

@@ -9,6 +9,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // Env is the context each body receives: the model, the body's own trace
@@ -142,7 +143,7 @@ func definitions(m *Model) []actions.Action {
 // model's database with its records (sqlstore.Store), and the pending
 // changes live there too. onRecord, when not nil, sees each record once
 // its unit is settled.
-func NewRegistry(model *Model, onRecord func(actions.Record)) (*actions.Registry, error) {
+func NewRegistry(model *Model, onRecord func(store.Record)) (*actions.Registry, error) {
 	store := model.Store()
 	reg := actions.NewRegistry(&actions.Options{
 		Resolve: model.ResolveRef,

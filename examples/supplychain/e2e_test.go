@@ -21,6 +21,7 @@ import (
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // The end-to-end tests, on the example host's own
@@ -72,13 +73,13 @@ type host struct {
 	reg   *actions.Registry
 
 	mu   sync.Mutex
-	seen []actions.Record
+	seen []store.Record
 }
 
 func openHost(t *testing.T, eng engine) *host {
 	t.Helper()
 	h := &host{eng: eng}
-	model, reg, err := setupDB(context.Background(), eng.fresh(t), "e2e", func(rec actions.Record) {
+	model, reg, err := setupDB(context.Background(), eng.fresh(t), "e2e", func(rec store.Record) {
 		h.mu.Lock()
 		h.seen = append(h.seen, rec)
 		h.mu.Unlock()
@@ -90,7 +91,7 @@ func openHost(t *testing.T, eng engine) *host {
 }
 
 // since returns the records OnRecord saw after the first n.
-func (h *host) since(n int) []actions.Record {
+func (h *host) since(n int) []store.Record {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.seen[n:])
@@ -148,7 +149,7 @@ func heldReceipt(t *testing.T, err error) *actions.Receipt {
 
 // assertStage checks each record: kept (not rolled back), at stage, for
 // pending change id, in a batch or not, with outcome and error code.
-func assertStage(t *testing.T, recs []actions.Record, stage actions.Stage, id string, batch bool, outcome actions.Outcome, code codes.Code) {
+func assertStage(t *testing.T, recs []store.Record, stage store.Stage, id string, batch bool, outcome store.Outcome, code codes.Code) {
 	t.Helper()
 	require.NotEmpty(t, recs)
 	for i, rec := range recs {
@@ -200,19 +201,19 @@ func (h *host) replayAll(t *testing.T) figures {
 		require.NoError(t, err, "record %d (%s, stage %q, outcome %s) replays", r.Seq, r.Entry.Action, r.Audit.Stage, r.Entry.Outcome)
 		f.Records++
 		switch {
-		case r.Audit.Stage == actions.StageHeld:
+		case r.Audit.Stage == store.StageHeld:
 			f.Held++
-		case r.Audit.Stage == actions.StageRejected:
+		case r.Audit.Stage == store.StageRejected:
 			f.Rejected++
-		case r.Audit.Stage == actions.StageConfirmed:
+		case r.Audit.Stage == store.StageConfirmed:
 			f.Confirmed++
-		case r.Entry.Outcome == actions.OutcomeDone:
+		case r.Entry.Outcome == store.OutcomeDone:
 			f.Done++
 		}
 		if r.Audit.Batch {
 			f.BatchSteps++
 		}
-		if slices.ContainsFunc(r.Entry.Steps, func(s actions.RunStep) bool { return s.Call != nil }) {
+		if slices.ContainsFunc(r.Entry.Steps, func(s store.RunStep) bool { return s.Call != nil }) {
 			f.Nested++
 		}
 	}
@@ -233,9 +234,9 @@ type toolAnswer struct {
 	Kept    bool             `json:"kept"`
 	Result  json.RawMessage  `json:"result"`
 	Steps   []struct {
-		Call    string          `json:"call"`
-		Outcome actions.Outcome `json:"outcome"`
-		Error   codes.Code      `json:"error"`
+		Call    string        `json:"call"`
+		Outcome store.Outcome `json:"outcome"`
+		Error   codes.Code    `json:"error"`
 	} `json:"steps"`
 }
 
@@ -298,14 +299,14 @@ func TestEndToEnd(t *testing.T) {
 			rc := heldReceipt(t, err)
 			assert.Equal(t, "supply/delete_actor", rc.Action)
 			assert.Empty(t, rc.Steps, "one call, no steps")
-			assertStage(t, res.Records, actions.StageHeld, rc.ID, false, actions.OutcomeRefused, codes.ConfirmationRequired)
+			assertStage(t, res.Records, store.StageHeld, rc.ID, false, store.OutcomeRefused, codes.ConfirmationRequired)
 			assert.Equal(t, `{"actor":"act_1"}`, res.Records[0].Entry.Parameters, "held checked, its ref resolved")
 			assert.Equal(t, before, h.dump(t), "nothing ran")
 			assert.Contains(t, h.pendingIDs(t, editorUI), rc.ID)
 
 			res, err = h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Confirm: true, Caller: editorUI})
 			require.NoError(t, err)
-			assertStage(t, res.Records, actions.StageConfirmed, rc.ID, false, actions.OutcomeDone, "")
+			assertStage(t, res.Records, store.StageConfirmed, rc.ID, false, store.OutcomeDone, "")
 			e := res.Entry()
 			require.Len(t, e.Steps, 2)
 			require.NotNil(t, e.Steps[0].Call)
@@ -326,7 +327,7 @@ func TestEndToEnd(t *testing.T) {
 			rc := heldReceipt(t, err)
 			res, err := h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Caller: editorUI})
 			require.NoError(t, err)
-			assertStage(t, res.Records, actions.StageRejected, rc.ID, false, actions.OutcomeRefused, codes.Rejected)
+			assertStage(t, res.Records, store.StageRejected, rc.ID, false, store.OutcomeRefused, codes.Rejected)
 			assert.Equal(t, before, h.dump(t), "nothing ran")
 			assert.NotContains(t, h.pendingIDs(t, editorUI), rc.ID)
 			_, err = h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Confirm: true, Caller: editorUI})
@@ -346,13 +347,13 @@ func TestEndToEnd(t *testing.T) {
 			rc := heldReceipt(t, err)
 			assert.Equal(t, []actions.HeldStep{{Index: 2, Action: "supply/delete_actor"}}, rc.Steps, "the receipt names the held step")
 			require.Len(t, res.Records, 3, "one record per step, held with the batch")
-			assertStage(t, res.Records, actions.StageHeld, rc.ID, true, actions.OutcomeRefused, codes.ConfirmationRequired)
+			assertStage(t, res.Records, store.StageHeld, rc.ID, true, store.OutcomeRefused, codes.ConfirmationRequired)
 			assert.Equal(t, before, h.dump(t), "no step ran before the confirmation")
 
 			res, err = h.reg.Decide(ctx, actions.Decision{Change: rc.ID, Confirm: true, Caller: editorUI})
 			require.NoError(t, err)
 			require.Len(t, res.Records, 3, "the whole batch ran, once")
-			assertStage(t, res.Records, actions.StageConfirmed, rc.ID, true, actions.OutcomeDone, "")
+			assertStage(t, res.Records, store.StageConfirmed, rc.ID, true, store.OutcomeDone, "")
 			v, _ := res.Value.(map[string]any)
 			assert.Equal(t, "marseille_depot", v["deleted"], "the batch's result")
 			ids := h.ids(t)
@@ -392,7 +393,7 @@ func TestEndToEnd(t *testing.T) {
 						a := answerOf(t, res)
 						require.Len(t, a.Steps, 3)
 						for _, st := range a.Steps {
-							assert.Equal(t, actions.OutcomeDone, st.Outcome, st.Call)
+							assert.Equal(t, store.OutcomeDone, st.Outcome, st.Call)
 						}
 						mu.Lock()
 						require.Len(t, asked, 1, "the person is asked once for the whole batch")
@@ -404,8 +405,8 @@ func TestEndToEnd(t *testing.T) {
 						recs := h.since(n)
 						require.Len(t, recs, 6, "three steps held, then three confirmed")
 						id := recs[0].Audit.PendingChange
-						assertStage(t, recs[:3], actions.StageHeld, id, true, actions.OutcomeRefused, codes.ConfirmationRequired)
-						assertStage(t, recs[3:], actions.StageConfirmed, id, true, actions.OutcomeDone, "")
+						assertStage(t, recs[:3], store.StageHeld, id, true, store.OutcomeRefused, codes.ConfirmationRequired)
+						assertStage(t, recs[3:], store.StageConfirmed, id, true, store.OutcomeDone, "")
 					})
 					t.Run("declined", func(t *testing.T) {
 						mu.Lock()
@@ -420,8 +421,8 @@ func TestEndToEnd(t *testing.T) {
 						recs := h.since(n)
 						require.Len(t, recs, 6, "three steps held, then three rejected")
 						id := recs[0].Audit.PendingChange
-						assertStage(t, recs[:3], actions.StageHeld, id, true, actions.OutcomeRefused, codes.ConfirmationRequired)
-						assertStage(t, recs[3:], actions.StageRejected, id, true, actions.OutcomeRefused, codes.Rejected)
+						assertStage(t, recs[:3], store.StageHeld, id, true, store.OutcomeRefused, codes.ConfirmationRequired)
+						assertStage(t, recs[3:], store.StageRejected, id, true, store.OutcomeRefused, codes.Rejected)
 						assert.NotContains(t, h.pendingIDs(t, editorUI), id)
 					})
 				})

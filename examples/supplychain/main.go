@@ -71,6 +71,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/mcpserver"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 //go:embed model.json
@@ -180,7 +181,7 @@ func runJob(ctx context.Context, dsn string, batchText []byte, w io.Writer) erro
 // replayJob replays the batch's records in order on a fresh copy of the
 // model, as a host checks a new release against its log, and prints one
 // line per entry: "same", or where the replay departs from it.
-func replayJob(ctx context.Context, recs []actions.Record, w io.Writer) error {
+func replayJob(ctx context.Context, recs []store.Record, w io.Writer) error {
 	fresh, freshReg, err := setupDB(ctx, memoryDSN, "replay", nil)
 	if err != nil {
 		return err
@@ -209,13 +210,13 @@ func setup() (*Model, *actions.Registry, error) {
 // setupDB opens the model in the database dsn names (seeding it from the
 // embedded model when empty) and registers the actions; origin names the
 // writer in the run log, and onRecord (may be nil) sees each record.
-func setupDB(ctx context.Context, dsn, origin string, onRecord func(actions.Record)) (*Model, *actions.Registry, error) {
+func setupDB(ctx context.Context, dsn, origin string, onRecord func(store.Record)) (*Model, *actions.Registry, error) {
 	return setupDBOrder(ctx, dsn, origin, false, onRecord)
 }
 
 // setupDBOrder is setupDB whose store runs one unit at a time when serial
 // (OpenModelSerial), side by side otherwise (OpenModel).
-func setupDBOrder(ctx context.Context, dsn, origin string, serial bool, onRecord func(actions.Record)) (*Model, *actions.Registry, error) {
+func setupDBOrder(ctx context.Context, dsn, origin string, serial bool, onRecord func(store.Record)) (*Model, *actions.Registry, error) {
 	open := OpenModel
 	if serial {
 		open = OpenModelSerial

@@ -25,6 +25,7 @@ import (
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/mcpserver"
+	"github.com/actionreg/actions/store"
 )
 
 // visibleTools are the tool names the example publishes.
@@ -66,13 +67,13 @@ func TestDefaultJob(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, lines, len(b.Steps), "one entry per call")
 	for i, line := range lines {
-		var e actions.RunEntry
+		var e store.RunEntry
 		require.NoError(t, json.Unmarshal([]byte(line), &e), "entry %d", i)
 		canon, err := actions.CanonicalJSON(json.RawMessage(line))
 		require.NoError(t, err)
 		assert.Equal(t, string(canon), line, "entry %d is canonical JSON", i)
 		assert.Equal(t, b.Steps[i].Call, e.Action)
-		assert.Equal(t, actions.OutcomeDone, e.Outcome, "entry %d", i)
+		assert.Equal(t, store.OutcomeDone, e.Outcome, "entry %d", i)
 	}
 
 	// The French display name resolved to the actor's key; the placeholder
@@ -80,7 +81,7 @@ func TestDefaultJob(t *testing.T) {
 	assert.Contains(t, lines[1], `"parameters":"{\"actor\":\"act_6\",\"co2_t\":310.25,\"period\":\"2024\"}"`)
 	assert.Contains(t, lines[2], `\"actor\":\"act_2\"`)
 	// delete_actor's nested call to the hidden action is a step of its entry.
-	var del actions.RunEntry
+	var del store.RunEntry
 	require.NoError(t, json.Unmarshal([]byte(lines[3]), &del))
 	require.Len(t, del.Steps, 2)
 	require.NotNil(t, del.Steps[0].Call)
@@ -148,7 +149,7 @@ func TestReplayDeparts(t *testing.T) {
 	require.NotNil(t, held.Pending)
 	other, err := reg2.Decide(ctx, actions.Decision{Change: held.Pending.ID, Confirm: true, Caller: someone})
 	require.NoError(t, err)
-	asHost := make([]actions.Record, len(other.Records))
+	asHost := make([]store.Record, len(other.Records))
 	for i, rec := range other.Records {
 		rec.Audit.Caller = nil
 		asHost[i] = rec
@@ -178,7 +179,7 @@ func TestReplayDeparts(t *testing.T) {
 // records, when not nil, gets each record as a line of canonical JSON.
 func connectInMemory(t *testing.T, records io.Writer) *mcp.ClientSession {
 	t.Helper()
-	var onRecord func(actions.Record)
+	var onRecord func(store.Record)
 	if records != nil {
 		onRecord = actions.NewEntryWriter(records).Write
 	}
@@ -250,7 +251,7 @@ func TestServeInMemory(t *testing.T) {
 	// The hidden action is no tool: the SDK answers its call, which
 	// never reaches the registry.
 	require.Len(t, lines, 4, "one record per call that reached the registry")
-	var last actions.Record
+	var last store.Record
 	require.NoError(t, json.Unmarshal([]byte(lines[3]), &last))
 	assert.Contains(t, lines[3], `"by":"editor"`)
 	assert.Equal(t, "editor", last.Audit.Caller.Principal)

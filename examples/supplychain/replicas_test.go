@@ -24,6 +24,7 @@ import (
 	"github.com/actionreg/actions"
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // startReplica starts the built example as "serve -http 127.0.0.1:0
@@ -217,12 +218,12 @@ func sideBySide(t *testing.T, serial bool, replicas, clients, calls int, period 
 		var mu sync.Mutex
 		writes := map[string][]write{}
 		created, taken := map[string]int{}, map[string]int{}
-		note := func(recs []actions.Record) {
+		note := func(recs []store.Record) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, rec := range recs {
 				e := rec.Entry
-				if e.Action != "carbon/record_emissions" || e.Outcome != actions.OutcomeDone || rec.RolledBack {
+				if e.Action != "carbon/record_emissions" || e.Outcome != store.OutcomeDone || rec.RolledBack {
 					continue
 				}
 				var res emissionsRecord

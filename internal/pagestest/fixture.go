@@ -23,6 +23,7 @@ import (
 	"github.com/actionreg/actions/internal/dbtest"
 	"github.com/actionreg/actions/pages"
 	"github.com/actionreg/actions/sqlstore"
+	"github.com/actionreg/actions/store"
 )
 
 // Clock is a settable clock shared by the gate, the store and the pages.
@@ -114,7 +115,7 @@ func New(t *testing.T, db *dbtest.DB, opts *pages.Options) *Fixture {
 }
 
 // NewRegistry registers the fixture's actions on store.
-func NewRegistry(store actions.Store, pending actions.PendingStore, c *Clock) *actions.Registry {
+func NewRegistry(store store.Store, pending actions.PendingStore, c *Clock) *actions.Registry {
 	reg := actions.NewRegistry(&actions.Options{Now: c.Now, Store: store, Gate: &actions.GateOptions{Pending: pending}})
 	reg.MustRegister(
 		actions.New(actions.Definition{ID: "shop/discard", Title: "Discard stock",

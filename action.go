@@ -128,7 +128,7 @@ type Definition struct {
 	// MaxResultBytes bounds this action's results as they reach a
 	// caller, in bytes of canonical JSON, in place of the registry's
 	// Limits.MaxResultBytes; zero keeps the registry's, negative means
-	// no bound. See [Bounded] for what a result over it becomes.
+	// no bound. See [bound.Bounded] for what a result over it becomes.
 	MaxResultBytes int `json:"maxResultBytes,omitempty"`
 	// PageKey, for an action that pages by key ([PageAfter]), names the
 	// member of each listed item whose value orders the list (a string,

@@ -9,89 +9,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/actionreg/actions/bound"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/store"
 )
-
-// Bounded is the form a result over its bound reaches its caller in
-// ([Result].Value, and each step's in [Result].StepResults): never the
-// whole result, never a value cut in the middle. Its JSON form is
-//
-//	{"value": <the part that fits>, "bounded": {"limit": 32768, "bytes": 120345,
-//	 "path": "/items", "total": 500, "kept": 40, "left": 460,
-//	 "nextCall": {"action": "supply/list_actors", "params": {"cursor": "YTAx.GE3gpKYfd7aE1R-2_v83vA"}}}}
-//
-// What is cut (see docs/pagination.md):
-//   - a list: a root array, or in a root object its "items" member when
-//     it is an array, otherwise its one member that is an array. It is
-//     cut to the first items that fit, the object's other members kept;
-//     Total, Kept and Left count items. When the action declares a
-//     cursor parameter ([cursorParam]), NextCall is the same action with
-//     the caller's parameters and the cursor of the first item left out
-//     (for a keyset action, [Definition].PageKey: of the last item
-//     kept), and the "next" member beside a Page's items (or any string "next"
-//     member) is set to that cursor;
-//   - a root string: cut at a character (code point) boundary; Total,
-//     Kept and Left count characters. When the action declares a cursor,
-//     NextCall is the same action with the cursor of the first character
-//     left out (an action returning long text pages it with
-//     [PaginateText]);
-//     A first item that alone is over the bound is skipped (Skipped),
-//     the items after it kept as they fit: following NextCall gets past
-//     it;
-//   - anything else over its bound is refused with result_too_large.
-//     In a batch a step is never refused for its size: its result is
-//     Omitted instead.
-//
-// The envelope itself, JSON text and all, fits the bound.
-type Bounded struct {
-	// Value is the part of the result that fits: the list with its first
-	// Kept items (and its object's other members), the string's first
-	// Kept characters; nil when Omitted.
-	Value any `json:"value"`
-	// Bound says what was cut.
-	Bound Bound `json:"bounded"`
-}
-
-// Bound describes how a result was bounded; see [Bounded].
-type Bound struct {
-	// Limit is the bound in force, in bytes of canonical JSON.
-	Limit int `json:"limit"`
-	// Bytes is the size of the whole result's canonical JSON.
-	Bytes int `json:"bytes"`
-	// Path is the RFC 6901 pointer of the list or string cut: "" for the
-	// root, "/items" for a member.
-	Path string `json:"path"`
-	// Total, Kept and Left count the items (a list) or characters (a
-	// string) of the whole value, those given and those left out.
-	Total int `json:"total"`
-	Kept  int `json:"kept"`
-	Left  int `json:"left"`
-	// Skipped, for a list, counts the items left out at its head because
-	// alone each is over the bound (at most one per answer): Value's list
-	// starts after it, and NextCall's cursor is past it. Left out when 0.
-	Skipped int `json:"skipped,omitempty"`
-	// Omitted is true for a batch step's result that did not fit what
-	// was left of the batch's bound, or could not be cut: only its size
-	// is given, and for a step whose action only reads or is idempotent,
-	// NextCall: the step's call as it was made, to get the result on its
-	// own. A write's result omitted is not given again (running the
-	// write again is not a way to read it).
-	Omitted bool `json:"omitted,omitempty"`
-	// NextCall, for a list of an action that declares a cursor, is the
-	// call that fetches the items left out.
-	NextCall *NextCall `json:"nextCall,omitempty"`
-}
-
-// NextCall is a call that fetches the rest of a bounded list: Action (an
-// action id; MCP answers give the tool name) with Params, the caller's
-// parameters as given with [cursorParam] set.
-type NextCall struct {
-	Action string         `json:"action"`
-	Params map[string]any `json:"params"`
-}
 
 // resultLimit is the bound of a result of d under limits: the action's
 // own when set, negative for none.
@@ -108,7 +31,7 @@ func resultLimit(d *Definition, l Limits) int {
 // nearly spent builds no refusal per step only to drop it.
 var errCannotCut = errors.New("actions: the result cannot be cut to its bound")
 
-// minBoundedBytes is the length of the shortest [Bounded] text: an empty
+// minBoundedBytes is the length of the shortest [bound.Bounded] text: an empty
 // list or string kept, every count one digit. A limit below it holds no
 // cut result, so a result over such a limit is not decoded to be cut.
 const minBoundedBytes = len(`{"bounded":{"bytes":0,"kept":0,"left":0,"limit":0,"path":"","total":0},"value":""}`)
@@ -127,11 +50,11 @@ type pager struct {
 	// next makes it when n items or characters are given (skipped ones
 	// included), last the last item given (nil for a string, or when
 	// none is); nil when there is no next call to make.
-	next func(n int, last any) *NextCall
+	next func(n int, last any) *bound.NextCall
 	// widest makes one at least as long as any next makes for a cut of
 	// list (nil for a string) of total items or characters, for sizing
 	// an envelope.
-	widest func(list []any, total int) *NextCall
+	widest func(list []any, total int) *bound.NextCall
 }
 
 // pagerOf returns the pager of a call of reg by caller with params, the
@@ -159,7 +82,7 @@ func (r *Registry) pagerOf(reg *registered, caller *identity.Caller, params map[
 			return nil
 		}
 	}
-	call := func(cursor string) *NextCall {
+	call := func(cursor string) *bound.NextCall {
 		if cursor == "" {
 			return nil
 		}
@@ -168,10 +91,10 @@ func (r *Registry) pagerOf(reg *registered, caller *identity.Caller, params map[
 			p[k] = v
 		}
 		p[cursorParam] = cursor
-		return &NextCall{Action: reg.action.ID, Params: p}
+		return &bound.NextCall{Action: reg.action.ID, Params: p}
 	}
 	return &pager{
-		next: func(n int, last any) *NextCall {
+		next: func(n int, last any) *bound.NextCall {
 			if key != "" && last != nil {
 				return call(r.seal(b, keyOf(last, key)))
 			}
@@ -180,7 +103,7 @@ func (r *Registry) pagerOf(reg *registered, caller *identity.Caller, params map[
 			}
 			return call(r.seal(b, strconv.Itoa(at+n)))
 		},
-		widest: func(list []any, total int) *NextCall {
+		widest: func(list []any, total int) *bound.NextCall {
 			if key == "" || list == nil {
 				return call(r.seal(b, strconv.Itoa(at+total)))
 			}
@@ -207,8 +130,8 @@ func keyOf(item any, key string) string {
 }
 
 // boundText bounds the result whose canonical JSON is text to limit
-// bytes (see [Bounded]); next, when not nil, makes the next call.
-func boundText(text string, limit int, next *pager) (*Bounded, error) {
+// bytes (see [bound.Bounded]); next, when not nil, makes the next call.
+func boundText(text string, limit int, next *pager) (*bound.Bounded, error) {
 	if limit < minBoundedBytes {
 		return nil, errCannotCut
 	}
@@ -216,7 +139,7 @@ func boundText(text string, limit int, next *pager) (*Bounded, error) {
 	if err != nil {
 		return nil, errCannotCut
 	}
-	b := Bound{Limit: limit, Bytes: len(text)}
+	b := bound.Bound{Limit: limit, Bytes: len(text)}
 	switch x := v.(type) {
 	case []any:
 		return cutList(b, x, func(items []any) any { return items }, next)
@@ -265,10 +188,10 @@ func listMember(m map[string]any) string {
 // next call's cursor. A first item that alone does not fit is skipped
 // (Bound.Skipped), and the items after it kept as they fit, so that a
 // caller following NextCall gets past it.
-func cutList(b Bound, list []any, wrap func([]any) any, next *pager, setNext ...bool) (*Bounded, error) {
+func cutList(b bound.Bound, list []any, wrap func([]any) any, next *pager, setNext ...bool) (*bound.Bounded, error) {
 	b.Total = len(list)
-	form := func(skip, k int) *Bounded {
-		f := &Bounded{Value: wrap(list[skip : skip+k : skip+k]), Bound: b}
+	form := func(skip, k int) *bound.Bounded {
+		f := &bound.Bounded{Value: wrap(list[skip : skip+k : skip+k]), Bound: b}
 		f.Bound.Kept, f.Bound.Skipped, f.Bound.Left = k, skip, len(list)-skip-k
 		if next != nil {
 			var last any
@@ -331,9 +254,9 @@ func cutList(b Bound, list []any, wrap func([]any) any, next *pager, setNext ...
 // cutString keeps the first characters of s that fit b.Limit; next,
 // when not nil, makes the call that fetches the characters left, its
 // cursor counting characters ([PaginateText]).
-func cutString(b Bound, s string, next *pager) (*Bounded, error) {
+func cutString(b bound.Bound, s string, next *pager) (*bound.Bounded, error) {
 	b.Total = utf8.RuneCountInString(s)
-	widest := &Bounded{Value: "", Bound: b}
+	widest := &bound.Bounded{Value: "", Bound: b}
 	widest.Bound.Kept, widest.Bound.Left = b.Total, b.Total
 	if next != nil {
 		widest.Bound.NextCall = next.widest(nil, b.Total)
@@ -352,7 +275,7 @@ func cutString(b Bound, s string, next *pager) (*Bounded, error) {
 		end, kept = i+utf8.RuneLen(c), kept+1
 	}
 	for kept > 0 {
-		f := &Bounded{Value: s[:end], Bound: b}
+		f := &bound.Bounded{Value: s[:end], Bound: b}
 		f.Bound.Kept, f.Bound.Left = kept, b.Total-kept
 		if next != nil {
 			f.Bound.NextCall = next.next(kept, nil)
@@ -380,8 +303,8 @@ func escapedLen(c rune) int {
 }
 
 // omitted is the form of a batch step's result that is not given.
-func omitted(text string, limit int) *Bounded {
-	return &Bounded{Bound: Bound{Limit: max(limit, 0), Bytes: len(text), Omitted: true}}
+func omitted(text string, limit int) *bound.Bounded {
+	return &bound.Bounded{Bound: bound.Bound{Limit: max(limit, 0), Bytes: len(text), Omitted: true}}
 }
 
 // batchBound tracks what is left of a batch's result bound as its steps
@@ -398,7 +321,7 @@ type batchBound struct {
 // boundFunc bounds a result's text to limit bytes as one call's result
 // (paging as that call, if it can): nil when it fits; the text as the
 // caller gets it, its next sealed (see [Registry.boundFor]).
-type boundFunc func(text string, limit int) (*Bounded, string, error)
+type boundFunc func(text string, limit int) (*bound.Bounded, string, error)
 
 // newBatchBound starts the bound of a batch of n steps.
 func newBatchBound(l Limits, n int) *batchBound {
@@ -418,8 +341,8 @@ func newBatchBound(l Limits, n int) *batchBound {
 // action's result limit, bound bounds as that step, and again, asked
 // only when the result is omitted, returns the call that gets the
 // result on its own (nil for none).
-func (b *batchBound) step(limit int, bound boundFunc, again func() *NextCall, rec store.Record) store.Record {
-	b.last = bound
+func (b *batchBound) step(limit int, cut boundFunc, again func() *bound.NextCall, rec store.Record) store.Record {
+	b.last = cut
 	text := rec.Entry.Result
 	var form any
 	if text != "" && rec.Entry.Outcome == store.OutcomeDone {
@@ -427,7 +350,7 @@ func (b *batchBound) step(limit int, bound boundFunc, again func() *NextCall, re
 			limit = b.left
 		}
 		var (
-			bf  *Bounded
+			bf  *bound.Bounded
 			err error
 		)
 		if !b.off && limit <= 0 {
@@ -435,7 +358,7 @@ func (b *batchBound) step(limit int, bound boundFunc, again func() *NextCall, re
 			// there is nothing to cut (omitted, as bound would say).
 			err = errSpent
 		} else {
-			bf, text, err = bound(text, limit)
+			bf, text, err = cut(text, limit)
 		}
 		switch {
 		case err != nil:
@@ -459,7 +382,7 @@ func (b *batchBound) step(limit int, bound boundFunc, again func() *NextCall, re
 // MaxResultBytes, within what is reserved and left. byLast is true when v
 // is the last step's whole result, which then pages as that step; bound
 // bounds as no step.
-func (b *batchBound) result(bound boundFunc, v any, byLast bool) (answered, error) {
+func (b *batchBound) result(cut boundFunc, v any, byLast bool) (answered, error) {
 	text, err := canonicalString(v)
 	if err != nil {
 		return answered{}, err
@@ -472,9 +395,9 @@ func (b *batchBound) result(bound boundFunc, v any, byLast bool) (answered, erro
 		}
 	}
 	if byLast && b.last != nil { // no step ran: bound as none
-		bound = b.last
+		cut = b.last
 	}
-	form, text, err := bound(text, limit)
+	form, text, err := cut(text, limit)
 	switch {
 	case err != nil:
 		return answered{value: omitted(text, limit), text: mustText(omitted(text, limit)), steps: b.steps}, nil

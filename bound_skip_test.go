@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/actionreg/actions/bound"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,7 +19,7 @@ func TestBoundOversizedItemSkipped(t *testing.T) {
 	big := strings.Repeat("z", 300_000)
 	res, err := boundRegistry(t, 0, true, map[string]any{"items": []any{big}}, nil).Run(context.Background(), Call{Action: "t/r"})
 	require.NoError(t, err)
-	b, ok := res.Value.(*Bounded)
+	b, ok := res.Value.(*bound.Bounded)
 	require.True(t, ok)
 	assert.Equal(t, 1, b.Bound.Skipped)
 	assert.Equal(t, 0, b.Bound.Kept)
@@ -57,7 +58,7 @@ func TestBoundOversizedItemInTheMiddle(t *testing.T) {
 		var page struct {
 			Items []string `json:"items"`
 		}
-		b, ok := res.Value.(*Bounded)
+		b, ok := res.Value.(*bound.Bounded)
 		if !ok {
 			require.NoError(t, json.Unmarshal([]byte(res.Text), &page))
 			seen = append(seen, page.Items...)
@@ -98,7 +99,7 @@ func TestBoundCutTextGivesNextCall(t *testing.T) {
 		res, err := reg.Run(context.Background(), Call{Action: "t/text", Params: params})
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(res.Text), 32<<10)
-		b, ok := res.Value.(*Bounded)
+		b, ok := res.Value.(*bound.Bounded)
 		if !ok {
 			got.WriteString(res.Value.(string))
 			break

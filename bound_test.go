@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actionreg/actions/bound"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/store"
@@ -79,7 +80,7 @@ func TestBoundFixtures(t *testing.T) {
 			assert.JSONEq(t, string(c.Want), res.Text)
 			assert.LessOrEqual(t, len(res.Text), c.Limit, "the answer fits its bound")
 			assert.True(t, utf8.ValidString(res.Text))
-			b, bounded := res.Value.(*Bounded)
+			b, bounded := res.Value.(*bound.Bounded)
 			if len(whole) <= c.Limit {
 				assert.False(t, bounded, "a result within its bound is given whole")
 				assert.Equal(t, whole, res.Text)
@@ -113,7 +114,7 @@ func TestBoundStringCutsAtACharacter(t *testing.T) {
 	for limit := 130; limit < len(whole); limit += 7 {
 		res, err := boundRegistry(t, limit, false, s, nil).Run(context.Background(), Call{Action: "t/r"})
 		require.NoError(t, err, "limit %d", limit)
-		b := res.Value.(*Bounded)
+		b := res.Value.(*bound.Bounded)
 		part := b.Value.(string)
 		assert.True(t, strings.HasPrefix(s, part), "limit %d", limit)
 		assert.True(t, utf8.ValidString(part))
@@ -128,7 +129,7 @@ func TestBoundStringCutsAtACharacter(t *testing.T) {
 // is refused without decoding the result.
 func TestBoundShortestEnvelope(t *testing.T) {
 	for _, v := range []any{"", []any{}} {
-		text, err := exactText(&Bounded{Value: v})
+		text, err := exactText(&bound.Bounded{Value: v})
 		require.NoError(t, err)
 		assert.Len(t, text, minBoundedBytes, "%q", text)
 	}
@@ -187,7 +188,7 @@ func TestBoundNextCallFollowed(t *testing.T) {
 					Next  string                `json:"next"`
 				}
 				var next map[string]any
-				if b, ok := res.Value.(*Bounded); ok {
+				if b, ok := res.Value.(*bound.Bounded); ok {
 					require.NoError(t, json.Unmarshal(must(exactText(b.Value)), &page))
 					require.NotNil(t, b.Bound.NextCall)
 					assert.Equal(t, "t/list", b.Bound.NextCall.Action)
@@ -249,7 +250,7 @@ func TestBoundBatchOfBigReads(t *testing.T) {
 	total := len(res.Text)
 	omitted := 0
 	for i, v := range res.StepResults {
-		bd, ok := v.(*Bounded)
+		bd, ok := v.(*bound.Bounded)
 		require.True(t, ok, "step %d is bounded", i)
 		if bd.Bound.Omitted {
 			omitted++
@@ -259,7 +260,7 @@ func TestBoundBatchOfBigReads(t *testing.T) {
 			if omitted == 1 { // following it gets the result, bounded as a call of its own
 				again, err := reg.Run(context.Background(), Call{Action: bd.Bound.NextCall.Action, Params: bd.Bound.NextCall.Params})
 				require.NoError(t, err)
-				assert.IsType(t, &Bounded{}, again.Value)
+				assert.IsType(t, &bound.Bounded{}, again.Value)
 			}
 			continue
 		}
@@ -268,7 +269,7 @@ func TestBoundBatchOfBigReads(t *testing.T) {
 	}
 	assert.LessOrEqual(t, total, defaultLimits.MaxBatchResultBytes, "the results in all fit the batch's bound")
 	assert.Greater(t, omitted, 40, "past the bound, results are left out")
-	assert.IsType(t, &Bounded{}, res.Value, "the batch's result is bounded too")
+	assert.IsType(t, &bound.Bounded{}, res.Value, "the batch's result is bounded too")
 	assert.LessOrEqual(t, len(res.Text), defaultLimits.MaxResultBytes)
 	for i, rec := range log.Records() {
 		assert.Equal(t, store.OutcomeDone, rec.Entry.Outcome, "step %d ran", i)
@@ -299,7 +300,7 @@ func TestBoundNestedResults(t *testing.T) {
 		})))
 	res, err := reg.Run(context.Background(), Call{Action: "t/outer"})
 	require.NoError(t, err)
-	b, ok := res.Value.(*Bounded)
+	b, ok := res.Value.(*bound.Bounded)
 	require.True(t, ok)
 	assert.Equal(t, "/values", b.Bound.Path)
 	assert.Equal(t, 300, b.Bound.Total)
@@ -367,7 +368,7 @@ func TestBoundPerActionOverride(t *testing.T) {
 		New(Definition{ID: "t/off", MaxResultBytes: -1}, func(context.Context, map[string]any, *Trace) (any, error) { return long, nil })))
 	res, err := reg.Run(context.Background(), Call{Action: "t/own"})
 	require.NoError(t, err)
-	assert.Equal(t, 150, res.Value.(*Bounded).Bound.Limit)
+	assert.Equal(t, 150, res.Value.(*bound.Bounded).Bound.Limit)
 	assert.LessOrEqual(t, len(res.Text), 150)
 	res, err = reg.Run(context.Background(), Call{Action: "t/off"})
 	require.NoError(t, err)
@@ -393,7 +394,7 @@ func TestBoundOmittedWriteIsNotCalledAgain(t *testing.T) {
 	require.NoError(t, err)
 	omitted := 0
 	for _, v := range res.StepResults {
-		if bd, ok := v.(*Bounded); ok && bd.Bound.Omitted {
+		if bd, ok := v.(*bound.Bounded); ok && bd.Bound.Omitted {
 			omitted++
 			assert.Nil(t, bd.Bound.NextCall)
 		}

@@ -57,7 +57,7 @@ type Result struct {
 	// [Batch].Result), in JSON's Go types when it comes from a batch;
 	// nil whenever the error is not nil. A result over its bound
 	// (Limits.MaxResultBytes, [Definition].MaxResultBytes) is a
-	// *[Bounded] instead: its first items or characters, and how to get
+	// *[bound.Bounded] instead: its first items or characters, and how to get
 	// the rest.
 	Value any
 	// Text is the canonical JSON (RFC 8785) of Value as given: what a
@@ -65,7 +65,7 @@ type Result struct {
 	// result, or any call whose error is not nil.
 	Text string
 	// StepResults, for a batch, holds each step's result as the batch
-	// gives it back, in order: in JSON's Go types, or a *[Bounded] (an
+	// gives it back, in order: in JSON's Go types, or a *[bound.Bounded] (an
 	// Omitted one past Limits.MaxBatchResultBytes); nil for a step that
 	// gave none or was refused. Nil for one call.
 	StepResults []any

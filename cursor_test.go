@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actionreg/actions/bound"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/store"
@@ -97,7 +98,7 @@ func TestCursorKeysetWalkOnAChangingTable(t *testing.T) {
 				Next string `json:"next"`
 			}
 			next := ""
-			if b, ok := res.Value.(*Bounded); ok {
+			if b, ok := res.Value.(*bound.Bounded); ok {
 				cut++
 				require.NoError(t, json.Unmarshal(must(exactText(b.Value)), &got))
 				if b.Bound.NextCall != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/actionreg/actions/bound"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/store"
@@ -280,11 +281,11 @@ type answer struct {
 	// Refusal is the refusal a retry gets, or nil: the receipt of a held
 	// call (confirmation_required), or the rejection of its change.
 	Refusal *Refusal `json:"refusal,omitempty"`
-	// Bounded is true when Value is a [Bounded] envelope.
+	// Bounded is true when Value is a [bound.Bounded] envelope.
 	Bounded bool `json:"bounded,omitempty"`
 	// Steps are a batch's step results as its caller was given them
 	// ([Result].StepResults): each step's canonical JSON ("null" for
-	// none) and whether it is a [Bounded] envelope.
+	// none) and whether it is a [bound.Bounded] envelope.
 	Steps []answerStep `json:"steps,omitempty"`
 }
 
@@ -341,7 +342,7 @@ func answerOf(k *unitKey, v any, recs []store.Record, err error) answer {
 		// batch's step results too, as they were given.
 		av := v.(answered)
 		a.Value = av.text
-		_, a.Bounded = av.value.(*Bounded)
+		_, a.Bounded = av.value.(*bound.Bounded)
 		if av.steps != nil {
 			a.Steps = make([]answerStep, len(av.steps))
 			for i, sv := range av.steps {
@@ -349,7 +350,7 @@ func answerOf(k *unitKey, v any, recs []store.Record, err error) answer {
 				if sv != nil {
 					text, _ = exactText(sv)
 				}
-				_, b := sv.(*Bounded)
+				_, b := sv.(*bound.Bounded)
 				a.Steps[i] = answerStep{Value: json.RawMessage(text), Bounded: b}
 			}
 		}
@@ -426,7 +427,7 @@ func answerValue(text string, bounded bool) (any, error) {
 	if err != nil {
 		return nil, internalRefusal("a recorded result cannot be read back", err)
 	}
-	b := &Bounded{Value: m["value"]}
+	b := &bound.Bounded{Value: m["value"]}
 	d := json.NewDecoder(strings.NewReader(btext))
 	d.UseNumber()
 	if err := d.Decode(&b.Bound); err != nil {

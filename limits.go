@@ -46,14 +46,14 @@ type Limits struct {
 	// result a model never sees whole is one it reasons about wrongly.
 	// Negative: no bound. An action may set its own
 	// ([Definition].MaxResultBytes). Over it, a list is cut, a string
-	// cut, anything else refused with result_too_large (see [Bounded]).
+	// cut, anything else refused with result_too_large (see [bound.Bounded]).
 	MaxResultBytes int
 	// MaxBatchResultBytes bounds the results one batch gives back in
 	// all, in bytes of canonical JSON (default 64 KiB): the batch's
 	// result (bounded first, by MaxResultBytes, and reserved out of it)
 	// and each step's result, bounded in turn by its action's bound and
 	// by what is left. A step that no longer fits still runs; its result
-	// is given as an omitted [Bounded]. Negative: each step bounded by
+	// is given as an omitted [bound.Bounded]. Negative: each step bounded by
 	// its action's bound only. It sits beside MaxBatchCalls: with both,
 	// a batch's answer is at most this plus a fixed size per step.
 	MaxBatchResultBytes int

@@ -10,7 +10,7 @@ const cursorParam = "cursor"
 // CursorSchema is the schema of the parameter "cursor", to put among an
 // action's properties: an optional string. An action whose parameters
 // schema declares "cursor" is one that pages its lists: its bounded
-// lists come with a [NextCall]; see docs/pagination.md.
+// lists come with a [bound.NextCall]; see docs/pagination.md.
 //
 // A caller sees cursors as opaque tokens the registry signs (see
 // Options.CursorKey), bound to the action, the call's other parameters

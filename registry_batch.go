@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/actionreg/actions/bound"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/internal/ijson"
 	"github.com/actionreg/actions/internal/placeholder"
@@ -145,13 +146,13 @@ type runningStep struct {
 }
 
 // bound bounds a result as the step's (see [Registry.boundFor]).
-func (s *runningStep) bound(text string, limit int) (*Bounded, string, error) {
+func (s *runningStep) bound(text string, limit int) (*bound.Bounded, string, error) {
 	return s.r.boundFor(s.inv, text, limit)
 }
 
 // again is the call that gets the step's result on its own (see
 // [Registry.again]).
-func (s *runningStep) again() *NextCall { return s.r.again(s.inv) }
+func (s *runningStep) again() *bound.NextCall { return s.r.again(s.inv) }
 
 // batchSize counts what a batch's steps copy in and record against
 // Limits.MaxBatchBytes (negative: no bound).
@@ -370,7 +371,7 @@ func substituteRefusal(at, keyword string, err error) error {
 // should the batch's bound leave it out: the step's call as it was made,
 // when its action only reads or is idempotent (making it again changes
 // nothing); nil otherwise.
-func (r *Registry) again(inv invocation) *NextCall {
+func (r *Registry) again(inv invocation) *bound.NextCall {
 	reg, ok := r.lookup(inv.name)
 	if !ok || (reg.action.EffectOf() != EffectRead && !reg.action.Idempotent) {
 		return nil
@@ -379,5 +380,5 @@ func (r *Registry) again(inv invocation) *NextCall {
 	if params == nil {
 		return nil
 	}
-	return &NextCall{Action: reg.action.ID, Params: params}
+	return &bound.NextCall{Action: reg.action.ID, Params: params}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/actionreg/actions/bound"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/ijson"
@@ -816,13 +817,13 @@ func resultLimitOf(reg *registered, l *Limits) int {
 // negative), and sealed is the result's text as its caller gets it, its
 // "next" sealed (see [CursorSchema]); err is errCannotCut when the
 // result is over limit and cannot be cut.
-func (r *Registry) boundFor(inv invocation, text string, limit int) (form *Bounded, sealed string, err error) {
+func (r *Registry) boundFor(inv invocation, text string, limit int) (form *bound.Bounded, sealed string, err error) {
 	reg, _ := r.lookup(inv.name)
 	return r.boundOf(reg, inv, text, limit)
 }
 
 // boundOf is boundFor with reg, the action inv names (nil for none).
-func (r *Registry) boundOf(reg *registered, inv invocation, text string, limit int) (form *Bounded, sealed string, err error) {
+func (r *Registry) boundOf(reg *registered, inv invocation, text string, limit int) (form *bound.Bounded, sealed string, err error) {
 	var next *pager
 	if reg != nil && reg.cursor {
 		if params := paramsObject(inv.params); params != nil {
@@ -864,7 +865,7 @@ func paramsObject(params any) map[string]any {
 
 // bounder bounds a result as inv's (see boundFor).
 func (r *Registry) bounder(inv invocation) boundFunc {
-	return func(text string, limit int) (*Bounded, string, error) { return r.boundFor(inv, text, limit) }
+	return func(text string, limit int) (*bound.Bounded, string, error) { return r.boundFor(inv, text, limit) }
 }
 
 // limitOf is the result bound of the action called as name.

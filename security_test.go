@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actionreg/actions/bound"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/store"
@@ -580,7 +581,7 @@ func TestBatchResultIsNotBoundLikeParameters(t *testing.T) {
 	result, _, err := batch3(reg, context.Background(), Batch{Steps: []Step{{Call: "a/big", As: "a"}}, Result: "${a.text}"}, nil)
 	require.NoError(t, err)
 	// Not refused as parameters would be; bounded as every result is.
-	b, ok := result.(*Bounded)
+	b, ok := result.(*bound.Bounded)
 	require.True(t, ok, "a result over MaxResultBytes is bounded")
 	assert.Equal(t, len(big), b.Bound.Total)
 	assert.True(t, strings.HasPrefix(big, b.Value.(string)))

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/actionreg/actions/bound"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/store"
@@ -277,7 +278,7 @@ func (r *Registry) runTask(ctx context.Context, ts store.TaskStore, t store.Task
 		// other answer ends it here (a no-op when it is terminal).
 		end := endOf(res.Value, res.Records, err, cancelled, r.gateOf().now())
 		if err == nil && res.Text != "" {
-			_, bounded := res.Value.(*Bounded)
+			_, bounded := res.Value.(*bound.Bounded)
 			end.Answer = answerText(answer{Value: res.Text, Bounded: bounded})
 		}
 		_, _ = ts.EndTask(context.WithoutCancel(ctx), t.ID, end)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/actionreg/actions/bound"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/portable"
 	"github.com/actionreg/actions/store"
@@ -234,7 +235,7 @@ func outcomes(entries []store.RunEntry, results []any) []stepOutcome {
 func boundedSteps(value any, results []any) int {
 	n := 0
 	for _, v := range append([]any{value}, results...) {
-		if _, ok := v.(*actions.Bounded); ok {
+		if _, ok := v.(*bound.Bounded); ok {
 			n++
 		}
 	}

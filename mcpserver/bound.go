@@ -5,10 +5,11 @@ import (
 	"strings"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/bound"
 )
 
 // boundedSchema is the branch of a listed output schema that a bounded
-// result's structured content ([actions.Bounded]'s envelope) takes: an
+// result's structured content ([bound.Bounded]'s envelope) takes: an
 // object with a "bounded" member. It says no more, so that it costs each
 // listed tool few bytes; the envelope's members are documented once, in
 // the package's docs and in the words of the answer's second text item.
@@ -16,7 +17,7 @@ var boundedSchema = map[string]any{"type": "object", "required": []any{"bounded"
 
 // forClient is a bounded result as a client gets it: its next call names
 // the tool, as tools/list does, not the action id.
-func forClient(b *actions.Bounded) *actions.Bounded {
+func forClient(b *bound.Bounded) *bound.Bounded {
 	c := *b
 	if b.Bound.NextCall != nil {
 		nc := *b.Bound.NextCall
@@ -29,7 +30,7 @@ func forClient(b *actions.Bounded) *actions.Bounded {
 // clientValue is v (a result as [actions.Result] gives it) for a client:
 // a bounded one through forClient, anything else as it is.
 func clientValue(v any) any {
-	if b, ok := v.(*actions.Bounded); ok {
+	if b, ok := v.(*bound.Bounded); ok {
 		return forClient(b)
 	}
 	return v
@@ -38,7 +39,7 @@ func clientValue(v any) any {
 // clientText is the canonical JSON of a call's result for a client, and
 // for a bounded one the sentence that tells a model so.
 func clientText(res actions.Result) (text, note string) {
-	b, ok := res.Value.(*actions.Bounded)
+	b, ok := res.Value.(*bound.Bounded)
 	if !ok {
 		if res.Text == "" {
 			return "null", ""
@@ -56,7 +57,7 @@ func clientText(res actions.Result) (text, note string) {
 // boundedNote says, for a model, what of a result was given and how to
 // get the rest. It quotes the next call's parameters, which are the
 // caller's own plus the cursor.
-func boundedNote(b *actions.Bounded) string {
+func boundedNote(b *bound.Bounded) string {
 	var s strings.Builder
 	bd := b.Bound
 	switch {

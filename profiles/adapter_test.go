@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actionreg/actions"
+	"github.com/actionreg/actions/bound"
 	"github.com/actionreg/actions/codes"
 	"github.com/actionreg/actions/identity"
 	"github.com/actionreg/actions/internal/portable"
@@ -138,7 +139,7 @@ func TestBoundRunToolCall(t *testing.T) {
 		}))
 	res, err := runToolCall(context.Background(), reg, OpenAIChat, actions.Call{Action: "t-list", Params: `{"tag":"x"}`})
 	require.NoError(t, err)
-	b, ok := res.Value.(*actions.Bounded)
+	b, ok := res.Value.(*bound.Bounded)
 	require.True(t, ok)
 	assert.LessOrEqual(t, len(res.Text), 1024)
 	require.NotNil(t, b.Bound.NextCall)

@@ -50,27 +50,25 @@ type Definition struct {
 	// [Registry.Decide]). A read may not need confirmation, and an action
 	// that needs it must be offered on ui, where the person confirms.
 	NeedsConfirmation bool `json:"needsConfirmation,omitempty"`
-	// Preview: a caller's call is run before it is held, so that the
-	// person sees what it does, not only its arguments. For an action
-	// whose body makes calls of its own ([Trace.Call]) decided as it
-	// runs, such as a program's: the call runs first in a part of its
-	// unit that is then undone (a [store.Savepointer] store's savepoint), its
-	// nested calls included, those that need confirmation too; when the
-	// action needs confirmation itself or any of those calls does, the
-	// call is held whole as one pending change whose
-	// [PendingChange].Preview is the entry of that run (every call made,
-	// its parameters as they ran and its result), and nothing it wrote
-	// is kept. Otherwise the run is kept as the call's own. Confirming
-	// runs the body again, giving back the values the preview drew
-	// ([Trace.Value], Now, NewID), and keeps it only when its entry is
-	// the one shown, compared as [Registry.Replay] compares (stale_change
-	// otherwise, nothing kept). Since the body's calls are the caller's
-	// own, each also counts the caller's rate limit (GateOptions.Rate),
-	// as the caller's call of that action would (the calls the bodies
-	// of those actions make count none, as always). Without a Savepointer store a preview
-	// cannot be undone, and the action is held as any other (before its
-	// body runs) and its nested calls that need confirmation refused.
-	// Set in Go: a manifest's JSON declares none.
+	// Preview: a caller's call is run before it is held, so that the person
+	// sees what it does, not only its arguments. For an action whose body makes
+	// calls of its own ([Trace.Call]) decided as it runs, such as a program's:
+	// the call runs first in a part of its unit that is then undone (a
+	// [store.Savepointer] store's savepoint), its nested calls included, those
+	// that need confirmation too; when the action needs confirmation itself or
+	// any of those calls does, the call is held whole as one pending change
+	// whose [PendingChange].Preview is the entry of that run (every call made,
+	// its parameters as they ran and its result), and nothing it wrote is kept.
+	// Otherwise the run is kept as the call's own. Confirming runs the body
+	// again, giving back the values the preview drew ([Trace.Value], Now,
+	// NewID), and keeps it only when its entry is the one shown, compared as
+	// [Registry.Replay] compares (stale_change otherwise, nothing kept). Since
+	// the body's calls are the caller's own, each also counts the caller's rate
+	// limit (GateOptions.Rate), as the caller's call of that action would (the
+	// calls the bodies of those actions make count none, as always). Without a
+	// Savepointer store a preview cannot be undone, and the action is held as
+	// any other (before its body runs) and its nested calls that need
+	// confirmation refused. Set in Go: a manifest's JSON declares none.
 	Preview bool `json:"-"`
 	// Approval, for an action that needs confirmation, says who may
 	// decide its held calls and from which surface (see [Approval]); nil

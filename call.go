@@ -118,16 +118,6 @@ type Decision struct {
 	Caller *identity.Caller
 }
 
-// clone copies r deeply.
-func cloneRecord(r store.Record) store.Record {
-	r.Entry = cloneEntry(r.Entry)
-	if r.Audit.Caller != nil {
-		c := cloneCaller(r.Audit.Caller)
-		r.Audit.Caller = &c
-	}
-	return r
-}
-
 // Progress is one report of how far a running call has come (MCP
 // notifications/progress: progress, total, message).
 type Progress struct {

@@ -39,8 +39,8 @@ const defaultKeyWindow = 24 * time.Hour
 // refused in_progress.
 const defaultKeyWait = 5 * time.Second
 
-// batchKeyAction is the [store.KeyRecord].Action of a batch: a batch's key is its
-// own, whatever actions its steps call. It is no action's id.
+// batchKeyAction is the [store.KeyRecord].Action of a batch: a batch's key is
+// its own, whatever actions its steps call. It is no action's id.
 const batchKeyAction = "#batch"
 
 // checkKey refuses a key that is empty, longer than

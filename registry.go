@@ -143,18 +143,18 @@ func (r *Registry) limitsInForce() *Limits {
 // Register adds actions, all or none, each with its parameters schema
 // compiled once. Build an action with [New] (or [Typed]) or as a literal.
 //
-// Errors (*Refusal), and nothing is registered: constraint_violation when
-// an id is not namespace/name with both parts identifiers or is longer
-// than 128 bytes (the longest MCP tool name), when a body is nil, when the
-// action needs idempotency keys (NeedsIdempotencyKey) and Options.Store is
-// no [store.KeyStore] (no caller could ever call it), when a schema
-// is refused (see [CompileParameters]; an output schema under the same
-// rules, any root allowed), or when a typed action's Go types cannot be
-// described or disagree with its given schema (see [Typed]);
-// duplicate_name when an id is already registered or given twice. Every
-// fault is listed, each issue at its RFC 6901 pointer into the action:
-// "/id", "/run", "/parameters/..." or "/outputSchema/..." into a schema. With several actions, the pointers start with the
-// action's index: "/2/parameters/properties/name".
+// Errors (*Refusal), and nothing is registered: constraint_violation when an id
+// is not namespace/name with both parts identifiers or is longer than 128 bytes
+// (the longest MCP tool name), when a body is nil, when the action needs
+// idempotency keys (NeedsIdempotencyKey) and Options.Store is no
+// [store.KeyStore] (no caller could ever call it), when a schema is refused
+// (see [CompileParameters]; an output schema under the same rules, any root
+// allowed), or when a typed action's Go types cannot be described or disagree
+// with its given schema (see [Typed]); duplicate_name when an id is already
+// registered or given twice. Every fault is listed, each issue at its RFC 6901
+// pointer into the action: "/id", "/run", "/parameters/..." or
+// "/outputSchema/..." into a schema. With several actions, the pointers start
+// with the action's index: "/2/parameters/properties/name".
 func (r *Registry) Register(as ...Action) error {
 	prefix := func(i int) string { return fmt.Sprintf("/%d", i) }
 	if len(as) == 1 {

@@ -43,7 +43,8 @@ func (l *RunLog) sweepTasks(now time.Time) {
 	l.swept = len(l.tasks)
 }
 
-// TaskByID returns the task id, or [store.ErrTaskNotFound]; see [store.TaskStore].
+// TaskByID returns the task id, or [store.ErrTaskNotFound]; see
+// [store.TaskStore].
 func (l *RunLog) TaskByID(_ context.Context, id string) (store.Task, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -77,7 +78,7 @@ func (l *RunLog) DeleteTask(_ context.Context, id string) error {
 	return nil
 }
 
-// clone copies t with its answer.
+// cloneTask copies t with its answer.
 func cloneTask(t store.Task) store.Task {
 	if t.Answer != nil {
 		t.Answer = append(json.RawMessage(nil), t.Answer...)

@@ -1,8 +1,9 @@
 package bound
 
 // Bounded is the form a result over its bound reaches its caller in
-// ([github.com/actionreg/actions.Result].Value, and each step's in [github.com/actionreg/actions.Result].StepResults): never the
-// whole result, never a value cut in the middle. Its JSON form is
+// ([github.com/actionreg/actions.Result].Value, and each step's in
+// [github.com/actionreg/actions.Result].StepResults): never the whole result,
+// never a value cut in the middle. Its JSON form is
 //
 //	{"value": <the part that fits>, "bounded": {"limit": 32768, "bytes": 120345,
 //	 "path": "/items", "total": 500, "kept": 40, "left": 460,

@@ -5,10 +5,11 @@ import (
 )
 
 // Caller is who calls, built by the host for each call from what it
-// authenticated (a session, a verified token), never from the call's
-// arguments. Set it as [github.com/actionreg/actions.Call].Caller; a nil Caller is the host itself,
-// which the gate lets through (see [github.com/actionreg/actions.Registry.Run]). The token itself is
-// never held: only what the host derived from it.
+// authenticated (a session, a verified token), never from the call's arguments.
+// Set it as [github.com/actionreg/actions.Call].Caller; a nil Caller is the
+// host itself, which the gate lets through (see
+// [github.com/actionreg/actions.Registry.Run]). The token itself is never held:
+// only what the host derived from it.
 type Caller struct {
 	// Principal identifies the person (or service) acting, for rate
 	// limits, pending changes and the audit record.
@@ -27,8 +28,8 @@ type Caller struct {
 	// Client is the connected app that called, when one did.
 	Client *Client `json:"client,omitempty"`
 	// PendingChange is the id of the pending change this call confirms.
-	// [github.com/actionreg/actions.Registry.Decide] sets it; a host that sets it itself confirms
-	// nothing.
+	// [github.com/actionreg/actions.Registry.Decide] sets it; a host that sets
+	// it itself confirms nothing.
 	PendingChange string `json:"pendingChange,omitempty"`
 }
 

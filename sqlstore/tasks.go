@@ -10,10 +10,10 @@ import (
 	"github.com/actionreg/actions/store"
 )
 
-// tasksTable holds the registry's tasks ([store.TaskStore]): one row per
-// task, its answer (actions.Task.Answer, canonical JSON) written when it ends. Times
-// are Unix microseconds, ttl is in milliseconds (0: kept until deleted).
-// The unique index maps a retry under an idempotency key to its task.
+// tasksTable holds the registry's tasks ([store.TaskStore]): one row per task,
+// its answer (actions.Task.Answer, canonical JSON) written when it ends. Times
+// are Unix microseconds, ttl is in milliseconds (0: kept until deleted). The
+// unique index maps a retry under an idempotency key to its task.
 func tasksTable(integer string) string {
 	return `CREATE TABLE IF NOT EXISTS actions_tasks (
 		id TEXT PRIMARY KEY,

@@ -41,9 +41,10 @@ type RunEntry struct {
 	Steps []RunStep `json:"steps"`
 	// Outcome is done or refused.
 	Outcome Outcome `json:"outcome"`
-	// Error is the code of a refused call ([github.com/actionreg/actions.CodeOf] its error: a
-	// refusal's code, the code of an error with a Code() string method,
-	// or internal); empty when done.
+	// Error is the code of a refused call
+	// ([github.com/actionreg/actions.CodeOf] its error: a refusal's code, the
+	// code of an error with a Code() string method, or internal); empty when
+	// done.
 	Error codes.Code `json:"error,omitempty"`
 	// Result is the canonical JSON of the body's result; empty when the
 	// body returned nil or the call was refused.
@@ -57,7 +58,8 @@ type RunEntry struct {
 	ResultSHA256 string `json:"resultSHA256,omitempty"`
 	ResultBytes  int    `json:"resultBytes,omitempty"`
 	// AsHost is true for a nested call its body made as the host
-	// ([github.com/actionreg/actions.Trace.CallAsHost]) rather than as its caller; left out otherwise.
+	// ([github.com/actionreg/actions.Trace.CallAsHost]) rather than as its
+	// caller; left out otherwise.
 	AsHost bool `json:"asHost,omitempty"`
 }
 

@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// KeyStore is a [Store] that keeps idempotency keys: the optional
-// interface (as database/sql/driver adds optional interfaces to a
-// driver) that the registry needs to run a call carrying a key
-// ([github.com/actionreg/actions.Call].IdempotencyKey). [github.com/actionreg/actions.RunLog] implements it in one process's
-// memory, sqlstore.Store in its database, for every replica sharing it.
+// KeyStore is a [Store] that keeps idempotency keys: the optional interface (as
+// database/sql/driver adds optional interfaces to a driver) that the registry
+// needs to run a call carrying a key
+// ([github.com/actionreg/actions.Call].IdempotencyKey).
+// [github.com/actionreg/actions.RunLog] implements it in one process's memory,
+// sqlstore.Store in its database, for every replica sharing it.
 //
 // The registry runs the protocol itself (docs/database.md, "Idempotency
 // keys"): it claims the key before the unit runs, waits for a claim

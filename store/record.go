@@ -13,13 +13,13 @@ import (
 type Record struct {
 	Entry RunEntry `json:"entry"`
 	Audit Audit    `json:"audit"`
-	// RolledBack is true when the unit the call belonged to did not
-	// commit (a refused call, a batch that stopped, a failed commit). A
-	// store with transactions (sqlstore.Store) undid what the unit
-	// changed; without one (no Store, a [github.com/actionreg/actions.RunLog]) nothing is undone, and
-	// what a body changed before the refusal stays. A replay of a log
-	// leaves such records out (sqlstore.Store.Read returns kept records
-	// unless asked); Registry.Replay of one replays what it is given.
+	// RolledBack is true when the unit the call belonged to did not commit (a
+	// refused call, a batch that stopped, a failed commit). A store with
+	// transactions (sqlstore.Store) undid what the unit changed; without one
+	// (no Store, a [github.com/actionreg/actions.RunLog]) nothing is undone,
+	// and what a body changed before the refusal stays. A replay of a log
+	// leaves such records out (sqlstore.Store.Read returns kept records unless
+	// asked); Registry.Replay of one replays what it is given.
 	RolledBack bool `json:"rolledBack,omitempty"`
 }
 
@@ -56,15 +56,17 @@ type Audit struct {
 	Replaces string `json:"replaces,omitempty"`
 	// Batch is true for a step of a batch.
 	Batch bool `json:"batch,omitempty"`
-	// ToolCallID is the id the client gave the call ([github.com/actionreg/actions.Call].ToolCallID).
+	// ToolCallID is the id the client gave the call
+	// ([github.com/actionreg/actions.Call].ToolCallID).
 	ToolCallID string `json:"toolCallId,omitempty"`
-	// TraceID and SpanID identify the span of the call (or of the batch
-	// or decision that made the record) as the registry's [github.com/actionreg/actions.Observer]
-	// gave them: W3C trace-id and parent-id hex with OpenTelemetry. Empty
-	// without an observer.
+	// TraceID and SpanID identify the span of the call (or of the batch or
+	// decision that made the record) as the registry's
+	// [github.com/actionreg/actions.Observer] gave them: W3C trace-id and
+	// parent-id hex with OpenTelemetry. Empty without an observer.
 	TraceID string `json:"traceId,omitempty"`
 	SpanID  string `json:"spanId,omitempty"`
-	// IdempotencyKey is the key the call came with ([github.com/actionreg/actions.Call].IdempotencyKey).
+	// IdempotencyKey is the key the call came with
+	// ([github.com/actionreg/actions.Call].IdempotencyKey).
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	// Answered, on the audit line of a retry a recorded call answered, is
 	// the store's id of the unit that answered it ([KeyRecord].Unit);
@@ -81,8 +83,8 @@ const (
 	StageHeld      Stage = "held"
 	StageConfirmed Stage = "confirmed"
 	StageRejected  Stage = "rejected"
-	// StageEdited: the person replaced the held call's arguments with
-	// their own ([github.com/actionreg/actions.Decision].Params) and the edited call ran (or was
-	// refused) under that decision.
+	// StageEdited: the person replaced the held call's arguments with their own
+	// ([github.com/actionreg/actions.Decision].Params) and the edited call ran
+	// (or was refused) under that decision.
 	StageEdited Stage = "edited"
 )

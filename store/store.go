@@ -5,9 +5,10 @@ import (
 )
 
 // Store keeps the work of each unit (a call, a batch, a decision) and its
-// records together: what the calls changed is kept with their records,
-// or neither is. sqlstore.Store keeps both in one database transaction;
-// [github.com/actionreg/actions.RunLog] keeps records in memory. A Store is safe for concurrent use.
+// records together: what the calls changed is kept with their records, or
+// neither is. sqlstore.Store keeps both in one database transaction;
+// [github.com/actionreg/actions.RunLog] keeps records in memory. A Store is
+// safe for concurrent use.
 //
 // A Store that also keeps idempotency keys implements [KeyStore]; the
 // registry runs the key's protocol over it (wait, conflict, the answer a
@@ -26,10 +27,11 @@ type Store interface {
 	Atomic(ctx context.Context, fn func(ctx context.Context) Unit) ([]Record, error)
 }
 
-// Savepointer is a [Store] that can undo part of a unit: the writes of
-// one nested call ([github.com/actionreg/actions.Trace.Call]) that was refused, while the body that
-// made it carries on, so that the call's entry (refused) and the data
-// agree. sqlstore.Store is one (SQL SAVEPOINT, on SQLite and PostgreSQL).
+// Savepointer is a [Store] that can undo part of a unit: the writes of one
+// nested call ([github.com/actionreg/actions.Trace.Call]) that was refused,
+// while the body that made it carries on, so that the call's entry (refused)
+// and the data agree. sqlstore.Store is one (SQL SAVEPOINT, on SQLite and
+// PostgreSQL).
 //
 // Savepoint marks the unit ctx belongs to and returns the context the
 // nested call runs in and end, which the registry calls once the call

@@ -59,11 +59,11 @@ type Task struct {
 	// TTL is how long the task is kept, counted from Created; 0 keeps it
 	// until deleted. A task that is not terminal is kept whatever its TTL.
 	TTL time.Duration `json:"ttl,omitempty"`
-	// Answer is the call's answer once the task is completed or failed,
-	// as canonical JSON that a TaskStore keeps as it is ([github.com/actionreg/actions.TaskResult]
-	// reads it): a JSON object with the value's canonical JSON text
-	// ("value") or the refusal ("refusal"; for failed, always). Nil
-	// otherwise.
+	// Answer is the call's answer once the task is completed or failed, as
+	// canonical JSON that a TaskStore keeps as it is
+	// ([github.com/actionreg/actions.TaskResult] reads it): a JSON object with
+	// the value's canonical JSON text ("value") or the refusal ("refusal"; for
+	// failed, always). Nil otherwise.
 	Answer json.RawMessage `json:"answer,omitempty"`
 }
 
@@ -73,9 +73,9 @@ func (t Task) Expired(now time.Time) bool {
 	return t.Status.Terminal() && t.TTL > 0 && !now.Before(t.Created.Add(t.TTL))
 }
 
-// TaskStore keeps tasks. [github.com/actionreg/actions.RunLog] and sqlstore.Store implement it; a
-// registry runs tasks only when its Store does. A TaskStore is safe for
-// concurrent use.
+// TaskStore keeps tasks. [github.com/actionreg/actions.RunLog] and
+// sqlstore.Store implement it; a registry runs tasks only when its Store does.
+// A TaskStore is safe for concurrent use.
 type TaskStore interface {
 	// CreateTask keeps t, durably: once it returns, TaskByID finds t
 	// from any process sharing the store. When t.Key is set and a task

@@ -1,3 +1,0 @@
-// The Store a registry keeps its units in.
-
-package actions

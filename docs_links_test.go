@@ -464,7 +464,7 @@ func TestDocNamesExist(t *testing.T) {
 }
 
 // isTypeName reports whether name is a type with members recorded (a
-// value such as actions.SurfaceAI followed by a word is not).
+// value such as identity.SurfaceAI followed by a word is not).
 func isTypeName(pkg *goPackage, name string) bool {
 	prefix := name + "."
 	for s := range pkg.symbols {

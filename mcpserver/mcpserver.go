@@ -404,7 +404,7 @@ func (h *toolHandler) render(ctx context.Context, res actions.Result, err error,
 
 // done renders a done call of this tool for a request at protocol
 // version: with its output schema's rules when it has one. A bounded
-// result (actions.Bounded) goes as its envelope, with a second text item
+// result (bound.Bounded) goes as its envelope, with a second text item
 // saying what was left out and how to get it.
 func (h *toolHandler) done(res actions.Result, version string) *mcp.CallToolResult {
 	text, note := clientText(res)

@@ -12,7 +12,7 @@ import (
 
 // Two replicas (two pools, two stores, two registries) on one SQLite
 // file: a keyed call made on the first and retried on the second runs
-// once. *Store is an actions.KeyStore (ClaimKey, SettleKey): the
+// once. *Store is a store.KeyStore (ClaimKey, SettleKey): the
 // registry claims the key in actions_keys before the unit runs, and the
 // retry reads the answer the unit left there.
 func ExampleStore_ClaimKey() {

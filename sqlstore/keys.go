@@ -36,7 +36,7 @@ const keysOrigin = `ALTER TABLE actions_keys ADD COLUMN origin TEXT NOT NULL DEF
 
 // ClaimKey claims the key of claim for a unit about to run, as
 // [store.KeyStore] says; with [Store.SettleKey] it makes *Store an
-// actions.KeyStore, shared by every replica of the database. It runs
+// store.KeyStore, shared by every replica of the database. It runs
 // one short transaction of its own (the driver's default isolation,
 // read committed on PostgreSQL), which commits before the unit begins,
 // so that the claim is durable before any body runs: it deletes the

@@ -502,7 +502,7 @@ type Filter struct {
 	// Principal keeps the calls of this principal (Audit.Caller).
 	Principal string
 	// Stages keeps the records whose Audit.Stage is one of these: calls
-	// held for confirmation (actions.StageHeld), confirmed or rejected.
+	// held for confirmation (store.StageHeld), confirmed or rejected.
 	// An empty stage in the list stands for the calls that touched no
 	// pending change. Nil or empty: any stage.
 	Stages []store.Stage

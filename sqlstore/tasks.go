@@ -11,7 +11,7 @@ import (
 )
 
 // tasksTable holds the registry's tasks ([store.TaskStore]): one row per task,
-// its answer (actions.Task.Answer, canonical JSON) written when it ends. Times
+// its answer (store.Task.Answer, canonical JSON) written when it ends. Times
 // are Unix microseconds, ttl is in milliseconds (0: kept until deleted). The
 // unique index maps a retry under an idempotency key to its task.
 func tasksTable(integer string) string {

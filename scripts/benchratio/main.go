@@ -160,6 +160,7 @@ func main() {
 	targets := []target{
 		{name: "run/validate (paired median)", num: "BenchmarkRun", den: "BenchmarkValidateParameters/jsonschema-v6/validate", unit: "ns/op", limit: 1.5, paired: true},
 		{name: "run/google-defaults+validate", num: "BenchmarkRun", den: "BenchmarkValidateParameters/google-jsonschema-go/map", unit: "ns/op", limit: 1.0},
+		{name: "run/check (context, no limit)", num: "BenchmarkRun", den: "BenchmarkValidateParameters/actions/map", unit: "ns/op", limit: 0, atLeast: true},
 		{name: "check/validate", num: "BenchmarkValidateParameters/actions/map", den: "BenchmarkValidateParameters/jsonschema-v6/validate", unit: "ns/op", limit: 1.5},
 		{name: "canonical/marshal small", num: "BenchmarkCanonicalJSON/small", den: "BenchmarkMarshal/small", unit: "ns/op", limit: 1.0},
 		{name: "canonical/marshal 1k", num: "BenchmarkCanonicalJSON/1k", den: "BenchmarkMarshal/1k", unit: "ns/op", limit: 1.0},
@@ -186,6 +187,9 @@ func main() {
 		{name: "store call / hand-written transaction, CPU time, sqlite memory (context, no limit)", num: "BenchmarkCallMemory/store", den: "BenchmarkCallMemory/hand-tx", unit: "cpu-ns/op", limit: 0, atLeast: true},
 		{name: "store call / hand-written transaction, CPU time, sqlite file (context, no limit)", num: "BenchmarkCallStore/sqlite/store", den: "BenchmarkCallStore/sqlite/hand-tx", unit: "cpu-ns/op", limit: 0, atLeast: true},
 		{name: "store call / hand-written transaction, CPU time, postgresql client side (context, no limit)", num: "BenchmarkCallStore/postgresql/store", den: "BenchmarkCallStore/postgresql/hand-tx", unit: "cpu-ns/op", limit: 0, atLeast: true},
+		{name: "hand-written transaction into the store's table / into a table of its own, sqlite memory (context, no limit)", num: "BenchmarkCallMemory/hand-tx-log", den: "BenchmarkCallMemory/hand-tx", unit: "ns/op", limit: 0, atLeast: true},
+		{name: "store call / hand-written transaction into the store's table, sqlite memory (context, no limit)", num: "BenchmarkCallMemory/store", den: "BenchmarkCallMemory/hand-tx-log", unit: "ns/op", limit: 0, atLeast: true},
+		{name: "registry's call alone, no store, no SQL / hand-written transaction, sqlite memory (context, no limit)", num: "BenchmarkCallMemory/registry-alone", den: "BenchmarkCallMemory/hand-tx", unit: "ns/op", limit: 0, atLeast: true},
 		{name: "store call/host tx with RunLog, sqlite memory (context, no limit)", num: "BenchmarkCallMemory/store", den: "BenchmarkCallMemory/tx-runlog", unit: "ns/op", limit: 0, atLeast: true},
 		{name: "store batch per step 1000/10, sqlite memory", num: "BenchmarkBatchMemory/steps=1000", den: "BenchmarkBatchMemory/steps=10", unit: "ns/step", limit: 1.2},
 		{name: "typed run/untyped run, no output schema", num: "BenchmarkRunTyped/typed/no-contract", den: "BenchmarkRunTyped/untyped/no-contract", unit: "ns/op", limit: 1.15},

@@ -61,6 +61,9 @@ func typicalMap(b *testing.B) map[string]any {
 // (copy, defaults, validation, one ref) with the bare jsonschema v6
 // Validate of the same compiled schema, and with google/jsonschema-go's
 // ApplyDefaults+Validate (the MCP Go SDK's per-call input check).
+// actions/check+texts+body adds to the check what else BenchmarkRun
+// must do whatever its call path costs: the entry's canonical texts of
+// the parameters and the result, and the body.
 func BenchmarkValidateParameters(b *testing.B) {
 	ctx := context.Background()
 	ps, err := CompileParameters(typicalSchema, Limits{})
@@ -81,6 +84,24 @@ func BenchmarkValidateParameters(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := ps.Check(ctx, text, typicalResolver); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("actions/check+texts+body", func(b *testing.B) {
+		// What Run must do by its promises, without its call path: the
+		// check, the entry's two canonical texts and the typical body.
+		b.ReportAllocs()
+		for b.Loop() {
+			checked, err := ps.Check(ctx, params, typicalResolver)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := exactText(checked); err != nil {
+				b.Fatal(err)
+			}
+			res, _ := typicalBody(ctx, checked, nil)
+			if _, err := exactText(res); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -173,14 +194,17 @@ func typicalRegistry(b *testing.B) (*Registry, Call) {
 	reg := NewRegistry(&Options{Resolve: typicalResolver, OnRecord: func(store.Record) {}})
 	err := reg.Register(Action{
 		Definition: Definition{ID: "supply/create_site", Parameters: typicalSchema},
-		Run: func(_ context.Context, p map[string]any, _ *Trace) (any, error) {
-			return map[string]any{"id": "site:1", "owner": p["owner"], "lines": len(p["lines"].([]any))}, nil
-		},
+		Run:        typicalBody,
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return reg, Call{Action: "supply/create_site", Params: typicalMap(b)}
+}
+
+// typicalBody is the body of the typical action.
+func typicalBody(_ context.Context, p map[string]any, _ *Trace) (any, error) {
+	return map[string]any{"id": "site:1", "owner": p["owner"], "lines": len(p["lines"].([]any))}, nil
 }
 
 // BenchmarkRun measures one call end to end: check, body, entry in

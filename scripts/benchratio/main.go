@@ -161,6 +161,8 @@ func main() {
 		{name: "run/validate (paired median)", num: "BenchmarkRun", den: "BenchmarkValidateParameters/jsonschema-v6/validate", unit: "ns/op", limit: 1.5, paired: true},
 		{name: "run/google-defaults+validate", num: "BenchmarkRun", den: "BenchmarkValidateParameters/google-jsonschema-go/map", unit: "ns/op", limit: 1.0},
 		{name: "run/check (context, no limit)", num: "BenchmarkRun", den: "BenchmarkValidateParameters/actions/map", unit: "ns/op", limit: 0, atLeast: true},
+		{name: "check, entry texts and body / validate: what run must do, no call path (context, no limit)", num: "BenchmarkValidateParameters/actions/check+texts+body", den: "BenchmarkValidateParameters/jsonschema-v6/validate", unit: "ns/op", limit: 0, atLeast: true},
+		{name: "run / check, entry texts and body: the call path's own share (context, no limit)", num: "BenchmarkRun", den: "BenchmarkValidateParameters/actions/check+texts+body", unit: "ns/op", limit: 0, atLeast: true},
 		{name: "check/validate", num: "BenchmarkValidateParameters/actions/map", den: "BenchmarkValidateParameters/jsonschema-v6/validate", unit: "ns/op", limit: 1.5},
 		{name: "canonical/marshal small", num: "BenchmarkCanonicalJSON/small", den: "BenchmarkMarshal/small", unit: "ns/op", limit: 1.0},
 		{name: "canonical/marshal 1k", num: "BenchmarkCanonicalJSON/1k", den: "BenchmarkMarshal/1k", unit: "ns/op", limit: 1.0},

@@ -49,8 +49,10 @@ fi
   # hand (hand-tx: one transaction doing the body's same UPDATE and
   # inserting the same record's bytes into a table), in the group above
   # on an SQLite file and PostgreSQL, and here with no disk under it
-  # (SQLite in memory); and a batch's time per step, 1,000 steps
-  # against 10.
+  # (SQLite in memory), beside the same hand transaction into the
+  # store's own table and indexes (hand-tx-log) and the registry's call
+  # with no store (registry-alone); and a batch's time per step, 1,000
+  # steps against 10.
   pkg=./sqlstore rep -bench 'BenchmarkCallMemory|BenchmarkBatchMemory'
   # The load benchmark (clients, replicas, tails) is scripts/load.sh.
   echo "# uptime at end: $(uptime)"

@@ -23,6 +23,13 @@ func TestNilContextIsRefused(t *testing.T) {
 	var nilCtx context.Context
 	_, err := reg.Run(nilCtx, Call{Action: "a/b"})
 	assert.ErrorIs(t, err, codes.Internal, "Run")
+	// The host's mistake: the same call fails again, so no retry is
+	// advised.
+	var rf *Refusal
+	if assert.ErrorAs(t, err, &rf) {
+		assert.Equal(t, codes.RetryNever, rf.Policy().Retry)
+		assert.Contains(t, rf.NextAction, "context.Context")
+	}
 	_, err = reg.Start(nilCtx, Call{Action: "a/b"}, TaskOptions{})
 	assert.ErrorIs(t, err, codes.Internal, "Start")
 	_, err = reg.Decide(nilCtx, Decision{Change: "x", Caller: &identity.Caller{Principal: "p"}})

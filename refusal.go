@@ -319,7 +319,11 @@ func unknownAction() *Refusal {
 // nilContext refuses a call given a nil context.Context (a fault of the
 // host's code: pass context.Background() or a request's context).
 func nilContext() *Refusal {
-	return internalRefusal("the call was given no context", errNilContext)
+	r := internalRefusal("the call was given no context", errNilContext)
+	// The host's mistake, not a passing fault: the same call fails again.
+	r.Retry = codes.RetryNever
+	r.NextAction = "Pass a context.Context that is not nil (context.Background() when there is none)."
+	return r
 }
 
 var errNilContext = errors.New("actions: nil context.Context")

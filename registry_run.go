@@ -61,7 +61,7 @@ import (
 //     and a *[StepError] wrapping a step's error: see [Batch].
 //
 // A body sees ctx and must honour its cancellation itself. A nil ctx is
-// refused internal, nothing run or recorded.
+// refused internal, retry never, nothing run or recorded.
 func (r *Registry) Run(ctx context.Context, c Call) (Result, error) {
 	if ctx == nil {
 		return Result{}, nilContext()
